@@ -1,0 +1,98 @@
+// Package checker decides whether a history is safe: porcupine models for the lock state, interval checkers
+// for what the locks promise the application, and statistics. Each verdict is valid, invalid or unknown.
+package checker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+)
+
+// Validity is a tri-state verdict.
+type Validity int
+
+// Verdicts, ordered so that the worst wins when combined.
+const (
+	Valid Validity = iota
+	Unknown
+	Invalid
+)
+
+func (v Validity) String() string {
+	return [...]string{"valid", "unknown", "invalid"}[v]
+}
+
+// MarshalJSON writes true, false or "unknown", as Jepsen's results do.
+func (v Validity) MarshalJSON() ([]byte, error) {
+	switch v {
+	case Valid:
+		return []byte("true"), nil
+	case Invalid:
+		return []byte("false"), nil
+	}
+	return []byte(`"unknown"`), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (v *Validity) UnmarshalJSON(b []byte) error {
+	switch string(b) {
+	case "true":
+		*v = Valid
+	case "false":
+		*v = Invalid
+	case `"unknown"`:
+		*v = Unknown
+	default:
+		return fmt.Errorf("validity %s: want true, false or \"unknown\"", b)
+	}
+	return nil
+}
+
+// ExitCode is Jepsen's: 0 valid, 1 invalid, 2 unknown.
+func (v Validity) ExitCode() int { return [...]int{0, 2, 1}[v] }
+
+// Worst combines verdicts: any invalid is invalid, else any unknown is unknown.
+func Worst(vs ...Validity) Validity {
+	w := Valid
+	for _, v := range vs {
+		w = max(w, v)
+	}
+	return w
+}
+
+// Result is what one checker said.
+type Result struct {
+	Checker string   `json:"checker"`
+	Valid   Validity `json:"valid"`
+	// Summary is one line a person reads first; Violation spells out the first violation, if any.
+	Summary   string `json:"summary"`
+	Violation string `json:"violation,omitempty"`
+	Details   any    `json:"details,omitempty"`
+}
+
+// Checker judges one history.
+type Checker interface {
+	Name() string
+	Check(ctx context.Context, h *history.History) Result
+}
+
+// Run runs every checker and returns their results and the combined verdict.
+func Run(ctx context.Context, h *history.History, cs ...Checker) ([]Result, Validity) {
+	var out []Result
+	var vs []Validity
+	for _, c := range cs {
+		r := c.Check(ctx, h)
+		r.Checker = c.Name()
+		out = append(out, r)
+		vs = append(vs, r.Valid)
+	}
+	return out, Worst(vs...)
+}
+
+// Secs formats a run-clock time (ns) as seconds for people.
+func Secs(t int64) string { return fmt.Sprintf("%.3fs", time.Duration(t).Seconds()) }
+
+var _ json.Marshaler = Valid

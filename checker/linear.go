@@ -1,0 +1,235 @@
+package checker
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/lockcheck/lockcheck/history"
+)
+
+// Linearizable checks a history's lock commands against a porcupine model, partitioned by key, within a
+// time bound: running out of time gives unknown, never valid.
+type Linearizable struct {
+	Label   string // checker name, e.g. "porcupine"
+	Model   porcupine.NondeterministicModel
+	Convert func(h *history.History) []porcupine.Operation
+	Timeout time.Duration
+
+	info  porcupine.LinearizationInfo
+	model porcupine.Model
+	ran   bool
+}
+
+// Name is the checker's stable name.
+func (l *Linearizable) Name() string { return l.Label }
+
+// Check runs porcupine in verbose mode so that the HTML can show the longest legal orders.
+func (l *Linearizable) Check(_ context.Context, h *history.History) Result {
+	ops := l.Convert(h)
+	l.model = l.Model.ToModel()
+	begin := time.Now()
+	res, info := porcupine.CheckOperationsVerbose(l.model, ops, l.Timeout)
+	took := time.Since(begin)
+	l.info, l.ran = info, true
+	parts := l.model.Partition(ops)
+	details := map[string]any{"operations": len(ops), "keys": len(parts), "check_ms": took.Milliseconds(),
+		"unknown_operations": countUnknown(ops)}
+	switch res {
+	case porcupine.Ok:
+		return Result{Valid: Valid, Details: details,
+			Summary: fmt.Sprintf("%d lock commands on %d keys have a legal order (%s)", len(ops), len(parts), took.Round(time.Millisecond))}
+	case porcupine.Unknown:
+		return Result{Valid: Unknown, Details: details,
+			Summary: fmt.Sprintf("no verdict: the search ran out of its %s bound (%d commands, %d unknown outcomes)",
+				l.Timeout, len(ops), countUnknown(ops))}
+	}
+	why := l.explain(parts, info)
+	return Result{Valid: Invalid, Details: details, Violation: why,
+		Summary: fmt.Sprintf("no legal order exists for %d lock commands on %d keys", len(ops), len(parts))}
+}
+
+func countUnknown(ops []porcupine.Operation) int {
+	n := 0
+	for _, o := range ops {
+		if o.Return == math.MaxInt64 {
+			n++
+		}
+	}
+	return n
+}
+
+// explain names, for the first illegal key, the command that no legal order can place and the states the
+// lock could have been in just before it.
+func (l *Linearizable) explain(parts [][]porcupine.Operation, info porcupine.LinearizationInfo) string {
+	partials := info.PartialLinearizations()
+	for p, ops := range parts {
+		if p >= len(partials) {
+			break
+		}
+		longest := []int{}
+		for _, lin := range partials[p] {
+			if len(lin) > len(longest) {
+				longest = lin
+			}
+		}
+		if len(longest) == len(ops) {
+			continue
+		}
+		placed := map[int]bool{}
+		for _, i := range longest {
+			placed[i] = true
+		}
+		culprit := -1
+		for i, op := range ops {
+			if !placed[i] && (culprit < 0 || op.Return < ops[culprit].Return) {
+				culprit = i
+			}
+		}
+		states := l.Model.Init()
+		for _, i := range longest {
+			states = stepAll(l.Model, states, ops[i])
+		}
+		var desc []string
+		for _, s := range states {
+			desc = append(desc, l.Model.DescribeState(s))
+		}
+		c := ops[culprit]
+		before := "nothing"
+		if len(longest) > 0 {
+			last := ops[longest[len(longest)-1]]
+			before = fmt.Sprintf("%s (at %s)", l.Model.DescribeOperation(last.Input, last.Output), Secs(last.Call))
+		}
+		return fmt.Sprintf("%s: %s (called %s, returned %s) cannot follow any legal order; the longest legal order "+
+			"(%d of %d commands) ends with %s, leaving the lock %s",
+			keyOf(c.Input), unescape(l.Model.DescribeOperation(c.Input, c.Output)), Secs(c.Call), retText(c.Return),
+			len(longest), len(ops), unescape(before), unescape(strings.Join(desc, " or ")))
+	}
+	return "porcupine found no legal order"
+}
+
+func stepAll(m porcupine.NondeterministicModel, states []interface{}, op porcupine.Operation) []interface{} {
+	var next []interface{}
+	for _, s := range states {
+		next = append(next, m.Step(s, op.Input, op.Output)...)
+	}
+	return next
+}
+
+func keyOf(in interface{}) string {
+	if k, ok := in.(interface{ key() string }); ok {
+		return "key " + k.key()
+	}
+	return "a key"
+}
+
+func (in MutexInput) key() string { return in.Key }
+
+func retText(t int64) string {
+	if t == math.MaxInt64 {
+		return "never"
+	}
+	return Secs(t)
+}
+
+func unescape(s string) string {
+	return strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&", "&#34;", `"`, "&#39;", "'").Replace(s)
+}
+
+// Annotation is a labelled span drawn on the timeline (a fault window, a critical section).
+type Annotation struct {
+	Client      string // the client's row, or "" for a row of its own named Tag
+	Tag         string
+	Start, End  int64
+	Description string
+	Color       string
+}
+
+// Visualize writes porcupine's HTML for the last check, with the annotations drawn on their rows.
+func (l *Linearizable) Visualize(w io.Writer, h *history.History, notes []Annotation) error {
+	if !l.ran {
+		return fmt.Errorf("visualize before check")
+	}
+	ids := clientIDs(h)
+	var anns []porcupine.Annotation
+	for _, n := range notes {
+		a := porcupine.Annotation{Start: n.Start, End: n.End, Description: n.Description, BackgroundColor: n.Color}
+		if id, ok := ids[n.Client]; ok && n.Client != "" {
+			a.ClientId = id
+		} else {
+			a.Tag = n.Tag
+		}
+		anns = append(anns, a)
+	}
+	l.info.AddAnnotations(anns)
+	return porcupine.Visualize(l.model, l.info, w)
+}
+
+// clientIDs numbers the client threads of a history in order of first appearance; the same numbering is
+// used for operations and annotations. A client's own-initiative commands (watchdog renewals, thread 0)
+// get a row of their own.
+func clientIDs(h *history.History) map[string]int {
+	ids := map[string]int{}
+	for _, o := range h.Ops {
+		k := threadName(o.Invoke)
+		if _, ok := ids[k]; !ok {
+			ids[k] = len(ids)
+		}
+		if _, ok := ids[o.Invoke.Client]; !ok && o.Invoke.Thread != 0 {
+			ids[o.Invoke.Client] = ids[k] // a client's first thread carries its annotations
+		}
+	}
+	return ids
+}
+
+func threadName(r history.Record) string {
+	if r.Thread == 0 {
+		return r.Client + "/watchdog"
+	}
+	return fmt.Sprintf("%s/%d", r.Client, r.Thread)
+}
+
+// MutexOps converts a history's lock commands (acquire, release, renew) for MutexModel. A command that
+// surely did not run is left out; one whose outcome is unknown returns at +infinity.
+func MutexOps(h *history.History) []porcupine.Operation {
+	ids := clientIDs(h)
+	var ops []porcupine.Operation
+	for _, o := range h.Ops {
+		inv := o.Invoke
+		if inv.F != "acquire" && inv.F != "release" && inv.F != "renew" {
+			continue
+		}
+		in := MutexInput{Key: inv.Key, Client: threadName(inv), F: inv.F, Owner: ownerName(inv),
+			Lease: inv.Args["lease_ms"] * int64(time.Millisecond), Call: inv.Time, Return: math.MaxInt64,
+			Replay: inv.Args["attempt"] > 0}
+		out := MutexOutput{Outcome: Unsure}
+		if c := o.Complete; c != nil && c.Type != history.Unknown {
+			switch {
+			case c.Type == history.Ok:
+				out = MutexOutput{Outcome: Applied}
+				if c.Value != nil {
+					out.Value = *c.Value
+				}
+			case c.Value != nil:
+				out = MutexOutput{Outcome: Refused, Value: *c.Value}
+			default:
+				continue // failed before it ran: no effect, nothing learned
+			}
+			in.Return = c.Time
+		}
+		ops = append(ops, porcupine.Operation{ClientId: ids[threadName(inv)], Input: in, Output: out,
+			Call: in.Call, Return: in.Return})
+	}
+	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
+	return ops
+}
+
+// ownerName is a readable stand-in for an owner id <uuid>:<thread> (one uuid per client): client/thread.
+func ownerName(r history.Record) string {
+	return r.Client + "/" + r.Owner[strings.LastIndex(r.Owner, ":")+1:]
+}

@@ -1,0 +1,201 @@
+package checker
+
+import (
+	"fmt"
+	"hash/fnv"
+	"html"
+	"math"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// MutexInput is one lock command as the model sees it: who sent what, with its real-time interval.
+type MutexInput struct {
+	Key    string
+	Client string // for people only
+	F      string // acquire, release or renew
+	Owner  string
+	Lease  int64 // ns the command sets the pttl to (acquire, renew, partial release)
+	Call   int64
+	Return int64 // math.MaxInt64 when the outcome is unknown
+	// Replay is set for a repeated unlock attempt: Redisson's unlock latch may answer it with the first
+	// attempt's result, so its answer says nothing certain.
+	Replay bool
+}
+
+// Outcome of a command for the model.
+type Outcome int
+
+// Outcomes. A command that surely did not run never reaches the model.
+const (
+	Applied Outcome = iota // ran and took effect
+	Refused                // ran and Redis said the owner may not (lock held by another, not held)
+	Unsure                 // may or may not have run
+)
+
+// MutexOutput is the command's outcome; Value is the release result (1 released, 0 still held).
+type MutexOutput struct {
+	Outcome Outcome
+	Value   int64
+}
+
+// MutexState is the lock on one key: its owner, re-entry count, and the window [Lo, Hi] in which its
+// lease surely ends (valid only while held).
+type MutexState struct {
+	Owner  string
+	Holds  int
+	Lo, Hi int64
+}
+
+// Epsilon is the slack allowed between the harness clock and Redis's expiry: a fixed part for scheduling and
+// a fraction of the lease for clock rate.
+func Epsilon(lease int64) int64 { return int64(2*time.Millisecond) + lease/100 }
+
+func satAdd(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// leased returns s held by owner with holds, its lease set by a command in [call, ret].
+func leased(owner string, holds int, lease, call, ret int64) MutexState {
+	e := Epsilon(lease)
+	return MutexState{Owner: owner, Holds: holds, Lo: call + lease - e, Hi: satAdd(satAdd(ret, lease), e)}
+}
+
+// expiries lists what s may be when a command in [call, ret] takes effect: still held, expired, or either.
+func expiries(s MutexState, call, ret int64) []MutexState {
+	switch {
+	case s.Owner == "":
+		return []MutexState{s}
+	case ret < s.Lo:
+		return []MutexState{s}
+	case call > s.Hi:
+		return []MutexState{{}}
+	}
+	return []MutexState{s, {}}
+}
+
+// apply returns the state after in takes effect in s with answer value, and whether that answer is legal.
+// For an unsure command the answer is whatever the effect would give.
+func apply(s MutexState, in MutexInput, out MutexOutput) (MutexState, bool) {
+	mine := s.Owner == in.Owner
+	switch in.F {
+	case "acquire":
+		if out.Outcome == Refused {
+			return s, s.Owner != "" && !mine
+		}
+		if s.Owner != "" && !mine {
+			return s, false
+		}
+		return leased(in.Owner, s.Holds+1, in.Lease, in.Call, in.Return), true
+	case "release":
+		if out.Outcome == Refused {
+			return s, !mine
+		}
+		if !mine {
+			return s, false
+		}
+		if out.Outcome == Applied && (out.Value == 1) != (s.Holds == 1) {
+			return s, false // the reply contradicts the re-entry count
+		}
+		if s.Holds <= 1 {
+			return MutexState{}, true
+		}
+		return leased(in.Owner, s.Holds-1, in.Lease, in.Call, in.Return), true
+	case "renew":
+		if out.Outcome == Refused {
+			return s, !mine
+		}
+		if !mine {
+			return s, false
+		}
+		return leased(in.Owner, s.Holds, in.Lease, in.Call, in.Return), true
+	}
+	return s, false
+}
+
+// mutexStep returns every state the lock may be in after the command.
+func mutexStep(state interface{}, input, output interface{}) []interface{} {
+	s, in, out := state.(MutexState), input.(MutexInput), output.(MutexOutput)
+	if in.Replay && out.Outcome != Unsure {
+		out = MutexOutput{Outcome: Unsure}
+	}
+	var next []interface{}
+	for _, e := range expiries(s, in.Call, in.Return) {
+		if out.Outcome == Unsure {
+			next = append(next, e) // it did not run
+			if a, ok := apply(e, in, out); ok {
+				next = append(next, a) // it ran, with whatever answer its effect gives
+			}
+			continue
+		}
+		if a, ok := apply(e, in, out); ok {
+			next = append(next, a)
+		}
+	}
+	return next
+}
+
+// MutexModel is the lease-aware reentrant mutex, partitioned by key. A grant to another owner is legal only
+// once the holder's lease may have run out.
+var MutexModel = porcupine.NondeterministicModel{
+	Init: func() []interface{} { return []interface{}{MutexState{}} },
+	Step: mutexStep,
+	Hash: func(state interface{}) uint64 {
+		s := state.(MutexState)
+		h := fnv.New64a()
+		fmt.Fprintf(h, "%s|%d|%d|%d", s.Owner, s.Holds, s.Lo, s.Hi)
+		return h.Sum64()
+	},
+	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
+		return partitionByKey(history, func(in interface{}) string { return in.(MutexInput).Key })
+	},
+	DescribeOperation: func(input, output interface{}) string {
+		in, out := input.(MutexInput), output.(MutexOutput)
+		return html.EscapeString(fmt.Sprintf("%s %s %s", in.Client, in.F, describeOutcome(in, out)))
+	},
+	DescribeState: func(state interface{}) string {
+		s := state.(MutexState)
+		if s.Owner == "" {
+			return "free"
+		}
+		hi := "never"
+		if s.Hi != math.MaxInt64 {
+			hi = Secs(s.Hi)
+		}
+		return html.EscapeString(fmt.Sprintf("held by %s ×%d; lease ends in [%s, %s]", s.Owner, s.Holds, Secs(s.Lo), hi))
+	},
+}
+
+func describeOutcome(in MutexInput, out MutexOutput) string {
+	switch out.Outcome {
+	case Unsure:
+		return "→ unknown"
+	case Refused:
+		return "→ refused"
+	}
+	if in.F == "release" {
+		return fmt.Sprintf("→ %d", out.Value)
+	}
+	return "→ ok"
+}
+
+// partitionByKey splits a history into one sub-history per key, in order of first appearance.
+func partitionByKey(h []porcupine.Operation, key func(interface{}) string) [][]porcupine.Operation {
+	idx := map[string]int{}
+	var out [][]porcupine.Operation
+	for _, op := range h {
+		k := key(op.Input)
+		i, ok := idx[k]
+		if !ok {
+			i = len(out)
+			idx[k] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], op)
+	}
+	return out
+}

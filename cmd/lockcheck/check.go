@@ -1,0 +1,32 @@
+package main
+
+import (
+	"os"
+
+	"github.com/lockcheck/lockcheck/runner"
+	"github.com/spf13/cobra"
+)
+
+func newCheckCmd() *cobra.Command {
+	timeout := runner.Defaults().CheckTimeout
+	cmd := &cobra.Command{
+		Use:   "check RUN_DIR|history.jsonl",
+		Short: "Re-check a recorded history offline (also a partial one from a killed run)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			markRan(cmd)
+			path, err := runner.ResolveHistory(args[0])
+			if err != nil {
+				return err
+			}
+			res, err := runner.Analyze(path, timeout)
+			if err != nil {
+				return err
+			}
+			res.Table(os.Stdout)
+			return exitError{res.Valid.ExitCode()}
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "check-timeout", timeout, "bound on the porcupine search (then: unknown)")
+	return cmd
+}

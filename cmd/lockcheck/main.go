@@ -1,0 +1,74 @@
+// Command lockcheck runs Jepsen-style correctness and chaos tests against Redis-based distributed locks.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/lockcheck/lockcheck/runner"
+	"github.com/spf13/cobra"
+)
+
+// Exit codes are Jepsen's.
+const (
+	exitValid   = 0
+	exitInvalid = 1
+	exitUnknown = 2
+	exitUsage   = 254
+	exitHarness = 255
+)
+
+// exitError carries a verdict's exit code out of a command.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(execute(ctx, os.Args[1:]))
+}
+
+// execute runs the CLI and maps every outcome to an exit code, printing one line for an error.
+func execute(ctx context.Context, args []string) int {
+	root := newRoot()
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	var ee exitError
+	switch {
+	case err == nil:
+		return exitValid
+	case errors.As(err, &ee):
+		return ee.code
+	}
+	fmt.Fprintln(os.Stderr, "lockcheck:", err)
+	if runner.IsUsage(err) || !ran(cmd) {
+		return exitUsage // bad flags, arguments or input
+	}
+	return exitHarness
+}
+
+// ran reports whether a command got as far as its RunE (so an error is not about its flags).
+func ran(cmd *cobra.Command) bool { return cmd != nil && cmd.Annotations["ran"] == "yes" }
+
+func markRan(cmd *cobra.Command) {
+	if cmd.Annotations == nil {
+		cmd.Annotations = map[string]string{}
+	}
+	cmd.Annotations["ran"] = "yes"
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "lockcheck",
+		Short:         "Jepsen-style correctness and chaos tests for Redis-based distributed locks",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newRunCmd(), newCheckCmd())
+	return root
+}

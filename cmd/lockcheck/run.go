@@ -1,0 +1,70 @@
+package main
+
+import (
+	"os"
+	"time"
+
+	"github.com/lockcheck/lockcheck/locks"
+	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/runner"
+	"github.com/spf13/cobra"
+)
+
+func newRunCmd() *cobra.Command {
+	o := runner.Defaults()
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Start Redis, drive a lock under faults, record the history and judge it",
+		Args:  cobra.NoArgs,
+		Example: `  lockcheck run --lock reentrant --nemesis partition --time 30s
+  lockcheck run --lock naive --lease 300ms --hold 100ms-1s --time 15s`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			markRan(cmd)
+			if !cmd.Flags().Changed("seed") {
+				o.Seed = time.Now().UnixNano() % 1_000_000
+			}
+			res, err := runner.Run(cmd.Context(), o, os.Stderr)
+			if res != nil {
+				res.Table(os.Stdout)
+			}
+			if err != nil {
+				return err
+			}
+			return exitError{res.Valid.ExitCode()}
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Lock, "lock", o.Lock, "lock to test: "+join(locks.MutexKindNames()))
+	f.StringVar(&o.Topology, "topology", o.Topology, "deployment: single or redlock")
+	f.IntVar(&o.Nodes, "nodes", o.Nodes, "masters for --topology redlock")
+	f.StringVar(&o.Nemesis, "nemesis", o.Nemesis, "faults: none or a comma list of "+join(nemesis.Names()))
+	f.DurationVar(&o.NemesisInterval, "nemesis-interval", o.NemesisInterval, "healthy time between faults (jittered ±25%)")
+	f.DurationVar(&o.NemesisDuration, "nemesis-duration", o.NemesisDuration, "how long each fault lasts")
+	f.DurationVar(&o.Quiet, "quiet", o.Quiet, "fault-free time at the end, after the final heal")
+	f.DurationVar(&o.Time, "time", o.Time, "how long the workload runs")
+	f.IntVar(&o.Clients, "clients", o.Clients, "concurrent clients, each its own Redisson instance")
+	f.IntVar(&o.Keys, "keys", o.Keys, "lock keys the clients spread over")
+	f.DurationVar(&o.Lease, "lease", o.Lease, "lease time; 0 lets the watchdog keep the lock")
+	f.DurationVar(&o.Watchdog, "watchdog", o.Watchdog, "Redisson lockWatchdogTimeout (renewal every third of it)")
+	f.DurationVar(&o.Wait, "wait", o.Wait, "tryLock wait time")
+	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "per-command timeout (Redisson's timeout)")
+	f.StringVar(&o.Hold, "hold", o.Hold, "time inside the critical section, a range like 10ms-200ms")
+	f.Float64Var(&o.Reentry, "reentry", o.Reentry, "chance of a nested re-entrant acquire inside a critical section")
+	f.Int64Var(&o.Seed, "seed", o.Seed, "seed for the workload and the fault plan (default: random, printed)")
+	f.StringVar(&o.Results, "results", o.Results, "directory of runs")
+	f.StringVar(&o.Persistence, "persistence", o.Persistence, "node persistence: none, everysec or always (AOF)")
+	f.StringVar(&o.Scripts, "scripts", o.Scripts, "directory of .lua files replacing the lock's scripts by name")
+	f.DurationVar(&o.CheckTimeout, "check-timeout", o.CheckTimeout, "bound on the porcupine search (then: unknown)")
+	return cmd
+}
+
+func join(s []string) string {
+	out := ""
+	for i, x := range s {
+		if i > 0 {
+			out += ", "
+		}
+		out += x
+	}
+	return out
+}

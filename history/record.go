@@ -1,0 +1,65 @@
+// Package history records what every client and the nemesis did, as one stream of JSON lines on one clock.
+package history
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Type says what a record is.
+type Type string
+
+// Record types. An operation is an invoke followed by exactly one of ok, fail or unknown with the same ID.
+const (
+	Meta    Type = "meta"    // first line: seed, options, versions, fault plan
+	Invoke  Type = "invoke"  // a client starts an operation
+	Ok      Type = "ok"      // it completed and took effect as its value says
+	Fail    Type = "fail"    // it completed and surely took no effect
+	Unknown Type = "unknown" // it may or may not have taken effect (timeout, lost connection)
+	Fault   Type = "fault"   // the nemesis started or stopped a fault
+	Section Type = "cs"      // a critical section on the harness-owned protected resource
+)
+
+// Record is one line of history.jsonl. Times are nanoseconds since the run started, on one monotonic clock.
+type Record struct {
+	Type   Type   `json:"type"`
+	Time   int64  `json:"time"`
+	ID     int64  `json:"id,omitempty"`     // pairs an invoke with its completion
+	Client string `json:"client,omitempty"` // client name (c1...), or "nemesis"
+	Thread int64  `json:"thread,omitempty"`
+	Key    string `json:"key,omitempty"`
+	Owner  string `json:"owner,omitempty"` // the lock owner id, Redisson's <uuid>:<thread>
+	F      string `json:"f,omitempty"`     // operation (acquire, release, renew) or fault kind
+	// Args holds numeric arguments: lease_ms, wait_ms, try_at (time of the attempt that won).
+	Args  map[string]int64 `json:"args,omitempty"`
+	Value *int64           `json:"value,omitempty"` // numeric result: ttl on a refused acquire, unlock result
+	Error string           `json:"error,omitempty"`
+
+	// Fault records.
+	Phase   string   `json:"phase,omitempty"` // start or stop
+	Targets []string `json:"targets,omitempty"`
+	Detail  string   `json:"detail,omitempty"`
+
+	// Critical-section records.
+	Enter    int64 `json:"enter,omitempty"`
+	Exit     int64 `json:"exit,omitempty"`
+	Token    int64 `json:"token,omitempty"`
+	Rejected bool  `json:"rejected,omitempty"` // the resource refused a stale fencing token
+
+	Data json.RawMessage `json:"data,omitempty"` // meta payload
+}
+
+// Int64 returns a pointer to v, for Record.Value.
+func Int64(v int64) *int64 { return &v }
+
+// Clock is the run's single monotonic clock.
+type Clock struct{ base time.Time }
+
+// NewClock starts a clock at zero now.
+func NewClock() Clock { return Clock{base: time.Now()} }
+
+// Now is the time since the run started, in nanoseconds.
+func (c Clock) Now() int64 { return int64(time.Since(c.base)) }
+
+// At converts a time.Time taken in this process to the run clock (monotonic readings are kept by time.Now).
+func (c Clock) At(t time.Time) int64 { return int64(t.Sub(c.base)) }

@@ -1,0 +1,161 @@
+package history
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+)
+
+// Counts are live totals of completed operations, for the status line.
+type Counts struct {
+	Ok, Fail, Unknown, Sections, Overlaps int64
+}
+
+// Recorder appends records to a history file as they happen: one write per record, so a crash leaves a
+// checkable prefix.
+type Recorder struct {
+	Clock Clock
+
+	mu     sync.Mutex
+	w      io.Writer
+	closer io.Closer
+	err    error
+	nextID atomic.Int64
+
+	ok, fail, unknown, sections, overlaps atomic.Int64
+	fault                                 atomic.Value // string: the fault in force, for the status line
+}
+
+// Create opens path for a new history.
+func Create(path string, clock Clock) (*Recorder, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("create history: %w", err)
+	}
+	r := NewRecorder(f, clock)
+	r.closer = f
+	return r, nil
+}
+
+// NewRecorder writes records to w.
+func NewRecorder(w io.Writer, clock Clock) *Recorder {
+	r := &Recorder{Clock: clock, w: w}
+	r.fault.Store("")
+	return r
+}
+
+// Write appends one record. The first write error is kept and returned by Close.
+func (r *Recorder) Write(rec Record) { r.write(rec, false) }
+
+// write stamps the record with the clock under the lock when stamp is set, so the file is in time order.
+func (r *Recorder) write(rec Record, stamp bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if stamp {
+		rec.Time = r.Clock.Now()
+	}
+	b, err := json.Marshal(rec)
+	if err == nil {
+		b = append(b, '\n')
+	}
+	if r.err != nil {
+		return
+	}
+	if err == nil {
+		_, err = r.w.Write(b)
+	}
+	r.err = err
+}
+
+// Close flushes nothing (every record is already written) and closes the file.
+func (r *Recorder) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closer != nil {
+		if err := r.closer.Close(); err != nil && r.err == nil {
+			r.err = err
+		}
+		r.closer = nil
+	}
+	return r.err
+}
+
+// Op is an operation that has been invoked and not yet completed.
+type Op struct {
+	r   *Recorder
+	rec Record
+}
+
+// Invoke records the start of an operation and returns the handle that completes it.
+func (r *Recorder) Invoke(rec Record) *Op {
+	rec.Type = Invoke
+	rec.ID = r.nextID.Add(1)
+	r.write(rec, true)
+	return &Op{r: r, rec: Record{ID: rec.ID, Client: rec.Client, Thread: rec.Thread, Key: rec.Key,
+		Owner: rec.Owner, F: rec.F}}
+}
+
+// Ok records that the operation took effect, with its numeric result if any, and extra arguments learned
+// while it ran (e.g. try_at).
+func (o *Op) Ok(value *int64, args map[string]int64) { o.complete(Ok, value, args, "") }
+
+// Fail records that the operation surely took no effect.
+func (o *Op) Fail(value *int64, err error) { o.complete(Fail, value, nil, errText(err)) }
+
+// Unknown records that the outcome cannot be known.
+func (o *Op) Unknown(err error) { o.complete(Unknown, nil, nil, errText(err)) }
+
+func (o *Op) complete(t Type, value *int64, args map[string]int64, errText string) {
+	rec := o.rec
+	rec.Type, rec.Value, rec.Args, rec.Error = t, value, args, errText
+	o.r.write(rec, true)
+	switch t {
+	case Ok:
+		o.r.ok.Add(1)
+	case Fail:
+		o.r.fail.Add(1)
+	default:
+		o.r.unknown.Add(1)
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// Section records a critical section on the protected resource; overlap says whether the resource saw
+// another holder inside it (for the live count only: the checker decides from the records).
+func (r *Recorder) Section(rec Record, overlap bool) {
+	rec.Type = Section
+	rec.Time = rec.Exit
+	r.Write(rec)
+	r.sections.Add(1)
+	if overlap {
+		r.overlaps.Add(1)
+	}
+}
+
+// Fault records a nemesis event and remembers the fault in force for the status line.
+func (r *Recorder) Fault(kind, phase string, targets []string, detail string) {
+	r.write(Record{Type: Fault, Client: "nemesis", F: kind, Phase: phase, Targets: targets, Detail: detail}, true)
+	if phase == "start" {
+		r.fault.Store(kind)
+	} else {
+		r.fault.Store("")
+	}
+}
+
+// Counts returns the live totals.
+func (r *Recorder) Counts() Counts {
+	return Counts{Ok: r.ok.Load(), Fail: r.fail.Load(), Unknown: r.unknown.Load(),
+		Sections: r.sections.Load(), Overlaps: r.overlaps.Load()}
+}
+
+// CurrentFault is the fault in force, or "".
+func (r *Recorder) CurrentFault() string { return r.fault.Load().(string) }

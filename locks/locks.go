@@ -1,0 +1,132 @@
+// Package locks implements Redis lock clients in Go, each behaving as its original does (Redisson's RLock,
+// and a naive SET NX control), and records every command a lock sends as one operation in the history.
+package locks
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/redis/go-redis/v9"
+)
+
+// Recorder receives every command a lock sends. *history.Recorder is one.
+type Recorder interface {
+	Invoke(rec history.Record) *history.Op
+}
+
+// Mutex is a lock one owner holds at a time, possibly re-entrantly.
+type Mutex interface {
+	Key() string
+	Owner() string
+	// TryLock waits up to wait for the lock. lease 0 means no fixed lease (a watchdog keeps it, if the lock
+	// has one). A refusal is (false, nil); an error means the outcome may be unknown (see Definite).
+	TryLock(ctx context.Context, wait, lease time.Duration) (bool, error)
+	// Unlock releases one hold. It returns ErrNotHeld when Redis says the caller does not hold it.
+	Unlock(ctx context.Context) error
+}
+
+// ErrNotHeld is Redisson's IllegalMonitorStateException: the lock is not held by this owner.
+var ErrNotHeld = errors.New("not held by this owner")
+
+// ErrNoSync is Redisson's NoSyncedSlavesException: the write reached the primary and no replica
+// acknowledged it.
+var ErrNoSync = errors.New("none of the replicas were synced")
+
+// Definite reports whether err proves that a command did not run (so its operation failed rather than
+// ended unknown). A Redis error reply, a refused dial or an exhausted pool never ran; a timeout or a broken
+// connection may have.
+func Definite(err error) bool {
+	if err == nil || errors.Is(err, ErrNotHeld) {
+		return true
+	}
+	if errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrClosed) {
+		return true
+	}
+	var rerr redis.Error
+	if errors.As(err, &rerr) && !errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var nerr *net.OpError
+	if errors.As(err, &nerr) && nerr.Op == "dial" {
+		return true
+	}
+	return false
+}
+
+// ClientConfig is how a lock client talks to Redis. Retries are off: a retried lock script is a second,
+// different operation, so each lock decides itself what it may repeat.
+type ClientConfig struct {
+	Addr     string
+	Password string
+	Timeout  time.Duration // per command: dial, read and write (Redisson's timeout, 3 s)
+	PoolSize int
+}
+
+// NewClient builds a go-redis client with retries off and the timeout bounding every command.
+func NewClient(c ClientConfig) *redis.Client {
+	if c.Timeout <= 0 {
+		c.Timeout = 3 * time.Second
+	}
+	if c.PoolSize <= 0 {
+		c.PoolSize = 4
+	}
+	return redis.NewClient(&redis.Options{
+		Addr: c.Addr, Password: c.Password,
+		MaxRetries:            -1, // -1, not 0: 0 means the default of 3
+		DialTimeout:           c.Timeout,
+		ReadTimeout:           c.Timeout,
+		WriteTimeout:          c.Timeout,
+		ContextTimeoutEnabled: true,
+		PoolSize:              c.PoolSize,
+		PoolTimeout:           c.Timeout,
+		DisableIdentity:       true,
+		Protocol:              2,
+	})
+}
+
+// record runs one command as one history operation. classify turns its reply into the record's value:
+// refused means Redis answered and the command took no effect.
+func record(rec Recorder, r history.Record, run func() (value *int64, refused bool, err error)) (*int64, bool, error) {
+	op := rec.Invoke(r)
+	v, refused, err := run()
+	replied := err == nil || errors.Is(err, ErrNoSync) // a NoSync write still ran on the primary
+	switch {
+	case replied && !refused:
+		op.Ok(v, nil)
+	case replied:
+		op.Fail(v, nil)
+	case Definite(err):
+		op.Fail(v, err)
+	default:
+		op.Unknown(err)
+	}
+	return v, refused, err
+}
+
+// msArgs is the args map of an operation with a lease.
+func msArgs(kv ...any) map[string]int64 {
+	m := map[string]int64{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		switch v := kv[i+1].(type) {
+		case time.Duration:
+			m[kv[i].(string)] = v.Milliseconds()
+		case int64:
+			m[kv[i].(string)] = v
+		case int:
+			m[kv[i].(string)] = int64(v)
+		}
+	}
+	return m
+}
+
+// hashTagged mirrors Redisson's prefixName: aux keys share the lock name's hash slot.
+func prefixName(prefix, name string) string {
+	if strings.Contains(name, "{") {
+		return prefix + ":" + name
+	}
+	return prefix + ":{" + name + "}"
+}

@@ -1,0 +1,379 @@
+package locks
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/redis/go-redis/v9"
+)
+
+// RedissonConfig holds the Redisson settings that change lock behaviour (defaults are Redisson's).
+type RedissonConfig struct {
+	WatchdogTimeout   time.Duration // lockWatchdogTimeout, 30 s
+	WatchdogBatch     int           // lockWatchdogBatchSize, 100
+	UnlockRetries     int           // extra unlock attempts with the same request id (retryAttempts, 4)
+	Timeout           time.Duration // per command (timeout, 3 s)
+	CheckSyncedSlaves bool          // checkLockSyncedSlaves, true
+	SlavesSyncTimeout time.Duration // slavesSyncTimeout, 1 s
+	SyncRetries       int           // ServiceManager.execute retries on NoSync (retryAttempts, 4)
+}
+
+// DefaultRedissonConfig is Redisson's defaults.
+func DefaultRedissonConfig() RedissonConfig {
+	return RedissonConfig{WatchdogTimeout: 30 * time.Second, WatchdogBatch: 100, UnlockRetries: 4,
+		Timeout: 3 * time.Second, CheckSyncedSlaves: true, SlavesSyncTimeout: time.Second, SyncRetries: 4}
+}
+
+// Redisson is one Redisson client instance: an id, a connection pool, one pub/sub connection shared by all
+// its waiters, and one watchdog timer for all the locks it holds.
+type Redisson struct {
+	ID      string
+	name    string // client name in the history (c1...)
+	cfg     RedissonConfig
+	rdb     *redis.Client
+	scripts *Scripts
+	rec     Recorder
+
+	subs *subscriptions
+	wd   *watchdog
+
+	slavesMu sync.Mutex
+	slaves   int64 // cached connected_slaves; -1 until read
+}
+
+// NewRedisson connects a client instance named name (its ops are recorded under that name).
+func NewRedisson(name string, conn ClientConfig, cfg RedissonConfig, scripts *Scripts, rec Recorder) *Redisson {
+	conn.Timeout = cfg.Timeout
+	r := &Redisson{ID: uuid.NewString(), name: name, cfg: cfg, rdb: NewClient(conn), scripts: scripts, rec: rec,
+		slaves: -1}
+	r.subs = newSubscriptions(r.rdb)
+	r.wd = newWatchdog(r)
+	return r
+}
+
+// Close stops the watchdog and closes every connection.
+func (r *Redisson) Close() error {
+	r.wd.close()
+	r.subs.close()
+	return r.rdb.Close()
+}
+
+// Lock returns the RLock called name for one thread of this client.
+func (r *Redisson) Lock(name string, thread int64) *RLock {
+	return &RLock{r: r, name: name, thread: thread, internalLease: r.cfg.WatchdogTimeout}
+}
+
+// availableSlaves is Redisson's cached connected_slaves, read from INFO replication on first use.
+func (r *Redisson) availableSlaves(ctx context.Context) int64 {
+	r.slavesMu.Lock()
+	defer r.slavesMu.Unlock()
+	if r.slaves >= 0 {
+		return r.slaves
+	}
+	info, err := r.rdb.Info(ctx, "replication").Result()
+	if err != nil {
+		return 0 // unknown: send without WAIT, and ask again next time
+	}
+	r.slaves = parseConnectedSlaves(info)
+	return r.slaves
+}
+
+func (r *Redisson) forgetSlaves() {
+	r.slavesMu.Lock()
+	r.slaves = -1
+	r.slavesMu.Unlock()
+}
+
+func parseConnectedSlaves(info string) int64 {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "connected_slaves:"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// eval runs a lock write the way Redisson's syncedEval does: where the node has replicas, EVAL and
+// WAIT <replicas> <slavesSyncTimeout> go in one pipeline on one connection, and ErrNoSync is returned (with
+// the script's reply) when no replica acknowledged.
+func (r *Redisson) eval(ctx context.Context, script string, keys []string, args ...any) (any, error) {
+	sc := r.scripts.Get(script)
+	n := r.availableSlaves(ctx)
+	if n == 0 {
+		res, err := sc.Run(ctx, r.rdb, keys, args...).Result()
+		if redisNil(err) {
+			return nil, nil
+		}
+		return res, err
+	}
+	pipe := r.rdb.Pipeline()
+	ev := pipe.Eval(ctx, r.scripts.Source(script), keys, args...)
+	wait := pipe.Do(ctx, "wait", n, r.cfg.SlavesSyncTimeout.Milliseconds())
+	_, _ = pipe.Exec(ctx)
+	res, err := ev.Result()
+	if redisNil(err) {
+		res, err = nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	acked, werr := wait.Int64()
+	if werr != nil {
+		return res, werr // the script ran; whether it replicated is unknown
+	}
+	if acked != n {
+		r.forgetSlaves()
+	}
+	if r.cfg.CheckSyncedSlaves && acked == 0 {
+		return res, ErrNoSync
+	}
+	return res, nil
+}
+
+// publishCommand is "publish": sharded SPUBLISH only applies to Redis Cluster 7+.
+const publishCommand = "publish"
+
+// subscriptions shares one pub/sub connection among all of a client's waiters, one latch per channel,
+// as Redisson's PublishSubscribe and RedissonLockEntry do.
+type subscriptions struct {
+	rdb     *redis.Client
+	mu      sync.Mutex
+	ps      *redis.PubSub
+	entries map[string]*entry
+}
+
+type entry struct {
+	refs  int
+	latch chan struct{} // a counting semaphore: each unlock message adds a permit
+}
+
+func newSubscriptions(rdb *redis.Client) *subscriptions {
+	return &subscriptions{rdb: rdb, entries: map[string]*entry{}}
+}
+
+// subscribe joins channel's entry, subscribing on first use.
+func (s *subscriptions) subscribe(ctx context.Context, channel string) (*entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.entries[channel]; ok {
+		e.refs++
+		return e, nil
+	}
+	if s.ps == nil {
+		s.ps = s.rdb.Subscribe(ctx)
+		go s.dispatch(s.ps.Channel())
+	}
+	if err := s.ps.Subscribe(ctx, channel); err != nil {
+		return nil, err
+	}
+	e := &entry{refs: 1, latch: make(chan struct{}, 1024)}
+	s.entries[channel] = e
+	return e, nil
+}
+
+func (s *subscriptions) unsubscribe(channel string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.entries[channel]
+	if !ok {
+		return
+	}
+	if e.refs--; e.refs == 0 {
+		delete(s.entries, channel)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = s.ps.Unsubscribe(ctx, channel)
+		cancel()
+	}
+}
+
+func (s *subscriptions) dispatch(msgs <-chan *redis.Message) {
+	for m := range msgs {
+		s.mu.Lock()
+		e := s.entries[m.Channel]
+		wake := 0
+		if e != nil {
+			wake = 1 // UNLOCK_MESSAGE wakes one waiter
+			if m.Payload == readUnlockMessage {
+				wake = e.refs // READ_UNLOCK_MESSAGE wakes them all
+			}
+		}
+		for i := 0; i < wake; i++ {
+			select {
+			case e.latch <- struct{}{}:
+			default:
+			}
+		}
+		s.mu.Unlock()
+	}
+}
+
+func (s *subscriptions) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ps != nil {
+		_ = s.ps.Close()
+	}
+}
+
+// wait blocks until a wake-up, d passes or ctx ends.
+func (e *entry) wait(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-e.latch:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+const (
+	unlockMessage     = "0"
+	readUnlockMessage = "1"
+)
+
+// watchdog is Redisson's renewal scheduler (3.44+): one timer per client renews every lock it holds without
+// a lease, every WatchdogTimeout/3, in batches; a lock the script says is no longer ours is dropped
+// silently; an error keeps the lock scheduled.
+type watchdog struct {
+	r    *Redisson
+	mu   sync.Mutex
+	held map[string]*renewal // by lock name
+	stop chan struct{}
+	done chan struct{}
+}
+
+type renewal struct {
+	owners []string       // in order of first acquisition: the first is the one renewed
+	holds  map[string]int // per owner
+}
+
+func newWatchdog(r *Redisson) *watchdog {
+	w := &watchdog{r: r, held: map[string]*renewal{}, stop: make(chan struct{}), done: make(chan struct{})}
+	go w.loop()
+	return w
+}
+
+func (w *watchdog) add(name, owner string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	rn := w.held[name]
+	if rn == nil {
+		rn = &renewal{holds: map[string]int{}}
+		w.held[name] = rn
+	}
+	if rn.holds[owner] == 0 {
+		rn.owners = append(rn.owners, owner)
+	}
+	rn.holds[owner]++
+}
+
+// remove forgets one hold of owner, whatever the unlock answered (cancelExpirationRenewal).
+func (w *watchdog) remove(name, owner string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	rn := w.held[name]
+	if rn == nil || rn.holds[owner] == 0 {
+		return
+	}
+	if rn.holds[owner]--; rn.holds[owner] == 0 {
+		w.dropOwner(name, owner)
+	}
+}
+
+func (w *watchdog) dropOwner(name, owner string) {
+	rn := w.held[name]
+	if rn == nil {
+		return
+	}
+	delete(rn.holds, owner)
+	for i, o := range rn.owners {
+		if o == owner {
+			rn.owners = append(rn.owners[:i], rn.owners[i+1:]...)
+			break
+		}
+	}
+	if len(rn.owners) == 0 {
+		delete(w.held, name)
+	}
+}
+
+func (w *watchdog) close() {
+	select {
+	case <-w.stop:
+	default:
+		close(w.stop)
+	}
+	<-w.done
+}
+
+func (w *watchdog) loop() {
+	defer close(w.done)
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-time.After(w.r.cfg.WatchdogTimeout / 3):
+		}
+		w.renewAll()
+	}
+}
+
+func (w *watchdog) renewAll() {
+	w.mu.Lock()
+	var names, owners []string
+	for name, rn := range w.held {
+		names = append(names, name)
+		owners = append(owners, rn.owners[0])
+	}
+	w.mu.Unlock()
+	batch := max(w.r.cfg.WatchdogBatch, 1)
+	for i := 0; i < len(names); i += batch {
+		j := min(i+batch, len(names))
+		w.renew(names[i:j], owners[i:j])
+	}
+}
+
+func (w *watchdog) renew(names, owners []string) {
+	lease := w.r.cfg.WatchdogTimeout
+	ops := make([]*history.Op, len(names))
+	for i := range names {
+		ops[i] = w.r.rec.Invoke(history.Record{Client: w.r.name, Key: names[i], Owner: owners[i], F: "renew",
+			Args: msArgs("lease_ms", lease)})
+	}
+	args := []any{lease.Milliseconds()}
+	for _, o := range owners {
+		args = append(args, o)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), w.r.cfg.Timeout+w.r.cfg.SlavesSyncTimeout)
+	res, err := w.r.eval(ctx, "renew", names, args...)
+	cancel()
+	vals, _ := res.([]any)
+	for i, op := range ops {
+		var v int64 = -1
+		if i < len(vals) {
+			v, _ = vals[i].(int64)
+		}
+		switch {
+		case v == 1:
+			op.Ok(history.Int64(1), nil)
+		case v == 0:
+			op.Fail(history.Int64(0), nil)
+			w.mu.Lock()
+			w.dropOwner(names[i], owners[i])
+			w.mu.Unlock()
+		case err == nil:
+			op.Unknown(fmt.Errorf("renew: unexpected reply %v", res))
+		case Definite(err):
+			op.Fail(nil, err)
+		default:
+			op.Unknown(err) // the scheduler logs and keeps the lock: it tries again next tick
+		}
+	}
+}

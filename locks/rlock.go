@@ -1,0 +1,208 @@
+package locks
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"errors"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/redis/go-redis/v9"
+)
+
+// RLock is Redisson's reentrant lock: a hash <name> whose field <uuid>:<thread> counts re-entries, with a
+// lease that the client's watchdog renews when no lease was given.
+type RLock struct {
+	r      *Redisson
+	name   string
+	thread int64
+	// internalLease is what a partial unlock resets the pttl to: the last explicit lease, or the watchdog
+	// timeout (Redisson keeps it per lock object).
+	internalLease time.Duration
+}
+
+var _ Mutex = (*RLock)(nil)
+
+// Key is the lock's Redis key.
+func (l *RLock) Key() string { return l.name }
+
+// Owner is Redisson's lock name for this thread: <uuid>:<thread>.
+func (l *RLock) Owner() string { return l.r.ID + ":" + strconv.FormatInt(l.thread, 10) }
+
+func (l *RLock) channel() string { return prefixName("redisson_lock__channel", l.name) }
+
+func (l *RLock) op(f string, args map[string]int64) history.Record {
+	return history.Record{Client: l.r.name, Thread: l.thread, Key: l.name, Owner: l.Owner(), F: f, Args: args}
+}
+
+// TryLock follows RedissonLock.tryLock(wait, lease): one attempt; then, while the wait budget lasts,
+// subscribe to the lock's channel and retry on every unlock message or after the holder's pttl.
+func (l *RLock) TryLock(ctx context.Context, wait, lease time.Duration) (bool, error) {
+	deadline := time.Now().Add(wait)
+	cmdCtx := context.WithoutCancel(ctx) // ctx ends waiting; a command in flight always finishes
+	ok, ttl, err := l.tryAcquire(cmdCtx, lease)
+	if err != nil || ok || time.Until(deadline) <= 0 {
+		return ok, err
+	}
+	e, err := l.r.subs.subscribe(cmdCtx, l.channel())
+	if err != nil {
+		return false, nil // Redisson gives up (acquireFailed) when it cannot subscribe in time
+	}
+	defer l.r.subs.unsubscribe(l.channel())
+	for {
+		remain := time.Until(deadline)
+		d := remain
+		if ttl >= 0 && time.Duration(ttl)*time.Millisecond < remain {
+			d = time.Duration(ttl) * time.Millisecond
+		}
+		e.wait(ctx, d)
+		if ctx.Err() != nil || time.Until(deadline) <= 0 {
+			return false, nil
+		}
+		ok, ttl, err = l.tryAcquire(cmdCtx, lease)
+		if err != nil || ok {
+			return ok, err
+		}
+		if time.Until(deadline) <= 0 {
+			return false, nil
+		}
+	}
+}
+
+// tryAcquire runs the acquire script once; on ErrNoSync it compensates with an unlock and tries again, as
+// Redisson's handleNoSync inside ServiceManager.execute does.
+func (l *RLock) tryAcquire(ctx context.Context, lease time.Duration) (bool, int64, error) {
+	arg := lease
+	if lease <= 0 {
+		arg = l.r.cfg.WatchdogTimeout
+	}
+	for attempt := 0; ; attempt++ {
+		v, refused, err := record(l.r.rec, l.op("acquire", msArgs("lease_ms", arg)), func() (*int64, bool, error) {
+			res, err := l.r.eval(ctx, "acquire", []string{l.name}, arg.Milliseconds(), l.Owner())
+			if res == nil {
+				return nil, false, err
+			}
+			ttl, ok := res.(int64)
+			if !ok {
+				return nil, false, errors.New("acquire: unexpected reply")
+			}
+			return history.Int64(ttl), true, err
+		})
+		if errors.Is(err, ErrNoSync) {
+			if !refused {
+				_, _, _ = l.unlockInner(ctx, newRequestID(), 0)
+			}
+			if attempt >= l.r.cfg.SyncRetries || !sleepCtx(ctx, jitter(time.Second, 2*time.Second)) {
+				return false, 0, err
+			}
+			continue
+		}
+		if err != nil {
+			return false, 0, err
+		}
+		if refused {
+			return false, *v, nil
+		}
+		if lease > 0 {
+			l.internalLease = lease
+		} else {
+			l.r.wd.add(l.name, l.Owner())
+		}
+		return true, 0, nil
+	}
+}
+
+// Unlock releases one hold. An ambiguous attempt is repeated with the same request id: the script's unlock
+// latch makes a repeat answer what the first attempt did instead of unlocking twice (Redisson 3.52+).
+func (l *RLock) Unlock(ctx context.Context) error {
+	ctx = context.WithoutCancel(ctx) // an unlock is never abandoned half way
+	id := newRequestID()
+	var (
+		res int64
+		err error
+		nok bool
+	)
+	for attempt := 0; attempt <= l.r.cfg.UnlockRetries; attempt++ {
+		res, nok, err = l.unlockInner(ctx, id, attempt)
+		if err == nil || Definite(err) || errors.Is(err, ErrNoSync) {
+			break
+		}
+	}
+	l.r.wd.remove(l.name, l.Owner()) // Redisson cancels renewal whatever the unlock answered
+	go l.dropLatch(id)
+	if errors.Is(err, ErrNoSync) {
+		err = nil // the unlock applied on the primary (Redisson 3.20+ treats it as done)
+	}
+	switch {
+	case err != nil:
+		return err
+	case nok:
+		return ErrNotHeld
+	case res == 1:
+		l.internalLease = l.r.cfg.WatchdogTimeout
+	}
+	return nil
+}
+
+func (l *RLock) latchKey(id string) string {
+	return prefixName("redisson_unlock_latch", l.name) + ":" + id
+}
+
+// unlockInner runs the release script once. nok is true when Redis answered nil (not held).
+func (l *RLock) unlockInner(ctx context.Context, id string, attempt int) (res int64, nok bool, err error) {
+	latchMs := max((l.r.cfg.Timeout+1500*time.Millisecond).Milliseconds()*int64(l.r.cfg.UnlockRetries+1), 1)
+	v, refused, err := record(l.r.rec, l.op("release", msArgs("lease_ms", l.internalLease, "attempt", attempt)), func() (*int64, bool, error) {
+		reply, err := l.r.eval(ctx, "release", []string{l.name, l.channel(), l.latchKey(id)},
+			unlockMessage, l.internalLease.Milliseconds(), l.Owner(), publishCommand, latchMs)
+		if reply == nil {
+			if err == nil {
+				return history.Int64(-1), true, nil
+			}
+			return nil, false, err
+		}
+		n, _ := reply.(int64)
+		return history.Int64(n), false, err
+	})
+	if v != nil {
+		res = *v
+	}
+	return res, refused, err
+}
+
+func (l *RLock) dropLatch(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), l.r.cfg.Timeout)
+	defer cancel()
+	_ = l.r.rdb.Del(ctx, l.latchKey(id)).Err()
+}
+
+// ForceUnlock deletes the lock whoever holds it and wakes every waiter.
+func (l *RLock) ForceUnlock(ctx context.Context) (bool, error) {
+	res, err := l.r.scripts.Get("force_release").Run(ctx, l.r.rdb, []string{l.name, l.channel()},
+		unlockMessage, publishCommand).Int64()
+	return res == 1, err
+}
+
+// redisNil reports go-redis's nil reply.
+func redisNil(err error) bool { return errors.Is(err, redis.Nil) }
+
+func newRequestID() string {
+	b := make([]byte, 16)
+	_, _ = crand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func jitter(lo, hi time.Duration) time.Duration { return lo + rand.N(hi-lo+1) }
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

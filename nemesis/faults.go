@@ -1,0 +1,96 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+)
+
+func init() {
+	Register("partition", partition{})
+	Register("kill", kill{})
+}
+
+// partition black-holes the links between a random minority of clients (at least one) and every node: the
+// cut-off clients time out while the others carry on.
+type partition struct{}
+
+func (partition) Targets(rng *rand.Rand, env *Env) []string {
+	n := 1 + rng.IntN(max(len(env.Clients)/2, 1))
+	var out []string
+	for _, i := range rng.Perm(len(env.Clients))[:n] {
+		for _, node := range env.Nodes {
+			out = append(out, env.Clients[i]+"->"+node)
+		}
+	}
+	return out
+}
+
+func (partition) Start(_ context.Context, env *Env, targets []string) (string, error) {
+	var errs []error
+	for _, t := range targets {
+		l, err := link(env, t)
+		if err == nil {
+			err = l.Cut()
+		}
+		errs = append(errs, err)
+	}
+	return "black-hole: bytes dropped both ways, connections kept open", errors.Join(errs...)
+}
+
+func (partition) Stop(_ context.Context, env *Env, targets []string) error {
+	var errs []error
+	for _, t := range targets {
+		l, err := link(env, t)
+		if err == nil {
+			err = l.Heal()
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func link(env *Env, target string) (Link, error) {
+	c, n, ok := strings.Cut(target, "->")
+	var l Link
+	if ok {
+		l = env.Link(c, n)
+	}
+	if l == nil {
+		return nil, fmt.Errorf("no link %q", target)
+	}
+	return l, nil
+}
+
+// kill sends SIGKILL to one node and restarts it (same port) when the fault ends; whether it comes back
+// with its data depends on --persistence.
+type kill struct{}
+
+func (kill) Targets(rng *rand.Rand, env *Env) []string {
+	return []string{env.Nodes[rng.IntN(len(env.Nodes))]}
+}
+
+func (kill) Start(_ context.Context, env *Env, targets []string) (string, error) {
+	for _, t := range targets {
+		p := env.Node(t)
+		if p == nil {
+			return "", fmt.Errorf("no node %q", t)
+		}
+		if err := p.Kill(); err != nil {
+			return "", err
+		}
+	}
+	return "SIGKILL", nil
+}
+
+func (kill) Stop(ctx context.Context, env *Env, targets []string) error {
+	var errs []error
+	for _, t := range targets {
+		if p := env.Node(t); p != nil && !p.Running() {
+			errs = append(errs, p.Restart(ctx))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,88 @@
+// Package nemesis injects faults on a seeded schedule: it plans every fault up front from the seed, applies
+// and heals each one, records both in the history, and always heals everything at the end.
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+)
+
+// Link is one proxied client-to-node link.
+type Link interface {
+	Cut() error
+	Heal() error
+}
+
+// Process is one node's process.
+type Process interface {
+	Kill() error
+	Restart(ctx context.Context) error
+	Pause() error
+	Resume() error
+	Running() bool
+}
+
+// Env is what faults act on; names are stable across runs so the same seed gives the same plan.
+type Env struct {
+	Topology string
+	Nodes    []string
+	Clients  []string
+	Link     func(client, node string) Link
+	Node     func(name string) Process
+}
+
+// Fault is one kind of fault, registered by name (as toxiproxy registers toxics).
+type Fault interface {
+	// Targets picks what one occurrence hits, using only rng and env's names.
+	Targets(rng *rand.Rand, env *Env) []string
+	// Start applies the fault; detail is recorded with it.
+	Start(ctx context.Context, env *Env, targets []string) (detail string, err error)
+	// Stop heals it.
+	Stop(ctx context.Context, env *Env, targets []string) error
+}
+
+// Applicable is implemented by faults that only make sense on some topologies.
+type Applicable interface {
+	Applies(env *Env) error
+}
+
+var registry = map[string]Fault{}
+
+// Register adds a fault kind.
+func Register(name string, f Fault) { registry[name] = f }
+
+// Names lists the registered faults.
+func Names() []string {
+	var out []string
+	for n := range registry {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Parse reads a --nemesis value: "none" or a comma-separated list of fault names.
+func Parse(s string, env *Env) ([]string, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "none" {
+		return nil, nil
+	}
+	var out []string
+	for _, n := range strings.Split(s, ",") {
+		n = strings.TrimSpace(n)
+		f, ok := registry[n]
+		if !ok {
+			return nil, fmt.Errorf("unknown fault %q in --nemesis (have: none, %s)", n, strings.Join(Names(), ", "))
+		}
+		if a, ok := f.(Applicable); ok && env != nil {
+			if err := a.Applies(env); err != nil {
+				return nil, fmt.Errorf("--nemesis %s: %v", n, err)
+			}
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}

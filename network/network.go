@@ -1,0 +1,133 @@
+// Package network puts every client-to-node link behind an in-process toxiproxy proxy, so one link can be
+// cut, slowed or made to lose replies without touching the others.
+package network
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+)
+
+// Proxies owns the proxies of one run. Only toxiproxy's Proxy and ToxicCollection are used: its HTTP API
+// server exits the process on error and is kept out of the library.
+type Proxies struct {
+	srv   *toxiproxy.ApiServer
+	mu    sync.Mutex
+	links []*Link
+}
+
+// New returns an empty set of proxies.
+func New() *Proxies {
+	return &Proxies{srv: toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())}
+}
+
+// Link is one proxied connection path, e.g. client c3 to node n1.
+type Link struct {
+	Name  string
+	proxy *toxiproxy.Proxy
+	mu    sync.Mutex
+	state string // "", "cut", "drop-replies", "latency"
+}
+
+// Add starts a proxy on a free loopback port in front of upstream.
+func (p *Proxies) Add(name, upstream string) (*Link, error) {
+	px := toxiproxy.NewProxy(p.srv, name, "127.0.0.1:0", upstream)
+	if err := px.Start(); err != nil {
+		return nil, fmt.Errorf("proxy %s: %w", name, err)
+	}
+	l := &Link{Name: name, proxy: px}
+	p.mu.Lock()
+	p.links = append(p.links, l)
+	p.mu.Unlock()
+	return l, nil
+}
+
+// Links lists every link.
+func (p *Proxies) Links() []*Link {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]*Link(nil), p.links...)
+}
+
+// HealAll removes every toxic from every link.
+func (p *Proxies) HealAll() {
+	for _, l := range p.Links() {
+		_ = l.Heal()
+	}
+}
+
+// Close stops every proxy and closes its connections.
+func (p *Proxies) Close() {
+	for _, l := range p.Links() {
+		l.proxy.Stop()
+	}
+}
+
+// Addr is where clients connect to use this link.
+func (l *Link) Addr() string { return l.proxy.Listen }
+
+// Upstream is the address the link forwards to.
+func (l *Link) Upstream() string { return l.proxy.Upstream }
+
+// State says which fault the link is under ("" when healthy).
+func (l *Link) State() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.state
+}
+
+// Cut black-holes the link in both directions: bytes are swallowed, connections stay open and nothing is
+// reset, as when packets are dropped by a partition. New connections are accepted and black-holed too.
+func (l *Link) Cut() error {
+	return l.apply("cut", blackhole("cut-up", "upstream"), blackhole("cut-down", "downstream"))
+}
+
+// DropReplies lets commands reach the node but swallows every reply: each command applies and its caller
+// never learns so.
+func (l *Link) DropReplies() error {
+	return l.apply("drop-replies", blackhole("drop-down", "downstream"))
+}
+
+// Delay adds latency and jitter (milliseconds) to both directions.
+func (l *Link) Delay(latencyMs, jitterMs int) error {
+	tox := func(name, stream string) string {
+		return fmt.Sprintf(`{"name":%q,"type":"latency","stream":%q,"attributes":{"latency":%d,"jitter":%d}}`,
+			name, stream, latencyMs, jitterMs)
+	}
+	return l.apply("latency", tox("lat-up", "upstream"), tox("lat-down", "downstream"))
+}
+
+func blackhole(name, stream string) string {
+	return fmt.Sprintf(`{"name":%q,"type":"timeout","stream":%q,"attributes":{"timeout":0}}`, name, stream)
+}
+
+func (l *Link) apply(state string, toxics ...string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.state != "" {
+		return fmt.Errorf("link %s is already under %s", l.Name, l.state)
+	}
+	for _, t := range toxics {
+		if _, err := l.proxy.Toxics.AddToxicJson(strings.NewReader(t)); err != nil {
+			l.proxy.Toxics.ResetToxics(context.Background())
+			return fmt.Errorf("link %s: %w", l.Name, err)
+		}
+	}
+	l.state = state
+	return nil
+}
+
+// Heal removes every toxic. Connections that were black-holed are closed by toxiproxy, so clients
+// reconnect instead of reading the rest of a half-swallowed stream.
+func (l *Link) Heal() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.proxy.Toxics.ResetToxics(context.Background())
+	l.state = ""
+	return nil
+}

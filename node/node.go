@@ -1,0 +1,279 @@
+// Package node runs one redis-server (or redis-sentinel) process on loopback and controls it: start, kill -9,
+// restart on the same port, pause and resume.
+package node
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrNoRedis is returned when redis-server is not installed.
+var ErrNoRedis = errors.New("redis-server not found on PATH: install it with `apt-get install -y redis-server` (or run `make deps`)")
+
+// Persistence modes for Config.Persistence.
+const (
+	PersistNone     = "none"     // no RDB, no AOF: a restarted node is empty
+	PersistEverySec = "everysec" // AOF, fsync every second
+	PersistAlways   = "always"   // AOF, fsync on every write
+)
+
+// Config describes one node.
+type Config struct {
+	Name        string
+	Dir         string // private working directory (config, log, AOF)
+	Password    string
+	Persistence string   // none (default), everysec or always
+	Extra       []string // extra redis.conf lines, e.g. replicaof
+}
+
+// Node is a redis-server process. Its port stays the same across restarts.
+type Node struct {
+	cfg  Config
+	port int
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	paused bool
+}
+
+// NewPassword returns a random password for one run's nodes.
+func NewPassword() string {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand does not fail on Linux
+	}
+	return hex.EncodeToString(b)
+}
+
+// FreePort asks the kernel for a free loopback port.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Start launches a node on a free port and waits until it answers PING.
+func Start(ctx context.Context, cfg Config) (*Node, error) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		return nil, ErrNoRedis
+	}
+	if cfg.Persistence == "" {
+		cfg.Persistence = PersistNone
+	}
+	switch cfg.Persistence {
+	case PersistNone, PersistEverySec, PersistAlways:
+	default:
+		return nil, fmt.Errorf("persistence %q: want none, everysec or always", cfg.Persistence)
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	var lastErr error
+	for try := 0; try < 3; try++ { // another process may take the port between FreePort and bind
+		port, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		n := &Node{cfg: cfg, port: port}
+		if lastErr = n.launch(ctx); lastErr == nil {
+			return n, nil
+		}
+	}
+	return nil, lastErr
+}
+
+// Name is the node's name (n1, n2...).
+func (n *Node) Name() string { return n.cfg.Name }
+
+// Addr is the node's real address; clients reach it through a proxy instead.
+func (n *Node) Addr() string { return fmt.Sprintf("127.0.0.1:%d", n.port) }
+
+// Port is the node's port.
+func (n *Node) Port() int { return n.port }
+
+// LogPath is the node's log file.
+func (n *Node) LogPath() string { return filepath.Join(n.cfg.Dir, "redis.log") }
+
+func (n *Node) writeConfig() (string, error) {
+	lines := []string{
+		"bind 127.0.0.1",
+		fmt.Sprintf("port %d", n.port),
+		"protected-mode yes",
+		"requirepass " + n.cfg.Password,
+		"masterauth " + n.cfg.Password,
+		"dir " + n.cfg.Dir,
+		"logfile " + n.LogPath(),
+		"daemonize no",
+		`save ""`,
+	}
+	if n.cfg.Persistence == PersistNone {
+		lines = append(lines, "appendonly no")
+	} else {
+		lines = append(lines, "appendonly yes", "appendfsync "+n.cfg.Persistence)
+	}
+	lines = append(lines, n.cfg.Extra...)
+	path := filepath.Join(n.cfg.Dir, "redis.conf")
+	return path, os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
+}
+
+func (n *Node) launch(ctx context.Context) error {
+	conf, err := n.writeConfig()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("redis-server", conf)
+	cmd.Dir = n.cfg.Dir
+	if err := start(cmd); err != nil {
+		return fmt.Errorf("start %s: %w", n.cfg.Name, err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	n.mu.Lock()
+	n.cmd, n.exited, n.paused = cmd, exited, false
+	n.mu.Unlock()
+	if err := n.waitReady(ctx, exited); err != nil {
+		n.Stop()
+		return err
+	}
+	return nil
+}
+
+func (n *Node) waitReady(ctx context.Context, exited chan struct{}) error {
+	c := redis.NewClient(&redis.Options{Addr: n.Addr(), Password: n.cfg.Password, MaxRetries: -1,
+		DialTimeout: 200 * time.Millisecond, ReadTimeout: 500 * time.Millisecond, PoolSize: 1})
+	defer c.Close()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		err := c.Ping(pctx).Err()
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("%s exited during start-up (see %s): %s", n.cfg.Name, n.LogPath(), lastLogLine(n.LogPath()))
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not ready after 15s: %v", n.cfg.Name, err)
+		}
+	}
+}
+
+func lastLogLine(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "no log"
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return lines[len(lines)-1]
+}
+
+// signal sends sig to the running process; it is an error when the node is down.
+func (n *Node) signal(sig syscall.Signal) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil || n.cmd.Process == nil {
+		return fmt.Errorf("%s is not running", n.cfg.Name)
+	}
+	select {
+	case <-n.exited:
+		return fmt.Errorf("%s is not running", n.cfg.Name)
+	default:
+	}
+	return n.cmd.Process.Signal(sig)
+}
+
+// Running reports whether the process is alive.
+func (n *Node) Running() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.exited == nil {
+		return false
+	}
+	select {
+	case <-n.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// Kill sends SIGKILL and waits for the process to be gone.
+func (n *Node) Kill() error {
+	if err := n.signal(syscall.SIGKILL); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	exited := n.exited
+	n.mu.Unlock()
+	<-exited
+	return nil
+}
+
+// Restart starts a killed node again on the same port: empty without persistence, from its AOF with it.
+func (n *Node) Restart(ctx context.Context) error {
+	if n.Running() {
+		return fmt.Errorf("%s is still running", n.cfg.Name)
+	}
+	return n.launch(ctx)
+}
+
+// Pause stops the process with SIGSTOP: it keeps its sockets and answers nothing.
+func (n *Node) Pause() error {
+	if err := n.signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.paused = true
+	n.mu.Unlock()
+	return nil
+}
+
+// Resume continues a paused process.
+func (n *Node) Resume() error {
+	if err := n.signal(syscall.SIGCONT); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.paused = false
+	n.mu.Unlock()
+	return nil
+}
+
+// Stop ends the process (resuming it first if paused) and waits for it. It is safe to call more than once.
+func (n *Node) Stop() {
+	if !n.Running() {
+		return
+	}
+	_ = n.signal(syscall.SIGCONT)
+	_ = n.signal(syscall.SIGTERM)
+	n.mu.Lock()
+	exited := n.exited
+	n.mu.Unlock()
+	select {
+	case <-exited:
+	case <-time.After(3 * time.Second):
+		_ = n.Kill()
+	}
+}

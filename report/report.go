@@ -1,0 +1,177 @@
+// Package report writes what a run found: results.json for CI, an HTML timeline for people, a verdict table
+// for the terminal, and the live status line while it runs.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/history"
+)
+
+// Results is results.json.
+type Results struct {
+	Valid       checker.Validity  `json:"valid"`
+	Lock        string            `json:"lock"`
+	Topology    string            `json:"topology"`
+	Nemesis     []string          `json:"nemesis"`
+	Seed        int64             `json:"seed"`
+	Interrupted bool              `json:"interrupted,omitempty"`
+	Truncated   bool              `json:"truncated_history,omitempty"`
+	Notes       []string          `json:"notes,omitempty"`
+	Checkers    []checker.Result  `json:"checkers"`
+	Faults      []history.Window  `json:"faults"`
+	Options     json.RawMessage   `json:"options,omitempty"`
+	Plan        json.RawMessage   `json:"plan,omitempty"`
+	Versions    map[string]string `json:"versions,omitempty"`
+	StartupMs   int64             `json:"startup_ms,omitempty"`
+	Files       map[string]string `json:"files"`
+}
+
+// WriteJSON writes results.json into dir.
+func (r *Results) WriteJSON(dir string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "results.json"), append(b, '\n'), 0o644)
+}
+
+// Table prints the verdict table.
+func (r *Results) Table(w io.Writer) {
+	fmt.Fprintf(w, "\nlockcheck: lock %s on %s, nemesis %s, seed %d\n", r.Lock, r.Topology, nemesisText(r.Nemesis), r.Seed)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHECKER\tVERDICT\tSUMMARY")
+	for _, c := range r.Checkers {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Checker, c.Valid, c.Summary)
+	}
+	tw.Flush()
+	healed := 0
+	for _, f := range r.Faults {
+		if f.Healed {
+			healed++
+		}
+	}
+	if len(r.Faults) > 0 {
+		fmt.Fprintf(w, "faults: %d applied, %d healed in the plan (a final heal follows every run)\n", len(r.Faults), healed)
+	}
+	for _, c := range r.Checkers {
+		if c.Violation != "" {
+			fmt.Fprintf(w, "%s, first violation: %s\n", c.Checker, c.Violation)
+		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	fmt.Fprintf(w, "VERDICT: %s", strings.ToUpper(r.Valid.String()))
+	if dir := r.Files["dir"]; dir != "" {
+		fmt.Fprintf(w, "   (details: %s)", dir)
+	}
+	fmt.Fprintln(w)
+}
+
+func nemesisText(n []string) string {
+	if len(n) == 0 {
+		return "none"
+	}
+	return strings.Join(n, ",")
+}
+
+// Annotations turns fault windows and critical sections into timeline annotations; sections that overlap
+// another owner's are drawn red.
+func Annotations(h *history.History) []checker.Annotation {
+	var out []checker.Annotation
+	for _, w := range h.Windows() {
+		out = append(out, checker.Annotation{Tag: "nemesis", Start: w.Start, End: w.End, Color: "#f5c6c6",
+			Description: fmt.Sprintf("%s %s", w.Kind, strings.Join(w.Targets, " "))})
+	}
+	bad := map[[2]int64]bool{}
+	for _, o := range checker.Overlaps(h.Sections) {
+		bad[[2]int64{o.HeldFrom, o.HeldTo}] = true
+		bad[[2]int64{o.Entered, o.IntruderOut}] = true
+	}
+	for _, s := range h.Sections {
+		color, desc := "#d5f0d5", "critical section "+s.Key
+		if bad[[2]int64{s.Enter, s.Exit}] {
+			color, desc = "#ff8a8a", "OVERLAPPING critical section "+s.Key
+		}
+		if s.Rejected {
+			color, desc = "#ffd27f", fmt.Sprintf("stale token %d rejected on %s", s.Token, s.Key)
+		}
+		out = append(out, checker.Annotation{Client: s.Client, Start: s.Enter, End: s.Exit, Color: color, Description: desc})
+	}
+	return out
+}
+
+// Status prints one live line: elapsed time, ops/s, outcomes, overlaps seen and the fault in force. On a
+// terminal it rewrites one line every second; elsewhere it prints a line every 5 seconds.
+type Status struct {
+	w     io.Writer
+	rec   *history.Recorder
+	start time.Time
+	tty   bool
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+// StartStatus begins printing to w (usually stderr).
+func StartStatus(w io.Writer, rec *history.Recorder) *Status {
+	s := &Status{w: w, rec: rec, start: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
+	if f, ok := w.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			s.tty = true
+		}
+	}
+	go s.loop()
+	return s
+}
+
+func (s *Status) loop() {
+	defer close(s.done)
+	every := 5 * time.Second
+	if s.tty {
+		every = time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	var last history.Counts
+	lastAt := time.Now()
+	for {
+		select {
+		case <-s.stop:
+			if s.tty {
+				fmt.Fprint(s.w, "\r\033[K")
+			}
+			return
+		case now := <-t.C:
+			c := s.rec.Counts()
+			done := (c.Ok + c.Fail + c.Unknown) - (last.Ok + last.Fail + last.Unknown)
+			rate := float64(done) / now.Sub(lastAt).Seconds()
+			last, lastAt = c, now
+			fault := s.rec.CurrentFault()
+			if fault == "" {
+				fault = "-"
+			}
+			line := fmt.Sprintf("%6.1fs  %6.0f ops/s  ok %d  fail %d  unknown %d  sections %d  overlaps %d  fault %s",
+				time.Since(s.start).Seconds(), rate, c.Ok, c.Fail, c.Unknown, c.Sections, c.Overlaps, fault)
+			if s.tty {
+				fmt.Fprint(s.w, "\r\033[K"+line)
+			} else {
+				fmt.Fprintln(s.w, line)
+			}
+		}
+	}
+}
+
+// Stop ends the status line.
+func (s *Status) Stop() {
+	close(s.stop)
+	<-s.done
+}

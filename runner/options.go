@@ -1,0 +1,102 @@
+// Package runner composes one test, as Jepsen does: a topology, lock clients, a workload, a nemesis plan and
+// checkers, run for a time and judged from the history on disk.
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lockcheck/lockcheck/locks"
+	"github.com/lockcheck/lockcheck/node"
+	"github.com/lockcheck/lockcheck/workloads"
+)
+
+// UsageError is bad input from the user (exit 254).
+type UsageError struct{ Err error }
+
+func (e UsageError) Error() string { return e.Err.Error() }
+func (e UsageError) Unwrap() error { return e.Err }
+
+func usagef(format string, a ...any) error { return UsageError{fmt.Errorf(format, a...)} }
+
+// IsUsage reports whether err is bad input.
+func IsUsage(err error) bool {
+	var u UsageError
+	return errors.As(err, &u)
+}
+
+// Options is one test, as the CLI's flags give it.
+type Options struct {
+	Lock            string
+	Topology        string
+	Nodes           int
+	Nemesis         string
+	NemesisInterval time.Duration
+	NemesisDuration time.Duration
+	Quiet           time.Duration
+	Time            time.Duration
+	Clients         int
+	Keys            int
+	Lease           time.Duration
+	Watchdog        time.Duration
+	Wait            time.Duration
+	Timeout         time.Duration
+	Hold            string
+	Reentry         float64
+	Seed            int64
+	Results         string
+	Persistence     string
+	Scripts         string // a directory of .lua files replacing scripts of the lock's set
+	CheckTimeout    time.Duration
+}
+
+// Defaults are the CLI's defaults.
+func Defaults() Options {
+	return Options{Lock: "reentrant", Topology: "single", Nodes: 5, Nemesis: "none",
+		NemesisInterval: 5 * time.Second, NemesisDuration: 3 * time.Second, Quiet: 3 * time.Second,
+		Time: 30 * time.Second, Clients: 8, Keys: 1, Watchdog: 30 * time.Second, Wait: 5 * time.Second,
+		Timeout: 3 * time.Second, Hold: "10ms-200ms", Reentry: 0.2, Results: "results",
+		Persistence: node.PersistNone, CheckTimeout: 60 * time.Second}
+}
+
+// validate checks everything that can be checked before starting a process.
+func (o Options) validate() (workloads.Range, error) {
+	hold, err := workloads.ParseRange(o.Hold)
+	if err != nil {
+		return hold, usagef("--hold: %v", err)
+	}
+	switch {
+	case o.Time <= 0:
+		return hold, usagef("--time must be positive, got %s", o.Time)
+	case o.Clients < 1:
+		return hold, usagef("--clients must be at least 1, got %d", o.Clients)
+	case o.Watchdog <= 0:
+		return hold, usagef("--watchdog must be positive, got %s", o.Watchdog)
+	case o.Timeout <= 0:
+		return hold, usagef("--timeout must be positive, got %s", o.Timeout)
+	case o.Quiet < 0 || o.Quiet >= o.Time:
+		return hold, usagef("--quiet must be in [0, --time), got %s", o.Quiet)
+	case o.CheckTimeout <= 0:
+		return hold, usagef("--check-timeout must be positive, got %s", o.CheckTimeout)
+	}
+	switch o.Persistence {
+	case node.PersistNone, node.PersistEverySec, node.PersistAlways:
+	default:
+		return hold, usagef("--persistence %q: want none, everysec or always", o.Persistence)
+	}
+	if _, err := locks.LookupMutex(o.Lock); err != nil {
+		return hold, UsageError{err}
+	}
+	return hold, nil
+}
+
+// describe is the options as recorded in the history and results.json.
+func (o Options) describe() map[string]any {
+	return map[string]any{"lock": o.Lock, "topology": o.Topology, "nodes": o.Nodes, "nemesis": o.Nemesis,
+		"nemesis_interval": o.NemesisInterval.String(), "nemesis_duration": o.NemesisDuration.String(),
+		"quiet": o.Quiet.String(), "time": o.Time.String(), "clients": o.Clients, "keys": o.Keys,
+		"lease": o.Lease.String(), "watchdog": o.Watchdog.String(), "wait": o.Wait.String(),
+		"timeout": o.Timeout.String(), "hold": o.Hold, "reentry": o.Reentry, "seed": o.Seed,
+		"persistence": o.Persistence, "scripts": o.Scripts, "check_timeout": o.CheckTimeout.String()}
+}

@@ -1,0 +1,246 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/locks"
+	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/report"
+	"github.com/lockcheck/lockcheck/topology"
+	"github.com/lockcheck/lockcheck/workloads"
+)
+
+// Meta is the first record of every history: enough to re-check it and to reproduce the run.
+type Meta struct {
+	Lock      string            `json:"lock"`
+	Topology  string            `json:"topology"`
+	Nemesis   []string          `json:"nemesis"`
+	Seed      int64             `json:"seed"`
+	Options   map[string]any    `json:"options"`
+	Plan      nemesis.Plan      `json:"plan"`
+	Versions  map[string]string `json:"versions"`
+	ScriptSet string            `json:"script_set,omitempty"`
+	StartupMs int64             `json:"startup_ms,omitempty"`
+}
+
+func clientNames(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("c%d", i+1)
+	}
+	return out
+}
+
+func nodeCount(o Options) int {
+	if o.Topology == topology.Redlock {
+		return o.Nodes
+	}
+	return 1
+}
+
+// Run performs one test and judges it. The returned results are nil only when the run could not start.
+func Run(ctx context.Context, o Options, stderr io.Writer) (*report.Results, error) {
+	hold, err := o.validate()
+	if err != nil {
+		return nil, err
+	}
+	kind, _ := locks.LookupMutex(o.Lock)
+	clients := clientNames(o.Clients)
+	spec := topology.Spec{Kind: o.Topology, Nodes: o.Nodes, Clients: clients, Persistence: o.Persistence}
+	if err := spec.Validate(); err != nil {
+		return nil, UsageError{err}
+	}
+	// The plan needs only names, so it is made (and every usage error found) before anything starts.
+	names := &nemesis.Env{Topology: o.Topology, Clients: clients}
+	for i := 1; i <= nodeCount(o); i++ {
+		names.Nodes = append(names.Nodes, fmt.Sprintf("n%d", i))
+	}
+	faults, err := nemesis.Parse(o.Nemesis, names)
+	if err != nil {
+		return nil, UsageError{err}
+	}
+	plan, err := nemesis.NewPlan(o.Seed, nemesis.Schedule{Faults: faults, Total: o.Time, Interval: o.NemesisInterval,
+		Duration: o.NemesisDuration, Quiet: o.Quiet}, names)
+	if err != nil {
+		return nil, UsageError{err}
+	}
+	var scripts *locks.Scripts
+	if kind.Scripts != "" {
+		if scripts, err = locks.LoadScripts(kind.Scripts, o.Scripts); err != nil {
+			return nil, UsageError{err}
+		}
+	} else if o.Scripts != "" {
+		return nil, usagef("--scripts: lock %s runs no scripts", o.Lock)
+	}
+	workload := workloads.Mutex{Keys: o.Keys, Wait: o.Wait, Lease: o.Lease, Hold: hold, Reentry: o.Reentry,
+		Reentrant: kind.Reentrant, Seed: o.Seed}
+	if err := workload.Validate(); err != nil {
+		return nil, UsageError{err}
+	}
+
+	dir, err := newRunDir(o.Results, o.Lock, o.Nemesis)
+	if err != nil {
+		return nil, err
+	}
+	clock := history.NewClock()
+	rec, err := history.Create(filepath.Join(dir, "history.jsonl"), clock)
+	if err != nil {
+		return nil, err
+	}
+	meta := Meta{Lock: o.Lock, Topology: o.Topology, Nemesis: faults, Seed: o.Seed, Options: o.describe(),
+		Plan: plan, Versions: Versions()}
+	if scripts != nil {
+		meta.ScriptSet = scripts.Set
+	}
+
+	runErr := execute(ctx, o, kind, scripts, workload, plan, spec, dir, rec, &meta, stderr)
+	if cerr := rec.Close(); cerr != nil && runErr == nil {
+		runErr = fmt.Errorf("history: %w", cerr)
+	}
+	if runErr != nil && meta.StartupMs == 0 {
+		return nil, runErr // nothing ran: there is nothing to judge
+	}
+	res, aerr := Analyze(filepath.Join(dir, "history.jsonl"), o.CheckTimeout)
+	if aerr != nil {
+		return nil, aerr
+	}
+	if ctx.Err() != nil {
+		res.Interrupted = true
+		res.Notes = append(res.Notes, "interrupted: the run was stopped early, so a valid history is only unknown")
+		res.Valid = checker.Worst(res.Valid, checker.Unknown)
+		_ = res.WriteJSON(dir)
+	}
+	return res, runErr
+}
+
+// execute brings the topology up, runs the workload and the nemesis, heals, and tears everything down.
+func execute(ctx context.Context, o Options, kind locks.MutexKind, scripts *locks.Scripts, workload workloads.Mutex,
+	plan nemesis.Plan, spec topology.Spec, dir string, rec *history.Recorder, meta *Meta, stderr io.Writer) error {
+	spec.Dir = dir
+	topo, err := topology.Start(ctx, spec)
+	if err != nil {
+		return err
+	}
+	defer topo.Stop()
+	meta.StartupMs = max(topo.Startup.Milliseconds(), 1)
+	data, _ := json.Marshal(meta)
+	rec.Write(history.Record{Type: history.Meta, Time: rec.Clock.Now(), Data: data})
+	fmt.Fprintf(stderr, "lockcheck: %s on %s (%d node(s), %d clients, started in %s), nemesis %s, seed %d, %s\n",
+		o.Lock, o.Topology, len(topo.Nodes), o.Clients, topo.Startup.Round(time.Millisecond),
+		o.Nemesis, o.Seed, dir)
+
+	env := &nemesis.Env{Topology: o.Topology, Nodes: topo.NodeNames(), Clients: spec.Clients,
+		Link: func(c, n string) nemesis.Link {
+			if l := topo.Link(c, n); l != nil {
+				return l
+			}
+			return nil
+		},
+		Node: func(n string) nemesis.Process {
+			if nd := topo.Node(n); nd != nil {
+				return nd
+			}
+			return nil
+		}}
+
+	var mcs []workloads.MutexClient
+	rcfg := locks.DefaultRedissonConfig()
+	rcfg.WatchdogTimeout, rcfg.Timeout = o.Watchdog, o.Timeout
+	for _, c := range spec.Clients {
+		mc, err := kind.New(locks.Env{Client: c, Addrs: topo.Addrs(c), Password: topo.Password, Scripts: scripts,
+			Redisson: rcfg, Lease: o.Lease, Rec: rec})
+		if err != nil {
+			return err
+		}
+		defer mc.Close()
+		mcs = append(mcs, mc)
+	}
+
+	status := report.StartStatus(stderr, rec)
+	defer status.Stop()
+	start := time.Now()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); workload.Run(ctx, stop, mcs, rec, workloads.NewResource(rec)) }()
+	nctx, ncancel := context.WithDeadline(ctx, start.Add(plan.HealAt))
+	defer ncancel()
+	go func() {
+		defer wg.Done()
+		plan.Run(nctx, env, rec, start)
+		finalHeal(env, rec)
+	}()
+	t := time.NewTimer(o.Time)
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	t.Stop()
+	close(stop)
+	ncancel()
+	wg.Wait()
+	return nil
+}
+
+// finalHeal undoes every fault, records it, and starts the quiet period.
+func finalHeal(env *nemesis.Env, rec *history.Recorder) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	fixed, err := nemesis.HealAll(ctx, env)
+	detail := "all links healed, all nodes running"
+	if len(fixed) > 0 {
+		detail += "; " + strings.Join(fixed, ", ")
+	}
+	if err != nil {
+		detail += "; heal failed: " + err.Error()
+	}
+	rec.Fault("heal", "final", nil, detail)
+}
+
+// newRunDir makes results/<time>-<lock>-<nemesis>/ and points results/latest at it.
+func newRunDir(root, lock, nem string) (string, error) {
+	name := fmt.Sprintf("%s-%s-%s", time.Now().Format("20060102T150405.000"), lock, strings.ReplaceAll(nem, ",", "+"))
+	dir := filepath.Join(root, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("results directory: %w", err)
+	}
+	latest := filepath.Join(root, "latest")
+	_ = os.Remove(latest)
+	_ = os.Symlink(name, latest)
+	return dir, nil
+}
+
+// Versions names what produced a run.
+func Versions() map[string]string {
+	v := map[string]string{"go": runtime.Version(), "lockcheck": "dev"}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				v["lockcheck"] = s.Value
+			}
+		}
+		for _, d := range bi.Deps {
+			switch d.Path {
+			case "github.com/anishathalye/porcupine", "github.com/redis/go-redis/v9", "github.com/Shopify/toxiproxy/v2":
+				v[filepath.Base(strings.TrimSuffix(strings.TrimSuffix(d.Path, "/v9"), "/v2"))] = d.Version
+			}
+		}
+	}
+	if out, err := exec.Command("redis-server", "--version").Output(); err == nil {
+		v["redis-server"] = strings.TrimSpace(string(out))
+	}
+	return v
+}

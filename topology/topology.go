@@ -1,0 +1,161 @@
+// Package topology brings up a set of Redis nodes and one proxied link from every client to every node,
+// and tears them all down again.
+package topology
+
+import (
+	"context"
+	"fmt"
+
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/lockcheck/lockcheck/network"
+	"github.com/lockcheck/lockcheck/node"
+)
+
+// Kinds of topology. Sentinel and cluster come with the fault work (issue #4).
+const (
+	Single  = "single"  // one master
+	Redlock = "redlock" // N independent masters
+)
+
+// Spec says what to start.
+type Spec struct {
+	Kind        string
+	Nodes       int // masters for redlock; ignored for single
+	Clients     []string
+	Dir         string // node directories go under Dir/nodes
+	Persistence string
+}
+
+// Topology is a running deployment.
+type Topology struct {
+	Kind     string
+	Password string
+	Nodes    []*node.Node
+	Startup  time.Duration
+
+	proxies *network.Proxies
+	links   map[[2]string]*network.Link
+}
+
+// Validate checks a spec before anything starts.
+func (s Spec) Validate() error {
+	switch s.Kind {
+	case Single:
+	case Redlock:
+		if s.Nodes < 1 {
+			return fmt.Errorf("--nodes must be at least 1, got %d", s.Nodes)
+		}
+	default:
+		return fmt.Errorf("unknown topology %q (have: single, redlock)", s.Kind)
+	}
+	if len(s.Clients) == 0 {
+		return fmt.Errorf("a topology needs at least one client")
+	}
+	return nil
+}
+
+// Start brings the topology up. On error everything already started is stopped.
+func Start(ctx context.Context, s Spec) (t *Topology, err error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	begin := time.Now()
+	n := 1
+	if s.Kind == Redlock {
+		n = s.Nodes
+	}
+	t = &Topology{Kind: s.Kind, Password: node.NewPassword(), proxies: network.New(),
+		links: map[[2]string]*network.Link{}}
+	defer func() {
+		if err != nil {
+			t.Stop()
+			t = nil
+		}
+	}()
+	for i := 1; i <= n; i++ {
+		name := fmt.Sprintf("n%d", i)
+		nd, err := node.Start(ctx, node.Config{Name: name, Dir: filepath.Join(s.Dir, "nodes", name),
+			Password: t.Password, Persistence: s.Persistence})
+		if err != nil {
+			return nil, err
+		}
+		t.Nodes = append(t.Nodes, nd)
+		for _, c := range s.Clients {
+			l, err := t.proxies.Add(c+"->"+name, nd.Addr())
+			if err != nil {
+				return nil, err
+			}
+			t.links[[2]string{c, name}] = l
+		}
+	}
+	t.Startup = time.Since(begin)
+	return t, nil
+}
+
+// Addrs returns the addresses, one per node in order, through which client reaches the nodes.
+func (t *Topology) Addrs(client string) []string {
+	var out []string
+	for _, nd := range t.Nodes {
+		if l := t.links[[2]string{client, nd.Name()}]; l != nil {
+			out = append(out, l.Addr())
+		}
+	}
+	return out
+}
+
+// NodeNames lists the nodes.
+func (t *Topology) NodeNames() []string {
+	var out []string
+	for _, nd := range t.Nodes {
+		out = append(out, nd.Name())
+	}
+	return out
+}
+
+// ClientNames lists the clients that have links.
+func (t *Topology) ClientNames() []string {
+	seen := map[string]bool{}
+	var out []string
+	for k := range t.links {
+		if !seen[k[0]] {
+			seen[k[0]] = true
+			out = append(out, k[0])
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Link returns the proxied link from client to node, or nil.
+func (t *Topology) Link(client, nodeName string) *network.Link {
+	return t.links[[2]string{client, nodeName}]
+}
+
+// Node returns the named node, or nil.
+func (t *Topology) Node(name string) *node.Node {
+	for _, nd := range t.Nodes {
+		if nd.Name() == name {
+			return nd
+		}
+	}
+	return nil
+}
+
+// Admin returns a direct address for harness-side reads that must not pass through faults.
+func (t *Topology) Admin(name string) string { return t.Node(name).Addr() }
+
+// Stop tears everything down: proxies first, so clients see the end, then every node.
+func (t *Topology) Stop() {
+	if t.proxies != nil {
+		t.proxies.Close()
+	}
+	for _, nd := range t.Nodes {
+		nd.Stop()
+	}
+}
+
+// HealLinks removes every link fault.
+func (t *Topology) HealLinks() { t.proxies.HealAll() }
