@@ -1,7 +1,6 @@
 package history
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -23,6 +22,7 @@ type Recorder struct {
 	w      io.Writer
 	closer io.Closer
 	err    error
+	buf    []byte // reused under mu
 	nextID atomic.Int64
 
 	ok, fail, unknown, sections, overlaps atomic.Int64
@@ -57,17 +57,11 @@ func (r *Recorder) write(rec Record, stamp bool) {
 	if stamp {
 		rec.Time = r.Clock.Now()
 	}
-	b, err := json.Marshal(rec)
-	if err == nil {
-		b = append(b, '\n')
-	}
 	if r.err != nil {
 		return
 	}
-	if err == nil {
-		_, err = r.w.Write(b)
-	}
-	r.err = err
+	r.buf = append(appendRecord(r.buf[:0], &rec), '\n')
+	_, r.err = r.w.Write(r.buf)
 }
 
 // Close flushes nothing (every record is already written) and closes the file.

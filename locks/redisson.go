@@ -18,6 +18,8 @@ type RedissonConfig struct {
 	WatchdogTimeout   time.Duration // lockWatchdogTimeout, 30 s
 	WatchdogBatch     int           // lockWatchdogBatchSize, 100
 	UnlockRetries     int           // extra unlock attempts with the same request id (retryAttempts, 4)
+	RetryDelayMin     time.Duration // retryDelay: EqualJitterDelay(1 s, 2 s) between attempts
+	RetryDelayMax     time.Duration
 	Timeout           time.Duration // per command (timeout, 3 s)
 	CheckSyncedSlaves bool          // checkLockSyncedSlaves, true
 	SlavesSyncTimeout time.Duration // slavesSyncTimeout, 1 s
@@ -27,6 +29,7 @@ type RedissonConfig struct {
 // DefaultRedissonConfig is Redisson's defaults.
 func DefaultRedissonConfig() RedissonConfig {
 	return RedissonConfig{WatchdogTimeout: 30 * time.Second, WatchdogBatch: 100, UnlockRetries: 4,
+		RetryDelayMin: time.Second, RetryDelayMax: 2 * time.Second,
 		Timeout: 3 * time.Second, CheckSyncedSlaves: true, SlavesSyncTimeout: time.Second, SyncRetries: 4}
 }
 

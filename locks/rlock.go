@@ -95,7 +95,7 @@ func (l *RLock) tryAcquire(ctx context.Context, lease time.Duration) (bool, int6
 			if !refused {
 				_, _, _ = l.unlockInner(ctx, newRequestID(), 0)
 			}
-			if attempt >= l.r.cfg.SyncRetries || !sleepCtx(ctx, jitter(time.Second, 2*time.Second)) {
+			if attempt >= l.r.cfg.SyncRetries || !sleepCtx(ctx, l.r.retryDelay()) {
 				return false, 0, err
 			}
 			continue
@@ -126,6 +126,9 @@ func (l *RLock) Unlock(ctx context.Context) error {
 		nok bool
 	)
 	for attempt := 0; attempt <= l.r.cfg.UnlockRetries; attempt++ {
+		if attempt > 0 {
+			time.Sleep(l.r.retryDelay())
+		}
 		res, nok, err = l.unlockInner(ctx, id, attempt)
 		if err == nil || Definite(err) || errors.Is(err, ErrNoSync) {
 			break
@@ -194,7 +197,11 @@ func newRequestID() string {
 	return hex.EncodeToString(b)
 }
 
-func jitter(lo, hi time.Duration) time.Duration { return lo + rand.N(hi-lo+1) }
+// retryDelay draws Redisson's equal-jitter delay between attempts.
+func (r *Redisson) retryDelay() time.Duration {
+	lo, hi := r.cfg.RetryDelayMin, max(r.cfg.RetryDelayMax, r.cfg.RetryDelayMin)
+	return lo + rand.N(hi-lo+1)
+}
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)

@@ -277,3 +277,6 @@ func (n *Node) Stop() {
 		_ = n.Kill()
 	}
 }
+
+// Password is the node's requirepass.
+func (n *Node) Password() string { return n.cfg.Password }

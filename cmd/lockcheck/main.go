@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/lockcheck/lockcheck/runner"
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 )
 
@@ -35,6 +36,7 @@ func main() {
 
 // execute runs the CLI and maps every outcome to an exit code, printing one line for an error.
 func execute(ctx context.Context, args []string) int {
+	redis.SetLogger(quiet{}) // go-redis logs pool chatter that faults provoke; outcomes are in the history
 	root := newRoot()
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
@@ -51,6 +53,10 @@ func execute(ctx context.Context, args []string) int {
 	}
 	return exitHarness
 }
+
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...interface{}) {}
 
 // ran reports whether a command got as far as its RunE (so an error is not about its flags).
 func ran(cmd *cobra.Command) bool { return cmd != nil && cmd.Annotations["ran"] == "yes" }

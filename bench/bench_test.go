@@ -1,0 +1,188 @@
+// Package bench holds the speed targets, each measured side by side with its yardstick in one run and
+// printed as a ratio: `make bench`.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"regexp"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/internal/redistest"
+	"github.com/lockcheck/lockcheck/locks"
+	"github.com/lockcheck/lockcheck/network"
+	"github.com/lockcheck/lockcheck/node"
+)
+
+const concurrency = 8
+
+// lockThroughput runs RLock acquires (the acquire script, each on a fresh key, recorded to a discarded
+// history) from concurrency clients for d and returns acquires per second.
+func lockThroughput(b *testing.B, addr, password string, d time.Duration) float64 {
+	scripts, err := locks.LoadScripts("redisson", "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	rec := history.NewRecorder(io.Discard, history.NewClock())
+	var total atomic.Int64
+	var wg sync.WaitGroup
+	stop := time.Now().Add(d)
+	for c := 0; c < concurrency; c++ {
+		r := locks.NewRedisson(fmt.Sprintf("c%d", c), locks.ClientConfig{Addr: addr, Password: password, PoolSize: 1},
+			locks.DefaultRedissonConfig(), scripts, rec)
+		defer r.Close()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx := context.Background()
+			rng := rand.New(rand.NewPCG(uint64(c), 1))
+			n := int64(0)
+			for time.Now().Before(stop) {
+				l := r.Lock("bench:"+strconv.Itoa(rng.IntN(1_000_000)), 1)
+				if _, err := l.TryLock(ctx, 0, 30*time.Second); err != nil {
+					b.Error(err)
+					return
+				}
+				n++
+			}
+			total.Add(n)
+		}()
+	}
+	wg.Wait()
+	return float64(total.Load()) / d.Seconds()
+}
+
+var rps = regexp.MustCompile(`([0-9.]+) requests per second`)
+
+// redisBenchmark runs the same acquire script through redis-benchmark at the same concurrency.
+func redisBenchmark(b *testing.B, n *node.Node, requests int) float64 {
+	scripts, _ := locks.LoadScripts("redisson", "")
+	sha, err := redistest.Client(b, n.Addr(), n.Password()).ScriptLoad(context.Background(), scripts.Source("acquire")).Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := exec.Command("redis-benchmark", "-h", "127.0.0.1", "-p", strconv.Itoa(n.Port()), "-a", n.Password(),
+		"-c", strconv.Itoa(concurrency), "-n", strconv.Itoa(requests), "-r", "1000000", "-q",
+		"EVALSHA", sha, "1", "bench:__rand_int__", "30000", "bench-owner:1").CombinedOutput()
+	if err != nil {
+		b.Fatalf("redis-benchmark: %v\n%s", err, out)
+	}
+	m := rps.FindStringSubmatch(string(out))
+	if m == nil {
+		b.Fatalf("redis-benchmark printed no rate:\n%s", out)
+	}
+	v, _ := strconv.ParseFloat(m[1], 64)
+	return v
+}
+
+// BenchmarkLockThroughput: lockcheck's RLock acquire rate against redis-benchmark running the same script
+// at the same concurrency, straight to the node and through a toxiproxy link. Target: ratio >= 0.8 direct.
+func BenchmarkLockThroughput(b *testing.B) {
+	n := redistest.Start(b, node.PersistNone)
+	px := network.New()
+	defer px.Close()
+	link, err := px.Add("bench->n1", n.Addr())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < b.N; i++ {
+		// Rounds alternate the three so that drift in the machine's speed hits all of them; medians are kept.
+		var bases, directs, proxieds []float64
+		for round := 0; round < 3; round++ {
+			bases = append(bases, redisBenchmark(b, n, 100_000))
+			directs = append(directs, lockThroughput(b, n.Addr(), n.Password(), 2*time.Second))
+			proxieds = append(proxieds, lockThroughput(b, link.Addr(), n.Password(), 2*time.Second))
+		}
+		base, direct, proxied := median(bases), median(directs), median(proxieds)
+		fmt.Fprintf(os.Stdout, "\nlock throughput, %d clients, RLock acquire script on fresh keys (median of 3 rounds)\n", concurrency)
+		fmt.Fprintf(os.Stdout, "  redis-benchmark EVALSHA        %8.0f /s\n", base)
+		fmt.Fprintf(os.Stdout, "  lockcheck RLock, direct        %8.0f /s   ratio %.2f (target >= 0.80)\n", direct, direct/base)
+		fmt.Fprintf(os.Stdout, "  lockcheck RLock, via toxiproxy %8.0f /s   ratio %.2f\n", proxied, proxied/base)
+		b.ReportMetric(direct/base, "ratio-direct")
+		b.ReportMetric(proxied/base, "ratio-proxied")
+	}
+}
+
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+// legalHistory generates n lock commands over keys keys: on each key, clients take turns holding the lock
+// (acquire, sometimes re-enter, release) while others are refused, with overlapping calls, as a busy run
+// records them.
+func legalHistory(n, keys int) []porcupine.Operation {
+	rng := rand.New(rand.NewPCG(7, 7))
+	var ops []porcupine.Operation
+	perKey := n / keys
+	for k := 0; k < keys; k++ {
+		key := "lock-" + strconv.Itoa(k)
+		t := int64(0)
+		add := func(client int, f string, out checker.MutexOutput, call, ret int64) {
+			owner := "c" + strconv.Itoa(client) + "/1"
+			ops = append(ops, porcupine.Operation{ClientId: client,
+				Input:  checker.MutexInput{Key: key, Client: owner, F: f, Owner: owner, Lease: int64(30 * time.Second), Call: call, Return: ret},
+				Output: out, Call: call, Return: ret})
+		}
+		count := 0
+		for count < perKey {
+			holder := rng.IntN(8)
+			add(holder, "acquire", checker.MutexOutput{Outcome: checker.Applied}, t, t+100_000)
+			count++
+			if rng.IntN(4) == 0 {
+				add(holder, "acquire", checker.MutexOutput{Outcome: checker.Applied}, t+200_000, t+300_000)
+				add(holder, "release", checker.MutexOutput{Outcome: checker.Applied, Value: 0}, t+400_000, t+500_000)
+				count += 2
+			}
+			for w := 0; w < 3; w++ { // refused waiters, overlapping each other
+				if c := rng.IntN(8); c != holder {
+					s := t + 150_000 + int64(w)*50_000
+					add(c, "acquire", checker.MutexOutput{Outcome: checker.Refused, Value: 29000}, s, s+200_000)
+					count++
+				}
+			}
+			add(holder, "release", checker.MutexOutput{Outcome: checker.Applied, Value: 1}, t+600_000, t+700_000)
+			count++
+			t += 800_000
+		}
+	}
+	return ops
+}
+
+// BenchmarkPorcupine100k: the porcupine check of a 100k-command history over 100 keys. Target < 5 s.
+func BenchmarkPorcupine100k(b *testing.B) {
+	ops := legalHistory(100_000, 100)
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		res := porcupine.CheckOperationsTimeout(checker.MutexModel.ToModel(), ops, time.Minute)
+		took := time.Since(start)
+		if res != porcupine.Ok {
+			b.Fatalf("generated history judged %v", res)
+		}
+		start = time.Now()
+		vres, _ := porcupine.CheckOperationsVerbose(checker.MutexModel.ToModel(), ops, time.Minute)
+		vtook := time.Since(start)
+		if vres != porcupine.Ok {
+			b.Fatalf("verbose check judged %v", vres)
+		}
+		fmt.Fprintf(os.Stdout, "\nporcupine, %d commands over 100 keys\n", len(ops))
+		fmt.Fprintf(os.Stdout, "  check            %6.2f s   (target < 5 s, ratio to target %.2f)\n", took.Seconds(), took.Seconds()/5)
+		fmt.Fprintf(os.Stdout, "  verbose (HTML)   %6.2f s\n", vtook.Seconds())
+		b.ReportMetric(took.Seconds(), "check-s")
+		b.ReportMetric(math.Round(vtook.Seconds()*100)/100, "verbose-s")
+	}
+}

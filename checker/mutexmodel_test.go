@@ -1,0 +1,137 @@
+package checker
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+const milli = int64(time.Millisecond)
+
+// cmd builds one lock command on key k; times are in milliseconds, ret < 0 means unknown (+infinity).
+func cmd(owner, f string, leaseMs, call, ret int64, out Outcome, value int64) porcupine.Operation {
+	in := MutexInput{Key: "k", Client: owner, F: f, Owner: owner, Lease: leaseMs * milli, Call: call * milli, Return: ret * milli}
+	if ret < 0 {
+		in.Return, out = math.MaxInt64, Unsure
+	}
+	return porcupine.Operation{ClientId: int(owner[0]), Input: in, Output: MutexOutput{Outcome: out, Value: value},
+		Call: in.Call, Return: in.Return}
+}
+
+func check(t *testing.T, want porcupine.CheckResult, ops ...porcupine.Operation) {
+	t.Helper()
+	got := porcupine.CheckOperationsTimeout(MutexModel.ToModel(), ops, 10*time.Second)
+	if got != want {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+func TestMutexModelLegal(t *testing.T) {
+	tests := map[string][]porcupine.Operation{
+		"re-entry": {
+			cmd("a", "acquire", 30000, 0, 1, Applied, 0),
+			cmd("a", "acquire", 30000, 2, 3, Applied, 0),
+			cmd("b", "acquire", 30000, 4, 5, Refused, 29000),
+			cmd("a", "release", 30000, 6, 7, Applied, 0),
+			cmd("a", "release", 30000, 8, 9, Applied, 1),
+			cmd("b", "acquire", 30000, 10, 11, Applied, 0),
+		},
+		"grant after the lease surely expired": {
+			cmd("a", "acquire", 100, 0, 1, Applied, 0),
+			cmd("b", "acquire", 100, 200, 201, Applied, 0),
+			cmd("a", "release", 100, 300, 301, Refused, -1),
+		},
+		"grant to another while the lease may have expired": {
+			cmd("a", "acquire", 100, 0, 10, Applied, 0),
+			cmd("b", "acquire", 100, 105, 106, Applied, 0),
+		},
+		"renewal keeps the lock, then it lapses": {
+			cmd("a", "acquire", 100, 0, 1, Applied, 0),
+			cmd("a", "renew", 100, 50, 51, Applied, 1),
+			cmd("b", "acquire", 100, 120, 121, Refused, 30),
+			cmd("b", "acquire", 100, 200, 201, Applied, 0),
+			cmd("a", "renew", 100, 210, 211, Refused, 0),
+		},
+		"an unknown acquire may hold the lock until its lease": {
+			cmd("a", "acquire", 100, 0, -1, Unsure, 0),
+			cmd("b", "acquire", 100, 50, 51, Refused, 50),
+			cmd("b", "acquire", 100, 150, 151, Applied, 0),
+		},
+		"an unknown acquire may never have happened": {
+			cmd("a", "acquire", 100, 0, -1, Unsure, 0),
+			cmd("b", "acquire", 100, 10, 11, Applied, 0),
+		},
+		"a replayed unlock answers what the first attempt did": {
+			cmd("a", "acquire", 30000, 0, 1, Applied, 0),
+			cmd("a", "release", 30000, 2, -1, Unsure, 0),
+			cmd("b", "acquire", 30000, 10, 11, Applied, 0),
+			replay(cmd("a", "release", 30000, 12, 13, Applied, 1)),
+		},
+		"a refused release by a non-owner": {
+			cmd("a", "acquire", 30000, 0, 1, Applied, 0),
+			cmd("b", "release", 30000, 2, 3, Refused, -1),
+			cmd("a", "release", 30000, 4, 5, Applied, 1),
+		},
+	}
+	for name, ops := range tests {
+		t.Run(name, func(t *testing.T) { check(t, porcupine.Ok, ops...) })
+	}
+}
+
+func replay(op porcupine.Operation) porcupine.Operation {
+	in := op.Input.(MutexInput)
+	in.Replay = true
+	op.Input = in
+	return op
+}
+
+func TestMutexModelIllegal(t *testing.T) {
+	tests := map[string][]porcupine.Operation{
+		"double grant": {
+			cmd("a", "acquire", 30000, 0, 1, Applied, 0),
+			cmd("b", "acquire", 30000, 2, 3, Applied, 0),
+		},
+		"a release by a non-owner that succeeds": {
+			cmd("a", "acquire", 30000, 0, 1, Applied, 0),
+			cmd("b", "release", 30000, 2, 3, Applied, 1),
+		},
+		"re-entry count underflow": {
+			cmd("a", "acquire", 30000, 0, 1, Applied, 0),
+			cmd("a", "release", 30000, 2, 3, Applied, 0), // says "still held" after the only hold
+		},
+		"a second full release": {
+			cmd("a", "acquire", 30000, 0, 1, Applied, 0),
+			cmd("a", "release", 30000, 2, 3, Applied, 1),
+			cmd("a", "release", 30000, 4, 5, Applied, 1),
+		},
+		"a grant before the earliest possible expiry": {
+			cmd("a", "acquire", 100, 0, 1, Applied, 0),
+			cmd("b", "acquire", 100, 50, 60, Applied, 0),
+		},
+		"a grant before a renewal's earliest expiry": {
+			cmd("a", "acquire", 100, 0, 1, Applied, 0),
+			cmd("a", "renew", 100, 80, 81, Applied, 1),
+			cmd("b", "acquire", 100, 120, 121, Applied, 0),
+		},
+		"refused while free": {
+			cmd("a", "acquire", 100, 0, 1, Refused, 50),
+		},
+		"a renewal of a lock not held": {
+			cmd("a", "renew", 100, 0, 1, Applied, 1),
+		},
+	}
+	for name, ops := range tests {
+		t.Run(name, func(t *testing.T) { check(t, porcupine.Illegal, ops...) })
+	}
+}
+
+func TestMutexModelKeysAreIndependent(t *testing.T) {
+	a := cmd("a", "acquire", 30000, 0, 1, Applied, 0)
+	b := cmd("b", "acquire", 30000, 2, 3, Applied, 0)
+	in := b.Input.(MutexInput)
+	in.Key = "other"
+	b.Input = in
+	check(t, porcupine.Ok, a, b)
+}

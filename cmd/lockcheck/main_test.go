@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+)
+
+// run executes the CLI in-process with results under a temp dir and returns the exit code and run dir.
+func run(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	root := t.TempDir()
+	if args[0] == "run" {
+		args = append(args, "--results", root)
+	}
+	code := execute(context.Background(), args)
+	latest, _ := filepath.EvalSymlinks(filepath.Join(root, "latest"))
+	return code, latest
+}
+
+type results struct {
+	Valid    any `json:"valid"`
+	Checkers []struct {
+		Checker   string `json:"checker"`
+		Valid     any    `json:"valid"`
+		Violation string `json:"violation"`
+	} `json:"checkers"`
+}
+
+func readResults(t *testing.T, dir string) results {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r results
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// The naive lock with holds always longer than its lease is flagged, for every seed: a second client takes
+// the lock the moment the lease runs out, while the first is still inside.
+func TestNaiveLockIsFlagged(t *testing.T) {
+	for _, seed := range []string{"1", "2", "3"} {
+		t.Run("seed"+seed, func(t *testing.T) {
+			code, dir := run(t, "run", "--lock", "naive", "--lease", "300ms", "--hold", "400ms-1s", "--time", "3s",
+				"--quiet", "1s", "--clients", "4", "--seed", seed)
+			if code != exitInvalid {
+				t.Fatalf("exit %d, want %d", code, exitInvalid)
+			}
+			r := readResults(t, dir)
+			if r.Valid != false {
+				t.Fatalf("results.json valid = %v", r.Valid)
+			}
+			for _, c := range r.Checkers {
+				if c.Checker == "mutual-exclusion" && (c.Valid != false || !strings.Contains(c.Violation, "entered at")) {
+					t.Fatalf("exclusion checker: %+v", c)
+				}
+			}
+		})
+	}
+}
+
+// With holds always longer than the lease, only the watchdog keeps the reentrant lock safe.
+func TestWatchdogKeepsReentrantLockSafe(t *testing.T) {
+	code, dir := run(t, "run", "--lock", "reentrant", "--watchdog", "600ms", "--hold", "700ms-1200ms",
+		"--time", "4s", "--quiet", "1s", "--clients", "4", "--seed", "7")
+	if code != exitValid {
+		t.Fatalf("exit %d; results: %+v", code, readResults(t, dir))
+	}
+	for _, c := range readResults(t, dir).Checkers {
+		if c.Valid != true {
+			t.Fatalf("%s: %v", c.Checker, c.Valid)
+		}
+	}
+	renewals := 0
+	h, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range h.Ops {
+		if o.Invoke.F == "renew" && o.Outcome() == history.Ok {
+			renewals++
+		}
+	}
+	if renewals == 0 {
+		t.Fatal("no watchdog renewal recorded")
+	}
+}
+
+// Partition and kill runs end healed, with every fault window closed in the history and drawn in the HTML.
+func TestFaultRunsHeal(t *testing.T) {
+	for _, nem := range []string{"partition", "kill"} {
+		t.Run(nem, func(t *testing.T) {
+			code, dir := run(t, "run", "--lock", "reentrant", "--nemesis", nem, "--nemesis-interval", "1s",
+				"--nemesis-duration", "1s", "--time", "6s", "--quiet", "2s", "--persistence", "always", "--seed", "5")
+			if code != exitValid {
+				t.Fatalf("exit %d; results: %+v", code, readResults(t, dir))
+			}
+			h, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := h.Windows()
+			if len(w) < 1 {
+				t.Fatal("no fault window recorded")
+			}
+			for _, x := range w {
+				if x.Kind == nem && !x.Healed {
+					t.Fatalf("fault %+v never healed", x)
+				}
+			}
+			last := h.Faults[len(h.Faults)-1]
+			if last.F != "heal" || last.Phase != "final" {
+				t.Fatalf("last fault record %+v is not the final heal", last)
+			}
+			html, err := os.ReadFile(filepath.Join(dir, "history.html"))
+			if err != nil || !strings.Contains(string(html), nem+" ") {
+				t.Fatalf("HTML lacks the %s window (%v)", nem, err)
+			}
+		})
+	}
+}
+
+func TestBadInputExits254(t *testing.T) {
+	garbage := filepath.Join(t.TempDir(), "history.jsonl")
+	if err := os.WriteFile(garbage, []byte("{\"type\":\"meta\"}\nnot json\n{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"run", "--hold", "fast"},
+		{"run", "--hold", "200ms-10ms"},
+		{"run", "--clients", "0"},
+		{"run", "--lock", "nope"},
+		{"run", "--nemesis", "meteor"},
+		{"run", "--keys", "0"},
+		{"run", "--no-such-flag"},
+		{"run", "extra-arg"},
+		{"run", "--time", "soon"},
+		{"check", filepath.Join(t.TempDir(), "missing.jsonl")},
+		{"check", garbage},
+		{"check"},
+		{"nonsense"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			if code, _ := run(t, args...); code != exitUsage {
+				t.Fatalf("exit %d, want %d", code, exitUsage)
+			}
+		})
+	}
+}
+
+// kill -9 of lockcheck takes its redis-server with it, and the partial history still gets a verdict.
+func TestKill9LeavesNoRedisAndPartialHistoryChecks(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "lockcheck")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	root := t.TempDir()
+	cmd := exec.Command(bin, "run", "--time", "60s", "--nemesis", "partition", "--nemesis-interval", "1s",
+		"--results", root, "--seed", "3")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	// Wait until the run is under way: a node is up and operations are being recorded.
+	var dir string
+	port := ""
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		dir, _ = filepath.EvalSymlinks(filepath.Join(root, "latest"))
+		conf, _ := os.ReadFile(filepath.Join(dir, "nodes", "n1", "redis.conf"))
+		hist, _ := os.ReadFile(filepath.Join(dir, "history.jsonl"))
+		for _, line := range strings.Split(string(conf), "\n") {
+			if p, ok := strings.CutPrefix(line, "port "); ok {
+				port = p
+			}
+		}
+		if port != "" && strings.Count(string(hist), `"type":"ok"`) > 20 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if port == "" {
+		t.Fatal("the run never started")
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	gone := false
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, 100*time.Millisecond)
+		if err != nil {
+			gone = true
+			break
+		}
+		c.Close()
+	}
+	if !gone {
+		t.Fatalf("redis-server on port %s outlived lockcheck", port)
+	}
+	code := execute(context.Background(), []string{"check", dir})
+	if code != exitValid {
+		t.Fatalf("check of the partial history: exit %d", code)
+	}
+	if r := readResults(t, dir); r.Valid != true {
+		t.Fatalf("partial history verdict %v", r.Valid)
+	}
+	fmt.Fprintln(os.Stderr, "partial history checked in", dir)
+}

@@ -1,0 +1,274 @@
+package locks_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/internal/redistest"
+	"github.com/lockcheck/lockcheck/locks"
+	"github.com/lockcheck/lockcheck/node"
+	"github.com/redis/go-redis/v9"
+)
+
+type fixture struct {
+	node  *node.Node
+	admin *redis.Client
+	buf   *bytes.Buffer
+	rec   *history.Recorder
+}
+
+func newFixture(t *testing.T, extra ...string) *fixture {
+	n := redistest.Start(t, node.PersistNone, extra...)
+	buf := &bytes.Buffer{}
+	return &fixture{node: n, admin: redistest.Client(t, n.Addr(), n.Password()), buf: buf,
+		rec: history.NewRecorder(buf, history.NewClock())}
+}
+
+func (f *fixture) client(t *testing.T, name string, cfg locks.RedissonConfig) *locks.Redisson {
+	s, err := locks.LoadScripts("redisson", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := locks.NewRedisson(name, locks.ClientConfig{Addr: f.node.Addr(), Password: f.node.Password()}, cfg, s, f.rec)
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func (f *fixture) history(t *testing.T) *history.History {
+	h, err := history.Read(bytes.NewReader(f.buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func fast() locks.RedissonConfig {
+	c := locks.DefaultRedissonConfig()
+	c.Timeout = time.Second
+	return c
+}
+
+func TestRLockLayoutAndReentry(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	a := f.client(t, "c1", fast()).Lock("orders", 7)
+	if ok, err := a.TryLock(ctx, 0, 0); !ok || err != nil {
+		t.Fatalf("first acquire: %v %v", ok, err)
+	}
+	if ok, err := a.TryLock(ctx, 0, 0); !ok || err != nil {
+		t.Fatalf("re-entry: %v %v", ok, err)
+	}
+	// Redisson's layout: hash <name>, field <uuid>:<thread>, value the hold count.
+	if n, err := f.admin.HGet(ctx, "orders", a.Owner()).Int(); err != nil || n != 2 {
+		t.Fatalf("hold count %d, %v", n, err)
+	}
+	if pttl := f.admin.PTTL(ctx, "orders").Val(); pttl <= 25*time.Second {
+		t.Fatalf("pttl %v, want the 30s watchdog lease", pttl)
+	}
+	b := f.client(t, "c2", fast()).Lock("orders", 7)
+	if ok, err := b.TryLock(ctx, 0, 0); ok || err != nil {
+		t.Fatalf("another owner got a held lock: %v %v", ok, err)
+	}
+	if err := b.Unlock(ctx); !errors.Is(err, locks.ErrNotHeld) {
+		t.Fatalf("unlock by a non-owner: %v", err)
+	}
+	if err := a.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.admin.HGet(ctx, "orders", a.Owner()).Val(); n != "1" {
+		t.Fatalf("after one unlock the count is %q", n)
+	}
+	if err := a.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if f.admin.Exists(ctx, "orders").Val() != 0 {
+		t.Fatal("the lock still exists after the last unlock")
+	}
+	h := f.history(t)
+	counts := map[string]int{}
+	for _, o := range h.Ops {
+		counts[o.Invoke.F+"/"+string(o.Outcome())]++
+	}
+	want := map[string]int{"acquire/ok": 2, "acquire/fail": 1, "release/ok": 2, "release/fail": 1}
+	if fmt.Sprint(counts) != fmt.Sprint(want) {
+		t.Fatalf("recorded %v, want %v", counts, want)
+	}
+}
+
+func TestWatchdogRenewsOnlyWithoutLease(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	cfg := fast()
+	cfg.WatchdogTimeout = 300 * time.Millisecond
+	r := f.client(t, "c1", cfg)
+	wd := r.Lock("wd", 1)
+	leased := r.Lock("leased", 1)
+	if ok, _ := wd.TryLock(ctx, 0, 0); !ok {
+		t.Fatal("acquire wd")
+	}
+	if ok, _ := leased.TryLock(ctx, 0, 300*time.Millisecond); !ok {
+		t.Fatal("acquire leased")
+	}
+	// Poll until the fixed lease has run out; the watchdog's lock, with the same lease length, must outlive it.
+	deadline := time.Now().Add(5 * time.Second)
+	for f.admin.Exists(ctx, "leased").Val() == 1 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if f.admin.Exists(ctx, "leased").Val() == 1 {
+		t.Fatal("a lock with a fixed lease was renewed")
+	}
+	time.Sleep(700 * time.Millisecond) // more than two watchdog timeouts past the first lease
+	if f.admin.HExists(ctx, "wd", wd.Owner()).Val() != true {
+		t.Fatal("the watchdog did not keep the lock")
+	}
+	if err := wd.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	renewals := 0
+	for _, o := range f.history(t).Ops {
+		if o.Invoke.F == "renew" && o.Outcome() == history.Ok {
+			renewals++
+		}
+	}
+	if renewals < 2 {
+		t.Fatalf("%d renewals recorded", renewals)
+	}
+}
+
+// A waiter wakes on the holder's unlock message, long before the holder's 30 s lease would have let it in.
+func TestWaiterWakesOnUnlockMessage(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	a := f.client(t, "c1", fast()).Lock("pub", 1)
+	b := f.client(t, "c2", fast()).Lock("pub", 1)
+	if ok, _ := a.TryLock(ctx, 0, 30*time.Second); !ok {
+		t.Fatal("acquire")
+	}
+	got := make(chan time.Duration, 1)
+	go func() {
+		start := time.Now()
+		ok, err := b.TryLock(ctx, 20*time.Second, 0)
+		if !ok || err != nil {
+			got <- -1
+			return
+		}
+		got <- time.Since(start)
+	}()
+	time.Sleep(200 * time.Millisecond)
+	if err := a.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := <-got; d < 0 || d > 10*time.Second {
+		t.Fatalf("waiter took %v (negative: did not get it)", d)
+	}
+}
+
+// A repeated unlock request (same id) replays the first answer instead of releasing a second hold.
+func TestUnlockLatchMakesRetriesIdempotent(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	s, _ := locks.LoadScripts("redisson", "")
+	r := f.client(t, "c1", fast())
+	l := r.Lock("latch", 1)
+	l.TryLock(ctx, 0, 0)
+	l.TryLock(ctx, 0, 0)
+	keys := []string{"latch", "redisson_lock__channel:{latch}", "redisson_unlock_latch:{latch}:req1"}
+	args := []any{"0", 30000, l.Owner(), "publish", 10000}
+	for i := 0; i < 2; i++ {
+		if v, err := s.Get("release").Run(ctx, f.admin, keys, args...).Int(); err != nil || v != 0 {
+			t.Fatalf("attempt %d: %d %v", i, v, err)
+		}
+	}
+	if n := f.admin.HGet(ctx, "latch", l.Owner()).Val(); n != "1" {
+		t.Fatalf("hold count %q after a repeated request, want 1", n)
+	}
+}
+
+// With a replica, each lock write is followed by WAIT; when no replica acknowledges, the acquire is undone
+// and reported as ErrNoSync.
+func TestReplicaSyncAndNoSync(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	rep := redistest.StartConfig(t, node.Config{Name: "n2", Password: f.node.Password(),
+		Extra: []string{"replicaof 127.0.0.1 " + fmt.Sprint(f.node.Port())}})
+	// Wait for the replica to attach, as Redisson's cached connected_slaves would see it.
+	deadline := time.Now().Add(10 * time.Second)
+	for !bytes.Contains([]byte(f.admin.Info(ctx, "replication").Val()), []byte("state=online")) {
+		if time.Now().After(deadline) {
+			t.Fatal("replica never attached")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cfg := fast()
+	cfg.SyncRetries = 0
+	cfg.SlavesSyncTimeout = 300 * time.Millisecond
+	l := f.client(t, "c1", cfg).Lock("synced", 1)
+	if ok, err := l.TryLock(ctx, 0, 0); !ok || err != nil {
+		t.Fatalf("synced acquire: %v %v", ok, err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer rep.Resume()
+	ok, err := l.TryLock(ctx, 0, 0)
+	if ok || !errors.Is(err, locks.ErrNoSync) {
+		t.Fatalf("acquire with a stalled replica: %v %v, want ErrNoSync", ok, err)
+	}
+	if f.admin.Exists(ctx, "synced").Val() != 0 {
+		t.Fatal("the unsynced acquire was not compensated")
+	}
+	// The history shows the acquire that applied on the primary and the release that undid it.
+	var fs []string
+	for _, o := range f.history(t).Ops {
+		fs = append(fs, o.Invoke.F+"/"+string(o.Outcome()))
+	}
+	want := "[acquire/ok release/ok acquire/ok release/ok]"
+	if fmt.Sprint(fs) != want {
+		t.Fatalf("recorded %v, want %s", fs, want)
+	}
+}
+
+func TestNaiveDeletesAnotherOwnersLock(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	conn := locks.ClientConfig{Addr: f.node.Addr(), Password: f.node.Password(), Timeout: time.Second}
+	ca := locks.NewNaiveClient("c1", "a", conn, 100*time.Millisecond, f.rec)
+	cb := locks.NewNaiveClient("c2", "b", conn, time.Second, f.rec)
+	defer ca.Close()
+	defer cb.Close()
+	a, b := ca.Lock("n", 1), cb.Lock("n", 1)
+	if ok, _ := a.TryLock(ctx, 0, 0); !ok {
+		t.Fatal("a")
+	}
+	if ok, _ := b.TryLock(ctx, time.Second, 0); !ok {
+		t.Fatal("b did not get the lock once a's lease ran out")
+	}
+	if err := a.Unlock(ctx); err != nil {
+		t.Fatalf("a's unconditional DEL: %v", err)
+	}
+	if f.admin.Exists(ctx, "n").Val() != 0 {
+		t.Fatal("a did not delete b's lock: the control is not unsafe")
+	}
+}
+
+func TestScriptOverrides(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := locks.LoadScripts("nope", ""); err == nil {
+		t.Fatal("unknown set accepted")
+	}
+	if _, err := locks.LoadScripts("redisson", dir); err == nil {
+		t.Fatal("an empty override directory accepted")
+	}
+	write(t, dir+"/bogus.lua", "return 1")
+	if _, err := locks.LoadScripts("redisson", dir); err == nil {
+		t.Fatal("an override naming no script accepted")
+	}
+}

@@ -1,0 +1,98 @@
+package node_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/lockcheck/lockcheck/internal/redistest"
+	"github.com/lockcheck/lockcheck/node"
+)
+
+func TestPasswordIsRequired(t *testing.T) {
+	n := redistest.Start(t, node.PersistNone)
+	if err := redistest.Client(t, n.Addr(), "").Ping(context.Background()).Err(); err == nil {
+		t.Fatal("PING without the password succeeded")
+	}
+	if err := redistest.Client(t, n.Addr(), n.Password()).Ping(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A killed node restarts on the same port, empty without persistence and with its data with AOF.
+func TestKillAndRestart(t *testing.T) {
+	for _, tc := range []struct {
+		persistence string
+		keeps       bool
+	}{{node.PersistNone, false}, {node.PersistAlways, true}, {node.PersistEverySec, true}} {
+		t.Run(tc.persistence, func(t *testing.T) {
+			ctx := context.Background()
+			n := redistest.Start(t, tc.persistence)
+			c := redistest.Client(t, n.Addr(), n.Password())
+			if err := c.Set(ctx, "lock", "owner", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			// Even everysec keeps it: Redis write()s the AOF before it replies, and a process kill (unlike a
+			// machine crash) loses nothing the kernel already has.
+			port := n.Port()
+			if err := n.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			if n.Running() {
+				t.Fatal("still running after kill")
+			}
+			if err := c.Ping(ctx).Err(); err == nil {
+				t.Fatal("PING answered by a killed node")
+			}
+			if err := n.Restart(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n.Port() != port {
+				t.Fatalf("port changed from %d to %d", port, n.Port())
+			}
+			got, err := c.Exists(ctx, "lock").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (got == 1) != tc.keeps {
+				t.Fatalf("after restart the key exists=%d, want kept=%v", got, tc.keeps)
+			}
+		})
+	}
+}
+
+func TestPauseAndResume(t *testing.T) {
+	ctx := context.Background()
+	n := redistest.Start(t, node.PersistNone)
+	c := redistest.Client(t, n.Addr(), n.Password())
+	if err := n.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Ping(ctx).Err(); err == nil {
+		t.Fatal("a paused node answered")
+	}
+	if err := n.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatalf("resumed node: %v", err)
+	}
+}
+
+func TestStopIsIdempotentAndPausedNodesStop(t *testing.T) {
+	n := redistest.Start(t, node.PersistNone)
+	if err := n.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	n.Stop()
+	n.Stop()
+	if n.Running() {
+		t.Fatal("running after Stop")
+	}
+}
+
+func TestBadPersistence(t *testing.T) {
+	_, err := node.Start(context.Background(), node.Config{Name: "n1", Dir: t.TempDir(), Persistence: "sometimes"})
+	if err == nil {
+		t.Fatal("accepted persistence \"sometimes\"")
+	}
+}

@@ -1,0 +1,44 @@
+package workloads
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+func TestParseRange(t *testing.T) {
+	good := map[string]Range{
+		"10ms-200ms": {10 * time.Millisecond, 200 * time.Millisecond},
+		"50ms":       {50 * time.Millisecond, 50 * time.Millisecond},
+		" 1s - 2s ":  {time.Second, 2 * time.Second},
+	}
+	for in, want := range good {
+		if got, err := ParseRange(in); err != nil || got != want {
+			t.Errorf("%q: %v %v", in, got, err)
+		}
+	}
+	for _, in := range []string{"", "fast", "200ms-10ms", "-5ms", "10ms-", "1s-2s-3s"} {
+		if _, err := ParseRange(in); err == nil {
+			t.Errorf("%q accepted", in)
+		}
+	}
+	r := Range{10 * time.Millisecond, 20 * time.Millisecond}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 1000; i++ {
+		if d := r.Draw(rng); d < r.Min || d > r.Max {
+			t.Fatalf("drew %v outside %v", d, r)
+		}
+	}
+}
+
+func TestMutexValidate(t *testing.T) {
+	ok := Mutex{Keys: 1, Wait: time.Second, Reentry: 0.5}
+	if err := ok.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []Mutex{{Keys: 0}, {Keys: 1, Wait: -1}, {Keys: 1, Lease: -1}, {Keys: 1, Reentry: 2}} {
+		if bad.Validate() == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+}
