@@ -82,6 +82,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	default:
 		return nil, fmt.Errorf("persistence %q: want none, everysec or always", cfg.Persistence)
 	}
+	dir, err := filepath.Abs(cfg.Dir) // redis-server runs inside Dir, so a relative path would nest
+	if err != nil {
+		return nil, err
+	}
+	cfg.Dir = dir
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, err
 	}

@@ -58,7 +58,7 @@ func (s Spec) Validate() error {
 }
 
 // Start brings the topology up. On error everything already started is stopped.
-func Start(ctx context.Context, s Spec) (t *Topology, err error) {
+func Start(ctx context.Context, s Spec) (_ *Topology, err error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -67,12 +67,11 @@ func Start(ctx context.Context, s Spec) (t *Topology, err error) {
 	if s.Kind == Redlock {
 		n = s.Nodes
 	}
-	t = &Topology{Kind: s.Kind, Password: node.NewPassword(), proxies: network.New(),
+	t := &Topology{Kind: s.Kind, Password: node.NewPassword(), proxies: network.New(),
 		links: map[[2]string]*network.Link{}}
 	defer func() {
 		if err != nil {
 			t.Stop()
-			t = nil
 		}
 	}()
 	for i := 1; i <= n; i++ {
