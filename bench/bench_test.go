@@ -132,30 +132,30 @@ func legalHistory(n, keys int) []porcupine.Operation {
 	for k := 0; k < keys; k++ {
 		key := "lock-" + strconv.Itoa(k)
 		t := int64(0)
-		add := func(client int, f string, out checker.MutexOutput, call, ret int64) {
+		add := func(client int, f string, out checker.Reply, call, ret int64) {
 			owner := "c" + strconv.Itoa(client) + "/1"
 			ops = append(ops, porcupine.Operation{ClientId: client,
-				Input:  checker.MutexInput{Key: key, Client: owner, F: f, Owner: owner, Lease: int64(30 * time.Second), Call: call, Return: ret},
+				Input:  checker.Command{Key: key, Client: owner, F: f, Owner: owner, Lease: int64(30 * time.Second), Call: call, Return: ret},
 				Output: out, Call: call, Return: ret})
 		}
 		count := 0
 		for count < perKey {
 			holder := rng.IntN(8)
-			add(holder, "acquire", checker.MutexOutput{Outcome: checker.Applied}, t, t+100_000)
+			add(holder, "acquire", checker.Reply{Outcome: checker.Applied}, t, t+100_000)
 			count++
 			if rng.IntN(4) == 0 {
-				add(holder, "acquire", checker.MutexOutput{Outcome: checker.Applied}, t+200_000, t+300_000)
-				add(holder, "release", checker.MutexOutput{Outcome: checker.Applied, Value: 0}, t+400_000, t+500_000)
+				add(holder, "acquire", checker.Reply{Outcome: checker.Applied}, t+200_000, t+300_000)
+				add(holder, "release", checker.Reply{Outcome: checker.Applied, Value: 0}, t+400_000, t+500_000)
 				count += 2
 			}
 			for w := 0; w < 3; w++ { // refused waiters, overlapping each other
 				if c := rng.IntN(8); c != holder {
 					s := t + 150_000 + int64(w)*50_000
-					add(c, "acquire", checker.MutexOutput{Outcome: checker.Refused, Value: 29000}, s, s+200_000)
+					add(c, "acquire", checker.Reply{Outcome: checker.Refused, Value: 29000}, s, s+200_000)
 					count++
 				}
 			}
-			add(holder, "release", checker.MutexOutput{Outcome: checker.Applied, Value: 1}, t+600_000, t+700_000)
+			add(holder, "release", checker.Reply{Outcome: checker.Applied, Value: 1}, t+600_000, t+700_000)
 			count++
 			t += 800_000
 		}

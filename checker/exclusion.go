@@ -4,13 +4,20 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/lockcheck/lockcheck/history"
 )
 
-// Exclusion checks, in real time, that no two owners were inside the critical section of one key at once,
-// using the protected resource's own records (which sit outside every fault).
-type Exclusion struct{}
+// Exclusion checks, in real time, what a lock promises the application, from the protected resource's
+// own records (which sit outside every fault): no two owners inside one key's critical section at once,
+// except readers together; at most Capacity holders for a semaphore. A section ends at its exit or at the
+// end of its validity window, whichever is first. With Fenced, an overlap is only a violation when the
+// older holder's writes were not refused: a lease overrun that fencing caught is reported, not failed.
+type Exclusion struct {
+	Capacity int
+	Fenced   bool
+}
 
 // Name is the checker's stable name.
 func (Exclusion) Name() string { return "mutual-exclusion" }
@@ -26,24 +33,51 @@ type Overlap struct {
 	HeldTo        int64  `json:"held_to_ns"`
 	Entered       int64  `json:"entered_ns"`
 	IntruderOut   int64  `json:"intruder_left_ns"`
+	Fenced        bool   `json:"fenced,omitempty"` // the older holder's late write was refused
+}
+
+func end(s history.Record) int64 {
+	if s.Until > 0 && s.Until < s.Exit {
+		return s.Until
+	}
+	return s.Exit
 }
 
 // Check sweeps each key's sections in order of entry.
-func (Exclusion) Check(_ context.Context, h *history.History) Result {
-	overlaps := Overlaps(h.Sections)
+func (x Exclusion) Check(_ context.Context, h *history.History) Result {
 	n := len(h.Sections)
-	switch {
-	case len(overlaps) > 0:
-		first := overlaps[0]
-		return Result{Valid: Invalid,
-			Summary:   fmt.Sprintf("%d overlapping pairs among %d critical sections", len(overlaps), n),
-			Violation: first.String(),
-			Details:   map[string]any{"sections": n, "overlaps": len(overlaps), "first": first}}
-	case n == 0:
+	if n == 0 {
 		return Result{Valid: Unknown, Summary: "no critical section completed, so exclusion was never tested"}
 	}
-	return Result{Valid: Valid, Summary: fmt.Sprintf("%d critical sections, none overlapping", n),
-		Details: map[string]any{"sections": n, "overlaps": 0}}
+	if x.Capacity > 0 {
+		return x.checkCapacity(h.Sections)
+	}
+	all := Overlaps(h.Sections)
+	var bad, caught []Overlap
+	for _, o := range all {
+		if x.Fenced && o.Fenced {
+			caught = append(caught, o)
+		} else {
+			bad = append(bad, o)
+		}
+	}
+	details := map[string]any{"sections": n, "overlaps": len(bad), "fenced_overlaps": len(caught)}
+	if len(bad) > 0 {
+		details["first"] = bad[0]
+		return Result{Valid: Invalid, Details: details, Violation: bad[0].String(),
+			Summary: fmt.Sprintf("%d overlapping pairs among %d critical sections", len(bad), n)}
+	}
+	if len(caught) > 0 {
+		rejected := 0
+		for _, s := range h.Sections {
+			if s.Rejected {
+				rejected++
+			}
+		}
+		return Result{Valid: Valid, Details: details, Summary: fmt.Sprintf("the lease was overrun: %d overlapping pairs "+
+			"among %d critical sections, and fencing held: the resource refused all %d stale writes", len(caught), n, rejected)}
+	}
+	return Result{Valid: Valid, Summary: fmt.Sprintf("%d critical sections, none overlapping", n), Details: details}
 }
 
 func (o Overlap) String() string {
@@ -53,7 +87,7 @@ func (o Overlap) String() string {
 }
 
 // Overlaps returns every pair of intersecting sections of different owners on one key, earliest first.
-// Sections of one owner never count against each other.
+// Sections of one owner, and two readers, never count against each other.
 func Overlaps(sections []history.Record) []Overlap {
 	byKey := map[string][]history.Record{}
 	for _, s := range sections {
@@ -66,20 +100,74 @@ func Overlaps(sections []history.Record) []Overlap {
 		for _, s := range ss {
 			kept := open[:0]
 			for _, o := range open {
-				if o.Exit > s.Enter {
+				if end(o) > s.Enter {
 					kept = append(kept, o)
 				}
 			}
 			open = kept
 			for _, o := range open {
-				if o.Owner != s.Owner {
-					out = append(out, Overlap{Key: key, Holder: o.Client, Intruder: s.Client, HolderOwner: o.Owner,
-						IntruderOwner: s.Owner, HeldFrom: o.Enter, HeldTo: o.Exit, Entered: s.Enter, IntruderOut: s.Exit})
+				if o.Owner == s.Owner || (o.F == "read" && s.F == "read") {
+					continue
 				}
+				out = append(out, Overlap{Key: key, Holder: o.Client, Intruder: s.Client, HolderOwner: o.Owner,
+					IntruderOwner: s.Owner, HeldFrom: o.Enter, HeldTo: end(o), Entered: s.Enter, IntruderOut: end(s),
+					Fenced: o.Token != 0 && (o.Rejected || s.Rejected)})
 			}
 			open = append(open, s)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Entered < out[j].Entered })
 	return out
+}
+
+// checkCapacity sweeps each key's entries and exits and finds moments with more holders than permits.
+func (x Exclusion) checkCapacity(sections []history.Record) Result {
+	type ev struct {
+		t     int64
+		delta int
+		i     int // index into sections
+	}
+	byKey := map[string][]ev{}
+	for i, s := range sections {
+		byKey[s.Key] = append(byKey[s.Key], ev{s.Enter, 1, i}, ev{end(s), -1, i})
+	}
+	over, peak := 0, 0
+	first := ""
+	var firstAt int64
+	for key, evs := range byKey {
+		sort.Slice(evs, func(i, j int) bool {
+			if evs[i].t != evs[j].t {
+				return evs[i].t < evs[j].t
+			}
+			return evs[i].delta < evs[j].delta // exits first at a tie
+		})
+		inside := map[int]bool{}
+		for _, e := range evs {
+			if e.delta < 0 {
+				delete(inside, e.i)
+				continue
+			}
+			inside[e.i] = true
+			peak = max(peak, len(inside))
+			if len(inside) > x.Capacity {
+				over++
+				if first == "" || e.t < firstAt {
+					var who []string
+					for i := range inside {
+						who = append(who, sections[i].Client)
+					}
+					sort.Strings(who)
+					first, firstAt = fmt.Sprintf("%d holders of %s at %s with %d permits: %s", len(inside), key, Secs(e.t),
+						x.Capacity, strings.Join(who, ", ")), e.t
+				}
+			}
+		}
+	}
+	details := map[string]any{"sections": len(sections), "peak_holders": peak, "permits": x.Capacity, "over": over}
+	if over > 0 {
+		return Result{Valid: Invalid, Details: details, Violation: first,
+			Summary: fmt.Sprintf("%d entries found more holders than the %d permits (peak %d)", over, x.Capacity, peak)}
+	}
+	return Result{Valid: Valid, Details: details,
+		Summary: fmt.Sprintf("%d permit holds, never more than %d at once (permits %d)", len(sections), peak, x.Capacity)}
 }

@@ -106,7 +106,7 @@ func (l *Linearizable) explain(parts [][]porcupine.Operation, info porcupine.Lin
 			before = fmt.Sprintf("%s (at %s)", l.Model.DescribeOperation(last.Input, last.Output), Secs(last.Call))
 		}
 		return fmt.Sprintf("%s: %s (called %s, returned %s) cannot follow any legal order; the longest legal order "+
-			"(%d of %d commands) ends with %s, leaving the lock %s",
+			"(%d of %d commands) ends with %s, leaving it %s",
 			keyOf(c.Input), unescape(l.Model.DescribeOperation(c.Input, c.Output)), Secs(c.Call), retText(c.Return),
 			len(longest), len(ops), unescape(before), unescape(strings.Join(desc, " or ")))
 	}
@@ -128,7 +128,7 @@ func keyOf(in interface{}) string {
 	return "a key"
 }
 
-func (in MutexInput) key() string { return in.Key }
+func (in Command) key() string { return in.Key }
 
 func retText(t int64) string {
 	if t == math.MaxInt64 {
@@ -194,29 +194,39 @@ func threadName(r history.Record) string {
 	return fmt.Sprintf("%s/%d", r.Client, r.Thread)
 }
 
-// MutexOps converts a history's lock commands (acquire, release, renew) for MutexModel. A command that
-// surely did not run is left out; one whose outcome is unknown returns at +infinity.
+// MutexOps converts a history's lock commands (acquire, release, renew, expire) for MutexModel.
 func MutexOps(h *history.History) []porcupine.Operation {
+	return Commands(h, "acquire", "release", "renew", "expire")
+}
+
+// Commands converts the history's commands named fs into model operations. A command that surely did
+// not run is left out; one whose outcome is unknown returns at +infinity.
+func Commands(h *history.History, fs ...string) []porcupine.Operation {
+	want := map[string]bool{}
+	for _, f := range fs {
+		want[f] = true
+	}
 	ids := clientIDs(h)
 	var ops []porcupine.Operation
 	for _, o := range h.Ops {
 		inv := o.Invoke
-		if inv.F != "acquire" && inv.F != "release" && inv.F != "renew" {
+		if !want[inv.F] {
 			continue
 		}
-		in := MutexInput{Key: inv.Key, Client: threadName(inv), F: inv.F, Owner: ownerName(inv),
+		in := Command{Key: nodeKey(inv), Client: threadName(inv), F: inv.F, Owner: ownerName(inv),
 			Lease: inv.Args["lease_ms"] * int64(time.Millisecond), Call: inv.Time, Return: math.MaxInt64,
-			Replay: inv.Args["attempt"] > 0}
-		out := MutexOutput{Outcome: Unsure}
+			Replay: inv.Args["attempt"] > 0, Fair: inv.Args["fair"] == 1, Read: inv.Args["read"] == 1,
+			N: firstNonZero(inv.Args["permits"], inv.Args["count"])}
+		out := Reply{Outcome: Unsure}
 		if c := o.Complete; c != nil && c.Type != history.Unknown {
 			switch {
 			case c.Type == history.Ok:
-				out = MutexOutput{Outcome: Applied}
+				out = Reply{Outcome: Applied}
 				if c.Value != nil {
 					out.Value = *c.Value
 				}
 			case c.Value != nil:
-				out = MutexOutput{Outcome: Refused, Value: *c.Value}
+				out = Reply{Outcome: Refused, Value: *c.Value}
 			default:
 				continue // failed before it ran: no effect, nothing learned
 			}
@@ -229,7 +239,28 @@ func MutexOps(h *history.History) []porcupine.Operation {
 	return ops
 }
 
+func firstNonZero(a, b int64) int64 {
+	if a != 0 {
+		return a
+	}
+	return b
+}
+
+// nodeKey is what a model partitions by: the key, prefixed by its node where a lock spans masters.
+func nodeKey(r history.Record) string {
+	if r.Node == "" {
+		return r.Key
+	}
+	return r.Node + "/" + r.Key
+}
+
 // ownerName is a readable stand-in for an owner id <uuid>:<thread> (one uuid per client): client/thread.
+// A read-write lock's write half (<uuid>:<thread>:write) is the same thread; a permit id stays as it is.
 func ownerName(r history.Record) string {
-	return r.Client + "/" + r.Owner[strings.LastIndex(r.Owner, ":")+1:]
+	o := strings.TrimSuffix(r.Owner, ":write")
+	i := strings.LastIndex(o, ":")
+	if i < 0 {
+		return o
+	}
+	return r.Client + "/" + o[i+1:]
 }

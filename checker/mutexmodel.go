@@ -10,8 +10,9 @@ import (
 	"github.com/anishathalye/porcupine"
 )
 
-// MutexInput is one lock command as the model sees it: who sent what, with its real-time interval.
-type MutexInput struct {
+// Command is one command as a model sees it: who sent what, with its real-time interval. Every model
+// (mutex, read-write, semaphore, latch) takes it as input, using the fields that concern it.
+type Command struct {
 	Key    string
 	Client string // for people only
 	F      string // acquire, release or renew
@@ -22,6 +23,11 @@ type MutexInput struct {
 	// Replay is set for a repeated unlock attempt: Redisson's unlock latch may answer it with the first
 	// attempt's result, so its answer says nothing certain.
 	Replay bool
+	// Fair is set for the fair lock: it may refuse a free lock (someone else heads the queue), and its
+	// unlock of a lock that no longer exists answers 1.
+	Fair bool
+	Read bool  // a read-write lock's read half
+	N    int64 // permits or count argument
 }
 
 // Outcome of a command for the model.
@@ -34,8 +40,8 @@ const (
 	Unsure                 // may or may not have run
 )
 
-// MutexOutput is the command's outcome; Value is the release result (1 released, 0 still held).
-type MutexOutput struct {
+// Reply is the command's outcome; Value is the release result (1 released, 0 still held).
+type Reply struct {
 	Outcome Outcome
 	Value   int64
 }
@@ -80,12 +86,12 @@ func expiries(s MutexState, call, ret int64) []MutexState {
 
 // apply returns the state after in takes effect in s with answer value, and whether that answer is legal.
 // For an unsure command the answer is whatever the effect would give.
-func apply(s MutexState, in MutexInput, out MutexOutput) (MutexState, bool) {
+func apply(s MutexState, in Command, out Reply) (MutexState, bool) {
 	mine := s.Owner == in.Owner
 	switch in.F {
 	case "acquire":
 		if out.Outcome == Refused {
-			return s, s.Owner != "" && !mine
+			return s, in.Fair || (s.Owner != "" && !mine)
 		}
 		if s.Owner != "" && !mine {
 			return s, false
@@ -94,6 +100,9 @@ func apply(s MutexState, in MutexInput, out MutexOutput) (MutexState, bool) {
 	case "release":
 		if out.Outcome == Refused {
 			return s, !mine
+		}
+		if in.Fair && s.Owner == "" && out.Outcome == Applied && out.Value == 1 {
+			return s, true // Redisson's fair unlock answers 1 for a lock that is gone
 		}
 		if !mine {
 			return s, false
@@ -113,15 +122,23 @@ func apply(s MutexState, in MutexInput, out MutexOutput) (MutexState, bool) {
 			return s, false
 		}
 		return leased(in.Owner, s.Holds, in.Lease, in.Call, in.Return), true
+	case "expire": // PEXPIRE with no owner check (MultiLock's final lease): moves whoever holds it
+		if out.Outcome == Refused {
+			return s, s.Owner == ""
+		}
+		if s.Owner == "" {
+			return s, false
+		}
+		return leased(s.Owner, s.Holds, in.Lease, in.Call, in.Return), true
 	}
 	return s, false
 }
 
 // mutexStep returns every state the lock may be in after the command.
 func mutexStep(state interface{}, input, output interface{}) []interface{} {
-	s, in, out := state.(MutexState), input.(MutexInput), output.(MutexOutput)
+	s, in, out := state.(MutexState), input.(Command), output.(Reply)
 	if in.Replay && out.Outcome != Unsure {
-		out = MutexOutput{Outcome: Unsure}
+		out = Reply{Outcome: Unsure}
 	}
 	var next []interface{}
 	for _, e := range expiries(s, in.Call, in.Return) {
@@ -151,10 +168,10 @@ var MutexModel = porcupine.NondeterministicModel{
 		return h.Sum64()
 	},
 	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
-		return partitionByKey(history, func(in interface{}) string { return in.(MutexInput).Key })
+		return partitionByKey(history, func(in interface{}) string { return in.(Command).Key })
 	},
 	DescribeOperation: func(input, output interface{}) string {
-		in, out := input.(MutexInput), output.(MutexOutput)
+		in, out := input.(Command), output.(Reply)
 		return html.EscapeString(fmt.Sprintf("%s %s %s", in.Client, in.F, describeOutcome(in, out)))
 	},
 	DescribeState: func(state interface{}) string {
@@ -170,7 +187,7 @@ var MutexModel = porcupine.NondeterministicModel{
 	},
 }
 
-func describeOutcome(in MutexInput, out MutexOutput) string {
+func describeOutcome(in Command, out Reply) string {
 	switch out.Outcome {
 	case Unsure:
 		return "→ unknown"

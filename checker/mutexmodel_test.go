@@ -12,11 +12,11 @@ const milli = int64(time.Millisecond)
 
 // cmd builds one lock command on key k; times are in milliseconds, ret < 0 means unknown (+infinity).
 func cmd(owner, f string, leaseMs, call, ret int64, out Outcome, value int64) porcupine.Operation {
-	in := MutexInput{Key: "k", Client: owner, F: f, Owner: owner, Lease: leaseMs * milli, Call: call * milli, Return: ret * milli}
+	in := Command{Key: "k", Client: owner, F: f, Owner: owner, Lease: leaseMs * milli, Call: call * milli, Return: ret * milli}
 	if ret < 0 {
 		in.Return, out = math.MaxInt64, Unsure
 	}
-	return porcupine.Operation{ClientId: int(owner[0]), Input: in, Output: MutexOutput{Outcome: out, Value: value},
+	return porcupine.Operation{ClientId: int(owner[0]), Input: in, Output: Reply{Outcome: out, Value: value},
 		Call: in.Call, Return: in.Return}
 }
 
@@ -81,7 +81,7 @@ func TestMutexModelLegal(t *testing.T) {
 }
 
 func replay(op porcupine.Operation) porcupine.Operation {
-	in := op.Input.(MutexInput)
+	in := op.Input.(Command)
 	in.Replay = true
 	op.Input = in
 	return op
@@ -130,7 +130,7 @@ func TestMutexModelIllegal(t *testing.T) {
 func TestMutexModelKeysAreIndependent(t *testing.T) {
 	a := cmd("a", "acquire", 30000, 0, 1, Applied, 0)
 	b := cmd("b", "acquire", 30000, 2, 3, Applied, 0)
-	in := b.Input.(MutexInput)
+	in := b.Input.(Command)
 	in.Key = "other"
 	b.Input = in
 	check(t, porcupine.Ok, a, b)

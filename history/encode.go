@@ -18,6 +18,7 @@ func appendRecord(b []byte, r *Record) []byte {
 	b = appendStr(b, "client", r.Client)
 	b = appendInt(b, "thread", r.Thread)
 	b = appendStr(b, "key", r.Key)
+	b = appendStr(b, "node", r.Node)
 	b = appendStr(b, "owner", r.Owner)
 	b = appendStr(b, "f", r.F)
 	if len(r.Args) > 0 {
@@ -60,6 +61,7 @@ func appendRecord(b []byte, r *Record) []byte {
 	if r.Rejected {
 		b = append(b, `,"rejected":true`...)
 	}
+	b = appendInt(b, "until", r.Until)
 	if len(r.Data) > 0 {
 		b = append(b, `,"data":`...)
 		b = append(b, r.Data...)

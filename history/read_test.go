@@ -78,7 +78,7 @@ func TestEncoderMatchesEncodingJSON(t *testing.T) {
 		{Type: Ok, Value: Int64(0)},
 		{Type: Fail, Value: Int64(-1), Error: "quote \" backslash \\ newline \n <html> & ünïcode"},
 		{Type: Fault, Client: "nemesis", F: "partition", Phase: "start", Targets: []string{"c1->n1", "c2->n1"}, Detail: "x"},
-		{Type: Section, Enter: 1, Exit: 2, Token: 9, Rejected: true},
+		{Type: Section, Enter: 1, Exit: 2, Token: 9, Rejected: true, Until: 3, Node: "n2"},
 		{Type: Meta, Data: []byte(`{"lock":"reentrant"}`)},
 		{},
 	}

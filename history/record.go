@@ -28,6 +28,7 @@ type Record struct {
 	Client string `json:"client,omitempty"` // client name (c1...), or "nemesis"
 	Thread int64  `json:"thread,omitempty"`
 	Key    string `json:"key,omitempty"`
+	Node   string `json:"node,omitempty"`  // the node a lock command went to (n1...)
 	Owner  string `json:"owner,omitempty"` // the lock owner id, Redisson's <uuid>:<thread>
 	F      string `json:"f,omitempty"`     // operation (acquire, release, renew) or fault kind
 	// Args holds numeric arguments: lease_ms, wait_ms, try_at (time of the attempt that won).
@@ -45,6 +46,7 @@ type Record struct {
 	Exit     int64 `json:"exit,omitempty"`
 	Token    int64 `json:"token,omitempty"`
 	Rejected bool  `json:"rejected,omitempty"` // the resource refused a stale fencing token
+	Until    int64 `json:"until,omitempty"`    // the end of the holder's validity window (Redlock), if any
 
 	Data json.RawMessage `json:"data,omitempty"` // meta payload
 }

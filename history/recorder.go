@@ -89,7 +89,7 @@ func (r *Recorder) Invoke(rec Record) *Op {
 	rec.ID = r.nextID.Add(1)
 	r.write(rec, true)
 	return &Op{r: r, rec: Record{ID: rec.ID, Client: rec.Client, Thread: rec.Thread, Key: rec.Key,
-		Owner: rec.Owner, F: rec.F}}
+		Node: rec.Node, Owner: rec.Owner, F: rec.F}}
 }
 
 // Ok records that the operation took effect, with its numeric result if any, and extra arguments learned

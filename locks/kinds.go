@@ -2,90 +2,178 @@ package locks
 
 import (
 	"fmt"
-	"sort"
-	"time"
+	"math/rand/v2"
 )
 
-// Env is what a lock client needs to connect: its name, the addresses of the nodes (through its own
-// proxies), the password, the script set and the recorder.
-type Env struct {
-	Client   string
-	Addrs    []string
-	Password string
-	Scripts  *Scripts
-	Redisson RedissonConfig
-	Lease    time.Duration // the run's --lease, for locks that need a fixed one
-	Rec      Recorder
+// redissonClient is one Redisson instance serving every family; the kind picks the primitive.
+type redissonClient struct {
+	*Redisson
+	variant string // reentrant, fenced, fair, multi
+	broken  bool
 }
 
-// MutexClient is one client instance of a mutex-like lock.
-type MutexClient interface {
-	Name() string
-	Mutex(key string, thread int64) Mutex
-	Close() error
-}
-
-// MutexKind is a lock the mutex workload can drive, by its --lock name.
-type MutexKind struct {
-	Name      string
-	About     string
-	Reentrant bool
-	Scripts   string // embedded script set, "" for none
-	Nodes     int    // nodes it needs: 1, or 0 for "all of the topology"
-	New       func(Env) (MutexClient, error)
-}
-
-var mutexKinds = map[string]MutexKind{}
-
-// RegisterMutex adds a lock kind.
-func RegisterMutex(k MutexKind) { mutexKinds[k.Name] = k }
-
-// LookupMutex finds a lock kind by name.
-func LookupMutex(name string) (MutexKind, error) {
-	k, ok := mutexKinds[name]
-	if !ok {
-		return MutexKind{}, fmt.Errorf("unknown lock %q (have: %v)", name, MutexKindNames())
+func (c *redissonClient) Mutex(keys []string, thread int64) Mutex {
+	switch c.variant {
+	case "fenced":
+		return c.FencedLock(keys[0], thread, c.broken)
+	case "fair":
+		return c.FairLock(keys[0], thread, c.broken)
+	case "multi":
+		members := make([]*RLock, len(keys))
+		for i, k := range keys {
+			members[i] = c.Lock(k, thread)
+		}
+		m := NewMultiLock(members...)
+		m.keepPartial = c.broken
+		return m
 	}
-	return k, nil
+	return c.Lock(keys[0], thread)
 }
 
-// MutexKindNames lists the registered kinds.
-func MutexKindNames() []string {
-	var out []string
-	for n := range mutexKinds {
-		out = append(out, n)
+func (c *redissonClient) ReadLock(key string, thread int64) Mutex {
+	return c.Redisson.ReadLock(key, thread, c.broken)
+}
+
+func (c *redissonClient) WriteLock(key string, thread int64) Mutex {
+	return c.Redisson.WriteLock(key, thread)
+}
+
+func (c *redissonClient) Semaphore(key string, thread int64) Semaphore {
+	return c.Redisson.Semaphore(key, thread, c.broken)
+}
+
+func (c *redissonClient) Expirable(key string, thread int64) Expirable {
+	return c.PermitExpirableSemaphore(key, thread, c.broken)
+}
+
+func (c *redissonClient) Latch(key string, thread int64) Latch {
+	return c.CountDownLatch(key, thread, c.broken)
+}
+
+func newRedisson(variant string, broken bool) func(Env) (Client, error) {
+	return func(e Env) (Client, error) {
+		r := NewRedisson(e.Client, ClientConfig{Addr: e.Addrs[0], Password: e.Password}, e.Redisson, e.Scripts, e.Rec)
+		return &redissonClient{Redisson: r, variant: variant, broken: broken}, nil
 	}
-	sort.Strings(out)
+}
+
+// redlockClient is a RedLock user: one Redisson instance per master.
+type redlockClient struct {
+	name   string
+	rs     []*Redisson
+	broken bool
+	rng    *rand.Rand
+}
+
+func (c *redlockClient) Name() string { return c.name }
+
+func (c *redlockClient) Close() error {
+	for _, r := range c.rs {
+		_ = r.Close()
+	}
+	return nil
+}
+
+func (c *redlockClient) Mutex(keys []string, thread int64) Mutex {
+	members := make([]*RLock, len(c.rs))
+	for i, r := range c.rs {
+		members[i] = r.Lock(keys[0], thread)
+	}
+	m := NewRedLock(members...)
+	if c.broken {
+		m.failedLimit, m.shuffle, m.rng = len(members)-1, true, c.rng
+	}
+	return m
+}
+
+func nodeNames(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("n%d", i+1)
+	}
 	return out
 }
 
-func init() {
-	RegisterMutex(MutexKind{Name: "reentrant", About: "Redisson RLock: reentrant hash lock, watchdog, pub/sub wake-up",
-		Reentrant: true, Scripts: "redisson", Nodes: 1,
-		New: func(e Env) (MutexClient, error) {
-			return NewRedisson(e.Client, ClientConfig{Addr: e.Addrs[0], Password: e.Password}, e.Redisson, e.Scripts, e.Rec), nil
-		}})
-	RegisterMutex(MutexKind{Name: "naive", About: "negative control: SET NX PX, unconditional DEL, fixed lease, no watchdog",
-		Nodes: 1,
-		New: func(e Env) (MutexClient, error) {
-			lease := e.Lease
-			if lease <= 0 {
-				lease = e.Redisson.WatchdogTimeout
-			}
-			id := newRequestID()
-			return NewNaiveClient(e.Client, id, ClientConfig{Addr: e.Addrs[0], Password: e.Password,
-				Timeout: e.Redisson.Timeout}, lease, e.Rec), nil
-		}})
+func newRedlock(broken bool) func(Env) (Client, error) {
+	return func(e Env) (Client, error) {
+		c := &redlockClient{name: e.Client, broken: broken, rng: rand.New(rand.NewPCG(rand.Uint64(), 1))}
+		for i, a := range e.Addrs {
+			c.rs = append(c.rs, NewRedissonOn(e.Client, nodeNames(len(e.Addrs))[i], ClientConfig{Addr: a, Password: e.Password},
+				e.Redisson, e.Scripts, e.Rec))
+		}
+		return c, nil
+	}
 }
 
-// Name is the client's name in the history.
-func (r *Redisson) Name() string { return r.name }
+func newSpec(broken bool) func(Env) (Client, error) {
+	return func(e Env) (Client, error) {
+		lease := e.Lease
+		if lease <= 0 {
+			lease = e.Redisson.WatchdogTimeout
+		}
+		return NewSpecClient(e.Client, nodeNames(len(e.Addrs)), e.Addrs, e.Password, e.Redisson.Timeout, lease, e.Scripts,
+			e.Rec, broken), nil
+	}
+}
 
-// Mutex returns the RLock called key for a thread.
-func (r *Redisson) Mutex(key string, thread int64) Mutex { return r.Lock(key, thread) }
+func newNaive(e Env) (Client, error) {
+	lease := e.Lease
+	if lease <= 0 {
+		lease = e.Redisson.WatchdogTimeout
+	}
+	return NewNaiveClient(e.Client, newRequestID(), ClientConfig{Addr: e.Addrs[0], Password: e.Password,
+		Timeout: e.Redisson.Timeout}, lease, e.Rec), nil
+}
+
+// Mutex returns the naive lock called keys[0].
+func (c *NaiveClient) Mutex(keys []string, thread int64) Mutex { return c.Lock(keys[0], thread) }
 
 // Name is the client's name in the history.
 func (c *NaiveClient) Name() string { return c.name }
 
-// Mutex returns the naive lock called key for a thread.
-func (c *NaiveClient) Mutex(key string, thread int64) Mutex { return c.Lock(key, thread) }
+// Name is the client's name in the history.
+func (r *Redisson) Name() string { return r.name }
+
+func init() {
+	// pair registers a kind and its negative control, which must be flagged on the fault-free run flags.
+	pair := func(k Kind, broken func(Env) (Client, error), why string, flags ...string) {
+		Register(k)
+		b := k
+		b.Name, b.Broken, b.Flags, b.New = k.Name+"-broken", why, flags, broken
+		b.About = "negative control for " + k.Name + ": " + why
+		Register(b)
+	}
+	Register(Kind{Name: "reentrant", About: "Redisson RLock: reentrant hash lock, watchdog, pub/sub wake-up",
+		Family: FamilyMutex, Reentrant: true, Scripts: "redisson", Topology: "single", New: newRedisson("reentrant", false)})
+	Register(Kind{Name: "naive", About: "negative control: SET NX PX, unconditional DEL, fixed lease, no watchdog",
+		Family: FamilyMutex, Topology: "single", New: newNaive,
+		Broken: "a holder that outlives its lease deletes the next holder's lock", Flags: []string{"--lease", "300ms", "--hold", "400ms-1s"}})
+	pair(Kind{Name: "fair", About: "Redisson RFairLock: FIFO queue, per-waiter channel, client-clock deadlines",
+		Family: FamilyMutex, Reentrant: true, Fair: true, Scripts: "redisson", Topology: "single", New: newRedisson("fair", false)},
+		newRedisson("fair", true), "takes a free lock whoever heads the queue, so a client that just released it overtakes the waiters")
+	pair(Kind{Name: "multi", About: "Redisson RMultiLock: several RLocks, all or nothing", Family: FamilyMutex,
+		Group: true, Scripts: "redisson", Topology: "single", New: newRedisson("multi", false)},
+		newRedisson("multi", true), "keeps the members it got when it gives up, so a failed tryLock leaves a strict subset held",
+		"--keys", "3", "--group", "2", "--wait", "300ms", "--hold", "100ms-300ms")
+	pair(Kind{Name: "redlock", About: "Redisson RedLock: RLock on each of N masters, majority, sequential, no validity check",
+		Family: FamilyMutex, Scripts: "redisson", Topology: "redlock", New: newRedlock(false)},
+		newRedlock(true), "accepts one member (a minority) as enough and tries members in a random order, so two clients each hold some")
+	pair(Kind{Name: "redlock-spec", About: "Redlock as the Redis docs specify: parallel SET NX PX, majority and validity",
+		Family: FamilyMutex, Scripts: "redisson", Topology: "redlock", New: newSpec(false)},
+		newSpec(true), "accepts one master (a minority) as enough, so racing clients each win some masters and both hold")
+	pair(Kind{Name: "rwlock", About: "Redisson RReadWriteLock: mode field, per-reader timeout keys, no upgrade",
+		Family: FamilyRW, Reentrant: true, Scripts: "redisson", Topology: "single", New: newRedisson("rwlock", false)},
+		newRedisson("rwlock", true), "grants a read lock to anyone while another client holds the write lock")
+	pair(Kind{Name: "semaphore", About: "Redisson RSemaphore: permit counter, trySetPermits, pub/sub wake-up",
+		Family: FamilySemaphore, Scripts: "redisson", Topology: "single", New: newRedisson("semaphore", false)},
+		newRedisson("semaphore", true), "each release gives back twice what was taken, so more clients hold permits than exist")
+	pair(Kind{Name: "expirable-semaphore", About: "Redisson RPermitExpirableSemaphore: permit ids with leases, lazy reclamation",
+		Family: FamilyExpirable, Scripts: "redisson", Topology: "single", New: newRedisson("expirable", false)},
+		newRedisson("expirable", true), "issues a permit whether or not one is available")
+	pair(Kind{Name: "latch", About: "Redisson RCountDownLatch: trySetCount, countDown, await via pub/sub",
+		Family: FamilyLatch, Scripts: "redisson", Topology: "single", New: newRedisson("latch", false)},
+		newRedisson("latch", true), "applies every countDown twice, so the latch opens after half the count")
+	pair(Kind{Name: "fenced", About: "Redisson RFencedLock: RLock plus a token from INCR on every grant",
+		Family: FamilyMutex, Reentrant: true, Fenced: true, Scripts: "redisson", Topology: "single", New: newRedisson("fenced", false)},
+		newRedisson("fenced", true), "hands out the token counter's value without incrementing it, so successive holders share a token")
+}

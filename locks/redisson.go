@@ -24,6 +24,9 @@ type RedissonConfig struct {
 	CheckSyncedSlaves bool          // checkLockSyncedSlaves, true
 	SlavesSyncTimeout time.Duration // slavesSyncTimeout, 1 s
 	SyncRetries       int           // ServiceManager.execute retries on NoSync (retryAttempts, 4)
+	// Now is the client's wall clock, which the fair lock and the expirable semaphore send to Redis
+	// (nil: time.Now). A skewed clock here is the client-clock fault.
+	Now func() time.Time
 }
 
 // DefaultRedissonConfig is Redisson's defaults.
@@ -38,6 +41,7 @@ func DefaultRedissonConfig() RedissonConfig {
 type Redisson struct {
 	ID      string
 	name    string // client name in the history (c1...)
+	node    string // the node it talks to, in the history
 	cfg     RedissonConfig
 	rdb     *redis.Client
 	scripts *Scripts
@@ -48,16 +52,32 @@ type Redisson struct {
 
 	slavesMu sync.Mutex
 	slaves   int64 // cached connected_slaves; -1 until read
+
+	latchMu sync.Mutex
+	latches map[string]string // unlock request id -> its latch key, until dropped
 }
 
 // NewRedisson connects a client instance named name (its ops are recorded under that name).
 func NewRedisson(name string, conn ClientConfig, cfg RedissonConfig, scripts *Scripts, rec Recorder) *Redisson {
+	return NewRedissonOn(name, "n1", conn, cfg, scripts, rec)
+}
+
+// NewRedissonOn is NewRedisson for a client of the named node (one Redisson instance per master, as a
+// RedLock's users create them).
+func NewRedissonOn(name, node string, conn ClientConfig, cfg RedissonConfig, scripts *Scripts, rec Recorder) *Redisson {
 	conn.Timeout = cfg.Timeout
-	r := &Redisson{ID: uuid.NewString(), name: name, cfg: cfg, rdb: NewClient(conn), scripts: scripts, rec: rec,
+	r := &Redisson{ID: uuid.NewString(), name: name, node: node, cfg: cfg, rdb: NewClient(conn), scripts: scripts, rec: rec,
 		slaves: -1}
 	r.subs = newSubscriptions(r.rdb)
 	r.wd = newWatchdog(r)
 	return r
+}
+
+func (r *Redisson) now() time.Time {
+	if r.cfg.Now != nil {
+		return r.cfg.Now()
+	}
+	return time.Now()
 }
 
 // Close stops the watchdog and closes every connection.
@@ -69,7 +89,18 @@ func (r *Redisson) Close() error {
 
 // Lock returns the RLock called name for one thread of this client.
 func (r *Redisson) Lock(name string, thread int64) *RLock {
-	return &RLock{r: r, name: name, thread: thread, internalLease: r.cfg.WatchdogTimeout}
+	return &RLock{r: r, name: name, thread: thread, internalLease: r.cfg.WatchdogTimeout, acquire: "acquire"}
+}
+
+// FencedLock returns the RFencedLock called name: an RLock whose grants draw a token from
+// redisson_lock_token:{name}. broken swaps in a script that hands out the same token again.
+func (r *Redisson) FencedLock(name string, thread int64, broken bool) *RLock {
+	l := r.Lock(name, thread)
+	l.acquire = "fenced_acquire"
+	if broken {
+		l.acquire = "fenced_acquire_broken"
+	}
+	return l
 }
 
 // availableSlaves is Redisson's cached connected_slaves, read from INFO replication on first use.
@@ -154,15 +185,46 @@ type subscriptions struct {
 
 type entry struct {
 	refs  int
-	latch chan struct{} // a counting semaphore: each unlock message adds a permit
+	kind  wakeKind
+	latch chan struct{} // a counting semaphore: each wake-up adds a permit
+}
+
+// wakeKind says how many waiters a message wakes.
+type wakeKind int
+
+const (
+	wakeLock      wakeKind = iota // "0" (unlock) wakes one, "1" (read unlock) wakes all
+	wakeSemaphore                 // the message is the new permit count: wake that many
+	wakeLatch                     // "0" (zero count) wakes all; "1" (new count) wakes none
+)
+
+func (e *entry) wakes(payload string) int {
+	switch e.kind {
+	case wakeSemaphore:
+		n, _ := strconv.Atoi(payload)
+		return max(min(n, e.refs), 0)
+	case wakeLatch:
+		if payload == "0" {
+			return e.refs
+		}
+		return 0
+	}
+	if payload == readUnlockMessage {
+		return e.refs
+	}
+	return 1
 }
 
 func newSubscriptions(rdb *redis.Client) *subscriptions {
 	return &subscriptions{rdb: rdb, entries: map[string]*entry{}}
 }
 
-// subscribe joins channel's entry, subscribing on first use.
+// subscribe joins a lock channel's entry, subscribing on first use.
 func (s *subscriptions) subscribe(ctx context.Context, channel string) (*entry, error) {
+	return s.subscribeKind(ctx, channel, wakeLock)
+}
+
+func (s *subscriptions) subscribeKind(ctx context.Context, channel string, kind wakeKind) (*entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e, ok := s.entries[channel]; ok {
@@ -176,7 +238,7 @@ func (s *subscriptions) subscribe(ctx context.Context, channel string) (*entry, 
 	if err := s.ps.Subscribe(ctx, channel); err != nil {
 		return nil, err
 	}
-	e := &entry{refs: 1, latch: make(chan struct{}, 1024)}
+	e := &entry{refs: 1, kind: kind, latch: make(chan struct{}, 1024)}
 	s.entries[channel] = e
 	return e, nil
 }
@@ -202,10 +264,7 @@ func (s *subscriptions) dispatch(msgs <-chan *redis.Message) {
 		e := s.entries[m.Channel]
 		wake := 0
 		if e != nil {
-			wake = 1 // UNLOCK_MESSAGE wakes one waiter
-			if m.Payload == readUnlockMessage {
-				wake = e.refs // READ_UNLOCK_MESSAGE wakes them all
-			}
+			wake = e.wakes(m.Payload)
 		}
 		for i := 0; i < wake; i++ {
 			select {
@@ -253,8 +312,17 @@ type watchdog struct {
 }
 
 type renewal struct {
+	name   string
+	read   bool           // a read-write lock's read hold: renewed with its timeout keys
 	owners []string       // in order of first acquisition: the first is the one renewed
 	holds  map[string]int // per owner
+}
+
+func renewalKey(name string, read bool) string {
+	if read {
+		return name + "\x00read"
+	}
+	return name
 }
 
 func newWatchdog(r *Redisson) *watchdog {
@@ -263,13 +331,16 @@ func newWatchdog(r *Redisson) *watchdog {
 	return w
 }
 
-func (w *watchdog) add(name, owner string) {
+func (w *watchdog) add(name, owner string) { w.addKind(name, owner, false) }
+
+func (w *watchdog) addKind(name, owner string, read bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	rn := w.held[name]
+	k := renewalKey(name, read)
+	rn := w.held[k]
 	if rn == nil {
-		rn = &renewal{holds: map[string]int{}}
-		w.held[name] = rn
+		rn = &renewal{name: name, read: read, holds: map[string]int{}}
+		w.held[k] = rn
 	}
 	if rn.holds[owner] == 0 {
 		rn.owners = append(rn.owners, owner)
@@ -278,20 +349,23 @@ func (w *watchdog) add(name, owner string) {
 }
 
 // remove forgets one hold of owner, whatever the unlock answered (cancelExpirationRenewal).
-func (w *watchdog) remove(name, owner string) {
+func (w *watchdog) remove(name, owner string) { w.removeKind(name, owner, false) }
+
+func (w *watchdog) removeKind(name, owner string, read bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	rn := w.held[name]
+	k := renewalKey(name, read)
+	rn := w.held[k]
 	if rn == nil || rn.holds[owner] == 0 {
 		return
 	}
 	if rn.holds[owner]--; rn.holds[owner] == 0 {
-		w.dropOwner(name, owner)
+		w.dropOwner(k, owner)
 	}
 }
 
-func (w *watchdog) dropOwner(name, owner string) {
-	rn := w.held[name]
+func (w *watchdog) dropOwner(key, owner string) {
+	rn := w.held[key]
 	if rn == nil {
 		return
 	}
@@ -303,7 +377,7 @@ func (w *watchdog) dropOwner(name, owner string) {
 		}
 	}
 	if len(rn.owners) == 0 {
-		delete(w.held, name)
+		delete(w.held, key)
 	}
 }
 
@@ -331,11 +405,19 @@ func (w *watchdog) loop() {
 func (w *watchdog) renewAll() {
 	w.mu.Lock()
 	var names, owners []string
-	for name, rn := range w.held {
-		names = append(names, name)
+	var reads []*renewal
+	for _, rn := range w.held {
+		if rn.read {
+			reads = append(reads, &renewal{name: rn.name, owners: []string{rn.owners[0]}})
+			continue
+		}
+		names = append(names, rn.name)
 		owners = append(owners, rn.owners[0])
 	}
 	w.mu.Unlock()
+	for _, rn := range reads {
+		w.renewRead(rn.name, rn.owners[0])
+	}
 	batch := max(w.r.cfg.WatchdogBatch, 1)
 	for i := 0; i < len(names); i += batch {
 		j := min(i+batch, len(names))
@@ -347,7 +429,7 @@ func (w *watchdog) renew(names, owners []string) {
 	lease := w.r.cfg.WatchdogTimeout
 	ops := make([]*history.Op, len(names))
 	for i := range names {
-		ops[i] = w.r.rec.Invoke(history.Record{Client: w.r.name, Key: names[i], Owner: owners[i], F: "renew",
+		ops[i] = w.r.rec.Invoke(history.Record{Client: w.r.name, Node: w.r.node, Key: names[i], Owner: owners[i], F: "renew",
 			Args: msArgs("lease_ms", lease)})
 	}
 	args := []any{lease.Milliseconds()}
@@ -369,7 +451,7 @@ func (w *watchdog) renew(names, owners []string) {
 		case v == 0:
 			op.Fail(history.Int64(0), nil)
 			w.mu.Lock()
-			w.dropOwner(names[i], owners[i])
+			w.dropOwner(renewalKey(names[i], false), owners[i])
 			w.mu.Unlock()
 		case err == nil:
 			op.Unknown(fmt.Errorf("renew: unexpected reply %v", res))
@@ -378,5 +460,48 @@ func (w *watchdog) renew(names, owners []string) {
 		default:
 			op.Unknown(err) // the scheduler logs and keeps the lock: it tries again next tick
 		}
+	}
+}
+
+// Latch keys are dropped after an unlock request completes (Redisson fires an async DEL); the inner
+// unlock notes which key its request used.
+func (r *Redisson) noteLatch(id, key string) {
+	r.latchMu.Lock()
+	if r.latches == nil {
+		r.latches = map[string]string{}
+	}
+	r.latches[id] = key
+	r.latchMu.Unlock()
+}
+
+func (r *Redisson) dropLatches(id string) {
+	r.latchMu.Lock()
+	key, ok := r.latches[id]
+	delete(r.latches, id)
+	r.latchMu.Unlock()
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Timeout)
+	defer cancel()
+	_ = r.rdb.Del(ctx, key).Err()
+}
+
+// renewRead renews one reader's hold of a read-write lock: the hash and every timeout key of the reader.
+func (w *watchdog) renewRead(name, owner string) {
+	lease := w.r.cfg.WatchdogTimeout
+	ctx, cancel := context.WithTimeout(context.Background(), w.r.cfg.Timeout+w.r.cfg.SlavesSyncTimeout)
+	defer cancel()
+	rec := history.Record{Client: w.r.name, Node: w.r.node, Key: name, Owner: owner, F: "renew",
+		Args: msArgs("lease_ms", lease, "read", 1)}
+	_, refused, _ := record(w.r.rec, rec, func() (*int64, bool, error) {
+		res, err := w.r.eval(ctx, "rw_read_renew", []string{name, readTimeoutPrefix(name, owner)}, lease.Milliseconds(), owner)
+		n, _ := res.(int64)
+		return history.Int64(n), n == 0 && err == nil, err
+	})
+	if refused {
+		w.mu.Lock()
+		w.dropOwner(renewalKey(name, true), owner)
+		w.mu.Unlock()
 	}
 }

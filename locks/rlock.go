@@ -19,6 +19,9 @@ type RLock struct {
 	r      *Redisson
 	name   string
 	thread int64
+	// acquire is the acquire script: "acquire", or "fenced_acquire" (whose grants carry a token).
+	acquire string
+	token   int64
 	// internalLease is what a partial unlock resets the pttl to: the last explicit lease, or the watchdog
 	// timeout (Redisson keeps it per lock object).
 	internalLease time.Duration
@@ -35,7 +38,7 @@ func (l *RLock) Owner() string { return l.r.ID + ":" + strconv.FormatInt(l.threa
 func (l *RLock) channel() string { return prefixName("redisson_lock__channel", l.name) }
 
 func (l *RLock) op(f string, args map[string]int64) history.Record {
-	return history.Record{Client: l.r.name, Thread: l.thread, Key: l.name, Owner: l.Owner(), F: f, Args: args}
+	return history.Record{Client: l.r.name, Node: l.r.node, Thread: l.thread, Key: l.name, Owner: l.Owner(), F: f, Args: args}
 }
 
 // TryLock follows RedissonLock.tryLock(wait, lease): one attempt; then, while the wait budget lasts,
@@ -81,15 +84,12 @@ func (l *RLock) tryAcquire(ctx context.Context, lease time.Duration) (bool, int6
 	}
 	for attempt := 0; ; attempt++ {
 		v, refused, err := record(l.r.rec, l.op("acquire", msArgs("lease_ms", arg)), func() (*int64, bool, error) {
-			res, err := l.r.eval(ctx, "acquire", []string{l.name}, arg.Milliseconds(), l.Owner())
-			if res == nil {
-				return nil, false, err
+			keys := []string{l.name}
+			if l.fenced() {
+				keys = append(keys, prefixName("redisson_lock_token", l.name))
 			}
-			ttl, ok := res.(int64)
-			if !ok {
-				return nil, false, errors.New("acquire: unexpected reply")
-			}
-			return history.Int64(ttl), true, err
+			res, err := l.r.eval(ctx, l.acquire, keys, arg.Milliseconds(), l.Owner())
+			return l.parseAcquire(res, err)
 		})
 		if errors.Is(err, ErrNoSync) {
 			if !refused {
@@ -115,9 +115,55 @@ func (l *RLock) tryAcquire(ctx context.Context, lease time.Duration) (bool, int6
 	}
 }
 
+func (l *RLock) fenced() bool { return l.acquire != "acquire" }
+
+// parseAcquire reads the acquire script's reply: nil (granted) or the holder's pttl; for the fenced lock
+// {-1, token} or {pttl, -1}. A granted fenced acquire is recorded with its token as value.
+func (l *RLock) parseAcquire(res any, err error) (*int64, bool, error) {
+	if l.fenced() {
+		arr, ok := res.([]any)
+		if !ok || len(arr) != 2 {
+			if err == nil {
+				err = errors.New("acquire: unexpected reply")
+			}
+			return nil, false, err
+		}
+		ttl, _ := arr[0].(int64)
+		token, _ := arr[1].(int64)
+		if ttl == -1 {
+			l.token = token
+			return history.Int64(token), false, err
+		}
+		return history.Int64(ttl), true, err
+	}
+	if res == nil {
+		return nil, false, err
+	}
+	ttl, ok := res.(int64)
+	if !ok {
+		return nil, false, errors.New("acquire: unexpected reply")
+	}
+	return history.Int64(ttl), true, err
+}
+
+// Token is the fencing token of the last grant (fenced lock only).
+func (l *RLock) Token() int64 { return l.token }
+
 // Unlock releases one hold. An ambiguous attempt is repeated with the same request id: the script's unlock
 // latch makes a repeat answer what the first attempt did instead of unlocking twice (Redisson 3.52+).
 func (l *RLock) Unlock(ctx context.Context) error {
+	res, err := l.r.unlockRetrying(ctx, l.unlockInner)
+	l.r.wd.remove(l.name, l.Owner()) // Redisson cancels renewal whatever the unlock answered
+	if err == nil && res == 1 {
+		l.internalLease = l.r.cfg.WatchdogTimeout
+	}
+	return err
+}
+
+// unlockRetrying runs one unlock request: attempts share a request id, an ambiguous one is repeated after
+// Redisson's retry delay, and the latch key is dropped afterwards. It returns the script's answer, or
+// ErrNotHeld.
+func (r *Redisson) unlockRetrying(ctx context.Context, inner func(ctx context.Context, id string, attempt int) (int64, bool, error)) (int64, error) {
 	ctx = context.WithoutCancel(ctx) // an unlock is never abandoned half way
 	id := newRequestID()
 	var (
@@ -125,37 +171,32 @@ func (l *RLock) Unlock(ctx context.Context) error {
 		err error
 		nok bool
 	)
-	for attempt := 0; attempt <= l.r.cfg.UnlockRetries; attempt++ {
+	for attempt := 0; attempt <= r.cfg.UnlockRetries; attempt++ {
 		if attempt > 0 {
-			time.Sleep(l.r.retryDelay())
+			time.Sleep(r.retryDelay())
 		}
-		res, nok, err = l.unlockInner(ctx, id, attempt)
+		res, nok, err = inner(ctx, id, attempt)
 		if err == nil || Definite(err) || errors.Is(err, ErrNoSync) {
 			break
 		}
 	}
-	l.r.wd.remove(l.name, l.Owner()) // Redisson cancels renewal whatever the unlock answered
-	go l.dropLatch(id)
+	go r.dropLatches(id)
 	if errors.Is(err, ErrNoSync) {
 		err = nil // the unlock applied on the primary (Redisson 3.20+ treats it as done)
 	}
-	switch {
-	case err != nil:
-		return err
-	case nok:
-		return ErrNotHeld
-	case res == 1:
-		l.internalLease = l.r.cfg.WatchdogTimeout
+	if err == nil && nok {
+		err = ErrNotHeld
 	}
-	return nil
+	return res, err
 }
 
-func (l *RLock) latchKey(id string) string {
-	return prefixName("redisson_unlock_latch", l.name) + ":" + id
-}
+func (l *RLock) latchKey(id string) string { return latchKey(l.name, id) }
+
+func latchKey(name, id string) string { return prefixName("redisson_unlock_latch", name) + ":" + id }
 
 // unlockInner runs the release script once. nok is true when Redis answered nil (not held).
 func (l *RLock) unlockInner(ctx context.Context, id string, attempt int) (res int64, nok bool, err error) {
+	l.r.noteLatch(id, l.latchKey(id))
 	latchMs := max((l.r.cfg.Timeout+1500*time.Millisecond).Milliseconds()*int64(l.r.cfg.UnlockRetries+1), 1)
 	v, refused, err := record(l.r.rec, l.op("release", msArgs("lease_ms", l.internalLease, "attempt", attempt)), func() (*int64, bool, error) {
 		reply, err := l.r.eval(ctx, "release", []string{l.name, l.channel(), l.latchKey(id)},
@@ -173,12 +214,6 @@ func (l *RLock) unlockInner(ctx context.Context, id string, attempt int) (res in
 		res = *v
 	}
 	return res, refused, err
-}
-
-func (l *RLock) dropLatch(id string) {
-	ctx, cancel := context.WithTimeout(context.Background(), l.r.cfg.Timeout)
-	defer cancel()
-	_ = l.r.rdb.Del(ctx, l.latchKey(id)).Err()
 }
 
 // ForceUnlock deletes the lock whoever holds it and wakes every waiter.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/locks"
 	"github.com/lockcheck/lockcheck/report"
 )
 
@@ -41,8 +42,15 @@ func Analyze(path string, timeout time.Duration) (*report.Results, error) {
 	if err := json.Unmarshal(h.Meta.Data, &meta); err != nil {
 		return nil, usagef("%s: meta record: %v", path, err)
 	}
-	lin := &checker.Linearizable{Label: "porcupine", Model: checker.MutexModel, Convert: checker.MutexOps, Timeout: timeout}
-	results, valid := checker.Run(context.Background(), h, lin, checker.Exclusion{}, checker.Stats{})
+	if meta.Checks.Family == "" {
+		k, err := locks.Lookup(meta.Lock)
+		if err != nil {
+			return nil, usagef("%s: %v", path, err)
+		}
+		meta.Checks = Checks{Family: k.Family, Fenced: k.Fenced, Fair: k.Fair, Group: k.Group}
+	}
+	lin, cs := checkers(meta.Checks, timeout)
+	results, valid := checker.Run(context.Background(), h, cs...)
 	dir := filepath.Dir(path)
 	opts, _ := json.Marshal(meta.Options)
 	plan, _ := json.Marshal(meta.Plan)

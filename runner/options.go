@@ -49,13 +49,17 @@ type Options struct {
 	Persistence     string
 	Scripts         string // a directory of .lua files replacing scripts of the lock's set
 	CheckTimeout    time.Duration
+	Permits         int64  // semaphores
+	Count           int64  // latch
+	Readers         string // read-write lock: readers:writers
+	Group           int    // multi lock: keys per acquisition
 }
 
 // Defaults are the CLI's defaults.
 func Defaults() Options {
-	return Options{Lock: "reentrant", Topology: "single", Nodes: 5, Nemesis: "none",
+	return Options{Lock: "reentrant", Topology: "", Nodes: 5, Nemesis: "none", Permits: 2, Count: 3, Readers: "3:1", Group: 2,
 		NemesisInterval: 5 * time.Second, NemesisDuration: 3 * time.Second, Quiet: 3 * time.Second,
-		Time: 30 * time.Second, Clients: 8, Keys: 1, Watchdog: 30 * time.Second, Wait: 5 * time.Second,
+		Time: 30 * time.Second, Clients: 8, Keys: 0, Watchdog: 30 * time.Second, Wait: 5 * time.Second,
 		Timeout: 3 * time.Second, Hold: "10ms-200ms", Reentry: 0.2, Results: "results",
 		Persistence: node.PersistNone, CheckTimeout: 60 * time.Second}
 }
@@ -85,7 +89,7 @@ func (o Options) validate() (workloads.Range, error) {
 	default:
 		return hold, usagef("--persistence %q: want none, everysec or always", o.Persistence)
 	}
-	if _, err := locks.LookupMutex(o.Lock); err != nil {
+	if _, err := locks.Lookup(o.Lock); err != nil {
 		return hold, UsageError{err}
 	}
 	return hold, nil
@@ -98,5 +102,6 @@ func (o Options) describe() map[string]any {
 		"quiet": o.Quiet.String(), "time": o.Time.String(), "clients": o.Clients, "keys": o.Keys,
 		"lease": o.Lease.String(), "watchdog": o.Watchdog.String(), "wait": o.Wait.String(),
 		"timeout": o.Timeout.String(), "hold": o.Hold, "reentry": o.Reentry, "seed": o.Seed,
-		"persistence": o.Persistence, "scripts": o.Scripts, "check_timeout": o.CheckTimeout.String()}
+		"persistence": o.Persistence, "scripts": o.Scripts, "check_timeout": o.CheckTimeout.String(),
+		"permits": o.Permits, "count": o.Count, "readers": o.Readers, "group": o.Group}
 }

@@ -20,7 +20,6 @@ import (
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/report"
 	"github.com/lockcheck/lockcheck/topology"
-	"github.com/lockcheck/lockcheck/workloads"
 )
 
 // Meta is the first record of every history: enough to re-check it and to reproduce the run.
@@ -33,6 +32,7 @@ type Meta struct {
 	Plan      nemesis.Plan      `json:"plan"`
 	Versions  map[string]string `json:"versions"`
 	ScriptSet string            `json:"script_set,omitempty"`
+	Checks    Checks            `json:"checks"`
 	StartupMs int64             `json:"startup_ms,omitempty"`
 }
 
@@ -57,7 +57,10 @@ func Run(ctx context.Context, o Options, stderr io.Writer) (*report.Results, err
 	if err != nil {
 		return nil, err
 	}
-	kind, _ := locks.LookupMutex(o.Lock)
+	kind, _ := locks.Lookup(o.Lock)
+	if o.Topology == "" {
+		o.Topology = kind.Topology
+	}
 	clients := clientNames(o.Clients)
 	spec := topology.Spec{Kind: o.Topology, Nodes: o.Nodes, Clients: clients, Persistence: o.Persistence}
 	if err := spec.Validate(); err != nil {
@@ -85,9 +88,8 @@ func Run(ctx context.Context, o Options, stderr io.Writer) (*report.Results, err
 	} else if o.Scripts != "" {
 		return nil, usagef("--scripts: lock %s runs no scripts", o.Lock)
 	}
-	workload := workloads.Mutex{Keys: o.Keys, Wait: o.Wait, Lease: o.Lease, Hold: hold, Reentry: o.Reentry,
-		Reentrant: kind.Reentrant, Seed: o.Seed}
-	if err := workload.Validate(); err != nil {
+	workload, err := workloadFor(kind, o, hold)
+	if err != nil {
 		return nil, UsageError{err}
 	}
 
@@ -101,7 +103,7 @@ func Run(ctx context.Context, o Options, stderr io.Writer) (*report.Results, err
 		return nil, err
 	}
 	meta := Meta{Lock: o.Lock, Topology: o.Topology, Nemesis: faults, Seed: o.Seed, Options: o.describe(),
-		Plan: plan, Versions: Versions()}
+		Plan: plan, Versions: Versions(), Checks: checksFor(kind, o)}
 	if scripts != nil {
 		meta.ScriptSet = scripts.Set
 	}
@@ -127,7 +129,7 @@ func Run(ctx context.Context, o Options, stderr io.Writer) (*report.Results, err
 }
 
 // execute brings the topology up, runs the workload and the nemesis, heals, and tears everything down.
-func execute(ctx context.Context, o Options, kind locks.MutexKind, scripts *locks.Scripts, workload workloads.Mutex,
+func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scripts, workload workload,
 	plan nemesis.Plan, spec topology.Spec, dir string, rec *history.Recorder, meta *Meta, stderr io.Writer) error {
 	spec.Dir = dir
 	topo, err := topology.Start(ctx, spec)
@@ -156,7 +158,7 @@ func execute(ctx context.Context, o Options, kind locks.MutexKind, scripts *lock
 			return nil
 		}}
 
-	var mcs []workloads.MutexClient
+	var mcs []locks.Client
 	rcfg := locks.DefaultRedissonConfig()
 	rcfg.WatchdogTimeout, rcfg.Timeout = o.Watchdog, o.Timeout
 	for _, c := range spec.Clients {
@@ -175,7 +177,7 @@ func execute(ctx context.Context, o Options, kind locks.MutexKind, scripts *lock
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); workload.Run(ctx, stop, mcs, rec, workloads.NewResource(rec)) }()
+	go func() { defer wg.Done(); workload(ctx, stop, mcs, rec) }()
 	nctx, ncancel := context.WithDeadline(ctx, start.Add(plan.HealAt))
 	defer ncancel()
 	go func() {

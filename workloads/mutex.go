@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,21 +47,19 @@ func (r Range) Draw(rng *rand.Rand) time.Duration {
 	return r.Min + time.Duration(rng.Int64N(int64(r.Max-r.Min)+1))
 }
 
-// MutexClient hands out one client's lock objects.
-type MutexClient interface {
-	Name() string
-	Mutex(key string, thread int64) locks.Mutex
-}
-
 // Mutex is the mutex workload: each client loops acquire, hold (touching the resource, sometimes
-// re-entering), release, over Keys keys.
+// re-entering), release, over Keys keys. It also drives read-write locks (ReadRatio of the acquisitions
+// read) and multi locks (Group keys per acquisition).
 type Mutex struct {
 	Keys      int
+	Group     int           // keys per acquisition (multi lock); 1 otherwise
 	Wait      time.Duration // tryLock wait budget
 	Lease     time.Duration // 0: the watchdog keeps the lease
 	Hold      Range
 	Reentry   float64 // chance of a nested acquire inside a critical section
 	Reentrant bool    // the lock supports re-entry at all
+	RW        bool    // clients are read-write locks
+	ReadRatio float64 // with RW: share of acquisitions that read
 	Seed      int64
 }
 
@@ -69,12 +68,18 @@ func (m Mutex) Validate() error {
 	switch {
 	case m.Keys < 1:
 		return fmt.Errorf("--keys must be at least 1, got %d", m.Keys)
+	case m.Group < 1:
+		return fmt.Errorf("--group must be at least 1, got %d", m.Group)
+	case m.Group > m.Keys:
+		return fmt.Errorf("--group %d needs at least as many --keys, got %d", m.Group, m.Keys)
 	case m.Wait < 0:
 		return fmt.Errorf("--wait must not be negative")
 	case m.Lease < 0:
 		return fmt.Errorf("--lease must not be negative")
 	case m.Reentry < 0 || m.Reentry > 1:
 		return fmt.Errorf("--reentry must be in [0, 1], got %g", m.Reentry)
+	case m.ReadRatio < 0 || m.ReadRatio > 1:
+		return fmt.Errorf("the read share must be in [0, 1], got %g", m.ReadRatio)
 	}
 	return nil
 }
@@ -84,7 +89,16 @@ func KeyName(i int) string { return "lock-" + strconv.Itoa(i) }
 
 // Run drives every client until stop closes or ctx ends. Either one cuts waits and holds short; a command
 // already sent always completes (bounded by the client's timeout), so stopping adds no unknown outcomes.
-func (m Mutex) Run(ctx context.Context, stop <-chan struct{}, clients []MutexClient, rec *history.Recorder, res *Resource) {
+func (m Mutex) Run(ctx context.Context, stop <-chan struct{}, clients []locks.Client, rec *history.Recorder, res *Resource) {
+	eachClient(ctx, stop, clients, m.Seed, func(ctx context.Context, c locks.Client, rng *rand.Rand) {
+		w := mutexWorker{Mutex: m, c: c, rec: rec, res: res, thread: 1, rng: rng}
+		w.loop(ctx)
+	})
+}
+
+// eachClient runs one worker per client with its own seeded rng, until stop or ctx, and waits for all.
+func eachClient(ctx context.Context, stop <-chan struct{}, clients []locks.Client, seed int64,
+	work func(ctx context.Context, c locks.Client, rng *rand.Rand)) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -99,9 +113,7 @@ func (m Mutex) Run(ctx context.Context, stop <-chan struct{}, clients []MutexCli
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := mutexWorker{Mutex: m, c: c, rec: rec, res: res, thread: 1,
-				rng: rand.New(rand.NewPCG(uint64(m.Seed), uint64(i)))}
-			w.loop(ctx)
+			work(ctx, c, rand.New(rand.NewPCG(uint64(seed), uint64(i))))
 		}()
 	}
 	wg.Wait()
@@ -109,17 +121,37 @@ func (m Mutex) Run(ctx context.Context, stop <-chan struct{}, clients []MutexCli
 
 type mutexWorker struct {
 	Mutex
-	c      MutexClient
+	c      locks.Client
 	rec    *history.Recorder
 	res    *Resource
 	thread int64
 	rng    *rand.Rand
 }
 
+// next picks the keys and the lock (and mode) of one acquisition.
+func (w *mutexWorker) next() (locks.Mutex, string, []string) {
+	keys := []string{KeyName(w.rng.IntN(w.Keys))}
+	if w.Group > 1 { // in key order, as careful users do: random orders deadlock until the wait runs out
+		idx := w.rng.Perm(w.Keys)[:w.Group]
+		sort.Ints(idx)
+		keys = keys[:0]
+		for _, i := range idx {
+			keys = append(keys, KeyName(i))
+		}
+	}
+	if w.RW {
+		rw := w.c.(locks.RWClient)
+		if w.rng.Float64() < w.ReadRatio {
+			return rw.ReadLock(keys[0], w.thread), "read", keys
+		}
+		return rw.WriteLock(keys[0], w.thread), "write", keys
+	}
+	return w.c.(locks.MutexClient).Mutex(keys, w.thread), "", keys
+}
+
 func (w *mutexWorker) loop(ctx context.Context) {
 	for ctx.Err() == nil {
-		key := KeyName(w.rng.IntN(w.Keys))
-		l := w.c.Mutex(key, w.thread)
+		l, mode, keys := w.next()
 		begin := time.Now()
 		ok, err := w.tryLock(ctx, l, 0)
 		if !ok {
@@ -128,7 +160,18 @@ func (w *mutexWorker) loop(ctx context.Context) {
 			}
 			continue
 		}
-		sec := w.res.Enter(key, w.c.Name(), w.thread, l.Owner(), 0)
+		e := Entry{Client: w.c.Name(), Thread: w.thread, Owner: l.Owner(), Mode: mode}
+		if f, ok := l.(locks.Fenced); ok {
+			e.Token = f.Token()
+		}
+		if v, ok := l.(locks.Validity); ok && !v.ValidUntil().IsZero() {
+			e.Until = w.rec.Clock.At(v.ValidUntil())
+		}
+		var secs []*Section
+		for _, k := range keys {
+			e.Key = k
+			secs = append(secs, w.res.Enter(e))
+		}
 		hold := w.Hold.Draw(w.rng)
 		if w.Reentrant && w.rng.Float64() < w.Reentry {
 			sleep(ctx, hold/2)
@@ -140,7 +183,9 @@ func (w *mutexWorker) loop(ctx context.Context) {
 		} else {
 			sleep(ctx, hold)
 		}
-		sec.Exit()
+		for _, s := range secs {
+			s.Exit()
+		}
 		w.unlock(ctx, l, 0)
 	}
 }

@@ -32,11 +32,11 @@ func TestParseRange(t *testing.T) {
 }
 
 func TestMutexValidate(t *testing.T) {
-	ok := Mutex{Keys: 1, Wait: time.Second, Reentry: 0.5}
+	ok := Mutex{Keys: 1, Group: 1, Wait: time.Second, Reentry: 0.5}
 	if err := ok.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []Mutex{{Keys: 0}, {Keys: 1, Wait: -1}, {Keys: 1, Lease: -1}, {Keys: 1, Reentry: 2}} {
+	for _, bad := range []Mutex{{Keys: 0, Group: 1}, {Keys: 1, Group: 0}, {Keys: 2, Group: 3}, {Keys: 1, Group: 1, Wait: -1}, {Keys: 1, Group: 1, Lease: -1}, {Keys: 1, Group: 1, Reentry: 2}} {
 		if bad.Validate() == nil {
 			t.Errorf("%+v accepted", bad)
 		}

@@ -34,8 +34,8 @@ func newRunCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Lock, "lock", o.Lock, "lock to test: "+join(locks.MutexKindNames()))
-	f.StringVar(&o.Topology, "topology", o.Topology, "deployment: single or redlock")
+	f.StringVar(&o.Lock, "lock", o.Lock, "lock to test: "+join(locks.KindNames()))
+	f.StringVar(&o.Topology, "topology", o.Topology, "deployment: single or redlock (default: the lock's own)")
 	f.IntVar(&o.Nodes, "nodes", o.Nodes, "masters for --topology redlock")
 	f.StringVar(&o.Nemesis, "nemesis", o.Nemesis, "faults: none or a comma list of "+join(nemesis.Names()))
 	f.DurationVar(&o.NemesisInterval, "nemesis-interval", o.NemesisInterval, "healthy time between faults (jittered ±25%)")
@@ -43,7 +43,7 @@ func newRunCmd() *cobra.Command {
 	f.DurationVar(&o.Quiet, "quiet", o.Quiet, "fault-free time at the end, after the final heal")
 	f.DurationVar(&o.Time, "time", o.Time, "how long the workload runs")
 	f.IntVar(&o.Clients, "clients", o.Clients, "concurrent clients, each its own Redisson instance")
-	f.IntVar(&o.Keys, "keys", o.Keys, "lock keys the clients spread over")
+	f.IntVar(&o.Keys, "keys", o.Keys, "lock keys the clients spread over (default 1; for multi, --group + 1)")
 	f.DurationVar(&o.Lease, "lease", o.Lease, "lease time; 0 lets the watchdog keep the lock")
 	f.DurationVar(&o.Watchdog, "watchdog", o.Watchdog, "Redisson lockWatchdogTimeout (renewal every third of it)")
 	f.DurationVar(&o.Wait, "wait", o.Wait, "tryLock wait time")
@@ -55,6 +55,10 @@ func newRunCmd() *cobra.Command {
 	f.StringVar(&o.Persistence, "persistence", o.Persistence, "node persistence: none, everysec or always (AOF)")
 	f.StringVar(&o.Scripts, "scripts", o.Scripts, "directory of .lua files replacing the lock's scripts by name")
 	f.DurationVar(&o.CheckTimeout, "check-timeout", o.CheckTimeout, "bound on the porcupine search (then: unknown)")
+	f.Int64Var(&o.Permits, "permits", o.Permits, "semaphores: permits per key")
+	f.Int64Var(&o.Count, "count", o.Count, "latch: countDowns per round (needs count+1 clients)")
+	f.StringVar(&o.Readers, "readers", o.Readers, "rwlock: readers:writers share of acquisitions")
+	f.IntVar(&o.Group, "group", o.Group, "multi: keys per acquisition")
 	return cmd
 }
 

@@ -1,0 +1,332 @@
+package checker
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/lockcheck/lockcheck/history"
+)
+
+// calls pairs each user-level call (f) with the lock commands its thread sent on its keys while it ran.
+type call struct {
+	op       history.Operation
+	commands []history.Operation
+}
+
+func callsOf(h *history.History, f string, keys func(history.Record) []string) []call {
+	type thread struct {
+		client string
+		thread int64
+	}
+	byThread := map[thread][]history.Operation{}
+	for _, o := range h.Ops {
+		if o.Invoke.Thread != 0 && o.Invoke.F != f {
+			t := thread{o.Invoke.Client, o.Invoke.Thread}
+			byThread[t] = append(byThread[t], o)
+		}
+	}
+	var out []call
+	for _, o := range h.Ops {
+		if o.Invoke.F != f || o.Complete == nil {
+			continue
+		}
+		want := map[string]bool{}
+		for _, k := range keys(o.Invoke) {
+			want[k] = true
+		}
+		c := call{op: o}
+		for _, m := range byThread[thread{o.Invoke.Client, o.Invoke.Thread}] {
+			if m.Invoke.Time >= o.Invoke.Time && m.Invoke.Time <= o.Complete.Time && want[m.Invoke.Key] {
+				c.commands = append(c.commands, m)
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// Tokens checks a fenced lock's promise: on each key, a grant that begins after another ended carries a
+// strictly larger token.
+type Tokens struct{}
+
+// Name is the checker's stable name.
+func (Tokens) Name() string { return "fencing-tokens" }
+
+// Check compares every grant with the largest token of the grants that completed before it began.
+func (Tokens) Check(_ context.Context, h *history.History) Result {
+	byKey := map[string][]history.Operation{}
+	for _, o := range h.Ops {
+		if o.Invoke.F == "acquire" && o.Outcome() == history.Ok && o.Complete.Value != nil {
+			byKey[o.Invoke.Key] = append(byKey[o.Invoke.Key], o)
+		}
+	}
+	grants, bad := 0, 0
+	first := ""
+	for key, gs := range byKey {
+		done := append([]history.Operation(nil), gs...)
+		sort.Slice(done, func(i, j int) bool { return done[i].Complete.Time < done[j].Complete.Time })
+		sort.Slice(gs, func(i, j int) bool { return gs[i].Invoke.Time < gs[j].Invoke.Time })
+		var top int64
+		topBy, j := "", 0
+		for _, g := range gs {
+			for j < len(done) && done[j].Complete.Time < g.Invoke.Time {
+				if v := *done[j].Complete.Value; topBy == "" || v > top {
+					top, topBy = v, done[j].Invoke.Client
+				}
+				j++
+			}
+			grants++
+			if v := *g.Complete.Value; topBy != "" && v <= top {
+				bad++
+				if first == "" {
+					first = fmt.Sprintf("%s got token %d on %s at %s, after %s had already been given %d", g.Invoke.Client, v,
+						key, Secs(g.Complete.Time), topBy, top)
+				}
+			}
+		}
+	}
+	switch {
+	case bad > 0:
+		return Result{Valid: Invalid, Violation: first, Summary: fmt.Sprintf("%d of %d grants did not get a larger token", bad, grants)}
+	case grants == 0:
+		return Result{Valid: Unknown, Summary: "no grant carried a token"}
+	}
+	return Result{Valid: Valid, Summary: fmt.Sprintf("%d grants, tokens strictly increasing on every key", grants)}
+}
+
+// Fairness checks the fair lock's promise: of two callers on one key, the one that surely joined the queue
+// first (or was granted on arrival) is granted first, and is not passed over while it still waits.
+type Fairness struct{}
+
+// Name is the checker's stable name.
+func (Fairness) Name() string { return "fifo" }
+
+type waiter struct {
+	client          string
+	enqCall, enqRet int64 // the first refused acquire of the call
+	grantCall       int64 // the granting acquire, or -1
+	grantRet        int64
+	end             int64 // when the call returned
+}
+
+// Check pairs each call's first refusal (its place in the queue) with its grant.
+func (Fairness) Check(_ context.Context, h *history.History) Result {
+	byKey := map[string][]waiter{}
+	for _, c := range callsOf(h, "tryLock", func(r history.Record) []string { return []string{r.Key} }) {
+		if c.op.Invoke.Args["nested"] == 1 {
+			continue
+		}
+		w := waiter{client: c.op.Invoke.Client, enqCall: -1, grantCall: -1, end: c.op.Complete.Time}
+		for _, m := range c.commands {
+			if m.Invoke.F != "acquire" || m.Complete == nil {
+				continue
+			}
+			if w.enqCall < 0 && m.Complete.Type == history.Fail && m.Complete.Value != nil {
+				w.enqCall, w.enqRet = m.Invoke.Time, m.Complete.Time
+			}
+			if m.Complete.Type == history.Ok {
+				w.grantCall, w.grantRet = m.Invoke.Time, m.Complete.Time
+			}
+		}
+		if w.enqCall < 0 && w.grantCall >= 0 {
+			w.enqCall, w.enqRet = w.grantCall, w.grantRet // granted at once: it arrived when it asked
+		}
+		if w.enqCall >= 0 {
+			byKey[c.op.Invoke.Key] = append(byKey[c.op.Invoke.Key], w)
+		}
+	}
+	queued, bad := 0, 0
+	first := ""
+	for key, ws := range byKey {
+		queued += len(ws)
+		// a surely arrived (queued, or was granted at once) before b asked; b was granted while a still waited.
+		for _, a := range ws {
+			for _, b := range ws {
+				if a.client == b.client || a.enqRet >= b.enqCall || b.grantCall < 0 {
+					continue // only pairs where a surely queued before b, and b got the lock
+				}
+				overtaken := (a.grantCall >= 0 && b.grantRet < a.grantCall) || (a.grantCall < 0 && b.grantRet < a.end)
+				if overtaken {
+					bad++
+					if first == "" {
+						first = fmt.Sprintf("%s queued for %s at %s, before %s arrived at %s, yet %s was granted at %s "+
+							"while %s still waited", a.client, key, Secs(a.enqRet), b.client, Secs(b.enqCall), b.client,
+							Secs(b.grantRet), a.client)
+					}
+				}
+			}
+		}
+	}
+	switch {
+	case bad > 0:
+		return Result{Valid: Invalid, Violation: first, Summary: fmt.Sprintf("%d grants overtook an earlier waiter (of %d calls)", bad, queued)}
+	case queued == 0:
+		return Result{Valid: Unknown, Summary: "nobody ever queued, so order was never tested"}
+	}
+	return Result{Valid: Valid, Summary: fmt.Sprintf("%d calls, granted in arrival order", queued)}
+}
+
+// Group checks the multi lock's promise: when tryLock returns, the caller holds every key of its group
+// (true) or none of them (false), never a strict subset.
+type Group struct{}
+
+// Name is the checker's stable name.
+func (Group) Name() string { return "all-or-nothing" }
+
+// Check replays each call's member commands to find what it held when it returned.
+func (Group) Check(_ context.Context, h *history.History) Result {
+	calls := callsOf(h, "tryLock", func(r history.Record) []string { return strings.Split(r.Key, ",") })
+	checked, undecided, bad := 0, 0, 0
+	first := ""
+	for _, c := range calls {
+		if c.op.Outcome() == history.Unknown {
+			undecided++
+			continue
+		}
+		holds := map[string]int{}
+		sure := true
+		for _, m := range c.commands {
+			switch {
+			case m.Outcome() == history.Unknown:
+				sure = false
+			case m.Outcome() != history.Ok:
+			case m.Invoke.F == "acquire":
+				holds[m.Invoke.Key]++
+			case m.Invoke.F == "release" && m.Complete.Value != nil && *m.Complete.Value == 1:
+				holds[m.Invoke.Key] = 0
+			case m.Invoke.F == "release":
+				holds[m.Invoke.Key]--
+			}
+		}
+		if !sure {
+			undecided++
+			continue
+		}
+		checked++
+		keys := strings.Split(c.op.Invoke.Key, ",")
+		var held []string
+		for _, k := range keys {
+			if holds[k] > 0 {
+				held = append(held, k)
+			}
+		}
+		ok := c.op.Outcome() == history.Ok
+		if (ok && len(held) != len(keys)) || (!ok && len(held) > 0) {
+			bad++
+			if first == "" {
+				first = fmt.Sprintf("%s's tryLock of {%s} returned %v at %s holding only {%s}", c.op.Invoke.Client,
+					c.op.Invoke.Key, ok, Secs(c.op.Complete.Time), strings.Join(held, ","))
+			}
+		}
+	}
+	switch {
+	case bad > 0:
+		return Result{Valid: Invalid, Violation: first, Summary: fmt.Sprintf("%d of %d calls left a strict subset held", bad, checked)}
+	case checked == 0:
+		return Result{Valid: Unknown, Summary: fmt.Sprintf("no call could be decided (%d with unknown commands)", undecided)}
+	}
+	return Result{Valid: Valid, Summary: fmt.Sprintf("%d calls held all or nothing (%d undecided)", checked, undecided)}
+}
+
+// Quiescence checks a semaphore at rest: after every holder released, the final read sees all the
+// permits. Unknown outcomes may have moved permits, so they make it unknown.
+type Quiescence struct{ Permits int64 }
+
+// Name is the checker's stable name.
+func (Quiescence) Name() string { return "permits-at-rest" }
+
+// Check compares each key's last "available" read with the permits.
+func (q Quiescence) Check(_ context.Context, h *history.History) Result {
+	last := map[string]history.Operation{}
+	unknown := 0
+	for _, o := range h.Ops {
+		if o.Invoke.F == "available" && o.Outcome() == history.Ok {
+			last[o.Invoke.Key] = o
+		}
+		if o.Outcome() == history.Unknown && (o.Invoke.F == "acquire" || o.Invoke.F == "release") {
+			unknown++
+		}
+	}
+	if len(last) == 0 {
+		return Result{Valid: Unknown, Summary: "no final read of the permits"}
+	}
+	var bad []string
+	for key, o := range last {
+		if v := *o.Complete.Value; v != q.Permits {
+			bad = append(bad, fmt.Sprintf("%s has %d available at rest, not %d", key, v, q.Permits))
+		}
+	}
+	sort.Strings(bad)
+	switch {
+	case len(bad) > 0 && unknown > 0:
+		return Result{Valid: Unknown, Summary: fmt.Sprintf("%s; %d commands had unknown outcomes", bad[0], unknown)}
+	case len(bad) > 0:
+		return Result{Valid: Invalid, Violation: bad[0], Summary: fmt.Sprintf("%d keys lost or gained permits", len(bad))}
+	}
+	return Result{Valid: Valid, Summary: fmt.Sprintf("available + held = %d permits on all %d keys at rest", q.Permits, len(last))}
+}
+
+// LatchAwaits checks the latch's promise: no await returns open before count distinct countDowns were
+// even sent, and the count never goes below zero.
+type LatchAwaits struct{}
+
+// Name is the checker's stable name.
+func (LatchAwaits) Name() string { return "latch" }
+
+// Check counts, for each successful await, the countDowns invoked before it returned.
+func (LatchAwaits) Check(_ context.Context, h *history.History) Result {
+	count := map[string]int64{}
+	downs := map[string][]int64{}
+	var awaits []history.Operation
+	negative := ""
+	for _, o := range h.Ops {
+		switch o.Invoke.F {
+		case "setCount":
+			if o.Outcome() == history.Ok {
+				count[o.Invoke.Key] = o.Invoke.Args["count"]
+			}
+		case "countDown":
+			if o.Outcome() != history.Fail {
+				downs[o.Invoke.Key] = append(downs[o.Invoke.Key], o.Invoke.Time)
+			}
+			if o.Outcome() == history.Ok && *o.Complete.Value < 0 && negative == "" {
+				negative = fmt.Sprintf("%s's countDown on %s at %s took the count to %d", o.Invoke.Client, o.Invoke.Key,
+					Secs(o.Complete.Time), *o.Complete.Value)
+			}
+		case "await":
+			if o.Outcome() == history.Ok {
+				awaits = append(awaits, o)
+			}
+		}
+	}
+	bad := 0
+	first := negative
+	for _, a := range awaits {
+		n, ok := count[a.Invoke.Key]
+		if !ok {
+			continue
+		}
+		sent := int64(0)
+		for _, t := range downs[a.Invoke.Key] {
+			if t < a.Complete.Time {
+				sent++
+			}
+		}
+		if sent < n {
+			bad++
+			if first == "" {
+				first = fmt.Sprintf("%s's await on %s returned open at %s after only %d of %d countDowns", a.Invoke.Client,
+					a.Invoke.Key, Secs(a.Complete.Time), sent, n)
+			}
+		}
+	}
+	switch {
+	case bad > 0 || negative != "":
+		return Result{Valid: Invalid, Violation: first, Summary: fmt.Sprintf("%d of %d awaits opened early", bad, len(awaits))}
+	case len(awaits) == 0:
+		return Result{Valid: Unknown, Summary: "no await returned open"}
+	}
+	return Result{Valid: Valid, Summary: fmt.Sprintf("%d awaits, none open before its count of countDowns", len(awaits))}
+}

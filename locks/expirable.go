@@ -1,0 +1,147 @@
+package locks
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+)
+
+// noLease is Redisson's score for a permit without a lease (nonExpirableTimeout).
+const noLease = 922337203685477
+
+// PermitSemaphore is Redisson's RPermitExpirableSemaphore: available permits in a string, issued permit
+// ids in a zset scored by their deadline in client epoch ms, expired permits reclaimed lazily by whichever
+// script runs next, by its caller's clock. Ids are sent as 32 hex characters (Redisson sends the 16 raw
+// bytes).
+type PermitSemaphore struct {
+	r       *Redisson
+	name    string
+	thread  int64
+	acquire string // "pes_acquire", or the broken one that over-issues
+}
+
+var _ Expirable = (*PermitSemaphore)(nil)
+
+// PermitExpirableSemaphore returns the semaphore called name.
+func (r *Redisson) PermitExpirableSemaphore(name string, thread int64, broken bool) *PermitSemaphore {
+	p := &PermitSemaphore{r: r, name: name, thread: thread, acquire: "pes_acquire"}
+	if broken {
+		p.acquire = "pes_acquire_broken"
+	}
+	return p
+}
+
+func (p *PermitSemaphore) channel() string  { return prefixName("redisson_sc", p.name) }
+func (p *PermitSemaphore) timeouts() string { return suffixName(p.name, "timeout") }
+
+// op records a command; the permit id stands in the owner field.
+func (p *PermitSemaphore) op(f, id string, args map[string]int64) history.Record {
+	return history.Record{Client: p.r.name, Node: p.r.node, Thread: p.thread, Key: p.name, Owner: id, F: f, Args: args}
+}
+
+// TrySetPermits sets the number of permits if it was never set.
+func (p *PermitSemaphore) TrySetPermits(ctx context.Context, n int64) (bool, error) {
+	return trySet(ctx, p.r, p.op("setPermits", "", msArgs("permits", n)), "sem_try_set",
+		[]string{p.name, p.channel()}, n, publishCommand)
+}
+
+// TryAcquire takes one permit with a lease (0: none), waiting up to wait; it returns the permit id.
+func (p *PermitSemaphore) TryAcquire(ctx context.Context, wait, lease time.Duration) (string, error) {
+	deadline := time.Now().Add(wait)
+	cmdCtx := context.WithoutCancel(ctx)
+	id, next, err := p.tryAcquire(cmdCtx, lease)
+	if err != nil || id != "" || time.Until(deadline) <= 0 {
+		return id, err
+	}
+	e, err := p.r.subs.subscribeKind(cmdCtx, p.channel(), wakeSemaphore)
+	if err != nil {
+		return "", nil
+	}
+	defer p.r.subs.unsubscribe(p.channel())
+	for {
+		d := time.Until(deadline)
+		if next > 0 && next < d {
+			d = next
+		}
+		e.wait(ctx, d)
+		if ctx.Err() != nil || time.Until(deadline) <= 0 {
+			return "", nil
+		}
+		if id, next, err = p.tryAcquire(cmdCtx, lease); err != nil || id != "" {
+			return id, err
+		}
+	}
+}
+
+// tryAcquire runs the acquire script once; next is how long until the nearest permit deadline, if any.
+func (p *PermitSemaphore) tryAcquire(ctx context.Context, lease time.Duration) (string, time.Duration, error) {
+	id := newRequestID()
+	for attempt := 0; ; attempt++ {
+		now := p.r.now().UnixMilli()
+		until := int64(noLease)
+		if lease > 0 {
+			until = now + lease.Milliseconds()
+		}
+		var next time.Duration
+		_, refused, err := record(p.r.rec, p.op("acquire", id, msArgs("lease_ms", lease)), func() (*int64, bool, error) {
+			res, err := p.r.eval(ctx, p.acquire, []string{p.name, p.timeouts(), p.channel()},
+				1, until, now, int64(noLease), publishCommand, id)
+			switch v := res.(type) {
+			case string:
+				if ts, ok := strings.CutPrefix(v, ":"); ok {
+					at, _ := strconv.ParseInt(ts, 10, 64)
+					next = time.Duration(at-now) * time.Millisecond
+					return history.Int64(0), true, err
+				}
+				return nil, false, err // OK
+			case nil:
+				if err == nil {
+					return history.Int64(0), true, nil
+				}
+			}
+			return nil, false, err
+		})
+		if errors.Is(err, ErrNoSync) {
+			if !refused {
+				_, _ = p.Release(ctx, id)
+			}
+			if attempt >= p.r.cfg.SyncRetries || !sleepCtx(ctx, p.r.retryDelay()) {
+				return "", 0, err
+			}
+			continue
+		}
+		if err != nil || refused {
+			return "", next, err
+		}
+		return id, 0, nil
+	}
+}
+
+// Release returns a permit by id; false means it had expired (or was never issued).
+func (p *PermitSemaphore) Release(ctx context.Context, id string) (bool, error) {
+	_, refused, err := record(p.r.rec, p.op("release", id, nil), func() (*int64, bool, error) {
+		res, err := p.r.eval(context.WithoutCancel(ctx), "pes_release", []string{p.name, p.channel(), p.timeouts()},
+			id, 1, p.r.now().UnixMilli(), publishCommand)
+		v, ok := res.(int64)
+		if !ok {
+			return nil, false, err
+		}
+		return history.Int64(v), v == 0, err
+	})
+	if errors.Is(err, ErrNoSync) {
+		err = nil
+	}
+	return err == nil && !refused, err
+}
+
+// Available reclaims expired permits and reads how many are available.
+func (p *PermitSemaphore) Available(ctx context.Context) (int64, error) {
+	return readCount(ctx, p.r, p.op("available", "", nil), func(ctx context.Context) (int64, error) {
+		return p.r.scripts.Get("pes_available").Run(ctx, p.r.rdb, []string{p.name, p.timeouts(), p.channel()},
+			p.r.now().UnixMilli(), publishCommand).Int64()
+	})
+}

@@ -1,0 +1,141 @@
+package locks
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Families: the interface a kind's clients implement, and so the workload and checkers that fit it.
+const (
+	FamilyMutex     = "mutex"
+	FamilyRW        = "rwlock"
+	FamilySemaphore = "semaphore"
+	FamilyExpirable = "expirable-semaphore"
+	FamilyLatch     = "latch"
+)
+
+// Env is what a lock client needs to connect: its name, the addresses of the nodes (through its own
+// proxies, one per node in order), the password, the script set and the recorder.
+type Env struct {
+	Client   string
+	Addrs    []string
+	Password string
+	Scripts  *Scripts
+	Redisson RedissonConfig
+	Lease    time.Duration // the run's --lease, for locks that need a fixed one
+	Rec      Recorder
+}
+
+// Client is one client instance of some lock kind; it also implements its family's interface.
+type Client interface {
+	Name() string
+	Close() error
+}
+
+// MutexClient hands out mutex-like locks; keys has one name, or several for a multi lock.
+type MutexClient interface {
+	Client
+	Mutex(keys []string, thread int64) Mutex
+}
+
+// Fenced is a Mutex whose grants carry a fencing token.
+type Fenced interface{ Token() int64 }
+
+// Validity is a Mutex whose holder must stop by a deadline (the Redlock validity time).
+type Validity interface{ ValidUntil() time.Time }
+
+// RWClient hands out the two halves of a read-write lock.
+type RWClient interface {
+	Client
+	ReadLock(key string, thread int64) Mutex
+	WriteLock(key string, thread int64) Mutex
+}
+
+// Semaphore is a counting semaphore whose permits nobody owns.
+type Semaphore interface {
+	TrySetPermits(ctx context.Context, n int64) (bool, error)
+	TryAcquire(ctx context.Context, n int64, wait time.Duration) (bool, error)
+	Release(ctx context.Context, n int64) error
+	// Available reads the available permits (recorded as "available").
+	Available(ctx context.Context) (int64, error)
+}
+
+// SemaphoreClient hands out semaphores.
+type SemaphoreClient interface {
+	Client
+	Semaphore(key string, thread int64) Semaphore
+}
+
+// Expirable is a semaphore whose permits have ids and leases.
+type Expirable interface {
+	TrySetPermits(ctx context.Context, n int64) (bool, error)
+	// TryAcquire returns the permit id, or "" when none came within wait.
+	TryAcquire(ctx context.Context, wait, lease time.Duration) (string, error)
+	// Release returns false when the permit had already expired (it is reclaimed all the same).
+	Release(ctx context.Context, id string) (bool, error)
+	// Available reclaims expired permits and reads the available ones (recorded as "available").
+	Available(ctx context.Context) (int64, error)
+}
+
+// ExpirableClient hands out permit-expirable semaphores.
+type ExpirableClient interface {
+	Client
+	Expirable(key string, thread int64) Expirable
+}
+
+// Latch is a count-down latch.
+type Latch interface {
+	TrySetCount(ctx context.Context, n int64) (bool, error)
+	CountDown(ctx context.Context) error
+	// Await returns true once the count is zero, false when wait ran out first.
+	Await(ctx context.Context, wait time.Duration) (bool, error)
+}
+
+// LatchClient hands out latches.
+type LatchClient interface {
+	Client
+	Latch(key string, thread int64) Latch
+}
+
+// Kind is a lock by its --lock name.
+type Kind struct {
+	Name      string
+	About     string
+	Family    string
+	Reentrant bool   // the mutex workload may nest acquisitions
+	Group     bool   // takes a group of keys (multi lock)
+	Fenced    bool   // grants carry tokens the resource checks
+	Fair      bool   // grants must follow the queue
+	Scripts   string // embedded script set, "" for none
+	Topology  string // the topology it runs on by default: single or redlock
+	// Broken is set on negative controls: what is wrong, and Flags are the fault-free run that shows it.
+	Broken string
+	Flags  []string
+	New    func(Env) (Client, error)
+}
+
+var kinds = map[string]Kind{}
+
+// Register adds a lock kind.
+func Register(k Kind) { kinds[k.Name] = k }
+
+// Lookup finds a lock kind by name.
+func Lookup(name string) (Kind, error) {
+	k, ok := kinds[name]
+	if !ok {
+		return Kind{}, fmt.Errorf("unknown lock %q (have: %v)", name, KindNames())
+	}
+	return k, nil
+}
+
+// KindNames lists the registered kinds.
+func KindNames() []string {
+	var out []string
+	for n := range kinds {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,182 @@
+package locks
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+)
+
+// ReadWriteLock is Redisson's RReadWriteLock: one hash with a mode field, read holders as fields
+// <uuid>:<thread> with a timeout key per hold, the write holder as <uuid>:<thread>:write.
+type ReadWriteLock struct {
+	r           *Redisson
+	name        string
+	thread      int64
+	write       bool
+	readAcquire string // "rw_read_acquire", or the broken one that ignores write mode
+	lease       time.Duration
+}
+
+var _ Mutex = (*ReadWriteLock)(nil)
+
+// ReadLock returns the read half of the read-write lock called name.
+func (r *Redisson) ReadLock(name string, thread int64, broken bool) *ReadWriteLock {
+	l := &ReadWriteLock{r: r, name: name, thread: thread, readAcquire: "rw_read_acquire", lease: r.cfg.WatchdogTimeout}
+	if broken {
+		l.readAcquire = "rw_read_acquire_broken"
+	}
+	return l
+}
+
+// WriteLock returns the write half.
+func (r *Redisson) WriteLock(name string, thread int64) *ReadWriteLock {
+	return &ReadWriteLock{r: r, name: name, thread: thread, write: true, lease: r.cfg.WatchdogTimeout}
+}
+
+// suffixName mirrors Redisson's: {name}:suffix unless name already has a hash tag.
+func suffixName(name, suffix string) string {
+	if strings.Contains(name, "{") {
+		return name + ":" + suffix
+	}
+	return "{" + name + "}:" + suffix
+}
+
+func readTimeoutPrefix(name, owner string) string { return suffixName(name, owner) + ":rwlock_timeout" }
+
+// Key is the lock's hash.
+func (l *ReadWriteLock) Key() string { return l.name }
+
+// Owner is the hash field this half holds: <uuid>:<thread>, with ":write" for the write half.
+func (l *ReadWriteLock) Owner() string {
+	o := l.r.ID + ":" + strconv.FormatInt(l.thread, 10)
+	if l.write {
+		return o + ":write"
+	}
+	return o
+}
+
+// Mode is "read" or "write".
+func (l *ReadWriteLock) Mode() string {
+	if l.write {
+		return "write"
+	}
+	return "read"
+}
+
+func (l *ReadWriteLock) channel() string { return prefixName("redisson_rwlock", l.name) }
+
+func (l *ReadWriteLock) op(f string, args map[string]int64) history.Record {
+	if !l.write {
+		args["read"] = 1
+	}
+	return history.Record{Client: l.r.name, Node: l.r.node, Thread: l.thread, Key: l.name, Owner: l.Owner(), F: f, Args: args}
+}
+
+// TryLock acquires this half as RLock.tryLock does: try, then wait on the shared channel.
+func (l *ReadWriteLock) TryLock(ctx context.Context, wait, lease time.Duration) (bool, error) {
+	deadline := time.Now().Add(wait)
+	cmdCtx := context.WithoutCancel(ctx)
+	ok, ttl, err := l.tryAcquire(cmdCtx, lease)
+	if err != nil || ok || time.Until(deadline) <= 0 {
+		return ok, err
+	}
+	e, err := l.r.subs.subscribe(cmdCtx, l.channel())
+	if err != nil {
+		return false, nil
+	}
+	defer l.r.subs.unsubscribe(l.channel())
+	for {
+		d := time.Until(deadline)
+		if ttl >= 0 && time.Duration(ttl)*time.Millisecond < d {
+			d = time.Duration(ttl) * time.Millisecond
+		}
+		e.wait(ctx, d)
+		if ctx.Err() != nil || time.Until(deadline) <= 0 {
+			return false, nil
+		}
+		if ok, ttl, err = l.tryAcquire(cmdCtx, lease); err != nil || ok {
+			return ok, err
+		}
+	}
+}
+
+func (l *ReadWriteLock) tryAcquire(ctx context.Context, lease time.Duration) (bool, int64, error) {
+	arg := lease
+	if lease <= 0 {
+		arg = l.r.cfg.WatchdogTimeout
+	}
+	mine := l.r.ID + ":" + strconv.FormatInt(l.thread, 10)
+	v, refused, err := record(l.r.rec, l.op("acquire", msArgs("lease_ms", arg)), func() (*int64, bool, error) {
+		var res any
+		var err error
+		if l.write {
+			res, err = l.r.eval(ctx, "rw_write_acquire", []string{l.name}, arg.Milliseconds(), l.Owner())
+		} else {
+			res, err = l.r.eval(ctx, l.readAcquire, []string{l.name, readTimeoutPrefix(l.name, mine)},
+				arg.Milliseconds(), mine, mine+":write")
+		}
+		if res == nil {
+			return nil, false, err
+		}
+		ttl, _ := res.(int64)
+		return history.Int64(ttl), true, err
+	})
+	if errors.Is(err, ErrNoSync) && !refused {
+		_, _, _ = l.unlockInner(ctx, newRequestID(), 0)
+		return false, 0, err
+	}
+	if err != nil {
+		return false, 0, err
+	}
+	if refused {
+		return false, *v, nil
+	}
+	if lease > 0 {
+		l.lease = lease
+	} else {
+		l.r.wd.addKind(l.name, l.Owner(), !l.write)
+	}
+	return true, 0, nil
+}
+
+// Unlock releases one hold of this half.
+func (l *ReadWriteLock) Unlock(ctx context.Context) error {
+	_, err := l.r.unlockRetrying(ctx, l.unlockInner)
+	l.r.wd.removeKind(l.name, l.Owner(), !l.write)
+	return err
+}
+
+func (l *ReadWriteLock) unlockInner(ctx context.Context, id string, attempt int) (int64, bool, error) {
+	latch := latchKey(l.name, id)
+	l.r.noteLatch(id, latch)
+	latchMs := max((l.r.cfg.Timeout+1500*time.Millisecond).Milliseconds()*int64(l.r.cfg.UnlockRetries+1), 1)
+	v, refused, err := record(l.r.rec, l.op("release", msArgs("lease_ms", l.lease, "attempt", attempt)), func() (*int64, bool, error) {
+		var reply any
+		var err error
+		if l.write {
+			reply, err = l.r.eval(ctx, "rw_write_release", []string{l.name, l.channel(), latch},
+				readUnlockMessage, l.lease.Milliseconds(), l.Owner(), publishCommand, latchMs)
+		} else {
+			reply, err = l.r.eval(ctx, "rw_read_release", []string{l.name, l.channel(),
+				readTimeoutPrefix(l.name, l.Owner()), "{" + l.name + "}", latch},
+				unlockMessage, l.Owner(), publishCommand, latchMs)
+		}
+		if reply == nil {
+			if err == nil {
+				return history.Int64(-1), true, nil
+			}
+			return nil, false, err
+		}
+		n, _ := reply.(int64)
+		return history.Int64(n), false, err
+	})
+	var res int64
+	if v != nil {
+		res = *v
+	}
+	return res, refused, err
+}

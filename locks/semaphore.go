@@ -1,0 +1,141 @@
+package locks
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/redis/go-redis/v9"
+)
+
+// RSemaphore is Redisson's semaphore: a string holding the available permits, released by anyone.
+type RSemaphore struct {
+	r       *Redisson
+	name    string
+	thread  int64
+	release string // "sem_release", or the broken one without a bound
+}
+
+var _ Semaphore = (*RSemaphore)(nil)
+
+// Semaphore returns the RSemaphore called name.
+func (r *Redisson) Semaphore(name string, thread int64, broken bool) *RSemaphore {
+	s := &RSemaphore{r: r, name: name, thread: thread, release: "sem_release"}
+	if broken {
+		s.release = "sem_release_broken"
+	}
+	return s
+}
+
+func (s *RSemaphore) channel() string { return prefixName("redisson_sc", s.name) }
+
+func (s *RSemaphore) op(f string, args map[string]int64) history.Record {
+	return history.Record{Client: s.r.name, Node: s.r.node, Thread: s.thread, Key: s.name,
+		Owner: s.r.ID + ":" + strconv.FormatInt(s.thread, 10), F: f, Args: args}
+}
+
+// TrySetPermits sets the number of permits if it was never set.
+func (s *RSemaphore) TrySetPermits(ctx context.Context, n int64) (bool, error) {
+	return trySet(ctx, s.r, s.op("setPermits", msArgs("permits", n)), "sem_try_set", []string{s.name, s.channel()},
+		n, publishCommand)
+}
+
+// trySet runs a set-once script that answers 1 (set) or 0 (already set).
+func trySet(ctx context.Context, r *Redisson, rec history.Record, script string, keys []string, args ...any) (bool, error) {
+	_, refused, err := record(r.rec, rec, func() (*int64, bool, error) {
+		n, err := r.scripts.Get(script).Run(context.WithoutCancel(ctx), r.rdb, keys, args...).Int64()
+		if err != nil {
+			return nil, false, err
+		}
+		return history.Int64(n), n == 0, nil
+	})
+	return err == nil && !refused, err
+}
+
+// TryAcquire takes n permits, waiting up to wait for releases (published with the new count).
+func (s *RSemaphore) TryAcquire(ctx context.Context, n int64, wait time.Duration) (bool, error) {
+	deadline := time.Now().Add(wait)
+	cmdCtx := context.WithoutCancel(ctx)
+	ok, err := s.tryAcquire(cmdCtx, n)
+	if err != nil || ok || time.Until(deadline) <= 0 {
+		return ok, err
+	}
+	e, err := s.r.subs.subscribeKind(cmdCtx, s.channel(), wakeSemaphore)
+	if err != nil {
+		return false, nil
+	}
+	defer s.r.subs.unsubscribe(s.channel())
+	for {
+		e.wait(ctx, time.Until(deadline))
+		if ctx.Err() != nil || time.Until(deadline) <= 0 {
+			return false, nil
+		}
+		if ok, err = s.tryAcquire(cmdCtx, n); err != nil || ok {
+			return ok, err
+		}
+	}
+}
+
+// tryAcquire runs the acquire script once. On NoSync Redisson releases n permits, whether or not the
+// script took any (the result is discarded), and tries again.
+func (s *RSemaphore) tryAcquire(ctx context.Context, n int64) (bool, error) {
+	for attempt := 0; ; attempt++ {
+		_, refused, err := record(s.r.rec, s.op("acquire", msArgs("permits", n)), func() (*int64, bool, error) {
+			res, err := s.r.eval(ctx, "sem_acquire", []string{s.name}, n)
+			v, _ := res.(int64)
+			return history.Int64(v), v == 0 && res != nil, err
+		})
+		if errors.Is(err, ErrNoSync) {
+			_ = s.Release(ctx, n)
+			if attempt >= s.r.cfg.SyncRetries || !sleepCtx(ctx, s.r.retryDelay()) {
+				return false, err
+			}
+			continue
+		}
+		return err == nil && !refused, err
+	}
+}
+
+// Release returns n permits. It is never retried (syncedEvalNoRetry).
+func (s *RSemaphore) Release(ctx context.Context, n int64) error {
+	_, _, err := record(s.r.rec, s.op("release", msArgs("permits", n)), func() (*int64, bool, error) {
+		res, err := s.r.eval(context.WithoutCancel(ctx), s.release, []string{s.name, s.channel()}, n, publishCommand)
+		v, ok := res.(int64)
+		if !ok {
+			return nil, false, err
+		}
+		return history.Int64(v), false, err
+	})
+	if errors.Is(err, ErrNoSync) {
+		return nil
+	}
+	return err
+}
+
+// Available reads the permit count (a missing key is 0).
+func (s *RSemaphore) Available(ctx context.Context) (int64, error) {
+	return readCount(ctx, s.r, s.op("available", nil), func(ctx context.Context) (int64, error) {
+		n, err := s.r.rdb.Get(ctx, s.name).Int64()
+		if errors.Is(err, redis.Nil) {
+			return 0, nil
+		}
+		return n, err
+	})
+}
+
+// readCount records one read of a number.
+func readCount(ctx context.Context, r *Redisson, rec history.Record, read func(context.Context) (int64, error)) (int64, error) {
+	v, _, err := record(r.rec, rec, func() (*int64, bool, error) {
+		n, err := read(context.WithoutCancel(ctx))
+		if err != nil {
+			return nil, false, err
+		}
+		return history.Int64(n), false, nil
+	})
+	if err != nil {
+		return -1, err
+	}
+	return *v, nil
+}

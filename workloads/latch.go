@@ -1,0 +1,74 @@
+package workloads
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/locks"
+)
+
+// Latch is the count-down latch workload, in rounds on fresh keys latch-<round>: the first client sets the
+// count, Count other clients each count down once after a drawn delay, and the rest await the latch.
+// A round ends when everyone is done.
+type Latch struct {
+	Count int64
+	Wait  time.Duration // await budget
+	Hold  Range         // delay before each countDown
+	Seed  int64
+}
+
+// Validate rejects nonsense options; the client count is checked against Count.
+func (l Latch) Validate(clients int) error {
+	switch {
+	case l.Count < 1:
+		return fmt.Errorf("--count must be at least 1, got %d", l.Count)
+	case int64(clients) < l.Count+1:
+		return fmt.Errorf("--count %d needs at least %d clients (one sets, %d count down), got %d", l.Count, l.Count+1, l.Count, clients)
+	}
+	return nil
+}
+
+// Run plays rounds until stop or ctx.
+func (l Latch) Run(ctx context.Context, stop <-chan struct{}, clients []locks.Client, rec *history.Recorder) {
+	rng := rand.New(rand.NewPCG(uint64(l.Seed), 0x6c61))
+	for round := 0; ; round++ {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		default:
+		}
+		key := "latch-" + strconv.Itoa(round)
+		latch := func(c locks.Client) locks.Latch { return c.(locks.LatchClient).Latch(key, 1) }
+		if ok, err := latch(clients[0]).TrySetCount(ctx, l.Count); !ok || err != nil {
+			sleep(ctx, 100*time.Millisecond)
+			continue
+		}
+		order := rng.Perm(len(clients) - 1)
+		var wg sync.WaitGroup
+		for i, idx := range order {
+			c := clients[idx+1]
+			delay := l.Hold.Draw(rng)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if int64(i) < l.Count {
+					sleep(ctx, delay)
+					_ = latch(c).CountDown(ctx) // recorded by the latch itself
+					return
+				}
+				op := rec.Invoke(history.Record{Client: c.Name(), Thread: 1, Key: key, F: "await",
+					Args: map[string]int64{"wait_ms": l.Wait.Milliseconds()}})
+				ok, err := latch(c).Await(ctx, l.Wait)
+				complete(op, ok, err)
+			}()
+		}
+		wg.Wait()
+	}
+}

@@ -1,0 +1,136 @@
+package workloads
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/locks"
+)
+
+// Semaphore is the semaphore workload (plain or permit-expirable): the first client sets Permits on every
+// key, then every client loops acquire one permit, hold (touching the resource, which admits Permits at
+// once), release. When the run stops, one final read of each key's available permits is recorded: at
+// quiescence it must equal Permits.
+type Semaphore struct {
+	Keys      int
+	Permits   int64
+	Wait      time.Duration
+	Lease     time.Duration // expirable only: each permit's lease
+	Hold      Range
+	Expirable bool
+	Seed      int64
+}
+
+// Validate rejects nonsense options.
+func (s Semaphore) Validate() error {
+	switch {
+	case s.Keys < 1:
+		return fmt.Errorf("--keys must be at least 1, got %d", s.Keys)
+	case s.Permits < 1:
+		return fmt.Errorf("--permits must be at least 1, got %d", s.Permits)
+	case s.Wait < 0 || s.Lease < 0:
+		return fmt.Errorf("--wait and --lease must not be negative")
+	}
+	return nil
+}
+
+// permits is one client's view of a semaphore key, whichever kind.
+type permits interface {
+	trySet(ctx context.Context, n int64) (bool, error)
+	acquire(ctx context.Context) (string, bool, error)
+	release(ctx context.Context, id string) error
+	available(ctx context.Context) (int64, error)
+}
+
+type plain struct {
+	s    locks.Semaphore
+	wait time.Duration
+}
+
+func (p plain) trySet(ctx context.Context, n int64) (bool, error) { return p.s.TrySetPermits(ctx, n) }
+func (p plain) acquire(ctx context.Context) (string, bool, error) {
+	ok, err := p.s.TryAcquire(ctx, 1, p.wait)
+	return "", ok, err
+}
+func (p plain) release(ctx context.Context, _ string) error  { return p.s.Release(ctx, 1) }
+func (p plain) available(ctx context.Context) (int64, error) { return p.s.Available(ctx) }
+
+type expiring struct {
+	s           locks.Expirable
+	wait, lease time.Duration
+}
+
+func (p expiring) trySet(ctx context.Context, n int64) (bool, error) {
+	return p.s.TrySetPermits(ctx, n)
+}
+func (p expiring) acquire(ctx context.Context) (string, bool, error) {
+	id, err := p.s.TryAcquire(ctx, p.wait, p.lease)
+	return id, id != "", err
+}
+func (p expiring) release(ctx context.Context, id string) error {
+	_, err := p.s.Release(ctx, id) // an expired permit answers false: the history shows it as failed
+	return err
+}
+func (p expiring) available(ctx context.Context) (int64, error) { return p.s.Available(ctx) }
+
+func (s Semaphore) open(c locks.Client, key string, thread int64) permits {
+	if s.Expirable {
+		return expiring{s: c.(locks.ExpirableClient).Expirable(key, thread), wait: s.Wait, lease: s.Lease}
+	}
+	return plain{s: c.(locks.SemaphoreClient).Semaphore(key, thread), wait: s.Wait}
+}
+
+// Run sets the permits, drives every client until stop or ctx, and reads each key once more at the end.
+func (s Semaphore) Run(ctx context.Context, stop <-chan struct{}, clients []locks.Client, rec *history.Recorder, res *Resource) {
+	res.Capacity = int(s.Permits)
+	for k := 0; k < s.Keys; k++ {
+		_, _ = s.open(clients[0], KeyName(k), 0).trySet(ctx, s.Permits)
+	}
+	eachClient(ctx, stop, clients, s.Seed, func(ctx context.Context, c locks.Client, rng *rand.Rand) {
+		for ctx.Err() == nil {
+			key := KeyName(rng.IntN(s.Keys))
+			p := s.open(c, key, 1)
+			op := rec.Invoke(history.Record{Client: c.Name(), Thread: 1, Key: key, F: "tryAcquire",
+				Args: map[string]int64{"wait_ms": s.Wait.Milliseconds(), "lease_ms": s.Lease.Milliseconds()}})
+			begin := time.Now()
+			id, ok, err := p.acquire(ctx)
+			complete(op, ok, err)
+			if !ok {
+				if err != nil && time.Since(begin) < 50*time.Millisecond {
+					sleep(ctx, 50*time.Millisecond)
+				}
+				continue
+			}
+			e := Entry{Key: key, Client: c.Name(), Thread: 1, Owner: id, Mode: "permit"}
+			if s.Expirable && s.Lease > 0 {
+				e.Until = rec.Clock.At(begin.Add(s.Lease))
+			}
+			sec := res.Enter(e)
+			sleep(ctx, s.Hold.Draw(rng))
+			sec.Exit()
+			op = rec.Invoke(history.Record{Client: c.Name(), Thread: 1, Key: key, Owner: id, F: "releasePermit"})
+			complete(op, true, p.release(ctx, id))
+		}
+	})
+	final := context.WithoutCancel(ctx)
+	for k := 0; k < s.Keys; k++ {
+		_, _ = s.open(clients[0], KeyName(k), 0).available(final)
+	}
+}
+
+// complete records a call's outcome: ok, refused (fail) or, on an error, fail or unknown.
+func complete(op *history.Op, ok bool, err error) {
+	switch {
+	case err != nil && locks.Definite(err):
+		op.Fail(nil, err)
+	case err != nil:
+		op.Unknown(err)
+	case ok:
+		op.Ok(nil, nil)
+	default:
+		op.Fail(nil, nil)
+	}
+}
