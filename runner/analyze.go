@@ -59,6 +59,9 @@ func Analyze(path string, timeout time.Duration) (*report.Results, error) {
 		Versions: meta.Versions, StartupMs: meta.StartupMs,
 		Files: map[string]string{"dir": dir, "history": path, "results": filepath.Join(dir, "results.json"),
 			"html": filepath.Join(dir, "history.html")}}
+	if k, err := locks.Lookup(meta.Lock); err == nil && k.Broken != "" {
+		res.Notes = append(res.Notes, fmt.Sprintf("%s is a negative control: it %s; a valid verdict here means the harness missed it", k.Name, k.Broken))
+	}
 	if !finished(h) {
 		res.Notes = append(res.Notes, "no final heal was recorded: the run did not finish, and its prefix was checked")
 	}

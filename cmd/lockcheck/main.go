@@ -75,6 +75,6 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCmd(), newCheckCmd())
+	root.AddCommand(newRunCmd(), newCheckCmd(), newLocksCmd())
 	return root
 }

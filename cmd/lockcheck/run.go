@@ -1,7 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/lockcheck/lockcheck/locks"
@@ -22,6 +25,9 @@ func newRunCmd() *cobra.Command {
 			markRan(cmd)
 			if !cmd.Flags().Changed("seed") {
 				o.Seed = time.Now().UnixNano() % 1_000_000
+			}
+			if err := controlDefaults(cmd, o.Lock); err != nil {
+				return err
 			}
 			res, err := runner.Run(cmd.Context(), o, os.Stderr)
 			if res != nil {
@@ -62,13 +68,45 @@ func newRunCmd() *cobra.Command {
 	return cmd
 }
 
-func join(s []string) string {
-	out := ""
-	for i, x := range s {
-		if i > 0 {
-			out += ", "
-		}
-		out += x
+func join(s []string) string { return strings.Join(s, ", ") }
+
+// controlDefaults applies a negative control's own run flags where the user set none, and says so: these
+// are the fault-free runs on which the control must be flagged.
+func controlDefaults(cmd *cobra.Command, lock string) error {
+	k, err := locks.Lookup(lock)
+	if err != nil || k.Broken == "" {
+		return nil // an unknown lock is reported by the run itself
 	}
-	return out
+	for i := 0; i+1 < len(k.Flags); i += 2 {
+		name := strings.TrimPrefix(k.Flags[i], "--")
+		if !cmd.Flags().Changed(name) {
+			if err := cmd.Flags().Set(name, k.Flags[i+1]); err != nil {
+				return err
+			}
+		}
+	}
+	fmt.Fprintf(os.Stderr, "lockcheck: %s is a negative control: it %s; it must be flagged", k.Name, k.Broken)
+	if len(k.Flags) > 0 {
+		fmt.Fprintf(os.Stderr, " (run with %s)", strings.Join(k.Flags, " "))
+	}
+	fmt.Fprintln(os.Stderr)
+	return nil
+}
+
+func newLocksCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "locks",
+		Short: "List the locks lockcheck can test, and their negative controls",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			markRan(cmd)
+			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "LOCK\tFAMILY\tTOPOLOGY\tWHAT")
+			for _, n := range locks.KindNames() {
+				k, _ := locks.Lookup(n)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.Name, k.Family, k.Topology, k.About)
+			}
+			return tw.Flush()
+		},
+	}
 }

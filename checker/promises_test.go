@@ -1,0 +1,135 @@
+package checker
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/lockcheck/lockcheck/history"
+)
+
+// hb builds histories by hand: op adds a completed operation of thread 1 of client.
+type hb struct {
+	h  history.History
+	id int64
+}
+
+func (b *hb) op(client, f, key string, call, ret int64, typ history.Type, value *int64, args map[string]int64) *hb {
+	b.id++
+	inv := history.Record{Type: history.Invoke, ID: b.id, Time: call, Client: client, Thread: 1, Key: key,
+		Owner: client + "-uuid:1", F: f, Args: args}
+	done := inv
+	done.Type, done.Time, done.Value = typ, ret, value
+	b.h.Ops = append(b.h.Ops, history.Operation{Invoke: inv, Complete: &done})
+	return b
+}
+
+func v(n int64) *int64 { return &n }
+
+func expect(t *testing.T, c Checker, h *history.History, want Validity, says string) {
+	t.Helper()
+	r := c.Check(context.Background(), h)
+	if r.Valid != want || !strings.Contains(r.Violation+" "+r.Summary, says) {
+		t.Fatalf("%s: got %v %q / %q, want %v mentioning %q", c.Name(), r.Valid, r.Summary, r.Violation, want, says)
+	}
+}
+
+func TestTokens(t *testing.T) {
+	ok := (&hb{}).op("c1", "acquire", "k", 0, 1, history.Ok, v(1), nil).op("c2", "acquire", "k", 2, 3, history.Ok, v(2), nil)
+	expect(t, Tokens{}, &ok.h, Valid, "strictly increasing")
+	same := (&hb{}).op("c1", "acquire", "k", 0, 1, history.Ok, v(5), nil).op("c2", "acquire", "k", 2, 3, history.Ok, v(5), nil)
+	expect(t, Tokens{}, &same.h, Invalid, "c2 got token 5 on k")
+	back := (&hb{}).op("c1", "acquire", "k", 0, 1, history.Ok, v(7), nil).op("c2", "acquire", "k", 2, 3, history.Ok, v(6), nil)
+	expect(t, Tokens{}, &back.h, Invalid, "after c1 had already been given 7")
+	// Concurrent grants are not ordered, so any tokens go.
+	conc := (&hb{}).op("c1", "acquire", "k", 0, 5, history.Ok, v(7), nil).op("c2", "acquire", "k", 1, 6, history.Ok, v(6), nil)
+	expect(t, Tokens{}, &conc.h, Valid, "")
+}
+
+func TestFairness(t *testing.T) {
+	// c1 queues first (refused at 1-2), c2 queues at 3-4; c2 is granted before c1.
+	b := &hb{}
+	b.op("c1", "tryLock", "k", 0, 20, history.Ok, nil, nil).op("c1", "acquire", "k", 1, 2, history.Fail, v(100), nil).
+		op("c1", "acquire", "k", 15, 16, history.Ok, nil, nil)
+	b.op("c2", "tryLock", "k", 3, 12, history.Ok, nil, nil).op("c2", "acquire", "k", 3, 4, history.Fail, v(100), nil).
+		op("c2", "acquire", "k", 10, 11, history.Ok, nil, nil)
+	expect(t, Fairness{}, &b.h, Invalid, "c1 queued for k")
+	// In order: c1 granted first.
+	g := &hb{}
+	g.op("c1", "tryLock", "k", 0, 12, history.Ok, nil, nil).op("c1", "acquire", "k", 1, 2, history.Fail, v(100), nil).
+		op("c1", "acquire", "k", 10, 11, history.Ok, nil, nil)
+	g.op("c2", "tryLock", "k", 3, 20, history.Ok, nil, nil).op("c2", "acquire", "k", 3, 4, history.Fail, v(100), nil).
+		op("c2", "acquire", "k", 15, 16, history.Ok, nil, nil)
+	expect(t, Fairness{}, &g.h, Valid, "arrival order")
+	// A newcomer granted at once while c1 waits overtakes it.
+	n := &hb{}
+	n.op("c1", "tryLock", "k", 0, 30, history.Fail, nil, nil).op("c1", "acquire", "k", 1, 2, history.Fail, v(100), nil)
+	n.op("c2", "tryLock", "k", 5, 7, history.Ok, nil, nil).op("c2", "acquire", "k", 5, 6, history.Ok, nil, nil)
+	expect(t, Fairness{}, &n.h, Invalid, "c2 was granted")
+}
+
+func TestGroup(t *testing.T) {
+	ok := &hb{}
+	ok.op("c1", "tryLock", "a,b", 0, 10, history.Ok, nil, nil).op("c1", "acquire", "a", 1, 2, history.Ok, nil, nil).
+		op("c1", "acquire", "b", 3, 4, history.Ok, nil, nil)
+	ok.op("c2", "tryLock", "a,b", 0, 10, history.Fail, nil, nil).op("c2", "acquire", "a", 5, 6, history.Ok, nil, nil).
+		op("c2", "acquire", "b", 6, 7, history.Fail, v(100), nil).op("c2", "release", "a", 8, 9, history.Ok, v(1), nil)
+	expect(t, Group{}, &ok.h, Valid, "all or nothing")
+	partial := &hb{}
+	partial.op("c2", "tryLock", "a,b", 0, 10, history.Fail, nil, nil).op("c2", "acquire", "a", 5, 6, history.Ok, nil, nil).
+		op("c2", "acquire", "b", 6, 7, history.Fail, v(100), nil)
+	expect(t, Group{}, &partial.h, Invalid, "holding only {a}")
+	short := &hb{}
+	short.op("c1", "tryLock", "a,b", 0, 10, history.Ok, nil, nil).op("c1", "acquire", "a", 1, 2, history.Ok, nil, nil)
+	expect(t, Group{}, &short.h, Invalid, "returned true")
+}
+
+func TestQuiescenceAndLatch(t *testing.T) {
+	rest := (&hb{}).op("z", "available", "k", 0, 1, history.Ok, v(2), nil)
+	expect(t, Quiescence{Permits: 2}, &rest.h, Valid, "at rest")
+	lost := (&hb{}).op("z", "available", "k", 0, 1, history.Ok, v(3), nil)
+	expect(t, Quiescence{Permits: 2}, &lost.h, Invalid, "3 available at rest")
+	lost.op("c1", "release", "k", 0, -1, history.Unknown, nil, nil)
+	lost.h.Ops[len(lost.h.Ops)-1].Complete = nil
+	expect(t, Quiescence{Permits: 2}, &lost.h, Unknown, "unknown outcomes")
+
+	early := &hb{}
+	early.op("c1", "setCount", "l", 0, 1, history.Ok, v(1), map[string]int64{"count": 2}).
+		op("c2", "countDown", "l", 2, 3, history.Ok, v(1), nil).op("c3", "await", "l", 2, 4, history.Ok, nil, nil)
+	expect(t, LatchAwaits{}, &early.h, Invalid, "after only 1 of 2 countDowns")
+	fine := &hb{}
+	fine.op("c1", "setCount", "l", 0, 1, history.Ok, v(1), map[string]int64{"count": 2}).
+		op("c2", "countDown", "l", 2, 3, history.Ok, v(1), nil).op("c4", "countDown", "l", 3, 4, history.Ok, v(0), nil).
+		op("c3", "await", "l", 2, 5, history.Ok, nil, nil)
+	expect(t, LatchAwaits{}, &fine.h, Valid, "none open")
+	neg := &hb{}
+	neg.op("c1", "setCount", "l", 0, 1, history.Ok, v(1), map[string]int64{"count": 1}).
+		op("c2", "countDown", "l", 2, 3, history.Ok, v(-1), nil)
+	expect(t, LatchAwaits{}, &neg.h, Invalid, "took the count to -1")
+}
+
+func TestExclusionModes(t *testing.T) {
+	s := func(client, mode string, enter, exit int64) history.Record {
+		r := sec(client, "k", enter, exit)
+		r.F = mode
+		return r
+	}
+	readers := []history.Record{s("c1", "read", 0, 10), s("c2", "read", 5, 15)}
+	expect(t, Exclusion{}, &history.History{Sections: readers}, Valid, "none overlapping")
+	rw := []history.Record{s("c1", "read", 0, 10), s("c2", "write", 5, 15)}
+	expect(t, Exclusion{}, &history.History{Sections: rw}, Invalid, "c2 entered")
+	// Two permits: three at once is too many, two is fine.
+	permits := []history.Record{s("c1", "permit", 0, 10), s("c2", "permit", 2, 10), s("c3", "permit", 4, 10)}
+	expect(t, Exclusion{Capacity: 2}, &history.History{Sections: permits}, Invalid, "3 holders of k")
+	expect(t, Exclusion{Capacity: 3}, &history.History{Sections: permits}, Valid, "never more than 3")
+	// A validity window ends the section before its exit: back-to-back within validity is fine.
+	v1 := sec("c1", "k", 0, 100)
+	v1.Until = 40
+	expect(t, Exclusion{}, &history.History{Sections: []history.Record{v1, sec("c2", "k", 50, 60)}}, Valid, "none")
+	// Fenced: an overlap whose older writer was refused is a caught overrun, not a violation.
+	old, young := sec("c1", "k", 0, 100), sec("c2", "k", 50, 60)
+	old.Token, young.Token, old.Rejected = 1, 2, true
+	expect(t, Exclusion{Fenced: true}, &history.History{Sections: []history.Record{old, young}}, Valid, "fencing held")
+	old.Rejected = false
+	expect(t, Exclusion{Fenced: true}, &history.History{Sections: []history.Record{old, young}}, Invalid, "c2 entered")
+}
