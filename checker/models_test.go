@@ -105,8 +105,8 @@ func TestSemaphoreModel(t *testing.T) {
 			c("c", "acquire", 1, 0, 6, 7, Applied, 1)},
 		"a release without a bound": {set,
 			c("a", "acquire", 1, 0, 2, 3, Applied, 1), c("a", "release", 1, 0, 4, 5, Applied, 3)},
-		"refused with permits free": {set, c("a", "acquire", 1, 0, 2, 3, Refused, 0)},
-		"a permit read that does not add up": {set, c("z", "available", 0, 0, 2, 3, Applied, 1)},
+		"refused with permits free":           {set, c("a", "acquire", 1, 0, 2, 3, Refused, 0)},
+		"a permit read that does not add up":  {set, c("z", "available", 0, 0, 2, 3, Applied, 1)},
 		"acquire before any permits were set": {c("a", "acquire", 1, 0, 0, 1, Applied, 1)},
 	}
 	for name, ops := range legal {
