@@ -29,6 +29,9 @@ func newRunCmd() *cobra.Command {
 			if err := controlDefaults(cmd, o.Lock); err != nil {
 				return err
 			}
+			if cmd.Flags().Changed("keys") && o.Keys < 1 { // 0 is only the unset default
+				return runner.UsageError{Err: fmt.Errorf("--keys must be at least 1, got %d", o.Keys)}
+			}
 			res, err := runner.Run(cmd.Context(), o, os.Stderr)
 			if res != nil {
 				res.Table(os.Stdout)
