@@ -70,7 +70,10 @@ type Result struct {
 	// Summary is one line a person reads first; Violation spells out the first violation, if any.
 	Summary   string `json:"summary"`
 	Violation string `json:"violation,omitempty"`
-	Details   any    `json:"details,omitempty"`
+	// At and End span the first violation on the run clock, so the timeline can mark it.
+	At      int64 `json:"violation_at_ns,omitempty"`
+	End     int64 `json:"violation_end_ns,omitempty"`
+	Details any   `json:"details,omitempty"`
 }
 
 // Checker judges one history.

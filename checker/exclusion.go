@@ -64,7 +64,8 @@ func (x Exclusion) Check(_ context.Context, h *history.History) Result {
 	details := map[string]any{"sections": n, "overlaps": len(bad), "fenced_overlaps": len(caught)}
 	if len(bad) > 0 {
 		details["first"] = bad[0]
-		return Result{Valid: Invalid, Details: details, Violation: bad[0].String(),
+		return Result{Valid: Invalid, Details: details, Violation: bad[0].String(), At: bad[0].Entered,
+			End:     min(bad[0].HeldTo, bad[0].IntruderOut),
 			Summary: fmt.Sprintf("%d overlapping pairs among %d critical sections", len(bad), n)}
 	}
 	if len(caught) > 0 {
@@ -165,7 +166,7 @@ func (x Exclusion) checkCapacity(sections []history.Record) Result {
 	}
 	details := map[string]any{"sections": len(sections), "peak_holders": peak, "permits": x.Capacity, "over": over}
 	if over > 0 {
-		return Result{Valid: Invalid, Details: details, Violation: first,
+		return Result{Valid: Invalid, Details: details, Violation: first, At: firstAt, End: firstAt,
 			Summary: fmt.Sprintf("%d entries found more holders than the %d permits (peak %d)", over, x.Capacity, peak)}
 	}
 	return Result{Valid: Valid, Details: details,

@@ -49,8 +49,8 @@ func (l *Linearizable) Check(_ context.Context, h *history.History) Result {
 			Summary: fmt.Sprintf("no verdict: the search ran out of its %s bound (%d commands, %d unknown outcomes)",
 				l.Timeout, len(ops), countUnknown(ops))}
 	}
-	why := l.explain(parts, info)
-	return Result{Valid: Invalid, Details: details, Violation: why,
+	why, at, end := l.explain(parts, info)
+	return Result{Valid: Invalid, Details: details, Violation: why, At: at, End: end,
 		Summary: fmt.Sprintf("no legal order exists for %d lock commands on %d keys", len(ops), len(parts))}
 }
 
@@ -66,7 +66,7 @@ func countUnknown(ops []porcupine.Operation) int {
 
 // explain names, for the first illegal key, the command that no legal order can place and the states the
 // lock could have been in just before it.
-func (l *Linearizable) explain(parts [][]porcupine.Operation, info porcupine.LinearizationInfo) string {
+func (l *Linearizable) explain(parts [][]porcupine.Operation, info porcupine.LinearizationInfo) (string, int64, int64) {
 	partials := info.PartialLinearizations()
 	for p, ops := range parts {
 		if p >= len(partials) {
@@ -108,9 +108,9 @@ func (l *Linearizable) explain(parts [][]porcupine.Operation, info porcupine.Lin
 		return fmt.Sprintf("%s: %s (called %s, returned %s) cannot follow any legal order; the longest legal order "+
 			"(%d of %d commands) ends with %s, leaving it %s",
 			keyOf(c.Input), unescape(l.Model.DescribeOperation(c.Input, c.Output)), Secs(c.Call), retText(c.Return),
-			len(longest), len(ops), unescape(before), unescape(strings.Join(desc, " or ")))
+			len(longest), len(ops), unescape(before), unescape(strings.Join(desc, " or "))), c.Call, min(c.Return, c.Call+1)
 	}
-	return "porcupine found no legal order"
+	return "porcupine found no legal order", 0, 0
 }
 
 func stepAll(m porcupine.NondeterministicModel, states []interface{}, op porcupine.Operation) []interface{} {

@@ -64,6 +64,7 @@ func (Tokens) Check(_ context.Context, h *history.History) Result {
 	}
 	grants, bad := 0, 0
 	first := ""
+	var at int64
 	for key, gs := range byKey {
 		done := append([]history.Operation(nil), gs...)
 		sort.Slice(done, func(i, j int) bool { return done[i].Complete.Time < done[j].Complete.Time })
@@ -83,13 +84,15 @@ func (Tokens) Check(_ context.Context, h *history.History) Result {
 				if first == "" {
 					first = fmt.Sprintf("%s got token %d on %s at %s, after %s had already been given %d", g.Invoke.Client, v,
 						key, Secs(g.Complete.Time), topBy, top)
+					at = g.Complete.Time
 				}
 			}
 		}
 	}
 	switch {
 	case bad > 0:
-		return Result{Valid: Invalid, Violation: first, Summary: fmt.Sprintf("%d of %d grants did not get a larger token", bad, grants)}
+		return Result{Valid: Invalid, Violation: first, At: at, End: at,
+			Summary: fmt.Sprintf("%d of %d grants did not get a larger token", bad, grants)}
 	case grants == 0:
 		return Result{Valid: Unknown, Summary: "no grant carried a token"}
 	}
@@ -139,6 +142,7 @@ func (Fairness) Check(_ context.Context, h *history.History) Result {
 	}
 	queued, bad := 0, 0
 	first := ""
+	var at, atEnd int64
 	for key, ws := range byKey {
 		queued += len(ws)
 		// a surely arrived (queued, or was granted at once) before b asked; b was granted while a still waited.
@@ -154,6 +158,7 @@ func (Fairness) Check(_ context.Context, h *history.History) Result {
 						first = fmt.Sprintf("%s queued for %s at %s, before %s arrived at %s, yet %s was granted at %s "+
 							"while %s still waited", a.client, key, Secs(a.enqRet), b.client, Secs(b.enqCall), b.client,
 							Secs(b.grantRet), a.client)
+						at, atEnd = b.enqCall, b.grantRet
 					}
 				}
 			}
@@ -161,7 +166,8 @@ func (Fairness) Check(_ context.Context, h *history.History) Result {
 	}
 	switch {
 	case bad > 0:
-		return Result{Valid: Invalid, Violation: first, Summary: fmt.Sprintf("%d grants overtook an earlier waiter (of %d calls)", bad, queued)}
+		return Result{Valid: Invalid, Violation: first, At: at, End: atEnd,
+			Summary: fmt.Sprintf("%d grants overtook an earlier waiter (of %d calls)", bad, queued)}
 	case queued == 0:
 		return Result{Valid: Unknown, Summary: "nobody ever queued, so order was never tested"}
 	}
@@ -180,6 +186,7 @@ func (Group) Check(_ context.Context, h *history.History) Result {
 	calls := callsOf(h, "tryLock", func(r history.Record) []string { return strings.Split(r.Key, ",") })
 	checked, undecided, bad := 0, 0, 0
 	first := ""
+	var at, atEnd int64
 	for _, c := range calls {
 		if c.op.Outcome() == history.Unknown {
 			undecided++
@@ -218,12 +225,14 @@ func (Group) Check(_ context.Context, h *history.History) Result {
 			if first == "" {
 				first = fmt.Sprintf("%s's tryLock of {%s} returned %v at %s holding only {%s}", c.op.Invoke.Client,
 					c.op.Invoke.Key, ok, Secs(c.op.Complete.Time), strings.Join(held, ","))
+				at, atEnd = c.op.Invoke.Time, c.op.Complete.Time
 			}
 		}
 	}
 	switch {
 	case bad > 0:
-		return Result{Valid: Invalid, Violation: first, Summary: fmt.Sprintf("%d of %d calls left a strict subset held", bad, checked)}
+		return Result{Valid: Invalid, Violation: first, At: at, End: atEnd,
+			Summary: fmt.Sprintf("%d of %d calls left a strict subset held", bad, checked)}
 	case checked == 0:
 		return Result{Valid: Unknown, Summary: fmt.Sprintf("no call could be decided (%d with unknown commands)", undecided)}
 	}
@@ -253,9 +262,11 @@ func (q Quiescence) Check(_ context.Context, h *history.History) Result {
 		return Result{Valid: Unknown, Summary: "no final read of the permits"}
 	}
 	var bad []string
+	var at int64
 	for key, o := range last {
 		if v := *o.Complete.Value; v != q.Permits {
 			bad = append(bad, fmt.Sprintf("%s has %d available at rest, not %d", key, v, q.Permits))
+			at = o.Complete.Time
 		}
 	}
 	sort.Strings(bad)
@@ -263,7 +274,8 @@ func (q Quiescence) Check(_ context.Context, h *history.History) Result {
 	case len(bad) > 0 && unknown > 0:
 		return Result{Valid: Unknown, Summary: fmt.Sprintf("%s; %d commands had unknown outcomes", bad[0], unknown)}
 	case len(bad) > 0:
-		return Result{Valid: Invalid, Violation: bad[0], Summary: fmt.Sprintf("%d keys lost or gained permits", len(bad))}
+		return Result{Valid: Invalid, Violation: bad[0], At: at, End: at,
+			Summary: fmt.Sprintf("%d keys lost or gained permits", len(bad))}
 	}
 	return Result{Valid: Valid, Summary: fmt.Sprintf("available + held = %d permits on all %d keys at rest", q.Permits, len(last))}
 }
@@ -281,6 +293,7 @@ func (LatchAwaits) Check(_ context.Context, h *history.History) Result {
 	downs := map[string][]int64{}
 	var awaits []history.Operation
 	negative := ""
+	var at int64
 	for _, o := range h.Ops {
 		switch o.Invoke.F {
 		case "setCount":
@@ -294,6 +307,7 @@ func (LatchAwaits) Check(_ context.Context, h *history.History) Result {
 			if o.Outcome() == history.Ok && *o.Complete.Value < 0 && negative == "" {
 				negative = fmt.Sprintf("%s's countDown on %s at %s took the count to %d", o.Invoke.Client, o.Invoke.Key,
 					Secs(o.Complete.Time), *o.Complete.Value)
+				at = o.Complete.Time
 			}
 		case "await":
 			if o.Outcome() == history.Ok {
@@ -319,12 +333,14 @@ func (LatchAwaits) Check(_ context.Context, h *history.History) Result {
 			if first == "" {
 				first = fmt.Sprintf("%s's await on %s returned open at %s after only %d of %d countDowns", a.Invoke.Client,
 					a.Invoke.Key, Secs(a.Complete.Time), sent, n)
+				at = a.Complete.Time
 			}
 		}
 	}
 	switch {
 	case bad > 0 || negative != "":
-		return Result{Valid: Invalid, Violation: first, Summary: fmt.Sprintf("%d of %d awaits opened early", bad, len(awaits))}
+		return Result{Valid: Invalid, Violation: first, At: at, End: at,
+			Summary: fmt.Sprintf("%d of %d awaits opened early", bad, len(awaits))}
 	case len(awaits) == 0:
 		return Result{Valid: Unknown, Summary: "no await returned open"}
 	}

@@ -84,10 +84,16 @@ func nemesisText(n []string) string {
 	return strings.Join(n, ",")
 }
 
-// Annotations turns fault windows and critical sections into timeline annotations; sections that overlap
-// another owner's are drawn red.
-func Annotations(h *history.History) []checker.Annotation {
+// Annotations turns fault windows, each checker's first violation and the critical sections into
+// timeline annotations; sections that overlap another owner's are drawn red.
+func Annotations(h *history.History, results []checker.Result) []checker.Annotation {
 	var out []checker.Annotation
+	for _, r := range results {
+		if r.Violation != "" {
+			out = append(out, checker.Annotation{Tag: "violation: " + r.Checker, Start: r.At, End: r.End, Color: "#ff5c5c",
+				Description: r.Violation})
+		}
+	}
 	for _, w := range h.Windows() {
 		out = append(out, checker.Annotation{Tag: "nemesis", Start: w.Start, End: w.End, Color: "#f5c6c6",
 			Description: fmt.Sprintf("%s %s", w.Kind, strings.Join(w.Targets, " "))})

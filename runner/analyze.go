@@ -68,7 +68,7 @@ func Analyze(path string, timeout time.Duration) (*report.Results, error) {
 	if h.Truncated {
 		res.Notes = append(res.Notes, "the history's last line was cut short (the run was killed); the prefix was checked")
 	}
-	if err := writeHTML(res.Files["html"], lin, h); err != nil {
+	if err := writeHTML(res.Files["html"], lin, h, results); err != nil {
 		res.Notes = append(res.Notes, "no HTML: "+err.Error())
 		delete(res.Files, "html")
 	}
@@ -78,12 +78,12 @@ func Analyze(path string, timeout time.Duration) (*report.Results, error) {
 	return res, nil
 }
 
-func writeHTML(path string, lin *checker.Linearizable, h *history.History) error {
+func writeHTML(path string, lin *checker.Linearizable, h *history.History, results []checker.Result) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := lin.Visualize(f, h, report.Annotations(h)); err != nil {
+	if err := lin.Visualize(f, h, report.Annotations(h, results)); err != nil {
 		f.Close()
 		return err
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -54,6 +56,10 @@ func TestEveryControlIsFlagged(t *testing.T) {
 				}
 				if !explained {
 					t.Fatalf("flagged without a violation in words: %+v", r.Checkers)
+				}
+				html, err := os.ReadFile(filepath.Join(dir, "history.html"))
+				if err != nil || !strings.Contains(string(html), "violation: ") {
+					t.Fatalf("the HTML does not mark the violation (%v)", err)
 				}
 			})
 		}
