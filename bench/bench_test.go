@@ -3,90 +3,26 @@
 package bench
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"regexp"
 	"sort"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/anishathalye/porcupine"
 	"github.com/lockcheck/lockcheck/checker"
-	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/internal/redistest"
-	"github.com/lockcheck/lockcheck/locks"
 	"github.com/lockcheck/lockcheck/network"
 	"github.com/lockcheck/lockcheck/node"
 )
 
 const concurrency = 8
 
-// lockThroughput runs RLock acquires (the acquire script, each on a fresh key, recorded to a discarded
-// history) from concurrency clients for d and returns acquires per second.
-func lockThroughput(b *testing.B, addr, password string, d time.Duration) float64 {
-	scripts, err := locks.LoadScripts("redisson", "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	rec := history.NewRecorder(io.Discard, history.NewClock())
-	var total atomic.Int64
-	var wg sync.WaitGroup
-	stop := time.Now().Add(d)
-	for c := 0; c < concurrency; c++ {
-		r := locks.NewRedisson(fmt.Sprintf("c%d", c), locks.ClientConfig{Addr: addr, Password: password, PoolSize: 1},
-			locks.DefaultRedissonConfig(), scripts, rec)
-		defer r.Close()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx := context.Background()
-			rng := rand.New(rand.NewPCG(uint64(c), 1))
-			n := int64(0)
-			for time.Now().Before(stop) {
-				l := r.Lock("bench:"+strconv.Itoa(rng.IntN(1_000_000)), 1)
-				if _, err := l.TryLock(ctx, 0, 30*time.Second); err != nil {
-					b.Error(err)
-					return
-				}
-				n++
-			}
-			total.Add(n)
-		}()
-	}
-	wg.Wait()
-	return float64(total.Load()) / d.Seconds()
-}
-
 var rps = regexp.MustCompile(`([0-9.]+) requests per second`)
-
-// redisBenchmark runs the same acquire script through redis-benchmark at the same concurrency.
-func redisBenchmark(b *testing.B, n *node.Node, requests int) float64 {
-	scripts, _ := locks.LoadScripts("redisson", "")
-	sha, err := redistest.Client(b, n.Addr(), n.Password()).ScriptLoad(context.Background(), scripts.Source("acquire")).Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	out, err := exec.Command("redis-benchmark", "-h", "127.0.0.1", "-p", strconv.Itoa(n.Port()), "-a", n.Password(),
-		"-c", strconv.Itoa(concurrency), "-n", strconv.Itoa(requests), "-r", "1000000", "-q",
-		"EVALSHA", sha, "1", "bench:__rand_int__", "30000", "bench-owner:1").CombinedOutput()
-	if err != nil {
-		b.Fatalf("redis-benchmark: %v\n%s", err, out)
-	}
-	m := rps.FindStringSubmatch(string(out))
-	if m == nil {
-		b.Fatalf("redis-benchmark printed no rate:\n%s", out)
-	}
-	v, _ := strconv.ParseFloat(m[1], 64)
-	return v
-}
 
 // BenchmarkLockThroughput: lockcheck's RLock acquire rate against redis-benchmark running the same script
 // at the same concurrency, straight to the node and through a toxiproxy link. Target: ratio >= 0.8 direct.
@@ -102,9 +38,10 @@ func BenchmarkLockThroughput(b *testing.B) {
 		// Rounds alternate the three so that drift in the machine's speed hits all of them; medians are kept.
 		var bases, directs, proxieds []float64
 		for round := 0; round < 3; round++ {
-			bases = append(bases, redisBenchmark(b, n, 100_000))
-			directs = append(directs, lockThroughput(b, n.Addr(), n.Password(), 2*time.Second))
-			proxieds = append(proxieds, lockThroughput(b, link.Addr(), n.Password(), 2*time.Second))
+			rlock := primitives()[0]
+			bases = append(bases, benchScript(b, n, rlock, 100_000))
+			directs = append(directs, runOp(b, n.Addr(), n.Password(), 2*time.Second, rlock.op))
+			proxieds = append(proxieds, runOp(b, link.Addr(), n.Password(), 2*time.Second, rlock.op))
 		}
 		base, direct, proxied := median(bases), median(directs), median(proxieds)
 		fmt.Fprintf(os.Stdout, "\nlock throughput, %d clients, RLock acquire script on fresh keys (median of 3 rounds)\n", concurrency)

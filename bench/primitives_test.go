@@ -75,14 +75,16 @@ func primitives() []primitive {
 	}
 }
 
-func runOp(b *testing.B, n *node.Node, d time.Duration, op func(context.Context, *locks.Redisson, *rand.Rand) error) float64 {
+// runOp runs op from concurrency clients (each its own Redisson instance, history recorded and discarded)
+// for d and returns operations per second.
+func runOp(b *testing.B, addr, password string, d time.Duration, op func(context.Context, *locks.Redisson, *rand.Rand) error) float64 {
 	scripts, _ := locks.LoadScripts("redisson", "")
 	rec := history.NewRecorder(io.Discard, history.NewClock())
 	var total atomic.Int64
 	var wg sync.WaitGroup
 	stop := time.Now().Add(d)
 	for c := 0; c < concurrency; c++ {
-		r := locks.NewRedisson(fmt.Sprintf("c%d", c), locks.ClientConfig{Addr: n.Addr(), Password: n.Password(), PoolSize: 1},
+		r := locks.NewRedisson(fmt.Sprintf("c%d", c), locks.ClientConfig{Addr: addr, Password: password, PoolSize: 1},
 			locks.DefaultRedissonConfig(), scripts, rec)
 		defer r.Close()
 		wg.Add(1)
@@ -104,6 +106,7 @@ func runOp(b *testing.B, n *node.Node, d time.Duration, op func(context.Context,
 	return float64(total.Load()) / d.Seconds()
 }
 
+// benchScript runs p's script through redis-benchmark at the same concurrency and returns requests/s.
 func benchScript(b *testing.B, n *node.Node, p primitive, requests int) float64 {
 	scripts, _ := locks.LoadScripts("redisson", "")
 	admin := redistest.Client(b, n.Addr(), n.Password())
@@ -138,7 +141,7 @@ func BenchmarkPrimitives(b *testing.B) {
 				admin.Set(context.Background(), k, v, 0)
 			}
 			base := benchScript(b, n, p, 60_000)
-			lc := runOp(b, n, 2*time.Second, p.op)
+			lc := runOp(b, n.Addr(), n.Password(), 2*time.Second, p.op)
 			fmt.Fprintf(os.Stdout, "  %-22s %8.0f /s vs %8.0f /s   ratio %.2f\n", p.name, lc, base, lc/base)
 			b.ReportMetric(lc/base, "ratio-"+p.script)
 			n.Stop()

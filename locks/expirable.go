@@ -51,30 +51,20 @@ func (p *PermitSemaphore) TrySetPermits(ctx context.Context, n int64) (bool, err
 
 // TryAcquire takes one permit with a lease (0: none), waiting up to wait; it returns the permit id.
 func (p *PermitSemaphore) TryAcquire(ctx context.Context, wait, lease time.Duration) (string, error) {
-	deadline := time.Now().Add(wait)
-	cmdCtx := context.WithoutCancel(ctx)
-	id, next, err := p.tryAcquire(cmdCtx, lease)
-	if err != nil || id != "" || time.Until(deadline) <= 0 {
-		return id, err
-	}
-	e, err := p.r.subs.subscribeKind(cmdCtx, p.channel(), wakeSemaphore)
-	if err != nil {
-		return "", nil
-	}
-	defer p.r.subs.unsubscribe(p.channel())
-	for {
-		d := time.Until(deadline)
-		if next > 0 && next < d {
-			d = next
+	var id string
+	ok, err := p.r.waitFor(ctx, p.channel(), wakeSemaphore, wait, func(ctx context.Context) (bool, int64, error) {
+		got, next, err := p.tryAcquire(ctx, lease)
+		id = got
+		ttl := int64(-1)
+		if next > 0 {
+			ttl = next.Milliseconds()
 		}
-		e.wait(ctx, d)
-		if ctx.Err() != nil || time.Until(deadline) <= 0 {
-			return "", nil
-		}
-		if id, next, err = p.tryAcquire(cmdCtx, lease); err != nil || id != "" {
-			return id, err
-		}
+		return got != "", ttl, err
+	}, nil)
+	if !ok {
+		id = ""
 	}
+	return id, err
 }
 
 // tryAcquire runs the acquire script once; next is how long until the nearest permit deadline, if any.

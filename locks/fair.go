@@ -2,7 +2,6 @@ package locks
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"time"
 
@@ -48,85 +47,30 @@ func (l *FairLock) op(f string, args map[string]int64) history.Record {
 // now is the client's wall clock in epoch ms: the fair lock's deadlines are client time.
 func (l *FairLock) now() int64 { return l.r.now().UnixMilli() }
 
-// TryLock follows RedissonFairLock: the waiter's slot is its wait time (or fairLockWaitTimeout, 5 min);
-// a waiter that gives up leaves the queue (acquireFailed).
+// TryLock follows RedissonFairLock: the waiter's slot is its wait time (or fairLockWaitTimeout, 5 min),
+// it is woken on its own channel, and a waiter that gives up leaves the queue (acquireFailed).
 func (l *FairLock) TryLock(ctx context.Context, wait, lease time.Duration) (bool, error) {
 	slot := wait
 	if slot <= 0 {
 		slot = 5 * time.Minute
 	}
-	cmdCtx := context.WithoutCancel(ctx)
-	deadline := time.Now().Add(wait)
-	ok, ttl, err := l.tryAcquire(cmdCtx, lease, slot)
-	if err != nil || ok {
-		if err != nil {
-			l.acquireFailed(cmdCtx, slot)
-		}
-		return ok, err
-	}
-	if time.Until(deadline) <= 0 {
-		l.acquireFailed(cmdCtx, slot)
-		return false, nil
-	}
-	ch := l.channel() + ":" + l.Owner()
-	e, err := l.r.subs.subscribe(cmdCtx, ch)
-	if err != nil {
-		l.acquireFailed(cmdCtx, slot)
-		return false, nil
-	}
-	defer l.r.subs.unsubscribe(ch)
-	for {
-		remain := time.Until(deadline)
-		d := remain
-		if ttl >= 0 && time.Duration(ttl)*time.Millisecond < remain {
-			d = time.Duration(ttl) * time.Millisecond
-		}
-		e.wait(ctx, d)
-		if ctx.Err() != nil || time.Until(deadline) <= 0 {
-			l.acquireFailed(cmdCtx, slot)
-			return false, nil
-		}
-		ok, ttl, err = l.tryAcquire(cmdCtx, lease, slot)
-		if err != nil {
-			l.acquireFailed(cmdCtx, slot)
-			return false, err
-		}
-		if ok {
-			return true, nil
-		}
-	}
+	return l.r.waitFor(ctx, l.channel()+":"+l.Owner(), wakeLock, wait, func(ctx context.Context) (bool, int64, error) {
+		return l.tryAcquire(ctx, lease, slot)
+	}, func(ctx context.Context) { l.acquireFailed(ctx, slot) })
 }
 
 func (l *FairLock) tryAcquire(ctx context.Context, lease, slot time.Duration) (bool, int64, error) {
-	arg := lease
-	if lease <= 0 {
-		arg = l.r.cfg.WatchdogTimeout
-	}
-	v, refused, err := record(l.r.rec, l.op("acquire", msArgs("lease_ms", arg, "slot_ms", slot)), func() (*int64, bool, error) {
-		res, err := l.r.eval(ctx, l.acquire, []string{l.name, l.queue(), l.timeouts()},
-			arg.Milliseconds(), l.Owner(), slot.Milliseconds(), l.now())
-		if res == nil {
-			return nil, false, err
+	arg := l.r.leaseArg(lease)
+	return l.r.acquireOnce(l.op("acquire", msArgs("lease_ms", arg, "slot_ms", slot)), func() (*int64, bool, error) {
+		return ttlReply(l.r.eval(ctx, l.acquire, []string{l.name, l.queue(), l.timeouts()},
+			arg.Milliseconds(), l.Owner(), slot.Milliseconds(), l.now()))
+	}, func() { _, _, _ = l.unlockInner(ctx, newRequestID(), 0) }, func() {
+		if lease > 0 {
+			l.internalLease = lease
+		} else {
+			l.r.wd.add(l.name, l.Owner())
 		}
-		ttl, _ := res.(int64)
-		return history.Int64(ttl), true, err
 	})
-	if errors.Is(err, ErrNoSync) && !refused {
-		_, _, _ = l.unlockInner(ctx, newRequestID(), 0)
-		return false, 0, err
-	}
-	if err != nil {
-		return false, 0, err
-	}
-	if refused {
-		return false, *v, nil
-	}
-	if lease > 0 {
-		l.internalLease = lease
-	} else {
-		l.r.wd.add(l.name, l.Owner())
-	}
-	return true, 0, nil
 }
 
 // acquireFailed leaves the queue and hands the slot back to the waiters behind.
@@ -150,22 +94,7 @@ func (l *FairLock) Unlock(ctx context.Context) error {
 func (l *FairLock) unlockInner(ctx context.Context, id string, attempt int) (int64, bool, error) {
 	latch := latchKey(l.name, id)
 	l.r.noteLatch(id, latch)
-	latchMs := max((l.r.cfg.Timeout+1500*time.Millisecond).Milliseconds()*int64(l.r.cfg.UnlockRetries+1), 1)
-	v, refused, err := record(l.r.rec, l.op("release", msArgs("lease_ms", l.internalLease, "attempt", attempt)), func() (*int64, bool, error) {
-		reply, err := l.r.eval(ctx, "fair_release", []string{l.name, l.queue(), l.timeouts(), l.channel(), latch},
-			unlockMessage, l.internalLease.Milliseconds(), l.Owner(), l.now(), publishCommand, latchMs)
-		if reply == nil {
-			if err == nil {
-				return history.Int64(-1), true, nil
-			}
-			return nil, false, err
-		}
-		n, _ := reply.(int64)
-		return history.Int64(n), false, err
-	})
-	var res int64
-	if v != nil {
-		res = *v
-	}
-	return res, refused, err
+	return l.r.releaseOnce(ctx, l.op("release", msArgs("lease_ms", l.internalLease, "attempt", attempt)), "fair_release",
+		[]string{l.name, l.queue(), l.timeouts(), l.channel(), latch},
+		unlockMessage, l.internalLease.Milliseconds(), l.Owner(), l.now(), publishCommand, l.r.latchMs())
 }

@@ -44,74 +44,32 @@ func (l *RLock) op(f string, args map[string]int64) history.Record {
 // TryLock follows RedissonLock.tryLock(wait, lease): one attempt; then, while the wait budget lasts,
 // subscribe to the lock's channel and retry on every unlock message or after the holder's pttl.
 func (l *RLock) TryLock(ctx context.Context, wait, lease time.Duration) (bool, error) {
-	deadline := time.Now().Add(wait)
-	cmdCtx := context.WithoutCancel(ctx) // ctx ends waiting; a command in flight always finishes
-	ok, ttl, err := l.tryAcquire(cmdCtx, lease)
-	if err != nil || ok || time.Until(deadline) <= 0 {
-		return ok, err
-	}
-	e, err := l.r.subs.subscribe(cmdCtx, l.channel())
-	if err != nil {
-		return false, nil // Redisson gives up (acquireFailed) when it cannot subscribe in time
-	}
-	defer l.r.subs.unsubscribe(l.channel())
-	for {
-		remain := time.Until(deadline)
-		d := remain
-		if ttl >= 0 && time.Duration(ttl)*time.Millisecond < remain {
-			d = time.Duration(ttl) * time.Millisecond
-		}
-		e.wait(ctx, d)
-		if ctx.Err() != nil || time.Until(deadline) <= 0 {
-			return false, nil
-		}
-		ok, ttl, err = l.tryAcquire(cmdCtx, lease)
-		if err != nil || ok {
-			return ok, err
-		}
-		if time.Until(deadline) <= 0 {
-			return false, nil
-		}
-	}
+	return l.r.waitFor(ctx, l.channel(), wakeLock, wait, func(ctx context.Context) (bool, int64, error) {
+		return l.tryAcquire(ctx, lease)
+	}, nil)
 }
 
 // tryAcquire runs the acquire script once; on ErrNoSync it compensates with an unlock and tries again, as
 // Redisson's handleNoSync inside ServiceManager.execute does.
 func (l *RLock) tryAcquire(ctx context.Context, lease time.Duration) (bool, int64, error) {
-	arg := lease
-	if lease <= 0 {
-		arg = l.r.cfg.WatchdogTimeout
-	}
+	arg := l.r.leaseArg(lease)
 	for attempt := 0; ; attempt++ {
-		v, refused, err := record(l.r.rec, l.op("acquire", msArgs("lease_ms", arg)), func() (*int64, bool, error) {
+		ok, ttl, err := l.r.acquireOnce(l.op("acquire", msArgs("lease_ms", arg)), func() (*int64, bool, error) {
 			keys := []string{l.name}
 			if l.fenced() {
 				keys = append(keys, prefixName("redisson_lock_token", l.name))
 			}
-			res, err := l.r.eval(ctx, l.acquire, keys, arg.Milliseconds(), l.Owner())
-			return l.parseAcquire(res, err)
+			return l.parseAcquire(l.r.eval(ctx, l.acquire, keys, arg.Milliseconds(), l.Owner()))
+		}, func() { _, _, _ = l.unlockInner(ctx, newRequestID(), 0) }, func() {
+			if lease > 0 {
+				l.internalLease = lease
+			} else {
+				l.r.wd.add(l.name, l.Owner())
+			}
 		})
-		if errors.Is(err, ErrNoSync) {
-			if !refused {
-				_, _, _ = l.unlockInner(ctx, newRequestID(), 0)
-			}
-			if attempt >= l.r.cfg.SyncRetries || !sleepCtx(ctx, l.r.retryDelay()) {
-				return false, 0, err
-			}
-			continue
+		if !errors.Is(err, ErrNoSync) || attempt >= l.r.cfg.SyncRetries || !sleepCtx(ctx, l.r.retryDelay()) {
+			return ok, ttl, err
 		}
-		if err != nil {
-			return false, 0, err
-		}
-		if refused {
-			return false, *v, nil
-		}
-		if lease > 0 {
-			l.internalLease = lease
-		} else {
-			l.r.wd.add(l.name, l.Owner())
-		}
-		return true, 0, nil
 	}
 }
 
@@ -136,14 +94,7 @@ func (l *RLock) parseAcquire(res any, err error) (*int64, bool, error) {
 		}
 		return history.Int64(ttl), true, err
 	}
-	if res == nil {
-		return nil, false, err
-	}
-	ttl, ok := res.(int64)
-	if !ok {
-		return nil, false, errors.New("acquire: unexpected reply")
-	}
-	return history.Int64(ttl), true, err
+	return ttlReply(res, err)
 }
 
 // Token is the fencing token of the last grant (fenced lock only).
@@ -197,23 +148,9 @@ func latchKey(name, id string) string { return prefixName("redisson_unlock_latch
 // unlockInner runs the release script once. nok is true when Redis answered nil (not held).
 func (l *RLock) unlockInner(ctx context.Context, id string, attempt int) (res int64, nok bool, err error) {
 	l.r.noteLatch(id, l.latchKey(id))
-	latchMs := max((l.r.cfg.Timeout+1500*time.Millisecond).Milliseconds()*int64(l.r.cfg.UnlockRetries+1), 1)
-	v, refused, err := record(l.r.rec, l.op("release", msArgs("lease_ms", l.internalLease, "attempt", attempt)), func() (*int64, bool, error) {
-		reply, err := l.r.eval(ctx, "release", []string{l.name, l.channel(), l.latchKey(id)},
-			unlockMessage, l.internalLease.Milliseconds(), l.Owner(), publishCommand, latchMs)
-		if reply == nil {
-			if err == nil {
-				return history.Int64(-1), true, nil
-			}
-			return nil, false, err
-		}
-		n, _ := reply.(int64)
-		return history.Int64(n), false, err
-	})
-	if v != nil {
-		res = *v
-	}
-	return res, refused, err
+	return l.r.releaseOnce(ctx, l.op("release", msArgs("lease_ms", l.internalLease, "attempt", attempt)), "release",
+		[]string{l.name, l.channel(), l.latchKey(id)},
+		unlockMessage, l.internalLease.Milliseconds(), l.Owner(), publishCommand, l.r.latchMs())
 }
 
 // ForceUnlock deletes the lock whoever holds it and wakes every waiter.

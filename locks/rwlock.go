@@ -2,7 +2,6 @@ package locks
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -78,69 +77,27 @@ func (l *ReadWriteLock) op(f string, args map[string]int64) history.Record {
 
 // TryLock acquires this half as RLock.tryLock does: try, then wait on the shared channel.
 func (l *ReadWriteLock) TryLock(ctx context.Context, wait, lease time.Duration) (bool, error) {
-	deadline := time.Now().Add(wait)
-	cmdCtx := context.WithoutCancel(ctx)
-	ok, ttl, err := l.tryAcquire(cmdCtx, lease)
-	if err != nil || ok || time.Until(deadline) <= 0 {
-		return ok, err
-	}
-	e, err := l.r.subs.subscribe(cmdCtx, l.channel())
-	if err != nil {
-		return false, nil
-	}
-	defer l.r.subs.unsubscribe(l.channel())
-	for {
-		d := time.Until(deadline)
-		if ttl >= 0 && time.Duration(ttl)*time.Millisecond < d {
-			d = time.Duration(ttl) * time.Millisecond
-		}
-		e.wait(ctx, d)
-		if ctx.Err() != nil || time.Until(deadline) <= 0 {
-			return false, nil
-		}
-		if ok, ttl, err = l.tryAcquire(cmdCtx, lease); err != nil || ok {
-			return ok, err
-		}
-	}
+	return l.r.waitFor(ctx, l.channel(), wakeLock, wait, func(ctx context.Context) (bool, int64, error) {
+		return l.tryAcquire(ctx, lease)
+	}, nil)
 }
 
 func (l *ReadWriteLock) tryAcquire(ctx context.Context, lease time.Duration) (bool, int64, error) {
-	arg := lease
-	if lease <= 0 {
-		arg = l.r.cfg.WatchdogTimeout
-	}
+	arg := l.r.leaseArg(lease)
 	mine := l.r.ID + ":" + strconv.FormatInt(l.thread, 10)
-	v, refused, err := record(l.r.rec, l.op("acquire", msArgs("lease_ms", arg)), func() (*int64, bool, error) {
-		var res any
-		var err error
+	return l.r.acquireOnce(l.op("acquire", msArgs("lease_ms", arg)), func() (*int64, bool, error) {
 		if l.write {
-			res, err = l.r.eval(ctx, "rw_write_acquire", []string{l.name}, arg.Milliseconds(), l.Owner())
+			return ttlReply(l.r.eval(ctx, "rw_write_acquire", []string{l.name}, arg.Milliseconds(), l.Owner()))
+		}
+		return ttlReply(l.r.eval(ctx, l.readAcquire, []string{l.name, readTimeoutPrefix(l.name, mine)},
+			arg.Milliseconds(), mine, mine+":write"))
+	}, func() { _, _, _ = l.unlockInner(ctx, newRequestID(), 0) }, func() {
+		if lease > 0 {
+			l.lease = lease
 		} else {
-			res, err = l.r.eval(ctx, l.readAcquire, []string{l.name, readTimeoutPrefix(l.name, mine)},
-				arg.Milliseconds(), mine, mine+":write")
+			l.r.wd.addKind(l.name, l.Owner(), !l.write)
 		}
-		if res == nil {
-			return nil, false, err
-		}
-		ttl, _ := res.(int64)
-		return history.Int64(ttl), true, err
 	})
-	if errors.Is(err, ErrNoSync) && !refused {
-		_, _, _ = l.unlockInner(ctx, newRequestID(), 0)
-		return false, 0, err
-	}
-	if err != nil {
-		return false, 0, err
-	}
-	if refused {
-		return false, *v, nil
-	}
-	if lease > 0 {
-		l.lease = lease
-	} else {
-		l.r.wd.addKind(l.name, l.Owner(), !l.write)
-	}
-	return true, 0, nil
 }
 
 // Unlock releases one hold of this half.
@@ -153,30 +110,12 @@ func (l *ReadWriteLock) Unlock(ctx context.Context) error {
 func (l *ReadWriteLock) unlockInner(ctx context.Context, id string, attempt int) (int64, bool, error) {
 	latch := latchKey(l.name, id)
 	l.r.noteLatch(id, latch)
-	latchMs := max((l.r.cfg.Timeout+1500*time.Millisecond).Milliseconds()*int64(l.r.cfg.UnlockRetries+1), 1)
-	v, refused, err := record(l.r.rec, l.op("release", msArgs("lease_ms", l.lease, "attempt", attempt)), func() (*int64, bool, error) {
-		var reply any
-		var err error
-		if l.write {
-			reply, err = l.r.eval(ctx, "rw_write_release", []string{l.name, l.channel(), latch},
-				readUnlockMessage, l.lease.Milliseconds(), l.Owner(), publishCommand, latchMs)
-		} else {
-			reply, err = l.r.eval(ctx, "rw_read_release", []string{l.name, l.channel(),
-				readTimeoutPrefix(l.name, l.Owner()), "{" + l.name + "}", latch},
-				unlockMessage, l.Owner(), publishCommand, latchMs)
-		}
-		if reply == nil {
-			if err == nil {
-				return history.Int64(-1), true, nil
-			}
-			return nil, false, err
-		}
-		n, _ := reply.(int64)
-		return history.Int64(n), false, err
-	})
-	var res int64
-	if v != nil {
-		res = *v
+	rec := l.op("release", msArgs("lease_ms", l.lease, "attempt", attempt))
+	if l.write {
+		return l.r.releaseOnce(ctx, rec, "rw_write_release", []string{l.name, l.channel(), latch},
+			readUnlockMessage, l.lease.Milliseconds(), l.Owner(), publishCommand, l.r.latchMs())
 	}
-	return res, refused, err
+	return l.r.releaseOnce(ctx, rec, "rw_read_release",
+		[]string{l.name, l.channel(), readTimeoutPrefix(l.name, l.Owner()), "{" + l.name + "}", latch},
+		unlockMessage, l.Owner(), publishCommand, l.r.latchMs())
 }

@@ -56,26 +56,10 @@ func trySet(ctx context.Context, r *Redisson, rec history.Record, script string,
 
 // TryAcquire takes n permits, waiting up to wait for releases (published with the new count).
 func (s *RSemaphore) TryAcquire(ctx context.Context, n int64, wait time.Duration) (bool, error) {
-	deadline := time.Now().Add(wait)
-	cmdCtx := context.WithoutCancel(ctx)
-	ok, err := s.tryAcquire(cmdCtx, n)
-	if err != nil || ok || time.Until(deadline) <= 0 {
-		return ok, err
-	}
-	e, err := s.r.subs.subscribeKind(cmdCtx, s.channel(), wakeSemaphore)
-	if err != nil {
-		return false, nil
-	}
-	defer s.r.subs.unsubscribe(s.channel())
-	for {
-		e.wait(ctx, time.Until(deadline))
-		if ctx.Err() != nil || time.Until(deadline) <= 0 {
-			return false, nil
-		}
-		if ok, err = s.tryAcquire(cmdCtx, n); err != nil || ok {
-			return ok, err
-		}
-	}
+	return s.r.waitFor(ctx, s.channel(), wakeSemaphore, wait, func(ctx context.Context) (bool, int64, error) {
+		ok, err := s.tryAcquire(ctx, n)
+		return ok, -1, err
+	}, nil)
 }
 
 // tryAcquire runs the acquire script once. On NoSync Redisson releases n permits, whether or not the

@@ -1,0 +1,120 @@
+package locks
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+)
+
+// The pieces every Redisson primitive shares: the wait loop around an attempt, one recorded acquire, one
+// recorded release.
+
+// waitFor is Redisson's tryLock shape: one attempt; then, while wait lasts, subscribe to channel and try
+// again on each wake-up or after the returned ttl (ms, -1 for none). ctx ends waiting; a command in flight
+// always finishes. giveUp (may be nil) runs whenever the call ends without the lock.
+func (r *Redisson) waitFor(ctx context.Context, channel string, kind wakeKind, wait time.Duration,
+	attempt func(context.Context) (bool, int64, error), giveUp func(context.Context)) (bool, error) {
+	deadline := time.Now().Add(wait)
+	cmdCtx := context.WithoutCancel(ctx)
+	fail := func(err error) (bool, error) {
+		if giveUp != nil {
+			giveUp(cmdCtx)
+		}
+		return false, err
+	}
+	ok, ttl, err := attempt(cmdCtx)
+	switch {
+	case err != nil:
+		return fail(err)
+	case ok:
+		return true, nil
+	case time.Until(deadline) <= 0:
+		return fail(nil)
+	}
+	e, err := r.subs.subscribeKind(cmdCtx, channel, kind)
+	if err != nil {
+		return fail(nil) // Redisson gives up when it cannot subscribe in time
+	}
+	defer r.subs.unsubscribe(channel)
+	for {
+		d := time.Until(deadline)
+		if ttl >= 0 && time.Duration(ttl)*time.Millisecond < d {
+			d = time.Duration(ttl) * time.Millisecond
+		}
+		e.wait(ctx, d)
+		if ctx.Err() != nil || time.Until(deadline) <= 0 {
+			return fail(nil)
+		}
+		if ok, ttl, err = attempt(cmdCtx); err != nil {
+			return fail(err)
+		} else if ok {
+			return true, nil
+		}
+	}
+}
+
+// ttlReply reads an acquire script's reply: nil when granted, else the holder's pttl (a refusal).
+func ttlReply(res any, err error) (*int64, bool, error) {
+	if res == nil {
+		return nil, false, err
+	}
+	ttl, ok := res.(int64)
+	if !ok {
+		return nil, false, errors.New("acquire: unexpected reply")
+	}
+	return history.Int64(ttl), true, err
+}
+
+// acquireOnce records one acquire command and settles it: a grant that no replica acknowledged is undone
+// (Redisson's handleNoSync); a refusal returns the holder's pttl; a grant runs granted.
+func (r *Redisson) acquireOnce(rec history.Record, run func() (*int64, bool, error), undo, granted func()) (bool, int64, error) {
+	v, refused, err := record(r.rec, rec, run)
+	switch {
+	case errors.Is(err, ErrNoSync):
+		if !refused {
+			undo()
+		}
+		return false, 0, err
+	case err != nil:
+		return false, 0, err
+	case refused:
+		return false, *v, nil
+	}
+	granted()
+	return true, 0, nil
+}
+
+// releaseOnce records one release script: nil means not held (recorded as refused, -1), else its number.
+func (r *Redisson) releaseOnce(ctx context.Context, rec history.Record, script string, keys []string, args ...any) (int64, bool, error) {
+	v, refused, err := record(r.rec, rec, func() (*int64, bool, error) {
+		reply, err := r.eval(ctx, script, keys, args...)
+		if reply == nil {
+			if err == nil {
+				return history.Int64(-1), true, nil
+			}
+			return nil, false, err
+		}
+		n, _ := reply.(int64)
+		return history.Int64(n), false, err
+	})
+	var res int64
+	if v != nil {
+		res = *v
+	}
+	return res, refused, err
+}
+
+// latchMs is how long an unlock latch lives: (timeout + retry delay) × attempts, as Redisson computes it.
+func (r *Redisson) latchMs() int64 {
+	return max((r.cfg.Timeout+1500*time.Millisecond).Milliseconds()*int64(r.cfg.UnlockRetries+1), 1)
+}
+
+// leaseArg is the lease an acquire script gets: the caller's, or the watchdog's when none.
+func (r *Redisson) leaseArg(lease time.Duration) time.Duration {
+	if lease <= 0 {
+		return r.cfg.WatchdogTimeout
+	}
+	return lease
+}
