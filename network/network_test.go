@@ -8,6 +8,7 @@ import (
 	"github.com/lockcheck/lockcheck/internal/redistest"
 	"github.com/lockcheck/lockcheck/network"
 	"github.com/lockcheck/lockcheck/node"
+	"github.com/redis/go-redis/v9"
 )
 
 // A cut link black-holes its client (it times out) while a client on another link carries on; healing
@@ -61,17 +62,7 @@ func TestCutTimesOutOneClientOnly(t *testing.T) {
 // With replies dropped, a command reaches Redis and applies, and its caller never hears back.
 func TestDropRepliesAppliesCommand(t *testing.T) {
 	ctx := context.Background()
-	n := redistest.Start(t, node.PersistNone)
-	px := network.New()
-	t.Cleanup(px.Close)
-	l, err := px.Add("c1->n1", n.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := redistest.Client(t, l.Addr(), n.Password())
-	if err := c.Ping(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
+	n, l, c := proxied(t)
 	if err := l.DropReplies(); err != nil {
 		t.Fatal(err)
 	}
@@ -87,17 +78,7 @@ func TestDropRepliesAppliesCommand(t *testing.T) {
 
 func TestDelayAddsLatency(t *testing.T) {
 	ctx := context.Background()
-	n := redistest.Start(t, node.PersistNone)
-	px := network.New()
-	t.Cleanup(px.Close)
-	l, err := px.Add("c1->n1", n.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := redistest.Client(t, l.Addr(), n.Password())
-	if err := c.Ping(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
+	_, l, c := proxied(t)
 	if err := l.Delay(100, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -109,4 +90,20 @@ func TestDelayAddsLatency(t *testing.T) {
 		t.Fatalf("PING took %v through 100ms each way", d)
 	}
 	_ = l.Heal()
+}
+
+// proxied starts a node and one link to it, and returns a client that has already talked through it.
+func proxied(t *testing.T) (*node.Node, *network.Link, *redis.Client) {
+	n := redistest.Start(t, node.PersistNone)
+	px := network.New()
+	t.Cleanup(px.Close)
+	l, err := px.Add("c1->n1", n.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redistest.Client(t, l.Addr(), n.Password())
+	if err := c.Ping(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return n, l, c
 }
