@@ -82,7 +82,7 @@ func (x Exclusion) Check(_ context.Context, h *history.History) Result {
 }
 
 func (o Overlap) String() string {
-	return fmt.Sprintf("%s held %s from %s to %s; %s entered at %s, %s before the holder left",
+	return fmt.Sprintf("%s held %s from %s to %s; %s entered at %s: both inside for %s",
 		o.Holder, o.Key, Secs(o.HeldFrom), Secs(o.HeldTo), o.Intruder, Secs(o.Entered),
 		Secs(min(o.HeldTo, o.IntruderOut)-o.Entered))
 }

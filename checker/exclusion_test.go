@@ -23,7 +23,7 @@ func TestExclusion(t *testing.T) {
 		{"back to back", []history.Record{sec("c1", "k", 0, 10), sec("c2", "k", 10, 20)}, Valid, ""},
 		{"other keys overlap freely", []history.Record{sec("c1", "a", 0, 10), sec("c2", "b", 5, 15)}, Valid, ""},
 		{"overlap", []history.Record{sec("c1", "k", 0, int64(2*s)), sec("c2", "k", int64(s), int64(3*s))}, Invalid,
-			"c1 held k from 0.000s to 2.000s; c2 entered at 1.000s, 1.000s before the holder left"},
+			"c1 held k from 0.000s to 2.000s; c2 entered at 1.000s: both inside for 1.000s"},
 		{"nested inside a long one", []history.Record{sec("c1", "k", 0, 100), sec("c2", "k", 20, 30), sec("c3", "k", 50, 60)}, Invalid, "c2 entered"},
 		{"no sections", nil, Unknown, "never tested"},
 	}

@@ -153,6 +153,9 @@ func (h *History) Windows() []Window {
 			out = append(out, Window{Kind: f.F, Targets: f.Targets, Detail: f.Detail, Start: f.Time, End: -1})
 			continue
 		}
+		if f.Phase != "stop" {
+			continue // an error, a final heal, or a note inside a fault ("frozen")
+		}
 		if i, ok := openIdx[k]; ok {
 			out[i].End, out[i].Healed = f.Time, true
 			delete(openIdx, k)

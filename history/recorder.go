@@ -138,9 +138,10 @@ func (r *Recorder) Section(rec Record, overlap bool) {
 // Fault records a nemesis event and remembers the fault in force for the status line.
 func (r *Recorder) Fault(kind, phase string, targets []string, detail string) {
 	r.write(Record{Type: Fault, Client: "nemesis", F: kind, Phase: phase, Targets: targets, Detail: detail}, true)
-	if phase == "start" {
+	switch phase {
+	case "start":
 		r.fault.Store(kind)
-	} else {
+	case "stop", "final":
 		r.fault.Store("")
 	}
 }

@@ -52,13 +52,16 @@ func (c *redissonClient) Latch(key string, thread int64) Latch {
 
 func newRedisson(variant string, broken bool) func(Env) (Client, error) {
 	return func(e Env) (Client, error) {
-		r := NewRedisson(e.Client, ClientConfig{Addr: e.Addrs[0], Password: e.Password}, e.Redisson, e.Scripts, e.Rec)
+		cfg := e.Redisson
+		cfg.Gate = e.Gate
+		r := NewRedisson(e.Client, ClientConfig{Addr: e.Addrs[0], Password: e.Password}, cfg, e.Scripts, e.Rec)
 		return &redissonClient{Redisson: r, variant: variant, broken: broken}, nil
 	}
 }
 
 // redlockClient is a RedLock user: one Redisson instance per master.
 type redlockClient struct {
+	gate   *Gate
 	name   string
 	rs     []*Redisson
 	broken bool
@@ -66,6 +69,8 @@ type redlockClient struct {
 }
 
 func (c *redlockClient) Name() string { return c.name }
+
+func (c *redlockClient) Gate() *Gate { return c.gate }
 
 func (c *redlockClient) Close() error {
 	for _, r := range c.rs {
@@ -96,10 +101,12 @@ func nodeNames(n int) []string {
 
 func newRedlock(broken bool) func(Env) (Client, error) {
 	return func(e Env) (Client, error) {
-		c := &redlockClient{name: e.Client, broken: broken, rng: rand.New(rand.NewPCG(rand.Uint64(), 1))}
+		c := &redlockClient{name: e.Client, gate: e.Gate, broken: broken, rng: rand.New(rand.NewPCG(rand.Uint64(), 1))}
+		cfg := e.Redisson
+		cfg.Gate = e.Gate
 		for i, a := range e.Addrs {
 			c.rs = append(c.rs, NewRedissonOn(e.Client, nodeNames(len(e.Addrs))[i], ClientConfig{Addr: a, Password: e.Password},
-				e.Redisson, e.Scripts, e.Rec))
+				cfg, e.Scripts, e.Rec))
 		}
 		return c, nil
 	}
@@ -112,7 +119,7 @@ func newSpec(broken bool) func(Env) (Client, error) {
 			lease = e.Redisson.WatchdogTimeout
 		}
 		return NewSpecClient(e.Client, nodeNames(len(e.Addrs)), e.Addrs, e.Password, e.Redisson.Timeout, lease, e.Scripts,
-			e.Rec, broken), nil
+			e.Rec, broken, e.Gate), nil
 	}
 }
 
@@ -122,7 +129,7 @@ func newNaive(e Env) (Client, error) {
 		lease = e.Redisson.WatchdogTimeout
 	}
 	return NewNaiveClient(e.Client, newRequestID(), ClientConfig{Addr: e.Addrs[0], Password: e.Password,
-		Timeout: e.Redisson.Timeout}, lease, e.Rec), nil
+		Timeout: e.Redisson.Timeout, Gate: e.Gate}, lease, e.Rec), nil
 }
 
 // Mutex returns the naive lock called keys[0].
@@ -130,6 +137,9 @@ func (c *NaiveClient) Mutex(keys []string, thread int64) Mutex { return c.Lock(k
 
 // Name is the client's name in the history.
 func (c *NaiveClient) Name() string { return c.name }
+
+// Gate is the client's pause gate.
+func (c *NaiveClient) Gate() *Gate { return c.gate }
 
 // Name is the client's name in the history.
 func (r *Redisson) Name() string { return r.name }

@@ -64,6 +64,7 @@ type ClientConfig struct {
 	Password string
 	Timeout  time.Duration // per command: dial, read and write (Redisson's timeout, 3 s)
 	PoolSize int
+	Gate     *Gate // every command waits here while the client is paused
 }
 
 // NewClient builds a go-redis client with retries off and the timeout bounding every command.
@@ -74,7 +75,7 @@ func NewClient(c ClientConfig) *redis.Client {
 	if c.PoolSize <= 0 {
 		c.PoolSize = 4
 	}
-	return redis.NewClient(&redis.Options{
+	rdb := redis.NewClient(&redis.Options{
 		Addr: c.Addr, Password: c.Password,
 		MaxRetries:            -1, // -1, not 0: 0 means the default of 3
 		DialTimeout:           c.Timeout,
@@ -86,6 +87,29 @@ func NewClient(c ClientConfig) *redis.Client {
 		DisableIdentity:       true,
 		Protocol:              2,
 	})
+	if c.Gate != nil {
+		rdb.AddHook(gateHook{c.Gate})
+	}
+	return rdb
+}
+
+// gateHook holds every command and pipeline of a paused client before it is written.
+type gateHook struct{ g *Gate }
+
+func (h gateHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h gateHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.g.Pass()
+		return next(ctx, cmd)
+	}
+}
+
+func (h gateHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.g.Pass()
+		return next(ctx, cmds)
+	}
 }
 
 // record runs one command as one history operation. classify turns its reply into the record's value:

@@ -25,12 +25,13 @@ type NaiveClient struct {
 	rdb   *redis.Client
 	rec   Recorder
 	lease time.Duration // used when TryLock gets lease 0
+	gate  *Gate
 	poll  time.Duration
 }
 
 // NewNaiveClient connects one naive client. defaultLease applies when a caller asks for lease 0.
 func NewNaiveClient(name, id string, conn ClientConfig, defaultLease time.Duration, rec Recorder) *NaiveClient {
-	return &NaiveClient{ID: id, name: name, rdb: NewClient(conn), rec: rec, lease: defaultLease,
+	return &NaiveClient{ID: id, name: name, rdb: NewClient(conn), rec: rec, lease: defaultLease, gate: conn.Gate,
 		poll: 25 * time.Millisecond}
 }
 

@@ -24,9 +24,9 @@ type RedissonConfig struct {
 	CheckSyncedSlaves bool          // checkLockSyncedSlaves, true
 	SlavesSyncTimeout time.Duration // slavesSyncTimeout, 1 s
 	SyncRetries       int           // ServiceManager.execute retries on NoSync (retryAttempts, 4)
-	// Now is the client's wall clock, which the fair lock and the expirable semaphore send to Redis
-	// (nil: time.Now). A skewed clock here is the client-clock fault.
-	Now func() time.Time
+	// Gate freezes the client (client-pause) and skews its wall clock (client-clock), which the fair lock
+	// and the expirable semaphore send to Redis. nil: never paused, the real clock.
+	Gate *Gate
 }
 
 // DefaultRedissonConfig is Redisson's defaults.
@@ -65,7 +65,7 @@ func NewRedisson(name string, conn ClientConfig, cfg RedissonConfig, scripts *Sc
 // NewRedissonOn is NewRedisson for a client of the named node (one Redisson instance per master, as a
 // RedLock's users create them).
 func NewRedissonOn(name, node string, conn ClientConfig, cfg RedissonConfig, scripts *Scripts, rec Recorder) *Redisson {
-	conn.Timeout = cfg.Timeout
+	conn.Timeout, conn.Gate = cfg.Timeout, cfg.Gate
 	r := &Redisson{ID: uuid.NewString(), name: name, node: node, cfg: cfg, rdb: NewClient(conn), scripts: scripts, rec: rec,
 		slaves: -1}
 	r.subs = newSubscriptions(r.rdb)
@@ -73,12 +73,10 @@ func NewRedissonOn(name, node string, conn ClientConfig, cfg RedissonConfig, scr
 	return r
 }
 
-func (r *Redisson) now() time.Time {
-	if r.cfg.Now != nil {
-		return r.cfg.Now()
-	}
-	return time.Now()
-}
+func (r *Redisson) now() time.Time { return r.cfg.Gate.Now() }
+
+// Gate is the client's pause gate and clock.
+func (r *Redisson) Gate() *Gate { return r.cfg.Gate }
 
 // Close stops the watchdog and closes every connection.
 func (r *Redisson) Close() error {
@@ -398,6 +396,7 @@ func (w *watchdog) loop() {
 			return
 		case <-time.After(w.r.cfg.WatchdogTimeout / 3):
 		}
+		w.r.cfg.Gate.Pass() // a frozen client's watchdog is frozen too
 		w.renewAll()
 	}
 }

@@ -35,24 +35,28 @@ type SpecClient struct {
 	quorum int
 	rng    *rand.Rand
 	mu     sync.Mutex
+	gate   *Gate
 }
 
 // NewSpecClient connects to every master (addrs[i] is node nodes[i]).
 func NewSpecClient(name string, nodes, addrs []string, password string, timeout, lease time.Duration,
-	scripts *Scripts, rec Recorder, minority bool) *SpecClient {
+	scripts *Scripts, rec Recorder, minority bool, gate *Gate) *SpecClient {
 	c := &SpecClient{ID: newRequestID(), name: name, nodes: nodes, rec: rec, scripts: scripts, lease: lease,
-		quorum: len(addrs)/2 + 1, rng: rand.New(rand.NewPCG(rand.Uint64(), 0))}
+		quorum: len(addrs)/2 + 1, rng: rand.New(rand.NewPCG(rand.Uint64(), 0)), gate: gate}
 	if minority {
 		c.quorum = 1
 	}
 	for _, a := range addrs {
-		c.rdbs = append(c.rdbs, NewClient(ClientConfig{Addr: a, Password: password, Timeout: timeout}))
+		c.rdbs = append(c.rdbs, NewClient(ClientConfig{Addr: a, Password: password, Timeout: timeout, Gate: gate}))
 	}
 	return c
 }
 
 // Name is the client's name in the history.
 func (c *SpecClient) Name() string { return c.name }
+
+// Gate is the client's pause gate.
+func (c *SpecClient) Gate() *Gate { return c.gate }
 
 // Close closes every pool.
 func (c *SpecClient) Close() error {

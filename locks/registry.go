@@ -26,12 +26,15 @@ type Env struct {
 	Redisson RedissonConfig
 	Lease    time.Duration // the run's --lease, for locks that need a fixed one
 	Rec      Recorder
+	Gate     *Gate // pauses the client and skews its clock; nil for none
 }
 
 // Client is one client instance of some lock kind; it also implements its family's interface.
 type Client interface {
 	Name() string
 	Close() error
+	// Gate pauses the client and skews its clock (nil: the client cannot be paused).
+	Gate() *Gate
 }
 
 // MutexClient hands out mutex-like locks; keys has one name, or several for a multi lock.

@@ -272,3 +272,49 @@ func TestScriptOverrides(t *testing.T) {
 		t.Fatal("an override naming no script accepted")
 	}
 }
+
+// A paused client's watchdog stops renewing: the lease runs out while the client is frozen, and the
+// client carries on when resumed.
+func TestPausedClientStopsRenewing(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	cfg := fast()
+	cfg.WatchdogTimeout = 300 * time.Millisecond
+	cfg.Gate = locks.NewGate()
+	l := f.client(t, "c1", cfg).Lock("paused", 1)
+	if ok, _ := l.TryLock(ctx, 0, 0); !ok {
+		t.Fatal("acquire")
+	}
+	cfg.Gate.Pause()
+	deadline := time.Now().Add(5 * time.Second)
+	for f.admin.Exists(ctx, "paused").Val() == 1 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if f.admin.Exists(ctx, "paused").Val() == 1 {
+		t.Fatal("the lease was renewed while the client was paused")
+	}
+	cfg.Gate.Resume()
+	if err := l.Unlock(ctx); !errors.Is(err, locks.ErrNotHeld) {
+		t.Fatalf("unlock after the lease ran out: %v, want ErrNotHeld", err)
+	}
+}
+
+// An armed gate freezes the client at its next grant, and Resume lets it go.
+func TestGateArm(t *testing.T) {
+	g := locks.NewGate()
+	if g.Granted() {
+		t.Fatal("an unarmed gate froze")
+	}
+	g.Arm()
+	if !g.Granted() || !g.Paused() {
+		t.Fatal("an armed gate did not freeze at the grant")
+	}
+	done := make(chan struct{})
+	go func() { g.Pass(); close(done) }()
+	g.Resume()
+	<-done
+	g.SetClockOffset(time.Hour)
+	if d := time.Until(g.Now()); d < 59*time.Minute {
+		t.Fatalf("clock offset not applied: %v", d)
+	}
+}

@@ -9,47 +9,11 @@ import (
 )
 
 func init() {
-	Register("partition", partition{})
+	// partition black-holes the links between a random minority of clients (at least one) and every node:
+	// the cut-off clients time out while the others carry on.
+	Register("partition", linkFault{pick: minorityLinks, apply: func(l Link, _ Params) error { return l.Cut() },
+		what: func(Params) string { return "black-hole: bytes dropped both ways, connections kept open" }})
 	Register("kill", kill{})
-}
-
-// partition black-holes the links between a random minority of clients (at least one) and every node: the
-// cut-off clients time out while the others carry on.
-type partition struct{}
-
-func (partition) Targets(rng *rand.Rand, env *Env) []string {
-	n := 1 + rng.IntN(max(len(env.Clients)/2, 1))
-	var out []string
-	for _, i := range rng.Perm(len(env.Clients))[:n] {
-		for _, node := range env.Nodes {
-			out = append(out, env.Clients[i]+"->"+node)
-		}
-	}
-	return out
-}
-
-func (partition) Start(_ context.Context, env *Env, targets []string) (string, error) {
-	var errs []error
-	for _, t := range targets {
-		l, err := link(env, t)
-		if err == nil {
-			err = l.Cut()
-		}
-		errs = append(errs, err)
-	}
-	return "black-hole: bytes dropped both ways, connections kept open", errors.Join(errs...)
-}
-
-func (partition) Stop(_ context.Context, env *Env, targets []string) error {
-	var errs []error
-	for _, t := range targets {
-		l, err := link(env, t)
-		if err == nil {
-			err = l.Heal()
-		}
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
 }
 
 func link(env *Env, target string) (Link, error) {

@@ -8,12 +8,28 @@ import (
 	"math/rand/v2"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Link is one proxied client-to-node link.
 type Link interface {
 	Cut() error
+	DropReplies() error
+	Delay(latencyMs, jitterMs int) error
 	Heal() error
+}
+
+// Client is one lock client's pause gate and wall clock.
+type Client interface {
+	Arm() // freeze at the next grant
+	Resume()
+	SetClockOffset(time.Duration)
+}
+
+// Params tune the faults.
+type Params struct {
+	Latency, Jitter time.Duration // latency fault
+	ClockBump       time.Duration // clock and client-clock faults: how far a clock jumps
 }
 
 // Process is one node's process.
@@ -32,6 +48,8 @@ type Env struct {
 	Clients  []string
 	Link     func(client, node string) Link
 	Node     func(name string) Process
+	Client   func(name string) Client
+	Params   Params
 }
 
 // Fault is one kind of fault, registered by name (as toxiproxy registers toxics).

@@ -117,6 +117,12 @@ func HealAll(ctx context.Context, env *Env) (fixed []string, err error) {
 			}
 		}
 	}
+	for _, c := range env.Clients {
+		if cl := clientOf(env, c); cl != nil {
+			cl.SetClockOffset(0)
+			cl.Resume()
+		}
+	}
 	for _, n := range env.Nodes {
 		p := env.Node(n)
 		if p == nil {
@@ -131,4 +137,11 @@ func HealAll(ctx context.Context, env *Env) (fixed []string, err error) {
 		}
 	}
 	return fixed, err
+}
+
+func clientOf(env *Env, name string) Client {
+	if env.Client == nil {
+		return nil
+	}
+	return env.Client(name)
 }

@@ -78,8 +78,10 @@ type fakeLink struct {
 	heals int
 }
 
-func (l *fakeLink) Cut() error  { l.mu.Lock(); l.cut = true; l.mu.Unlock(); return nil }
-func (l *fakeLink) Heal() error { l.mu.Lock(); l.cut = false; l.heals++; l.mu.Unlock(); return nil }
+func (l *fakeLink) Cut() error           { l.mu.Lock(); l.cut = true; l.mu.Unlock(); return nil }
+func (l *fakeLink) DropReplies() error   { return l.Cut() }
+func (l *fakeLink) Delay(_, _ int) error { return l.Cut() }
+func (l *fakeLink) Heal() error          { l.mu.Lock(); l.cut = false; l.heals++; l.mu.Unlock(); return nil }
 
 type events struct {
 	mu  sync.Mutex

@@ -53,11 +53,15 @@ type Options struct {
 	Count           int64  // latch
 	Readers         string // read-write lock: readers:writers
 	Group           int    // multi lock: keys per acquisition
+	Latency         time.Duration
+	Jitter          time.Duration
+	ClockBump       time.Duration
 }
 
 // Defaults are the CLI's defaults.
 func Defaults() Options {
 	return Options{Lock: "reentrant", Topology: "", Nodes: 5, Nemesis: "none", Permits: 2, Count: 3, Readers: "3:1", Group: 2,
+		Latency: 200 * time.Millisecond, Jitter: 50 * time.Millisecond, ClockBump: time.Minute,
 		NemesisInterval: 5 * time.Second, NemesisDuration: 3 * time.Second, Quiet: 3 * time.Second,
 		Time: 30 * time.Second, Clients: 8, Keys: 0, Watchdog: 30 * time.Second, Wait: 5 * time.Second,
 		Timeout: 3 * time.Second, Hold: "10ms-200ms", Reentry: 0.2, Results: "results",
@@ -103,5 +107,6 @@ func (o Options) describe() map[string]any {
 		"lease": o.Lease.String(), "watchdog": o.Watchdog.String(), "wait": o.Wait.String(),
 		"timeout": o.Timeout.String(), "hold": o.Hold, "reentry": o.Reentry, "seed": o.Seed,
 		"persistence": o.Persistence, "scripts": o.Scripts, "check_timeout": o.CheckTimeout.String(),
-		"permits": o.Permits, "count": o.Count, "readers": o.Readers, "group": o.Group}
+		"permits": o.Permits, "count": o.Count, "readers": o.Readers, "group": o.Group,
+		"latency": o.Latency.String(), "jitter": o.Jitter.String(), "clock_bump": o.ClockBump.String()}
 }

@@ -67,7 +67,9 @@ func Run(ctx context.Context, o Options, stderr io.Writer) (*report.Results, err
 		return nil, UsageError{err}
 	}
 	// The plan needs only names, so it is made (and every usage error found) before anything starts.
-	names := &nemesis.Env{Topology: o.Topology, Clients: clients}
+	params := nemesis.Params{Latency: o.Latency, Jitter: o.Jitter, ClockBump: o.ClockBump}
+	names := &nemesis.Env{Topology: o.Topology, Clients: clients, Params: params,
+		Client: func(string) nemesis.Client { return nil }}
 	for i := 1; i <= nodeCount(o); i++ {
 		names.Nodes = append(names.Nodes, fmt.Sprintf("n%d", i))
 	}
@@ -144,7 +146,18 @@ func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scr
 		o.Lock, o.Topology, len(topo.Nodes), o.Clients, topo.Startup.Round(time.Millisecond),
 		o.Nemesis, o.Seed, dir)
 
+	gates := map[string]*locks.Gate{}
+	for _, c := range spec.Clients {
+		gates[c] = locks.NewGate()
+	}
 	env := &nemesis.Env{Topology: o.Topology, Nodes: topo.NodeNames(), Clients: spec.Clients,
+		Params: nemesis.Params{Latency: o.Latency, Jitter: o.Jitter, ClockBump: o.ClockBump},
+		Client: func(c string) nemesis.Client {
+			if g := gates[c]; g != nil {
+				return g
+			}
+			return nil
+		},
 		Link: func(c, n string) nemesis.Link {
 			if l := topo.Link(c, n); l != nil {
 				return l
@@ -163,7 +176,7 @@ func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scr
 	rcfg.WatchdogTimeout, rcfg.Timeout = o.Watchdog, o.Timeout
 	for _, c := range spec.Clients {
 		mc, err := kind.New(locks.Env{Client: c, Addrs: topo.Addrs(c), Password: topo.Password, Scripts: scripts,
-			Redisson: rcfg, Lease: o.Lease, Rec: rec})
+			Redisson: rcfg, Lease: o.Lease, Rec: rec, Gate: gates[c]})
 		if err != nil {
 			return err
 		}

@@ -172,6 +172,7 @@ func (w *mutexWorker) loop(ctx context.Context) {
 			e.Key = k
 			secs = append(secs, w.res.Enter(e))
 		}
+		frozen(w.c, w.rec)
 		hold := w.Hold.Draw(w.rng)
 		if w.Reentrant && w.rng.Float64() < w.Reentry {
 			sleep(ctx, hold/2)
@@ -183,6 +184,7 @@ func (w *mutexWorker) loop(ctx context.Context) {
 		} else {
 			sleep(ctx, hold)
 		}
+		w.c.Gate().Pass() // a paused client finishes its critical section only once it runs again
 		for _, s := range secs {
 			s.Exit()
 		}
@@ -232,5 +234,13 @@ func sleep(ctx context.Context, d time.Duration) {
 	select {
 	case <-t.C:
 	case <-ctx.Done():
+	}
+}
+
+// frozen lets an armed client-pause fault freeze the client right after a grant, and records when it did.
+func frozen(c locks.Client, rec *history.Recorder) {
+	if g := c.Gate(); g != nil && g.Granted() {
+		rec.Fault("client-pause", "frozen", []string{c.Name()}, "frozen inside its critical section")
+		g.Pass()
 	}
 }

@@ -109,7 +109,9 @@ func (s Semaphore) Run(ctx context.Context, stop <-chan struct{}, clients []lock
 				e.Until = rec.Clock.At(begin.Add(s.Lease))
 			}
 			sec := res.Enter(e)
+			frozen(c, rec)
 			sleep(ctx, s.Hold.Draw(rng))
+			c.Gate().Pass() // a paused client leaves only once it runs again
 			sec.Exit()
 			op = rec.Invoke(history.Record{Client: c.Name(), Thread: 1, Key: key, Owner: id, F: "releasePermit"})
 			complete(op, true, p.release(ctx, id))

@@ -100,9 +100,9 @@ func TestWatchdogKeepsReentrantLockSafe(t *testing.T) {
 	}
 }
 
-// Partition and kill runs end healed, with every fault window closed in the history and drawn in the HTML.
+// Runs under every fault end healed, with every fault window closed in the history and drawn in the HTML.
 func TestFaultRunsHeal(t *testing.T) {
-	for _, nem := range []string{"partition", "kill"} {
+	for _, nem := range []string{"partition", "kill", "latency", "drop-reply", "pause", "client-pause", "client-clock"} {
 		t.Run(nem, func(t *testing.T) {
 			code, dir := run(t, "run", "--lock", "reentrant", "--nemesis", nem, "--nemesis-interval", "1s",
 				"--nemesis-duration", "1s", "--time", "6s", "--quiet", "2s", "--persistence", "always", "--seed", "5")
@@ -220,4 +220,36 @@ func TestKill9LeavesNoRedisAndPartialHistoryChecks(t *testing.T) {
 		t.Fatalf("partial history verdict %v", r.Valid)
 	}
 	fmt.Fprintln(os.Stderr, "partial history checked in", dir)
+}
+
+// A client frozen inside its critical section for longer than its lease (the watchdog frozen with it)
+// overlaps the next holder: RLock is flagged, and RFencedLock is valid because the resource refuses the
+// stale writer.
+func TestClientPauseBeyondLease(t *testing.T) {
+	args := []string{"--nemesis", "client-pause", "--watchdog", "1s", "--nemesis-interval", "1s",
+		"--nemesis-duration", "5s", "--time", "14s", "--quiet", "2s", "--clients", "4", "--seed", "3"}
+	code, dir := run(t, append([]string{"run", "--lock", "reentrant"}, args...)...)
+	if code != exitInvalid {
+		t.Fatalf("reentrant: exit %d, want %d", code, exitInvalid)
+	}
+	h, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	frozen := false
+	for _, f := range h.Faults {
+		frozen = frozen || f.Phase == "frozen"
+	}
+	if !frozen {
+		t.Fatal("no client was frozen inside its critical section")
+	}
+	code, dir = run(t, append([]string{"run", "--lock", "fenced"}, args...)...)
+	if code != exitValid {
+		t.Fatalf("fenced: exit %d, want %d", code, exitValid)
+	}
+	for _, c := range readResults(t, dir).Checkers {
+		if c.Checker == "mutual-exclusion" && c.Valid != true {
+			t.Fatalf("fenced exclusion: %+v", c)
+		}
+	}
 }

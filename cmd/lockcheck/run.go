@@ -68,6 +68,9 @@ func newRunCmd() *cobra.Command {
 	f.Int64Var(&o.Count, "count", o.Count, "latch: countDowns per round (needs count+1 clients)")
 	f.StringVar(&o.Readers, "readers", o.Readers, "rwlock: readers:writers share of acquisitions")
 	f.IntVar(&o.Group, "group", o.Group, "multi: keys per acquisition")
+	f.DurationVar(&o.Latency, "latency", o.Latency, "latency fault: delay each way")
+	f.DurationVar(&o.Jitter, "jitter", o.Jitter, "latency fault: jitter")
+	f.DurationVar(&o.ClockBump, "clock-bump", o.ClockBump, "client-clock fault: how far a clock jumps (ahead or behind)")
 	return cmd
 }
 

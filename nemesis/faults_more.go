@@ -1,0 +1,168 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+)
+
+func init() {
+	Register("latency", linkFault{pick: minorityLinks, apply: func(l Link, p Params) error {
+		return l.Delay(int(p.Latency.Milliseconds()), int(p.Jitter.Milliseconds()))
+	}, what: func(p Params) string { return fmt.Sprintf("latency %s ± %s both ways", p.Latency, p.Jitter) }})
+	Register("drop-reply", linkFault{pick: oneClientLinks, apply: func(l Link, _ Params) error { return l.DropReplies() },
+		what: func(Params) string { return "replies swallowed: commands apply, callers never hear" }})
+	Register("pause", pause{})
+	Register("client-pause", clientPause{})
+	Register("client-clock", clientClock{})
+}
+
+// linkFault applies a toxic to chosen client-to-node links and heals them.
+type linkFault struct {
+	pick  func(rng *rand.Rand, env *Env) []string
+	apply func(Link, Params) error
+	what  func(Params) string
+}
+
+func (f linkFault) Targets(rng *rand.Rand, env *Env) []string { return f.pick(rng, env) }
+
+func (f linkFault) Start(_ context.Context, env *Env, targets []string) (string, error) {
+	return f.what(env.Params), eachLink(env, targets, func(l Link) error { return f.apply(l, env.Params) })
+}
+
+func (f linkFault) Stop(_ context.Context, env *Env, targets []string) error {
+	return eachLink(env, targets, Link.Heal)
+}
+
+func eachLink(env *Env, targets []string, f func(Link) error) error {
+	var errs []error
+	for _, t := range targets {
+		l, err := link(env, t)
+		if err == nil {
+			err = f(l)
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// minorityLinks: every link of a random minority of the clients (at least one).
+func minorityLinks(rng *rand.Rand, env *Env) []string {
+	return clientLinks(env, rng.Perm(len(env.Clients))[:1+rng.IntN(max(len(env.Clients)/2, 1))])
+}
+
+// oneClientLinks: every link of one random client.
+func oneClientLinks(rng *rand.Rand, env *Env) []string {
+	return clientLinks(env, []int{rng.IntN(len(env.Clients))})
+}
+
+func clientLinks(env *Env, clients []int) []string {
+	var out []string
+	for _, i := range clients {
+		for _, node := range env.Nodes {
+			out = append(out, env.Clients[i]+"->"+node)
+		}
+	}
+	return out
+}
+
+// pause stops one node with SIGSTOP (it keeps its sockets and answers nothing) and continues it.
+type pause struct{}
+
+func (pause) Targets(rng *rand.Rand, env *Env) []string {
+	return []string{env.Nodes[rng.IntN(len(env.Nodes))]}
+}
+
+func (pause) Start(_ context.Context, env *Env, targets []string) (string, error) {
+	return "SIGSTOP", eachNode(env, targets, Process.Pause)
+}
+
+func (pause) Stop(_ context.Context, env *Env, targets []string) error {
+	return eachNode(env, targets, Process.Resume)
+}
+
+func eachNode(env *Env, targets []string, f func(Process) error) error {
+	var errs []error
+	for _, t := range targets {
+		p := env.Node(t)
+		if p == nil {
+			errs = append(errs, fmt.Errorf("no node %q", t))
+			continue
+		}
+		errs = append(errs, f(p))
+	}
+	return errors.Join(errs...)
+}
+
+// clientPause freezes one client entirely (commands, watchdog, its critical section) right after its next
+// grant, as a long GC pause after acquire would; at the end of the fault it resumes where it stopped, still
+// believing it holds what it held. A client granted nothing during the fault is never frozen.
+type clientPause struct{}
+
+func (clientPause) Targets(rng *rand.Rand, env *Env) []string {
+	return []string{env.Clients[rng.IntN(len(env.Clients))]}
+}
+
+func (clientPause) Applies(env *Env) error { return needClients(env) }
+
+func (clientPause) Start(_ context.Context, env *Env, targets []string) (string, error) {
+	return "armed: the client freezes at its next grant, inside its critical section",
+		eachClient(env, targets, func(c Client, _ string) { c.Arm() })
+}
+
+func (clientPause) Stop(_ context.Context, env *Env, targets []string) error {
+	return eachClient(env, targets, func(c Client, _ string) { c.Resume() })
+}
+
+func needClients(env *Env) error {
+	if env.Client == nil {
+		return fmt.Errorf("no client controls in this environment")
+	}
+	return nil
+}
+
+// eachClient applies f to each target "client" or "client@offset".
+func eachClient(env *Env, targets []string, f func(c Client, arg string)) error {
+	var errs []error
+	for _, t := range targets {
+		name, arg, _ := strings.Cut(t, "@")
+		c := clientOf(env, name)
+		if c == nil {
+			errs = append(errs, fmt.Errorf("no client %q", name))
+			continue
+		}
+		f(c, arg)
+	}
+	return errors.Join(errs...)
+}
+
+// clientClock moves one client's wall clock ahead or behind by the clock bump: it feeds the scripts that take
+// client time (fair lock deadlines, expirable-semaphore leases).
+type clientClock struct{}
+
+func (clientClock) Targets(rng *rand.Rand, env *Env) []string {
+	sign := "+"
+	if rng.IntN(2) == 0 {
+		sign = "-"
+	}
+	return []string{env.Clients[rng.IntN(len(env.Clients))] + "@" + sign + env.Params.ClockBump.String()}
+}
+
+func (clientClock) Applies(env *Env) error { return needClients(env) }
+
+func (clientClock) Start(_ context.Context, env *Env, targets []string) (string, error) {
+	var detail []string
+	err := eachClient(env, targets, func(c Client, arg string) {
+		d, _ := time.ParseDuration(strings.TrimPrefix(arg, "+"))
+		c.SetClockOffset(d)
+		detail = append(detail, "offset "+arg)
+	})
+	return strings.Join(detail, ", "), err
+}
+
+func (clientClock) Stop(_ context.Context, env *Env, targets []string) error {
+	return eachClient(env, targets, func(c Client, _ string) { c.SetClockOffset(0) })
+}
