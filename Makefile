@@ -14,8 +14,14 @@ deps:
 	  $(APT) update -qq && $(APT) install -y -qq redis-server redis-sentinel redis-tools >/dev/null; \
 	fi
 
-build:
+build: bin/libclockshift.so
 	$(GO) build -o $(BIN) ./cmd/lockcheck
+
+# The LD_PRELOAD library that shifts a node's wall clock (the clock fault). lockcheck also compiles the
+# same embedded source into each run directory when a run asks for clock faults.
+bin/libclockshift.so: node/clockshift/csrc/clockshift.c
+	@mkdir -p bin
+	$${CC:-cc} -O2 -fPIC -shared -o $@ $<
 
 # The main job: Redisson's RLock on one local Redis under partitions and kill -9 (with AOF, so restarts keep
 # the lock), 30 seconds, then the verdict. Exit code 0 valid, 1 invalid, 2 unknown.

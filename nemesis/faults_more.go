@@ -18,6 +18,29 @@ func init() {
 	Register("pause", pause{})
 	Register("client-pause", clientPause{})
 	Register("client-clock", clientClock{})
+	Register("clock", nodeClock{})
+}
+
+// nodeClock jumps the wall clock of a majority of the nodes ahead by the clock bump (through the clockshift
+// library each node was started with) and resets it when the fault ends. Redis expires keys by wall clock,
+// so leases on those nodes end early.
+type nodeClock struct{}
+
+func (nodeClock) Targets(rng *rand.Rand, env *Env) []string {
+	var out []string
+	for _, i := range rng.Perm(len(env.Nodes))[:len(env.Nodes)/2+1] {
+		out = append(out, env.Nodes[i])
+	}
+	return out
+}
+
+func (nodeClock) Start(_ context.Context, env *Env, targets []string) (string, error) {
+	d := env.Params.ClockBump
+	return "clock offset +" + d.String(), eachNode(env, targets, func(p Process) error { return p.SetClockOffset(d) })
+}
+
+func (nodeClock) Stop(_ context.Context, env *Env, targets []string) error {
+	return eachNode(env, targets, func(p Process) error { return p.SetClockOffset(0) })
 }
 
 // linkFault applies a toxic to chosen client-to-node links and heals them.

@@ -34,6 +34,7 @@ type Params struct {
 
 // Process is one node's process.
 type Process interface {
+	SetClockOffset(time.Duration) error
 	Kill() error
 	Restart(ctx context.Context) error
 	Pause() error

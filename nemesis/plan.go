@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -58,6 +59,17 @@ func NewPlan(seed int64, s Schedule, env *Env) (Plan, error) {
 		t += s.Duration + jitter(s.Interval)
 	}
 	return p, nil
+}
+
+// Faults lists the fault kinds the plan uses.
+func (p Plan) Faults() []string {
+	var out []string
+	for _, st := range p.Steps {
+		if !slices.Contains(out, st.Fault) {
+			out = append(out, st.Fault)
+		}
+	}
+	return out
 }
 
 // Recorder receives fault events.
@@ -128,7 +140,8 @@ func HealAll(ctx context.Context, env *Env) (fixed []string, err error) {
 		if p == nil {
 			continue
 		}
-		_ = p.Resume() // harmless on a running node; an error means it is down
+		_ = p.Resume()          // harmless on a running node; an error means it is down
+		_ = p.SetClockOffset(0) // an error means it never had the clock library
 		if !p.Running() {
 			if rerr := p.Restart(ctx); rerr != nil && err == nil {
 				err = fmt.Errorf("restart %s: %w", n, rerr)

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockcheck/lockcheck/node/clockshift"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -37,6 +38,9 @@ type Config struct {
 	Password    string
 	Persistence string   // none (default), everysec or always
 	Extra       []string // extra redis.conf lines, e.g. replicaof
+	// ClockLib is the clockshift library to preload ("" for none); the node's clock offset then lives in
+	// Dir/clock.offset.
+	ClockLib string
 }
 
 // Node is a redis-server process. Its port stays the same across restarts.
@@ -145,6 +149,14 @@ func (n *Node) launch(ctx context.Context) error {
 	}
 	cmd := exec.Command("redis-server", conf)
 	cmd.Dir = n.cfg.Dir
+	if n.cfg.ClockLib != "" {
+		if _, err := os.Stat(n.clockFile()); err != nil {
+			if err := clockshift.Set(n.clockFile(), 0); err != nil {
+				return err
+			}
+		}
+		cmd.Env = append(os.Environ(), clockshift.Env(n.cfg.ClockLib, n.clockFile())...)
+	}
 	if err := start(cmd); err != nil {
 		return fmt.Errorf("start %s: %w", n.cfg.Name, err)
 	}
@@ -281,6 +293,17 @@ func (n *Node) Stop() {
 	case <-time.After(3 * time.Second):
 		_ = n.Kill()
 	}
+}
+
+func (n *Node) clockFile() string { return filepath.Join(n.cfg.Dir, "clock.offset") }
+
+// SetClockOffset moves the node's wall clock by d from the real one (0 resets it). The node must have been
+// started with a ClockLib.
+func (n *Node) SetClockOffset(d time.Duration) error {
+	if n.cfg.ClockLib == "" {
+		return fmt.Errorf("%s was started without the clock library", n.cfg.Name)
+	}
+	return clockshift.Set(n.clockFile(), d)
 }
 
 // Password is the node's requirepass.

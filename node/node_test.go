@@ -3,9 +3,11 @@ package node_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/lockcheck/lockcheck/internal/redistest"
 	"github.com/lockcheck/lockcheck/node"
+	"github.com/lockcheck/lockcheck/node/clockshift"
 )
 
 func TestPasswordIsRequired(t *testing.T) {
@@ -94,5 +96,41 @@ func TestBadPersistence(t *testing.T) {
 	_, err := node.Start(context.Background(), node.Config{Name: "n1", Dir: t.TempDir(), Persistence: "sometimes"})
 	if err == nil {
 		t.Fatal("accepted persistence \"sometimes\"")
+	}
+}
+
+// A clock bump on a node makes a key's TTL run out at once, and a reset brings the clock back.
+func TestClockBumpExpiresKeys(t *testing.T) {
+	ctx := context.Background()
+	lib, err := clockshift.Library(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := redistest.StartConfig(t, node.Config{ClockLib: lib})
+	c := redistest.Client(t, n.Addr(), n.Password())
+	before, err := c.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(before); d > 5*time.Second || d < -5*time.Second {
+		t.Fatalf("the unshifted clock is off by %v", d)
+	}
+	if err := c.Set(ctx, "lease", "owner", 10*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.SetClockOffset(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if now, _ := c.Time(ctx).Result(); time.Until(now) < 15*time.Second {
+		t.Fatalf("TIME after a 20s bump is %v ahead", time.Until(now))
+	}
+	if c.Exists(ctx, "lease").Val() != 0 {
+		t.Fatal("a 10s key survived a 20s clock bump")
+	}
+	if err := n.SetClockOffset(0); err != nil {
+		t.Fatal(err)
+	}
+	if now, _ := c.Time(ctx).Result(); time.Until(now) > 5*time.Second {
+		t.Fatal("the clock did not come back after the reset")
 	}
 }

@@ -62,10 +62,21 @@ func (r *Results) Table(w io.Writer) {
 	if len(r.Faults) > 0 {
 		fmt.Fprintf(w, "faults: %d applied, %d healed in the plan (a final heal follows every run)\n", len(r.Faults), healed)
 	}
+	first := int64(-1)
 	for _, c := range r.Checkers {
 		if c.Violation != "" {
 			fmt.Fprintf(w, "%s, first violation: %s\n", c.Checker, c.Violation)
+			if c.Valid == checker.Invalid && (first < 0 || c.At < first) {
+				first = c.At
+			}
 		}
+	}
+	if first >= 0 {
+		line := fmt.Sprintf("time to first violation: %s into the run", checker.Secs(first))
+		if len(r.Faults) > 0 {
+			line += fmt.Sprintf(", %s after the first fault began", checker.Secs(first-r.Faults[0].Start))
+		}
+		fmt.Fprintln(w, line)
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/locks"
 	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/node/clockshift"
 	"github.com/lockcheck/lockcheck/report"
 	"github.com/lockcheck/lockcheck/topology"
 )
@@ -134,6 +136,13 @@ func Run(ctx context.Context, o Options, stderr io.Writer) (*report.Results, err
 func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scripts, workload workload,
 	plan nemesis.Plan, spec topology.Spec, dir string, rec *history.Recorder, meta *Meta, stderr io.Writer) error {
 	spec.Dir = dir
+	if slices.Contains(plan.Faults(), "clock") {
+		lib, err := clockshift.Library(filepath.Join(dir, "clockshift"))
+		if err != nil {
+			return err
+		}
+		spec.ClockLib = lib
+	}
 	topo, err := topology.Start(ctx, spec)
 	if err != nil {
 		return err

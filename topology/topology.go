@@ -27,6 +27,7 @@ type Spec struct {
 	Clients     []string
 	Dir         string // node directories go under Dir/nodes
 	Persistence string
+	ClockLib    string // clockshift library every node preloads ("" for none): needed by the clock fault
 }
 
 // Topology is a running deployment.
@@ -77,7 +78,7 @@ func Start(ctx context.Context, s Spec) (_ *Topology, err error) {
 	for i := 1; i <= n; i++ {
 		name := fmt.Sprintf("n%d", i)
 		nd, err := node.Start(ctx, node.Config{Name: name, Dir: filepath.Join(s.Dir, "nodes", name),
-			Password: t.Password, Persistence: s.Persistence})
+			Password: t.Password, Persistence: s.Persistence, ClockLib: s.ClockLib})
 		if err != nil {
 			return nil, err
 		}

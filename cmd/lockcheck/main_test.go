@@ -253,3 +253,24 @@ func TestClientPauseBeyondLease(t *testing.T) {
 		}
 	}
 }
+
+// Jumping the clocks of a majority of Redlock's masters lets a second client take the lock while the first
+// still holds it within its validity: the spec Redlock is flagged.
+func TestClockJumpBreaksSpecRedlock(t *testing.T) {
+	code, dir := run(t, "run", "--lock", "redlock-spec", "--nemesis", "clock", "--nemesis-interval", "1s",
+		"--nemesis-duration", "1s", "--time", "12s", "--quiet", "2s", "--seed", "2")
+	if code != exitInvalid {
+		t.Fatalf("exit %d, want %d", code, exitInvalid)
+	}
+	h, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bumped := false
+	for _, w := range h.Windows() {
+		bumped = bumped || (w.Kind == "clock" && w.Healed && len(w.Targets) == 3)
+	}
+	if !bumped {
+		t.Fatalf("no healed clock jump on a majority (3 of 5) in %+v", h.Windows())
+	}
+}
