@@ -4,10 +4,12 @@ package topology
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"path/filepath"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/lockcheck/lockcheck/network"
@@ -75,20 +77,37 @@ func Start(ctx context.Context, s Spec) (_ *Topology, err error) {
 			t.Stop()
 		}
 	}()
-	for i := 1; i <= n; i++ {
-		name := fmt.Sprintf("n%d", i)
-		nd, err := node.Start(ctx, node.Config{Name: name, Dir: filepath.Join(s.Dir, "nodes", name),
-			Password: t.Password, Persistence: s.Persistence, ClockLib: s.ClockLib})
-		if err != nil {
-			return nil, err
+	// Nodes start in parallel: a start is mostly waiting for the process to answer.
+	t.Nodes = make([]*node.Node, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := fmt.Sprintf("n%d", i+1)
+			t.Nodes[i], errs[i] = node.Start(ctx, node.Config{Name: name, Dir: filepath.Join(s.Dir, "nodes", name),
+				Password: t.Password, Persistence: s.Persistence, ClockLib: s.ClockLib})
+		}()
+	}
+	wg.Wait()
+	started := t.Nodes[:0]
+	for _, nd := range t.Nodes {
+		if nd != nil {
+			started = append(started, nd)
 		}
-		t.Nodes = append(t.Nodes, nd)
+	}
+	t.Nodes = started
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for _, nd := range t.Nodes {
 		for _, c := range s.Clients {
-			l, err := t.proxies.Add(c+"->"+name, nd.Addr())
+			l, err := t.proxies.Add(c+"->"+nd.Name(), nd.Addr())
 			if err != nil {
 				return nil, err
 			}
-			t.links[[2]string{c, name}] = l
+			t.links[[2]string{c, nd.Name()}] = l
 		}
 	}
 	t.Startup = time.Since(begin)
