@@ -137,6 +137,28 @@ func (m *MultiLock) TryLock(ctx context.Context, wait, lease time.Duration) (boo
 	return true, nil
 }
 
+// Lock blocks until every member is held, as RedissonMultiLock.lockInterruptibly does: rounds of
+// tryLock(wait, lease) where wait is locks × 1500 ms without a lease, and with one a random time in
+// [lease/2, lease) (or [locks × 1500 ms, lease) when the lease is longer). ctx ends it.
+func (m *MultiLock) Lock(ctx context.Context, lease time.Duration) error {
+	base := time.Duration(len(m.locks)) * 1500 * time.Millisecond
+	for ctx.Err() == nil {
+		wait := base
+		if lease > 0 {
+			lo := lease / 2
+			if lease > base {
+				lo = base
+			}
+			wait = lo + time.Duration(rand.Int64N(int64(max(lease-lo, 1))))
+		}
+		ok, err := m.TryLock(ctx, wait, lease)
+		if err != nil || ok {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
 // release unlocks members, swallowing errors (RedissonMultiLock.unlockInner).
 func (m *MultiLock) release(ctx context.Context, ls []*RLock) {
 	for _, l := range ls {

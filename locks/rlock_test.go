@@ -318,3 +318,32 @@ func TestGateArm(t *testing.T) {
 		t.Fatalf("clock offset not applied: %v", d)
 	}
 }
+
+// MultiLock.Lock blocks in rounds of locks × 1500 ms until every member is free.
+func TestMultiLockBlocksUntilAllFree(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	a, b := f.client(t, "c1", fast()), f.client(t, "c2", fast())
+	holder := a.Lock("m2", 1)
+	if ok, _ := holder.TryLock(ctx, 0, 0); !ok {
+		t.Fatal("holder")
+	}
+	m := locks.NewMultiLock(b.Lock("m1", 1), b.Lock("m2", 1))
+	done := make(chan error, 1)
+	go func() { done <- m.Lock(ctx, 0) }()
+	time.Sleep(200 * time.Millisecond)
+	if err := holder.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"m1", "m2"} {
+		if f.admin.Exists(ctx, k).Val() != 1 {
+			t.Fatalf("%s not held after Lock returned", k)
+		}
+	}
+	if ok, _ := a.Lock("m1", 1).TryLock(ctx, 0, 0); ok {
+		t.Fatal("another client got a member of a held multi lock")
+	}
+}
