@@ -2,6 +2,8 @@ package nemesis
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"sync"
 	"testing"
@@ -117,5 +119,51 @@ func TestRunHealsWhenStopped(t *testing.T) {
 	<-done
 	if l.cut || !reflect.DeepEqual(ev.got, []string{"partition:start", "partition:stop"}) {
 		t.Fatalf("cut=%v events=%v", l.cut, ev.got)
+	}
+}
+
+func TestPartitionShapes(t *testing.T) {
+	env := &Env{Nodes: []string{"n1", "n2", "n3", "n4", "n5"}, Clients: []string{"c1", "c2", "c3", "c4"}}
+	rng := func() *rand.Rand { return rand.New(rand.NewPCG(1, 2)) }
+	seen := func(targets []string) map[string]map[string]bool { // client -> nodes it can still reach
+		cut := map[string]bool{}
+		for _, t := range targets {
+			cut[t] = true
+		}
+		out := map[string]map[string]bool{}
+		for _, c := range env.Clients {
+			out[c] = map[string]bool{}
+			for _, n := range env.Nodes {
+				if !cut[c+"->"+n] {
+					out[c][n] = true
+				}
+			}
+		}
+		return out
+	}
+	iso := seen(isolateNode(rng(), env))
+	for _, c := range env.Clients {
+		if len(iso[c]) != 4 {
+			t.Fatalf("isolate-node: %s sees %v", c, iso[c])
+		}
+	}
+	ring := seen(majorityRing(rng(), env))
+	views := map[string]bool{}
+	for _, c := range env.Clients {
+		if len(ring[c]) != 3 {
+			t.Fatalf("ring: %s sees %d nodes, want a majority of 3", c, len(ring[c]))
+		}
+		views[fmt.Sprint(ring[c])] = true
+	}
+	if len(views) != len(env.Clients) {
+		t.Fatal("ring: two clients see the same majority")
+	}
+	h := seen(halves(rng(), env))
+	sizes := map[int]int{}
+	for _, c := range env.Clients {
+		sizes[len(h[c])]++
+	}
+	if sizes[3] != 2 || sizes[2] != 2 {
+		t.Fatalf("halves: visible-node counts %v, want two clients with 3 nodes and two with 2", sizes)
 	}
 }

@@ -136,7 +136,7 @@ func Run(ctx context.Context, o Options, stderr io.Writer) (*report.Results, err
 func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scripts, workload workload,
 	plan nemesis.Plan, spec topology.Spec, dir string, rec *history.Recorder, meta *Meta, stderr io.Writer) error {
 	spec.Dir = dir
-	if slices.Contains(plan.Faults(), "clock") {
+	if slices.Contains(plan.Faults(), "clock") || slices.Contains(plan.Faults(), "clock-strobe") {
 		lib, err := clockshift.Library(filepath.Join(dir, "clockshift"))
 		if err != nil {
 			return err

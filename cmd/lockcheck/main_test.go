@@ -102,7 +102,8 @@ func TestWatchdogKeepsReentrantLockSafe(t *testing.T) {
 
 // Runs under every fault end healed, with every fault window closed in the history and drawn in the HTML.
 func TestFaultRunsHeal(t *testing.T) {
-	for _, nem := range []string{"partition", "kill", "latency", "drop-reply", "pause", "client-pause", "client-clock"} {
+	for _, nem := range []string{"partition", "partition-node", "partition-halves", "partition-ring", "kill", "latency",
+		"drop-reply", "pause", "client-pause", "client-clock"} {
 		t.Run(nem, func(t *testing.T) {
 			code, dir := run(t, "run", "--lock", "reentrant", "--nemesis", nem, "--nemesis-interval", "1s",
 				"--nemesis-duration", "1s", "--time", "6s", "--quiet", "2s", "--persistence", "always", "--seed", "5")
