@@ -35,7 +35,7 @@ func BenchmarkTimeToReady(b *testing.B) {
 			return d
 		})
 		fmt.Fprintf(os.Stdout, "\ntime to ready, 8 clients (median of 5)\n  bare redis-server       %7.1f ms\n", float64(bare.Microseconds())/1000)
-		for _, spec := range []topology.Spec{{Kind: topology.Single}, {Kind: topology.Redlock, Nodes: 5}} {
+		for _, spec := range []topology.Spec{{Kind: topology.Single}, {Kind: topology.Redlock, Nodes: 5}, {Kind: topology.Sentinel}} {
 			d := median5(func() time.Duration {
 				spec.Clients, spec.Dir = clients, b.TempDir()
 				t, err := topology.Start(ctx, spec)

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -207,6 +208,7 @@ func Commands(h *history.History, fs ...string) []porcupine.Operation {
 		want[f] = true
 	}
 	ids := clientIDs(h)
+	volatile := failoverTopology(h)
 	var ops []porcupine.Operation
 	for _, o := range h.Ops {
 		inv := o.Invoke
@@ -216,10 +218,12 @@ func Commands(h *history.History, fs ...string) []porcupine.Operation {
 		in := Command{Key: nodeKey(inv), Client: threadName(inv), F: inv.F, Owner: ownerName(inv),
 			Lease: inv.Args["lease_ms"] * int64(time.Millisecond), Call: inv.Time, Return: math.MaxInt64,
 			Replay: inv.Args["attempt"] > 0, Fair: inv.Args["fair"] == 1, Read: inv.Args["read"] == 1,
-			N: firstNonZero(inv.Args["permits"], inv.Args["count"])}
+			N: firstNonZero(inv.Args["permits"], inv.Args["count"]), Volatile: volatile}
 		out := Reply{Outcome: Unsure}
 		if c := o.Complete; c != nil && c.Type != history.Unknown {
 			switch {
+			case c.Type == history.Ok && c.Args["nosync"] == 1:
+				out = Reply{Outcome: Unsure} // applied on a primary no replica acknowledged: a failover may undo it
 			case c.Type == history.Ok:
 				out = Reply{Outcome: Applied}
 				if c.Value != nil {
@@ -237,6 +241,18 @@ func Commands(h *history.History, fs ...string) []porcupine.Operation {
 	}
 	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
 	return ops
+}
+
+// failoverTopology reports whether the run's topology can fail over (and so lose unacknowledged writes).
+func failoverTopology(h *history.History) bool {
+	if h.Meta == nil {
+		return false
+	}
+	var m struct {
+		Topology string `json:"topology"`
+	}
+	_ = json.Unmarshal(h.Meta.Data, &m)
+	return m.Topology == "sentinel" || m.Topology == "cluster"
 }
 
 func firstNonZero(a, b int64) int64 {

@@ -179,3 +179,22 @@ func TestMutexModelFairAndExpire(t *testing.T) {
 		cmd("b", "acquire", 100, 300, 301, Applied, 0))
 	check(t, porcupine.Illegal, cmd("a", "expire", 1000, 0, 1, Applied, 1))
 }
+
+// Where a failover can lose unacknowledged writes, an unknown acquire may vanish at once; elsewhere it holds
+// until its lease may end.
+func TestVolatileUnknownAcquire(t *testing.T) {
+	ghost := cmd("a", "acquire", 30000, 0, -1, Unsure, 0)
+	next := cmd("b", "acquire", 30000, 100, 101, Applied, 0)
+	// not volatile: "a may never have applied" still explains b's grant
+	check(t, porcupine.Ok, ghost, next)
+	// a's grant is known (a refused b meanwhile), so only volatility explains b's later grant
+	held := cmd("b", "acquire", 30000, 50, 51, Refused, 29000)
+	check(t, porcupine.Illegal, ghost, held, next)
+	vol := func(op porcupine.Operation) porcupine.Operation {
+		in := op.Input.(Command)
+		in.Volatile = true
+		op.Input = in
+		return op
+	}
+	check(t, porcupine.Ok, vol(ghost), vol(held), vol(next))
+}

@@ -28,6 +28,9 @@ type Command struct {
 	Fair bool
 	Read bool  // a read-write lock's read half
 	N    int64 // permits or count argument
+	// Volatile is set where a failover can lose writes no replica acknowledged (sentinel): an unsure
+	// acquire or renewal may then vanish at any moment, not only when its lease runs out.
+	Volatile bool
 }
 
 // Outcome of a command for the model.
@@ -87,6 +90,14 @@ func expiries(s MutexState, call, ret int64) []MutexState {
 // apply returns the state after in takes effect in s with answer value, and whether that answer is legal.
 // For an unsure command the answer is whatever the effect would give.
 func apply(s MutexState, in Command, out Reply) (MutexState, bool) {
+	next, ok := applyCommand(s, in, out)
+	if ok && in.Volatile && out.Outcome == Unsure && next.Owner != "" && (in.F == "acquire" || in.F == "renew") {
+		next.Lo = min(next.Lo, in.Call) // a write no replica acknowledged may be lost to a failover at once
+	}
+	return next, ok
+}
+
+func applyCommand(s MutexState, in Command, out Reply) (MutexState, bool) {
 	mine := s.Owner == in.Owner
 	switch in.F {
 	case "acquire":

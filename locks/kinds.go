@@ -54,7 +54,7 @@ func newRedisson(variant string, broken bool) func(Env) (Client, error) {
 	return func(e Env) (Client, error) {
 		cfg := e.Redisson
 		cfg.Gate = e.Gate
-		r := NewRedisson(e.Client, ClientConfig{Addr: e.Addrs[0], Password: e.Password}, cfg, e.Scripts, e.Rec)
+		r := NewRedisson(e.Client, e.conn(), cfg, e.Scripts, e.Rec)
 		return &redissonClient{Redisson: r, variant: variant, broken: broken}, nil
 	}
 }
@@ -128,8 +128,7 @@ func newNaive(e Env) (Client, error) {
 	if lease <= 0 {
 		lease = e.Redisson.WatchdogTimeout
 	}
-	return NewNaiveClient(e.Client, newRequestID(), ClientConfig{Addr: e.Addrs[0], Password: e.Password,
-		Timeout: e.Redisson.Timeout, Gate: e.Gate}, lease, e.Rec), nil
+	return NewNaiveClient(e.Client, newRequestID(), e.conn(), lease, e.Rec), nil
 }
 
 // Mutex returns the naive lock called keys[0].
@@ -157,7 +156,7 @@ func init() {
 		Family: FamilyMutex, Reentrant: true, Scripts: "redisson", Topology: "single", New: newRedisson("reentrant", false)})
 	Register(Kind{Name: "naive", About: "negative control: SET NX PX, unconditional DEL, fixed lease, no watchdog",
 		Family: FamilyMutex, Topology: "single", New: newNaive,
-		Broken: "a holder that outlives its lease deletes the next holder's lock", Flags: []string{"--lease", "300ms", "--hold", "400ms-1s"}})
+		Broken: "lets a holder that outlives its lease delete the next holder's lock", Flags: []string{"--lease", "300ms", "--hold", "400ms-1s"}})
 	pair(Kind{Name: "fair", About: "Redisson RFairLock: FIFO queue, per-waiter channel, client-clock deadlines",
 		Family: FamilyMutex, Reentrant: true, Fair: true, Scripts: "redisson", Topology: "single", New: newRedisson("fair", false)},
 		newRedisson("fair", true), "takes a free lock whoever heads the queue, so a client that just released it overtakes the waiters")

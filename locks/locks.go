@@ -65,6 +65,12 @@ type ClientConfig struct {
 	Timeout  time.Duration // per command: dial, read and write (Redisson's timeout, 3 s)
 	PoolSize int
 	Gate     *Gate // every command waits here while the client is paused
+	// Sentinels, when set, make this a Sentinel-mode client: it asks them for MasterName's primary and
+	// follows failovers (Redisson's sentinel mode). Dialer maps the addresses they report to the client's
+	// own links.
+	Sentinels  []string
+	MasterName string
+	Dialer     func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // NewClient builds a go-redis client with retries off and the timeout bounding every command.
@@ -74,6 +80,17 @@ func NewClient(c ClientConfig) *redis.Client {
 	}
 	if c.PoolSize <= 0 {
 		c.PoolSize = 4
+	}
+	if len(c.Sentinels) > 0 {
+		rdb := redis.NewFailoverClient(&redis.FailoverOptions{
+			MasterName: c.MasterName, SentinelAddrs: c.Sentinels, SentinelPassword: c.Password, Password: c.Password,
+			Dialer: c.Dialer, MaxRetries: -1, DialTimeout: c.Timeout, ReadTimeout: c.Timeout, WriteTimeout: c.Timeout,
+			ContextTimeoutEnabled: true, PoolSize: c.PoolSize, PoolTimeout: c.Timeout, DisableIdentity: true, Protocol: 2,
+		})
+		if c.Gate != nil {
+			rdb.AddHook(gateHook{c.Gate})
+		}
+		return rdb
 	}
 	rdb := redis.NewClient(&redis.Options{
 		Addr: c.Addr, Password: c.Password,
@@ -117,8 +134,11 @@ func (h gateHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 func record(rec Recorder, r history.Record, run func() (value *int64, refused bool, err error)) (*int64, bool, error) {
 	op := rec.Invoke(r)
 	v, refused, err := run()
-	replied := err == nil || errors.Is(err, ErrNoSync) // a NoSync write still ran on the primary
+	nosync := errors.Is(err, ErrNoSync) // it ran on the primary, which no replica acknowledged
+	replied := err == nil || nosync
 	switch {
+	case nosync && !refused:
+		op.Ok(v, map[string]int64{"nosync": 1}) // a failover may still lose it
 	case replied && !refused:
 		op.Ok(v, nil)
 	case replied:

@@ -3,6 +3,7 @@ package locks
 import (
 	"context"
 	"fmt"
+	"net"
 	"sort"
 	"time"
 )
@@ -27,6 +28,24 @@ type Env struct {
 	Lease    time.Duration // the run's --lease, for locks that need a fixed one
 	Rec      Recorder
 	Gate     *Gate // pauses the client and skews its clock; nil for none
+	// Sentinel, on the sentinel topology, is how to reach the primary (Addrs are then the data nodes).
+	Sentinel *SentinelConn
+}
+
+// SentinelConn is a Sentinel-mode connection's settings.
+type SentinelConn struct {
+	Addrs      []string
+	MasterName string
+	Dialer     func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// conn is the connection settings of a client of one master: the first node, or the Sentinels' primary.
+func (e Env) conn() ClientConfig {
+	c := ClientConfig{Addr: e.Addrs[0], Password: e.Password, Timeout: e.Redisson.Timeout, Gate: e.Gate}
+	if e.Sentinel != nil {
+		c.Sentinels, c.MasterName, c.Dialer = e.Sentinel.Addrs, e.Sentinel.MasterName, e.Sentinel.Dialer
+	}
+	return c
 }
 
 // Client is one client instance of some lock kind; it also implements its family's interface.

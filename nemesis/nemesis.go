@@ -51,6 +51,8 @@ type Env struct {
 	Node     func(name string) Process
 	Client   func(name string) Client
 	Params   Params
+	// Primary names the current primary (sentinel topology); nil where there is none.
+	Primary func(ctx context.Context) (string, error)
 }
 
 // Fault is one kind of fault, registered by name (as toxiproxy registers toxics).

@@ -122,7 +122,7 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 // HealAll undoes every fault whatever the plan did: every link healed, every paused node resumed, every
 // killed node restarted. It returns what it had to fix.
 func HealAll(ctx context.Context, env *Env) (fixed []string, err error) {
-	for _, c := range env.Clients {
+	for _, c := range append([]string{"*"}, env.Clients...) { // "*": the nodes' shared front proxies
 		for _, n := range env.Nodes {
 			if l := env.Link(c, n); l != nil {
 				_ = l.Heal()

@@ -41,6 +41,11 @@ type Config struct {
 	// ClockLib is the clockshift library to preload ("" for none); the node's clock offset then lives in
 	// Dir/clock.offset.
 	ClockLib string
+	// Port fixes the port (0: a free one), for nodes whose proxies must exist before they start.
+	Port int
+	// Sentinel runs redis-sentinel instead of a data node; Extra then carries its sentinel lines. Its
+	// config file is written once: Sentinel rewrites it as it learns.
+	Sentinel bool
 }
 
 // Node is a redis-server process. Its port stays the same across restarts.
@@ -96,7 +101,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	var lastErr error
 	for try := 0; try < 3; try++ { // another process may take the port between FreePort and bind
-		port, err := FreePort()
+		port, err := cfg.Port, error(nil)
+		if port == 0 {
+			port, err = FreePort()
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -121,6 +129,15 @@ func (n *Node) Port() int { return n.port }
 func (n *Node) LogPath() string { return filepath.Join(n.cfg.Dir, "redis.log") }
 
 func (n *Node) writeConfig() (string, error) {
+	path := filepath.Join(n.cfg.Dir, "redis.conf")
+	if n.cfg.Sentinel {
+		if _, err := os.Stat(path); err == nil {
+			return path, nil // Sentinel keeps its own state in it
+		}
+		lines := append([]string{"bind 127.0.0.1", fmt.Sprintf("port %d", n.port), "requirepass " + n.cfg.Password,
+			"dir " + n.cfg.Dir, "logfile " + n.LogPath(), "daemonize no"}, n.cfg.Extra...)
+		return path, os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
+	}
 	lines := []string{
 		"bind 127.0.0.1",
 		fmt.Sprintf("port %d", n.port),
@@ -138,7 +155,6 @@ func (n *Node) writeConfig() (string, error) {
 		lines = append(lines, "appendonly yes", "appendfsync "+n.cfg.Persistence)
 	}
 	lines = append(lines, n.cfg.Extra...)
-	path := filepath.Join(n.cfg.Dir, "redis.conf")
 	return path, os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
 }
 
@@ -148,6 +164,9 @@ func (n *Node) launch(ctx context.Context) error {
 		return err
 	}
 	cmd := exec.Command("redis-server", conf)
+	if n.cfg.Sentinel {
+		cmd = exec.Command("redis-server", conf, "--sentinel")
+	}
 	cmd.Dir = n.cfg.Dir
 	if n.cfg.ClockLib != "" {
 		if _, err := os.Stat(n.clockFile()); err != nil {

@@ -73,8 +73,12 @@ func (r *Results) Table(w io.Writer) {
 	}
 	if first >= 0 {
 		line := fmt.Sprintf("time to first violation: %s into the run", checker.Secs(first))
-		if len(r.Faults) > 0 {
+		switch {
+		case len(r.Faults) == 0:
+		case first >= r.Faults[0].Start:
 			line += fmt.Sprintf(", %s after the first fault began", checker.Secs(first-r.Faults[0].Start))
+		default:
+			line += ", before any fault"
 		}
 		fmt.Fprintln(w, line)
 	}

@@ -47,8 +47,11 @@ func clientNames(n int) []string {
 }
 
 func nodeCount(o Options) int {
-	if o.Topology == topology.Redlock {
+	switch o.Topology {
+	case topology.Redlock:
 		return o.Nodes
+	case topology.Sentinel:
+		return 3
 	}
 	return 1
 }
@@ -72,6 +75,12 @@ func Run(ctx context.Context, o Options, stderr io.Writer) (*report.Results, err
 	params := nemesis.Params{Latency: o.Latency, Jitter: o.Jitter, ClockBump: o.ClockBump}
 	names := &nemesis.Env{Topology: o.Topology, Clients: clients, Params: params,
 		Client: func(string) nemesis.Client { return nil }}
+	if o.Topology == topology.Sentinel {
+		names.Primary = func(context.Context) (string, error) { return "n1", nil }
+	}
+	if kind.Topology == topology.Redlock && o.Topology != topology.Redlock {
+		return nil, usagef("--lock %s needs independent masters: --topology redlock", o.Lock)
+	}
 	for i := 1; i <= nodeCount(o); i++ {
 		names.Nodes = append(names.Nodes, fmt.Sprintf("n%d", i))
 	}
@@ -179,13 +188,20 @@ func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scr
 			}
 			return nil
 		}}
+	var sentinel *locks.SentinelConn
+	if o.Topology == topology.Sentinel {
+		env.Primary = topo.Primary
+	}
 
 	var mcs []locks.Client
 	rcfg := locks.DefaultRedissonConfig()
 	rcfg.WatchdogTimeout, rcfg.Timeout = o.Watchdog, o.Timeout
 	for _, c := range spec.Clients {
+		if o.Topology == topology.Sentinel {
+			sentinel = &locks.SentinelConn{Addrs: topo.SentinelAddrs(), MasterName: topology.MasterName, Dialer: topo.Dialer(c)}
+		}
 		mc, err := kind.New(locks.Env{Client: c, Addrs: topo.Addrs(c), Password: topo.Password, Scripts: scripts,
-			Redisson: rcfg, Lease: o.Lease, Rec: rec, Gate: gates[c]})
+			Redisson: rcfg, Lease: o.Lease, Rec: rec, Gate: gates[c], Sentinel: sentinel})
 		if err != nil {
 			return err
 		}

@@ -18,8 +18,9 @@ import (
 
 // Kinds of topology. Sentinel and cluster come with the fault work (issue #4).
 const (
-	Single  = "single"  // one master
-	Redlock = "redlock" // N independent masters
+	Single   = "single"   // one master
+	Redlock  = "redlock"  // N independent masters
+	Sentinel = "sentinel" // a primary, two replicas, three Sentinels
 )
 
 // Spec says what to start.
@@ -39,20 +40,23 @@ type Topology struct {
 	Nodes    []*node.Node
 	Startup  time.Duration
 
+	Sentinels []*node.Node // sentinel topology only
+
 	proxies *network.Proxies
-	links   map[[2]string]*network.Link
+	links   map[[2]string]*network.Link // (client, node); client "*" is the node's shared front proxy
+	nodeAt  map[string]string           // an address a node is known by -> its name
 }
 
 // Validate checks a spec before anything starts.
 func (s Spec) Validate() error {
 	switch s.Kind {
-	case Single:
+	case Single, Sentinel:
 	case Redlock:
 		if s.Nodes < 1 {
 			return fmt.Errorf("--nodes must be at least 1, got %d", s.Nodes)
 		}
 	default:
-		return fmt.Errorf("unknown topology %q (have: single, redlock)", s.Kind)
+		return fmt.Errorf("unknown topology %q (have: single, redlock, sentinel)", s.Kind)
 	}
 	if len(s.Clients) == 0 {
 		return fmt.Errorf("a topology needs at least one client")
@@ -71,12 +75,19 @@ func Start(ctx context.Context, s Spec) (_ *Topology, err error) {
 		n = s.Nodes
 	}
 	t := &Topology{Kind: s.Kind, Password: node.NewPassword(), proxies: network.New(),
-		links: map[[2]string]*network.Link{}}
+		links: map[[2]string]*network.Link{}, nodeAt: map[string]string{}}
 	defer func() {
 		if err != nil {
 			t.Stop()
 		}
 	}()
+	if s.Kind == Sentinel {
+		if err := t.startSentinel(ctx, s); err != nil {
+			return nil, err
+		}
+		t.Startup = time.Since(begin)
+		return t, nil
+	}
 	// Nodes start in parallel: a start is mostly waiting for the process to answer.
 	t.Nodes = make([]*node.Node, n)
 	errs := make([]error, n)
@@ -101,17 +112,26 @@ func Start(ctx context.Context, s Spec) (_ *Topology, err error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	if err := t.clientLinks(s.Clients); err != nil {
+		return nil, err
+	}
+	t.Startup = time.Since(begin)
+	return t, nil
+}
+
+// clientLinks puts a proxy between every client and every node.
+func (t *Topology) clientLinks(clients []string) error {
 	for _, nd := range t.Nodes {
-		for _, c := range s.Clients {
+		t.nodeAt[nd.Addr()] = nd.Name()
+		for _, c := range clients {
 			l, err := t.proxies.Add(c+"->"+nd.Name(), nd.Addr())
 			if err != nil {
-				return nil, err
+				return err
 			}
 			t.links[[2]string{c, nd.Name()}] = l
 		}
 	}
-	t.Startup = time.Since(begin)
-	return t, nil
+	return nil
 }
 
 // Addrs returns the addresses, one per node in order, through which client reaches the nodes.
@@ -139,7 +159,7 @@ func (t *Topology) ClientNames() []string {
 	seen := map[string]bool{}
 	var out []string
 	for k := range t.links {
-		if !seen[k[0]] {
+		if k[0] != "*" && !seen[k[0]] {
 			seen[k[0]] = true
 			out = append(out, k[0])
 		}
@@ -171,7 +191,7 @@ func (t *Topology) Stop() {
 	if t.proxies != nil {
 		t.proxies.Close()
 	}
-	for _, nd := range t.Nodes {
+	for _, nd := range append(t.Sentinels, t.Nodes...) {
 		nd.Stop()
 	}
 }

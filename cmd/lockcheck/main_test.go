@@ -275,3 +275,35 @@ func TestClockJumpBreaksSpecRedlock(t *testing.T) {
 		t.Fatalf("no healed clock jump on a majority (3 of 5) in %+v", h.Windows())
 	}
 }
+
+// On Sentinel, Redisson's WAIT after each lock write keeps RLock safe through a failover that isolates the
+// primary with some clients still on it: the run stays valid and the primary changes.
+func TestReentrantSurvivesSentinelFailover(t *testing.T) {
+	code, dir := run(t, "run", "--lock", "reentrant", "--topology", "sentinel", "--nemesis", "failover",
+		"--nemesis-interval", "2s", "--nemesis-duration", "10s", "--time", "20s", "--quiet", "5s", "--seed", "2")
+	if code != exitValid {
+		t.Fatalf("exit %d; %+v", code, readResults(t, dir).Checkers)
+	}
+	h, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failovers []string
+	for _, w := range h.Windows() {
+		if w.Kind == "failover" && w.Healed {
+			failovers = append(failovers, w.Detail)
+		}
+	}
+	if len(failovers) == 0 {
+		t.Fatal("no failover was applied and healed")
+	}
+}
+
+func TestFailoverNeedsSentinel(t *testing.T) {
+	if code, _ := run(t, "run", "--nemesis", "failover"); code != exitUsage {
+		t.Fatalf("failover on single: exit %d, want %d", code, exitUsage)
+	}
+	if code, _ := run(t, "run", "--lock", "redlock", "--topology", "single"); code != exitUsage {
+		t.Fatalf("redlock on single: exit %d, want %d", code, exitUsage)
+	}
+}

@@ -26,8 +26,10 @@ func newRunCmd() *cobra.Command {
 			if !cmd.Flags().Changed("seed") {
 				o.Seed = time.Now().UnixNano() % 1_000_000
 			}
-			if err := controlDefaults(cmd, o.Lock); err != nil {
-				return err
+			if o.Nemesis == "none" || o.Nemesis == "" { // the controls' own runs are fault-free
+				if err := controlDefaults(cmd, o.Lock); err != nil {
+					return err
+				}
 			}
 			if cmd.Flags().Changed("keys") && o.Keys < 1 { // 0 is only the unset default
 				return runner.UsageError{Err: fmt.Errorf("--keys must be at least 1, got %d", o.Keys)}
@@ -44,7 +46,7 @@ func newRunCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Lock, "lock", o.Lock, "lock to test: "+join(locks.KindNames()))
-	f.StringVar(&o.Topology, "topology", o.Topology, "deployment: single or redlock (default: the lock's own)")
+	f.StringVar(&o.Topology, "topology", o.Topology, "deployment: single, redlock or sentinel (default: the lock's own)")
 	f.IntVar(&o.Nodes, "nodes", o.Nodes, "masters for --topology redlock")
 	f.StringVar(&o.Nemesis, "nemesis", o.Nemesis, "faults: none or a comma list of "+join(nemesis.Names()))
 	f.DurationVar(&o.NemesisInterval, "nemesis-interval", o.NemesisInterval, "healthy time between faults (jittered ±25%)")

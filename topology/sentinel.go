@@ -1,0 +1,144 @@
+package topology
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/lockcheck/lockcheck/node"
+	"github.com/redis/go-redis/v9"
+)
+
+// MasterName is the name the Sentinels monitor.
+const MasterName = "lockcheck"
+
+// startSentinel brings up a primary and two replicas, each behind a front proxy that it announces as its
+// address, and three Sentinels monitoring the primary's front. Replication and Sentinel traffic therefore
+// pass through the front proxies (before and after a failover, since Sentinel reconfigures replicas to the
+// announced addresses), and cutting a node's front cuts it off from replicas and Sentinels alike, while
+// each client still has its own proxy to every node.
+func (t *Topology) startSentinel(ctx context.Context, s Spec) error {
+	ports := make([]int, 3)
+	for i := range ports {
+		p, err := node.FreePort()
+		if err != nil {
+			return err
+		}
+		ports[i] = p
+		name := fmt.Sprintf("n%d", i+1)
+		front, err := t.proxies.Add("front->"+name, fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			return err
+		}
+		t.links[[2]string{"*", name}] = front
+		t.nodeAt[front.Addr()] = name
+	}
+	frontPort := func(i int) string { return t.links[[2]string{"*", fmt.Sprintf("n%d", i+1)}].Addr()[len("127.0.0.1:"):] }
+	for i := range ports {
+		name := fmt.Sprintf("n%d", i+1)
+		extra := []string{"replica-announce-ip 127.0.0.1", "replica-announce-port " + frontPort(i)}
+		if i > 0 {
+			extra = append(extra, "replicaof 127.0.0.1 "+frontPort(0))
+		}
+		nd, err := node.Start(ctx, node.Config{Name: name, Dir: filepath.Join(s.Dir, "nodes", name), Password: t.Password,
+			Persistence: s.Persistence, ClockLib: s.ClockLib, Port: ports[i], Extra: extra})
+		if err != nil {
+			return err
+		}
+		t.Nodes = append(t.Nodes, nd)
+	}
+	if err := t.waitFor(ctx, t.Nodes[0].Addr(), func(c *redis.Client) bool {
+		info := c.Info(ctx, "replication").Val()
+		return strings.Count(info, "state=online") == 2
+	}); err != nil {
+		return fmt.Errorf("replicas never came online: %w", err)
+	}
+	for i := 1; i <= 3; i++ {
+		name := fmt.Sprintf("s%d", i)
+		sn, err := node.Start(ctx, node.Config{Name: name, Dir: filepath.Join(s.Dir, "sentinels", name), Password: t.Password,
+			Sentinel: true, Extra: []string{
+				"sentinel monitor " + MasterName + " 127.0.0.1 " + frontPort(0) + " 2",
+				"sentinel auth-pass " + MasterName + " " + t.Password,
+				"sentinel down-after-milliseconds " + MasterName + " 1000",
+				"sentinel failover-timeout " + MasterName + " 5000",
+				"sentinel parallel-syncs " + MasterName + " 1",
+			}})
+		if err != nil {
+			return err
+		}
+		t.Sentinels = append(t.Sentinels, sn)
+	}
+	for _, sn := range t.Sentinels {
+		if err := t.waitFor(ctx, sn.Addr(), func(c *redis.Client) bool {
+			return c.Do(ctx, "SENTINEL", "CKQUORUM", MasterName).Err() == nil &&
+				len(c.Do(ctx, "SENTINEL", "REPLICAS", MasterName).Val().([]any)) == 2
+		}); err != nil {
+			return fmt.Errorf("sentinel %s never saw the quorum and both replicas: %w", sn.Name(), err)
+		}
+	}
+	return t.clientLinks(s.Clients)
+}
+
+func (t *Topology) waitFor(ctx context.Context, addr string, ok func(*redis.Client) bool) error {
+	c := redis.NewClient(&redis.Options{Addr: addr, Password: t.Password, MaxRetries: -1, DisableIdentity: true,
+		Protocol: 2, DialTimeout: time.Second, ReadTimeout: time.Second})
+	defer c.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for !ok(c) {
+		if time.Now().After(deadline) {
+			return errors.New("timed out after 30s")
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// SentinelAddrs lists the Sentinels' addresses.
+func (t *Topology) SentinelAddrs() []string {
+	var out []string
+	for _, s := range t.Sentinels {
+		out = append(out, s.Addr())
+	}
+	return out
+}
+
+// Dialer returns a dial function for client that reaches a node, by any address it is known by, through
+// that client's own proxy to it; other addresses (the Sentinels) are dialed as they are.
+func (t *Topology) Dialer(client string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if name, ok := t.nodeAt[addr]; ok {
+			if l := t.links[[2]string{client, name}]; l != nil {
+				addr = l.Addr()
+			}
+		}
+		return d.DialContext(ctx, network, addr)
+	}
+}
+
+// Primary asks the Sentinels which node is the primary now.
+func (t *Topology) Primary(ctx context.Context) (string, error) {
+	var errs []error
+	for _, s := range t.Sentinels {
+		c := redis.NewClient(&redis.Options{Addr: s.Addr(), Password: t.Password, MaxRetries: -1, DisableIdentity: true,
+			Protocol: 2, DialTimeout: time.Second, ReadTimeout: time.Second})
+		addr, err := c.Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", MasterName).StringSlice()
+		c.Close()
+		if err == nil && len(addr) == 2 {
+			if name, ok := t.nodeAt[addr[0]+":"+addr[1]]; ok {
+				return name, nil
+			}
+			err = fmt.Errorf("unknown primary address %s:%s", addr[0], addr[1])
+		}
+		errs = append(errs, err)
+	}
+	return "", fmt.Errorf("no Sentinel named the primary: %w", errors.Join(errs...))
+}
