@@ -209,6 +209,7 @@ func Commands(h *history.History, fs ...string) []porcupine.Operation {
 	}
 	ids := clientIDs(h)
 	volatile := failoverTopology(h)
+	split := splitBrain(h)
 	var ops []porcupine.Operation
 	for _, o := range h.Ops {
 		inv := o.Invoke
@@ -235,12 +236,48 @@ func Commands(h *history.History, fs ...string) []porcupine.Operation {
 				continue // failed before it ran: no effect, nothing learned
 			}
 			in.Return = c.Time
+			if split(inv.Client, inv.Time) && out.Outcome == Refused {
+				// It may have been served by the isolated old primary: a refusal changed nothing, and what it
+				// says may be about a branch the failover throws away. (Writes there carry nosync, unsure above;
+				// a write some replica acknowledged was not served by the isolated primary.)
+				continue
+			}
 		}
 		ops = append(ops, porcupine.Operation{ClientId: ids[threadName(inv)], Input: in, Output: out,
 			Call: in.Call, Return: in.Return})
 	}
 	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
 	return ops
+}
+
+// splitBrainGrace is how long after a failover fault heals a client kept on the old primary may still be
+// talking to it (until Sentinel turns it into a replica and its writes fail).
+const splitBrainGrace = 5 * time.Second
+
+// splitBrain returns whether a command of client at t may have been served by a primary that was isolated
+// and then demoted: during a failover fault (and its grace) the clients it kept on the old primary may see
+// a branch of history that the failover throws away.
+func splitBrain(h *history.History) func(client string, t int64) bool {
+	type window struct{ start, end int64 }
+	kept := map[string][]window{}
+	for _, w := range h.Windows() {
+		if w.Kind != "failover" {
+			continue
+		}
+		for _, t := range w.Targets {
+			if c, ok := strings.CutPrefix(t, "keep:"); ok {
+				kept[c] = append(kept[c], window{w.Start, w.End + int64(splitBrainGrace)})
+			}
+		}
+	}
+	return func(client string, t int64) bool {
+		for _, w := range kept[client] {
+			if t >= w.start && t <= w.end {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 // failoverTopology reports whether the run's topology can fail over (and so lose unacknowledged writes).
