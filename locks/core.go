@@ -118,3 +118,11 @@ func (r *Redisson) leaseArg(lease time.Duration) time.Duration {
 	}
 	return lease
 }
+
+// variant names a primitive's script, or its negative control's (<script>_broken.lua).
+func variant(script string, broken bool) string {
+	if broken {
+		return script + "_broken"
+	}
+	return script
+}

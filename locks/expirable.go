@@ -28,11 +28,7 @@ var _ Expirable = (*PermitSemaphore)(nil)
 
 // PermitExpirableSemaphore returns the semaphore called name.
 func (r *Redisson) PermitExpirableSemaphore(name string, thread int64, broken bool) *PermitSemaphore {
-	p := &PermitSemaphore{r: r, name: name, thread: thread, acquire: "pes_acquire"}
-	if broken {
-		p.acquire = "pes_acquire_broken"
-	}
-	return p
+	return &PermitSemaphore{r: r, name: name, thread: thread, acquire: variant("pes_acquire", broken)}
 }
 
 func (p *PermitSemaphore) channel() string  { return prefixName("redisson_sc", p.name) }

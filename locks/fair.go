@@ -22,11 +22,8 @@ var _ Mutex = (*FairLock)(nil)
 
 // FairLock returns the RFairLock called name for a thread.
 func (r *Redisson) FairLock(name string, thread int64, broken bool) *FairLock {
-	l := &FairLock{r: r, name: name, thread: thread, internalLease: r.cfg.WatchdogTimeout, acquire: "fair_acquire"}
-	if broken {
-		l.acquire = "fair_acquire_broken"
-	}
-	return l
+	return &FairLock{r: r, name: name, thread: thread, internalLease: r.cfg.WatchdogTimeout,
+		acquire: variant("fair_acquire", broken)}
 }
 
 // Key is the lock's Redis key.

@@ -22,11 +22,7 @@ var _ Latch = (*CountDownLatch)(nil)
 
 // CountDownLatch returns the latch called name.
 func (r *Redisson) CountDownLatch(name string, thread int64, broken bool) *CountDownLatch {
-	l := &CountDownLatch{r: r, name: name, thread: thread, countDown: "latch_count_down"}
-	if broken {
-		l.countDown = "latch_count_down_broken"
-	}
-	return l
+	return &CountDownLatch{r: r, name: name, thread: thread, countDown: variant("latch_count_down", broken)}
 }
 
 // The channel is built by concatenation, not prefixName, in Redisson.

@@ -94,10 +94,7 @@ func (r *Redisson) Lock(name string, thread int64) *RLock {
 // redisson_lock_token:{name}. broken swaps in a script that hands out the same token again.
 func (r *Redisson) FencedLock(name string, thread int64, broken bool) *RLock {
 	l := r.Lock(name, thread)
-	l.acquire = "fenced_acquire"
-	if broken {
-		l.acquire = "fenced_acquire_broken"
-	}
+	l.acquire = variant("fenced_acquire", broken)
 	return l
 }
 

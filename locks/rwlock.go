@@ -24,11 +24,8 @@ var _ Mutex = (*ReadWriteLock)(nil)
 
 // ReadLock returns the read half of the read-write lock called name.
 func (r *Redisson) ReadLock(name string, thread int64, broken bool) *ReadWriteLock {
-	l := &ReadWriteLock{r: r, name: name, thread: thread, readAcquire: "rw_read_acquire", lease: r.cfg.WatchdogTimeout}
-	if broken {
-		l.readAcquire = "rw_read_acquire_broken"
-	}
-	return l
+	return &ReadWriteLock{r: r, name: name, thread: thread, readAcquire: variant("rw_read_acquire", broken),
+		lease: r.cfg.WatchdogTimeout}
 }
 
 // WriteLock returns the write half.

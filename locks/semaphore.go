@@ -22,11 +22,7 @@ var _ Semaphore = (*RSemaphore)(nil)
 
 // Semaphore returns the RSemaphore called name.
 func (r *Redisson) Semaphore(name string, thread int64, broken bool) *RSemaphore {
-	s := &RSemaphore{r: r, name: name, thread: thread, release: "sem_release"}
-	if broken {
-		s.release = "sem_release_broken"
-	}
-	return s
+	return &RSemaphore{r: r, name: name, thread: thread, release: variant("sem_release", broken)}
 }
 
 func (s *RSemaphore) channel() string { return prefixName("redisson_sc", s.name) }
