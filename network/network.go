@@ -54,13 +54,6 @@ func (p *Proxies) Links() []*Link {
 	return append([]*Link(nil), p.links...)
 }
 
-// HealAll removes every toxic from every link.
-func (p *Proxies) HealAll() {
-	for _, l := range p.Links() {
-		_ = l.Heal()
-	}
-}
-
 // Close stops every proxy and closes its connections.
 func (p *Proxies) Close() {
 	for _, l := range p.Links() {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/locks"
+	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/node"
 	"github.com/lockcheck/lockcheck/workloads"
 )
@@ -109,4 +110,9 @@ func (o Options) describe() map[string]any {
 		"persistence": o.Persistence, "scripts": o.Scripts, "check_timeout": o.CheckTimeout.String(),
 		"permits": o.Permits, "count": o.Count, "readers": o.Readers, "group": o.Group,
 		"latency": o.Latency.String(), "jitter": o.Jitter.String(), "clock_bump": o.ClockBump.String()}
+}
+
+// faultParams tunes the faults from the options.
+func (o Options) faultParams() nemesis.Params {
+	return nemesis.Params{Latency: o.Latency, Jitter: o.Jitter, ClockBump: o.ClockBump}
 }

@@ -72,10 +72,9 @@ func Run(ctx context.Context, o Options, stderr io.Writer) (*report.Results, err
 		return nil, UsageError{err}
 	}
 	// The plan needs only names, so it is made (and every usage error found) before anything starts.
-	params := nemesis.Params{Latency: o.Latency, Jitter: o.Jitter, ClockBump: o.ClockBump}
-	names := &nemesis.Env{Topology: o.Topology, Clients: clients, Params: params,
+	names := &nemesis.Env{Topology: o.Topology, Clients: clients, Params: o.faultParams(),
 		Client: func(string) nemesis.Client { return nil }}
-	if o.Topology == topology.Sentinel {
+	if o.Topology == topology.Sentinel { // a stand-in: planning only needs to know there is a primary
 		names.Primary = func(context.Context) (string, error) { return "n1", nil }
 	}
 	if kind.Topology == topology.Redlock && o.Topology != topology.Redlock {
@@ -169,7 +168,7 @@ func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scr
 		gates[c] = locks.NewGate()
 	}
 	env := &nemesis.Env{Topology: o.Topology, Nodes: topo.NodeNames(), Clients: spec.Clients,
-		Params: nemesis.Params{Latency: o.Latency, Jitter: o.Jitter, ClockBump: o.ClockBump},
+		Params: o.faultParams(),
 		Client: func(c string) nemesis.Client {
 			if g := gates[c]; g != nil {
 				return g

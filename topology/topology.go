@@ -183,9 +183,6 @@ func (t *Topology) Node(name string) *node.Node {
 	return nil
 }
 
-// Admin returns a direct address for harness-side reads that must not pass through faults.
-func (t *Topology) Admin(name string) string { return t.Node(name).Addr() }
-
 // Stop tears everything down: proxies first, so clients see the end, then every node.
 func (t *Topology) Stop() {
 	if t.proxies != nil {
@@ -195,6 +192,3 @@ func (t *Topology) Stop() {
 		nd.Stop()
 	}
 }
-
-// HealLinks removes every link fault.
-func (t *Topology) HealLinks() { t.proxies.HealAll() }
