@@ -71,15 +71,30 @@ type ClientConfig struct {
 	Sentinels  []string
 	MasterName string
 	Dialer     func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Cluster, when set, makes this a Redis Cluster client seeded with these addresses: it follows MOVED
+	// and ASK replies (reached through Dialer, like Sentinel's reports).
+	Cluster []string
 }
 
 // NewClient builds a go-redis client with retries off and the timeout bounding every command.
-func NewClient(c ClientConfig) *redis.Client {
+func NewClient(c ClientConfig) redis.UniversalClient {
 	if c.Timeout <= 0 {
 		c.Timeout = 3 * time.Second
 	}
 	if c.PoolSize <= 0 {
 		c.PoolSize = 4
+	}
+	if len(c.Cluster) > 0 {
+		rdb := redis.NewClusterClient(&redis.ClusterOptions{
+			Addrs: c.Cluster, Password: c.Password, Dialer: c.Dialer,
+			// MOVED/ASK are followed (a redirected command never ran), nothing else is retried.
+			MaxRedirects: 3, MaxRetries: -1, DialTimeout: c.Timeout, ReadTimeout: c.Timeout, WriteTimeout: c.Timeout,
+			ContextTimeoutEnabled: true, PoolSize: c.PoolSize, PoolTimeout: c.Timeout, DisableIdentity: true, Protocol: 2,
+		})
+		if c.Gate != nil {
+			rdb.AddHook(gateHook{c.Gate})
+		}
+		return rdb
 	}
 	if len(c.Sentinels) > 0 {
 		rdb := redis.NewFailoverClient(&redis.FailoverOptions{
@@ -93,7 +108,7 @@ func NewClient(c ClientConfig) *redis.Client {
 		return rdb
 	}
 	rdb := redis.NewClient(&redis.Options{
-		Addr: c.Addr, Password: c.Password,
+		Addr: c.Addr, Password: c.Password, Dialer: c.Dialer,
 		MaxRetries:            -1, // -1, not 0: 0 means the default of 3
 		DialTimeout:           c.Timeout,
 		ReadTimeout:           c.Timeout,

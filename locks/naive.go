@@ -22,7 +22,7 @@ type Naive struct {
 type NaiveClient struct {
 	ID    string
 	name  string
-	rdb   *redis.Client
+	rdb   redis.UniversalClient
 	rec   Recorder
 	lease time.Duration // used when TryLock gets lease 0
 	gate  *Gate

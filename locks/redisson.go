@@ -43,15 +43,18 @@ type Redisson struct {
 	name    string // client name in the history (c1...)
 	node    string // the node it talks to, in the history
 	cfg     RedissonConfig
-	rdb     *redis.Client
+	rdb     redis.UniversalClient
 	scripts *Scripts
 	rec     Recorder
 
 	subs *subscriptions
 	wd   *watchdog
 
+	conn     ClientConfig // how rdb was made: cluster nodes are dialed the same way
 	slavesMu sync.Mutex
-	slaves   int64 // cached connected_slaves; -1 until read
+	slaves   map[string]int64 // cached connected_slaves by node address ("": the one master)
+	nodesMu  sync.Mutex
+	nodes    map[string]redis.UniversalClient // cluster: one client per master that served a lock script
 
 	latchMu sync.Mutex
 	latches map[string]string // unlock request id -> its latch key, until dropped
@@ -67,7 +70,7 @@ func NewRedisson(name string, conn ClientConfig, cfg RedissonConfig, scripts *Sc
 func NewRedissonOn(name, node string, conn ClientConfig, cfg RedissonConfig, scripts *Scripts, rec Recorder) *Redisson {
 	conn.Timeout, conn.Gate = cfg.Timeout, cfg.Gate
 	r := &Redisson{ID: uuid.NewString(), name: name, node: node, cfg: cfg, rdb: NewClient(conn), scripts: scripts, rec: rec,
-		slaves: -1}
+		conn: conn, slaves: map[string]int64{}, nodes: map[string]redis.UniversalClient{}}
 	r.subs = newSubscriptions(r.rdb)
 	r.wd = newWatchdog(r)
 	return r
@@ -82,6 +85,11 @@ func (r *Redisson) Gate() *Gate { return r.cfg.Gate }
 func (r *Redisson) Close() error {
 	r.wd.close()
 	r.subs.close()
+	r.nodesMu.Lock()
+	for _, c := range r.nodes {
+		c.Close()
+	}
+	r.nodesMu.Unlock()
 	return r.rdb.Close()
 }
 
@@ -98,24 +106,26 @@ func (r *Redisson) FencedLock(name string, thread int64, broken bool) *RLock {
 	return l
 }
 
-// availableSlaves is Redisson's cached connected_slaves, read from INFO replication on first use.
-func (r *Redisson) availableSlaves(ctx context.Context) int64 {
+// availableSlaves is Redisson's cached connected_slaves of the node at addr ("" for the client's one
+// master), read from INFO replication on first use.
+func (r *Redisson) availableSlaves(ctx context.Context, c redis.Cmdable, addr string) int64 {
 	r.slavesMu.Lock()
 	defer r.slavesMu.Unlock()
-	if r.slaves >= 0 {
-		return r.slaves
+	if n, ok := r.slaves[addr]; ok {
+		return n
 	}
-	info, err := r.rdb.Info(ctx, "replication").Result()
+	info, err := c.Info(ctx, "replication").Result()
 	if err != nil {
 		return 0 // unknown: send without WAIT, and ask again next time
 	}
-	r.slaves = parseConnectedSlaves(info)
-	return r.slaves
+	n := parseConnectedSlaves(info)
+	r.slaves[addr] = n
+	return n
 }
 
-func (r *Redisson) forgetSlaves() {
+func (r *Redisson) forgetSlaves(addr string) {
 	r.slavesMu.Lock()
-	r.slaves = -1
+	delete(r.slaves, addr)
 	r.slavesMu.Unlock()
 }
 
@@ -133,32 +143,46 @@ func parseConnectedSlaves(info string) int64 {
 // WAIT <replicas> <slavesSyncTimeout> go in one pipeline on one connection, and ErrNoSync is returned (with
 // the script's reply) when no replica acknowledged.
 func (r *Redisson) eval(ctx context.Context, script string, keys []string, args ...any) (any, error) {
-	sc := r.scripts.Get(script)
-	n := r.availableSlaves(ctx)
-	if n == 0 {
-		res, err := sc.Run(ctx, r.rdb, keys, args...).Result()
+	if cc, ok := r.rdb.(*redis.ClusterClient); ok {
+		return r.clusterEval(ctx, cc, script, keys, args...)
+	}
+	return r.evalOn(ctx, r.rdb, "", false, script, keys, args...)
+}
+
+// evalOn is eval on one node's client c (addr keys its replica count); asking sends ASKING first.
+func (r *Redisson) evalOn(ctx context.Context, c redis.UniversalClient, addr string, asking bool, script string,
+	keys []string, args ...any) (any, error) {
+	n := r.availableSlaves(ctx, c, addr)
+	if n == 0 && !asking {
+		res, err := r.scripts.Get(script).Run(ctx, c, keys, args...).Result()
 		if redisNil(err) {
 			return nil, nil
 		}
 		return res, err
 	}
-	pipe := r.rdb.Pipeline()
+	pipe := c.Pipeline()
+	if asking {
+		pipe.Do(ctx, "asking")
+	}
 	ev := pipe.Eval(ctx, r.scripts.Source(script), keys, args...)
-	wait := pipe.Do(ctx, "wait", n, r.cfg.SlavesSyncTimeout.Milliseconds())
+	var wait *redis.Cmd
+	if n > 0 {
+		wait = pipe.Do(ctx, "wait", n, r.cfg.SlavesSyncTimeout.Milliseconds())
+	}
 	_, _ = pipe.Exec(ctx)
 	res, err := ev.Result()
 	if redisNil(err) {
 		res, err = nil, nil
 	}
-	if err != nil {
-		return nil, err
+	if err != nil || wait == nil {
+		return res, err
 	}
 	acked, werr := wait.Int64()
 	if werr != nil {
 		return res, werr // the script ran; whether it replicated is unknown
 	}
 	if acked != n {
-		r.forgetSlaves()
+		r.forgetSlaves(addr)
 	}
 	if r.cfg.CheckSyncedSlaves && acked == 0 {
 		return res, ErrNoSync
@@ -172,7 +196,7 @@ const publishCommand = "publish"
 // subscriptions shares one pub/sub connection among all of a client's waiters, one latch per channel,
 // as Redisson's PublishSubscribe and RedissonLockEntry do.
 type subscriptions struct {
-	rdb     *redis.Client
+	rdb     redis.UniversalClient
 	mu      sync.Mutex
 	ps      *redis.PubSub
 	entries map[string]*entry
@@ -210,7 +234,7 @@ func (e *entry) wakes(payload string) int {
 	return 1
 }
 
-func newSubscriptions(rdb *redis.Client) *subscriptions {
+func newSubscriptions(rdb redis.UniversalClient) *subscriptions {
 	return &subscriptions{rdb: rdb, entries: map[string]*entry{}}
 }
 
@@ -415,10 +439,36 @@ func (w *watchdog) renewAll() {
 		w.renewRead(rn.name, rn.owners[0])
 	}
 	batch := max(w.r.cfg.WatchdogBatch, 1)
-	for i := 0; i < len(names); i += batch {
-		j := min(i+batch, len(names))
-		w.renew(names[i:j], owners[i:j])
+	for _, g := range w.r.sameSlot(names, owners) {
+		for i := 0; i < len(g.names); i += batch {
+			j := min(i+batch, len(g.names))
+			w.renew(g.names[i:j], g.owners[i:j])
+		}
 	}
+}
+
+type renewGroup struct{ names, owners []string }
+
+// sameSlot groups the locks to renew: one group, or on a cluster one per hash slot, since a multi-key
+// script must not cross slots (Redisson batches per slot there too).
+func (r *Redisson) sameSlot(names, owners []string) []renewGroup {
+	if _, ok := r.rdb.(*redis.ClusterClient); !ok {
+		return []renewGroup{{names, owners}}
+	}
+	var out []renewGroup
+	at := map[int]int{}
+	for i, n := range names {
+		s := Slot(n)
+		k, ok := at[s]
+		if !ok {
+			k = len(out)
+			at[s] = k
+			out = append(out, renewGroup{})
+		}
+		out[k].names = append(out[k].names, n)
+		out[k].owners = append(out[k].owners, owners[i])
+	}
+	return out
 }
 
 func (w *watchdog) renew(names, owners []string) {

@@ -27,7 +27,7 @@ type SpecClient struct {
 	ID      string
 	name    string
 	nodes   []string
-	rdbs    []*redis.Client
+	rdbs    []redis.UniversalClient
 	rec     Recorder
 	scripts *Scripts
 	lease   time.Duration // used when TryLock gets lease 0

@@ -30,6 +30,14 @@ type Env struct {
 	Gate     *Gate // pauses the client and skews its clock; nil for none
 	// Sentinel, on the sentinel topology, is how to reach the primary (Addrs are then the data nodes).
 	Sentinel *SentinelConn
+	// Cluster, on the cluster topology, is how to reach the cluster (Addrs are then the data nodes).
+	Cluster *ClusterConn
+}
+
+// ClusterConn is a cluster-mode connection's settings.
+type ClusterConn struct {
+	Addrs  []string
+	Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // SentinelConn is a Sentinel-mode connection's settings.
@@ -44,6 +52,9 @@ func (e Env) conn() ClientConfig {
 	c := ClientConfig{Addr: e.Addrs[0], Password: e.Password, Timeout: e.Redisson.Timeout, Gate: e.Gate}
 	if e.Sentinel != nil {
 		c.Sentinels, c.MasterName, c.Dialer = e.Sentinel.Addrs, e.Sentinel.MasterName, e.Sentinel.Dialer
+	}
+	if e.Cluster != nil {
+		c.Cluster, c.Dialer = e.Cluster.Addrs, e.Cluster.Dialer
 	}
 	return c
 }

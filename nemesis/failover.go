@@ -2,62 +2,135 @@ package nemesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 func init() {
 	Register("failover", &failover{cut: map[string][]string{}})
+	Register("failover-command", failoverCommand{})
+	Register("lagging-failover", &lagging{runs: map[string]*lagRun{}})
+	Register("partition-nodes", partitionNodes{})
 }
 
-// failover isolates the current primary from its replicas and Sentinels (its front proxy) and from every
-// client but a random minority, which keep writing to it: the Sentinels promote a replica, and the kept
-// clients and the rest see two primaries until the fault heals and the old primary rejoins as a replica
-// (losing what only it had). Give it a --nemesis-duration longer than Sentinel's 1 s down-after plus an
-// election.
-type failover struct {
-	mu  sync.Mutex
-	cut map[string][]string // targets key -> links cut at start
+// partitionNodes cuts one node (or the selected ones) off from the other data nodes, node to node:
+// replication both ways and, on a cluster, gossip. Clients and Sentinels still reach it.
+type partitionNodes struct{}
+
+func (partitionNodes) Applies(env *Env) error { return needReplication("partition-nodes", env) }
+
+func (partitionNodes) Targets(rng *rand.Rand, env *Env) []string { return pickNodes(rng, env, "one") }
+
+func (partitionNodes) Start(ctx context.Context, env *Env, targets []string) (string, error) {
+	var errs []error
+	for _, n := range targets {
+		errs = append(errs, env.Replication.IsolatePeers(ctx, n, true))
+	}
+	return "cut off from the other data nodes (replication, cluster bus); clients still reach it", errors.Join(errs...)
 }
 
-func (f *failover) Applies(env *Env) error {
-	if env.Primary == nil {
-		return fmt.Errorf("failover needs a primary with replicas: use --topology sentinel (this is %s)", env.Topology)
+func (partitionNodes) Stop(ctx context.Context, env *Env, targets []string) error {
+	var errs []error
+	for _, n := range targets {
+		errs = append(errs, env.Replication.IsolatePeers(ctx, n, false))
+	}
+	return errors.Join(errs...)
+}
+
+// needReplication is the Applies of every failover fault.
+func needReplication(name string, env *Env) error {
+	if env.Replication == nil {
+		return fmt.Errorf("%s needs primaries with replicas: use --topology sentinel or cluster (this is %s)", name, env.Topology)
 	}
 	return nil
 }
 
-// Targets are the clients that keep reaching the old primary.
-func (f *failover) Targets(rng *rand.Rand, env *Env) []string {
-	var keep []string
-	for _, i := range rng.Perm(len(env.Clients))[:max(len(env.Clients)/2-1, 1)] {
-		keep = append(keep, "keep:"+env.Clients[i])
+// pickShard chooses the shard a failover hits: one holding the workload's keys.
+func pickShard(rng *rand.Rand, env *Env) string {
+	k := rng.IntN(env.Replication.Shards())
+	if len(env.KeyShards) > 0 {
+		k = env.KeyShards[rng.IntN(len(env.KeyShards))]
 	}
-	return keep
+	return "shard:" + strconv.Itoa(k)
 }
 
-func (f *failover) Start(ctx context.Context, env *Env, targets []string) (string, error) {
-	primary, err := env.Primary(ctx)
-	if err != nil {
-		return "", err
+// shardOf reads the "shard:K" target.
+func shardOf(targets []string) int {
+	for _, t := range targets {
+		if s, ok := strings.CutPrefix(t, "shard:"); ok {
+			k, _ := strconv.Atoi(s)
+			return k
+		}
 	}
+	return 0
+}
+
+// keptClients reads the "keep:cX" targets.
+func keptClients(targets []string) map[string]bool {
 	kept := map[string]bool{}
 	for _, t := range targets {
-		kept[strings.TrimPrefix(t, "keep:")] = true
+		if c, ok := strings.CutPrefix(t, "keep:"); ok {
+			kept[c] = true
+		}
 	}
+	return kept
+}
+
+// isolation lists the links that cut primary off from the other nodes (its front and, on a cluster, its
+// bus) and from every client that is not kept.
+func isolation(env *Env, primary string, kept map[string]bool) []string {
 	links := []string{"*->" + primary}
+	if env.Link("bus", primary) != nil {
+		links = append(links, "bus->"+primary)
+	}
 	for _, c := range env.Clients {
 		if !kept[c] {
 			links = append(links, c+"->"+primary)
 		}
 	}
+	return links
+}
+
+// failover isolates a shard's primary from its replicas and Sentinels (or cluster peers) and from every
+// client but a random minority, which keep writing to it: a replica is promoted, and the kept clients and
+// the rest see two primaries until the fault heals and the old primary rejoins as a replica (losing what
+// only it had). Give it a --nemesis-duration longer than failure detection (1 s) plus an election.
+type failover struct {
+	mu  sync.Mutex
+	cut map[string][]string // targets key -> links cut at start
+}
+
+func (f *failover) Applies(env *Env) error { return needReplication("failover", env) }
+
+// Targets are the shard and the clients that keep reaching its old primary.
+func (f *failover) Targets(rng *rand.Rand, env *Env) []string {
+	out := []string{pickShard(rng, env)}
+	for _, c := range pickClients(rng, env, "minority") {
+		out = append(out, "keep:"+c)
+	}
+	if len(env.Clients) == 1 { // one client: keeping it would leave nobody to see the new primary
+		out = out[:1]
+	}
+	return out
+}
+
+func (f *failover) Start(ctx context.Context, env *Env, targets []string) (string, error) {
+	primary, err := env.Replication.Primary(ctx, shardOf(targets))
+	if err != nil {
+		return "", err
+	}
+	links := isolation(env, primary, keptClients(targets))
 	f.mu.Lock()
 	f.cut[strings.Join(targets, ",")] = links
 	f.mu.Unlock()
-	return fmt.Sprintf("primary %s isolated from its replicas, the Sentinels and all clients but %s", primary,
-		strings.Join(targets, " ")), eachLink(env, links, Link.Cut)
+	return fmt.Sprintf("primary %s isolated from its replicas, peers and all clients but %s", primary,
+		strings.Join(targets[1:], " ")), eachLink(env, links, Link.Cut)
 }
 
 func (f *failover) Stop(_ context.Context, env *Env, targets []string) error {
@@ -66,4 +139,135 @@ func (f *failover) Stop(_ context.Context, env *Env, targets []string) error {
 	delete(f.cut, strings.Join(targets, ","))
 	f.mu.Unlock()
 	return eachLink(env, links, Link.Heal)
+}
+
+// failoverCommand asks the deployment to fail a shard over with nothing broken: SENTINEL FAILOVER, or
+// CLUSTER FAILOVER (plain, FORCE or TAKEOVER) on a replica. The old primary becomes a replica; writes it
+// accepted but had not replicated are lost. Nothing needs healing: the new layout stays.
+type failoverCommand struct{}
+
+func (failoverCommand) Applies(env *Env) error { return needReplication("failover-command", env) }
+
+func (failoverCommand) Targets(rng *rand.Rand, env *Env) []string {
+	modes := env.Replication.PromoteModes()
+	return []string{pickShard(rng, env), "mode:" + modes[rng.IntN(len(modes))]}
+}
+
+func (failoverCommand) Start(ctx context.Context, env *Env, targets []string) (string, error) {
+	mode := ""
+	for _, t := range targets {
+		if m, ok := strings.CutPrefix(t, "mode:"); ok {
+			mode = m
+		}
+	}
+	return env.Replication.Promote(ctx, shardOf(targets), mode)
+}
+
+func (failoverCommand) Stop(context.Context, *Env, []string) error { return nil }
+
+// lagging reproduces Redisson #5256: a replica's replication stream is held (it lags, while the other
+// replica keeps acknowledging writes, so WAIT still counts one), the other replicas are made unpromotable
+// (replica-priority 0), and after a third of the fault the primary is isolated: the lagging replica is the
+// one promoted, without the writes it never received.
+type lagging struct {
+	mu   sync.Mutex
+	runs map[string]*lagRun
+}
+
+type lagRun struct {
+	primary, lagger string
+	others          []string
+	links           []string
+	cancel          context.CancelFunc
+	done            chan struct{}
+}
+
+func (l *lagging) Applies(env *Env) error { return needReplication("lagging-failover", env) }
+
+// Targets are the shard and which of its replicas (by rank) lags.
+func (l *lagging) Targets(rng *rand.Rand, env *Env) []string {
+	return []string{pickShard(rng, env), "lagging-replica:" + strconv.Itoa(rng.IntN(2))}
+}
+
+func (l *lagging) Start(ctx context.Context, env *Env, targets []string) (string, error) {
+	r := env.Replication
+	shard := shardOf(targets)
+	primary, err := r.Primary(ctx, shard)
+	if err != nil {
+		return "", err
+	}
+	replicas, err := r.Replicas(ctx, shard)
+	if err != nil || len(replicas) == 0 {
+		return "", errors.Join(err, fmt.Errorf("shard %d has no replica", shard))
+	}
+	rank := 0
+	for _, t := range targets {
+		if s, ok := strings.CutPrefix(t, "lagging-replica:"); ok {
+			rank, _ = strconv.Atoi(s)
+		}
+	}
+	run := &lagRun{primary: primary, lagger: replicas[rank%len(replicas)], done: make(chan struct{})}
+	for _, n := range replicas {
+		if n != run.lagger {
+			run.others = append(run.others, n)
+		}
+	}
+	run.links = isolation(env, primary, nil)
+	l.mu.Lock()
+	l.runs[strings.Join(targets, ",")] = run
+	l.mu.Unlock()
+	if err := r.StallReplication(run.lagger, true); err != nil {
+		close(run.done)
+		return "", err
+	}
+	for _, n := range run.others {
+		if err := r.SetReplicaPriority(ctx, n, 0); err != nil {
+			close(run.done)
+			return "", err
+		}
+	}
+	lag := max(env.Params.Duration/3, 500*time.Millisecond)
+	bg, cancel := context.WithCancel(context.Background())
+	run.cancel = cancel
+	go func() {
+		defer close(run.done)
+		select {
+		case <-bg.Done():
+			return
+		case <-time.After(lag):
+		}
+		err := eachLink(env, run.links, Link.Cut)
+		detail := fmt.Sprintf("primary %s isolated: %s, lagging, is the only promotable replica", primary, run.lagger)
+		if err != nil {
+			detail += "; cut failed: " + err.Error()
+		}
+		if env.Note != nil {
+			env.Note("lagging-failover", targets, detail)
+		}
+	}()
+	others := "no other replica"
+	if len(run.others) > 0 {
+		others = strings.Join(run.others, " ") + " made unpromotable (replica-priority 0)"
+	}
+	return fmt.Sprintf("replication to %s held, %s; primary %s isolated in %s", run.lagger, others, primary, lag), nil
+}
+
+func (l *lagging) Stop(ctx context.Context, env *Env, targets []string) error {
+	l.mu.Lock()
+	run := l.runs[strings.Join(targets, ",")]
+	delete(l.runs, strings.Join(targets, ","))
+	l.mu.Unlock()
+	if run == nil {
+		return nil
+	}
+	if run.cancel != nil {
+		run.cancel()
+	}
+	<-run.done
+	r := env.Replication
+	errs := []error{eachLink(env, run.links, Link.Heal), r.StallReplication(run.lagger, false)}
+	for _, n := range slices.Clone(run.others) {
+		errs = append(errs, r.SetReplicaPriority(ctx, n, -1))
+	}
+	return errors.Join(errs...)
 }

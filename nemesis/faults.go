@@ -32,9 +32,7 @@ func link(env *Env, target string) (Link, error) {
 // with its data depends on --persistence.
 type kill struct{}
 
-func (kill) Targets(rng *rand.Rand, env *Env) []string {
-	return []string{env.Nodes[rng.IntN(len(env.Nodes))]}
-}
+func (kill) Targets(rng *rand.Rand, env *Env) []string { return pickNodes(rng, env, "one") }
 
 func (kill) Start(_ context.Context, env *Env, targets []string) (string, error) {
 	for _, t := range targets {

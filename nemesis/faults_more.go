@@ -26,13 +26,7 @@ func init() {
 // so leases on those nodes end early.
 type nodeClock struct{}
 
-func (nodeClock) Targets(rng *rand.Rand, env *Env) []string {
-	var out []string
-	for _, i := range rng.Perm(len(env.Nodes))[:len(env.Nodes)/2+1] {
-		out = append(out, env.Nodes[i])
-	}
-	return out
-}
+func (nodeClock) Targets(rng *rand.Rand, env *Env) []string { return pickNodes(rng, env, "majority") }
 
 func (nodeClock) Start(_ context.Context, env *Env, targets []string) (string, error) {
 	d := env.Params.ClockBump
@@ -72,21 +66,21 @@ func eachLink(env *Env, targets []string, f func(Link) error) error {
 	return errors.Join(errs...)
 }
 
-// minorityLinks: every link of a random minority of the clients (at least one).
+// minorityLinks: the links of a random minority of the clients (at least one) to every node.
 func minorityLinks(rng *rand.Rand, env *Env) []string {
-	return clientLinks(env, rng.Perm(len(env.Clients))[:1+rng.IntN(max(len(env.Clients)/2, 1))])
+	return clientLinks(pickClients(rng, env, "minority"), linkNodes(env))
 }
 
-// oneClientLinks: every link of one random client.
+// oneClientLinks: the links of one random client to every node.
 func oneClientLinks(rng *rand.Rand, env *Env) []string {
-	return clientLinks(env, []int{rng.IntN(len(env.Clients))})
+	return clientLinks(pickClients(rng, env, "one"), linkNodes(env))
 }
 
-func clientLinks(env *Env, clients []int) []string {
+func clientLinks(clients, nodes []string) []string {
 	var out []string
-	for _, i := range clients {
-		for _, node := range env.Nodes {
-			out = append(out, env.Clients[i]+"->"+node)
+	for _, c := range clients {
+		for _, n := range nodes {
+			out = append(out, c+"->"+n)
 		}
 	}
 	return out
@@ -95,9 +89,7 @@ func clientLinks(env *Env, clients []int) []string {
 // pause stops one node with SIGSTOP (it keeps its sockets and answers nothing) and continues it.
 type pause struct{}
 
-func (pause) Targets(rng *rand.Rand, env *Env) []string {
-	return []string{env.Nodes[rng.IntN(len(env.Nodes))]}
-}
+func (pause) Targets(rng *rand.Rand, env *Env) []string { return pickNodes(rng, env, "one") }
 
 func (pause) Start(_ context.Context, env *Env, targets []string) (string, error) {
 	return "SIGSTOP", eachNode(env, targets, Process.Pause)
@@ -125,9 +117,7 @@ func eachNode(env *Env, targets []string, f func(Process) error) error {
 // believing it holds what it held. A client granted nothing during the fault is never frozen.
 type clientPause struct{}
 
-func (clientPause) Targets(rng *rand.Rand, env *Env) []string {
-	return []string{env.Clients[rng.IntN(len(env.Clients))]}
-}
+func (clientPause) Targets(rng *rand.Rand, env *Env) []string { return pickClients(rng, env, "one") }
 
 func (clientPause) Applies(env *Env) error { return needClients(env) }
 
@@ -171,7 +161,11 @@ func (clientClock) Targets(rng *rand.Rand, env *Env) []string {
 	if rng.IntN(2) == 0 {
 		sign = "-"
 	}
-	return []string{env.Clients[rng.IntN(len(env.Clients))] + "@" + sign + env.Params.ClockBump.String()}
+	var out []string
+	for _, c := range pickClients(rng, env, "one") {
+		out = append(out, c+"@"+sign+env.Params.ClockBump.String())
+	}
+	return out
 }
 
 func (clientClock) Applies(env *Env) error { return needClients(env) }

@@ -30,6 +30,7 @@ type Client interface {
 type Params struct {
 	Latency, Jitter time.Duration // latency fault
 	ClockBump       time.Duration // clock and client-clock faults: how far a clock jumps
+	Duration        time.Duration // --nemesis-duration, for faults with phases
 }
 
 // Process is one node's process.
@@ -51,8 +52,34 @@ type Env struct {
 	Node     func(name string) Process
 	Client   func(name string) Client
 	Params   Params
-	// Primary names the current primary (sentinel topology); nil where there is none.
-	Primary func(ctx context.Context) (string, error)
+	// Replication is the primaries and replicas (sentinel, cluster); nil where nodes do not replicate.
+	Replication Replication
+	// KeyShards are the shards holding the workload's keys: failovers pick among them (all when empty).
+	KeyShards []int
+	// Targets narrows what faults hit (--nemesis-targets); the zero value lets each fault choose.
+	Targets Selector
+	// Note records a step inside a running fault (set by Plan.Run).
+	Note func(fault string, targets []string, detail string)
+}
+
+// Replication is a deployment whose nodes replicate: one or more shards, each a primary and its replicas.
+type Replication interface {
+	Shards() int
+	// Primary names shard's current primary; Replicas its other nodes, sorted.
+	Primary(ctx context.Context, shard int) (string, error)
+	Replicas(ctx context.Context, shard int) ([]string, error)
+	// PromoteModes lists how Promote can fail a shard over by command ("sentinel", or "default", "force",
+	// "takeover" for CLUSTER FAILOVER); Promote does it and says what happened.
+	PromoteModes() []string
+	Promote(ctx context.Context, shard int, mode string) (string, error)
+	// StallReplication holds (on) or releases the stream of writes that replica receives from its primary.
+	StallReplication(replica string, on bool) error
+	// IsolatePeers cuts (or restores) node's links to the other data nodes: replication both ways and, on a
+	// cluster, its bus; clients still reach it.
+	IsolatePeers(ctx context.Context, node string, on bool) error
+	// SetReplicaPriority sets a node's replica-priority (0: never promoted by Sentinel); negative restores
+	// the default.
+	SetReplicaPriority(ctx context.Context, node string, priority int) error
 }
 
 // Fault is one kind of fault, registered by name (as toxiproxy registers toxics).
@@ -107,3 +134,6 @@ func Parse(s string, env *Env) ([]string, error) {
 	}
 	return out, nil
 }
+
+// Lookup returns the fault registered as name, or nil.
+func Lookup(name string) Fault { return registry[name] }

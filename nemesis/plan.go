@@ -80,27 +80,38 @@ type Recorder interface {
 // Run carries out the plan against env, measuring offsets from start. It returns when the plan is done or
 // ctx ends; either way every fault it started is stopped. HealAll should still follow, as a backstop.
 func (p Plan) Run(ctx context.Context, env *Env, rec Recorder, start time.Time) {
+	env.Note = func(fault string, targets []string, detail string) { rec.Fault(fault, "step", targets, detail) }
 	for _, st := range p.Steps {
 		if !sleepUntil(ctx, start.Add(st.Start)) {
 			return
 		}
 		f := registry[st.Fault]
-		detail, err := f.Start(ctx, env, st.Targets)
+		// The primary is named when the fault starts, and the same nodes are healed.
+		targets, err := resolve(ctx, env, st.Targets)
 		if err != nil {
 			rec.Fault(st.Fault, "error", st.Targets, "start: "+err.Error())
 			continue
 		}
-		rec.Fault(st.Fault, "start", st.Targets, detail)
+		detail, err := f.Start(ctx, env, targets)
+		if err != nil {
+			rec.Fault(st.Fault, "error", targets, "start: "+err.Error())
+			// Undo whatever part applied before the error.
+			hctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			_ = f.Stop(hctx, env, targets)
+			cancel()
+			continue
+		}
+		rec.Fault(st.Fault, "start", targets, detail)
 		sleepUntil(ctx, start.Add(st.End))
 		// Heal even when ctx has ended: a fault must never outlive the run.
 		hctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		err = f.Stop(hctx, env, st.Targets)
+		err = f.Stop(hctx, env, targets)
 		cancel()
 		if err != nil {
-			rec.Fault(st.Fault, "stop", st.Targets, "heal failed: "+err.Error())
+			rec.Fault(st.Fault, "stop", targets, "heal failed: "+err.Error())
 			continue
 		}
-		rec.Fault(st.Fault, "stop", st.Targets, "")
+		rec.Fault(st.Fault, "stop", targets, "")
 	}
 }
 
@@ -122,11 +133,18 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 // HealAll undoes every fault whatever the plan did: every link healed, every paused node resumed, every
 // killed node restarted. It returns what it had to fix.
 func HealAll(ctx context.Context, env *Env) (fixed []string, err error) {
-	for _, c := range append([]string{"*"}, env.Clients...) { // "*": the nodes' shared front proxies
+	for _, c := range append([]string{"*", "bus"}, env.Clients...) { // the nodes' shared front and bus proxies
 		for _, n := range env.Nodes {
 			if l := env.Link(c, n); l != nil {
 				_ = l.Heal()
 			}
+		}
+	}
+	if r := env.Replication; r != nil {
+		for _, n := range env.Nodes {
+			_ = r.StallReplication(n, false)
+			_ = r.IsolatePeers(ctx, n, false)
+			_ = r.SetReplicaPriority(ctx, n, -1)
 		}
 	}
 	for _, c := range env.Clients {

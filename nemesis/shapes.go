@@ -18,14 +18,13 @@ func init() {
 	Register("clock-strobe", &strobe{stops: map[string]context.CancelFunc{}})
 }
 
-// isolateNode cuts one node off from every client.
+// isolateNode cuts one node (or the selected nodes) off from every client (or the selected clients).
 func isolateNode(rng *rand.Rand, env *Env) []string {
-	n := env.Nodes[rng.IntN(len(env.Nodes))]
-	var out []string
-	for _, c := range env.Clients {
-		out = append(out, c+"->"+n)
+	clients := env.Clients
+	if len(env.Targets.Clients) > 0 {
+		clients = env.Targets.Clients
 	}
-	return out
+	return clientLinks(clients, pickNodes(rng, env, "one"))
 }
 
 // halves splits clients and nodes into two sides at random (the nodes' first side the larger) and cuts

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/lockcheck/lockcheck/node/clockshift"
@@ -46,6 +45,8 @@ type Config struct {
 	// Sentinel runs redis-sentinel instead of a data node; Extra then carries its sentinel lines. Its
 	// config file is written once: Sentinel rewrites it as it learns.
 	Sentinel bool
+	// Runtime runs the server: nil for a child process, or a container runtime (node/docker).
+	Runtime Runtime
 }
 
 // Node is a redis-server process. Its port stays the same across restarts.
@@ -54,8 +55,8 @@ type Node struct {
 	port int
 
 	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{}
+	proc   Proc
+	exited <-chan struct{}
 	paused bool
 }
 
@@ -80,7 +81,7 @@ func FreePort() (int, error) {
 
 // Start launches a node on a free port and waits until it answers PING.
 func Start(ctx context.Context, cfg Config) (*Node, error) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
+	if _, err := exec.LookPath("redis-server"); err != nil && cfg.Runtime == nil {
 		return nil, ErrNoRedis
 	}
 	if cfg.Persistence == "" {
@@ -96,6 +97,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, err
 	}
 	cfg.Dir = dir
+	if cfg.Runtime == nil {
+		cfg.Runtime = Processes{}
+	}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -148,6 +152,8 @@ func (n *Node) writeConfig() (string, error) {
 		"logfile " + n.LogPath(),
 		"daemonize no",
 		`save ""`,
+		// A primary otherwise waits 5 s for more replicas before its first full sync: start-up time only.
+		"repl-diskless-sync-delay 0",
 	}
 	if n.cfg.Persistence == PersistNone {
 		lines = append(lines, "appendonly no")
@@ -163,35 +169,34 @@ func (n *Node) launch(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command("redis-server", conf)
+	argv := []string{"redis-server", conf}
 	if n.cfg.Sentinel {
-		cmd = exec.Command("redis-server", conf, "--sentinel")
+		argv = append(argv, "--sentinel")
 	}
-	cmd.Dir = n.cfg.Dir
+	var env []string
 	if n.cfg.ClockLib != "" {
 		if _, err := os.Stat(n.clockFile()); err != nil {
 			if err := clockshift.Set(n.clockFile(), 0); err != nil {
 				return err
 			}
 		}
-		cmd.Env = append(os.Environ(), clockshift.Env(n.cfg.ClockLib, n.clockFile())...)
+		env = clockshift.Env(n.cfg.ClockLib, n.clockFile())
 	}
-	if err := start(cmd); err != nil {
+	proc, err := n.cfg.Runtime.Run(ctx, n.cfg.Name, n.cfg.Dir, argv, env)
+	if err != nil {
 		return fmt.Errorf("start %s: %w", n.cfg.Name, err)
 	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
 	n.mu.Lock()
-	n.cmd, n.exited, n.paused = cmd, exited, false
+	n.proc, n.exited, n.paused = proc, proc.Exited(), false
 	n.mu.Unlock()
-	if err := n.waitReady(ctx, exited); err != nil {
+	if err := n.waitReady(ctx, proc.Exited()); err != nil {
 		n.Stop()
 		return err
 	}
 	return nil
 }
 
-func (n *Node) waitReady(ctx context.Context, exited chan struct{}) error {
+func (n *Node) waitReady(ctx context.Context, exited <-chan struct{}) error {
 	c := redis.NewClient(&redis.Options{Addr: n.Addr(), Password: n.cfg.Password, MaxRetries: -1,
 		DialTimeout: 200 * time.Millisecond, ReadTimeout: 500 * time.Millisecond, PoolSize: 1})
 	defer c.Close()
@@ -225,19 +230,19 @@ func lastLogLine(path string) string {
 	return lines[len(lines)-1]
 }
 
-// signal sends sig to the running process; it is an error when the node is down.
-func (n *Node) signal(sig syscall.Signal) error {
+// running returns the server while it is up; it is an error when the node is down.
+func (n *Node) running() (Proc, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.cmd == nil || n.cmd.Process == nil {
-		return fmt.Errorf("%s is not running", n.cfg.Name)
+	if n.proc == nil {
+		return nil, fmt.Errorf("%s is not running", n.cfg.Name)
 	}
 	select {
 	case <-n.exited:
-		return fmt.Errorf("%s is not running", n.cfg.Name)
+		return nil, fmt.Errorf("%s is not running", n.cfg.Name)
 	default:
 	}
-	return n.cmd.Process.Signal(sig)
+	return n.proc, nil
 }
 
 // Running reports whether the process is alive.
@@ -255,9 +260,13 @@ func (n *Node) Running() bool {
 	}
 }
 
-// Kill sends SIGKILL and waits for the process to be gone.
+// Kill sends SIGKILL (kills the container) and waits for the server to be gone.
 func (n *Node) Kill() error {
-	if err := n.signal(syscall.SIGKILL); err != nil {
+	p, err := n.running()
+	if err != nil {
+		return err
+	}
+	if err := p.Kill(); err != nil {
 		return err
 	}
 	n.mu.Lock()
@@ -275,9 +284,14 @@ func (n *Node) Restart(ctx context.Context) error {
 	return n.launch(ctx)
 }
 
-// Pause stops the process with SIGSTOP: it keeps its sockets and answers nothing.
+// Pause stops the server (SIGSTOP; the cgroup freezer for a container): it keeps its sockets and answers
+// nothing.
 func (n *Node) Pause() error {
-	if err := n.signal(syscall.SIGSTOP); err != nil {
+	p, err := n.running()
+	if err != nil {
+		return err
+	}
+	if err := p.Pause(); err != nil {
 		return err
 	}
 	n.mu.Lock()
@@ -286,9 +300,13 @@ func (n *Node) Pause() error {
 	return nil
 }
 
-// Resume continues a paused process.
+// Resume continues a paused server.
 func (n *Node) Resume() error {
-	if err := n.signal(syscall.SIGCONT); err != nil {
+	p, err := n.running()
+	if err != nil {
+		return err
+	}
+	if err := p.Resume(); err != nil {
 		return err
 	}
 	n.mu.Lock()
@@ -297,21 +315,26 @@ func (n *Node) Resume() error {
 	return nil
 }
 
-// Stop ends the process (resuming it first if paused) and waits for it. It is safe to call more than once.
+// Stop ends the server (resuming it first if paused), waits for it, and removes what its runtime made (a
+// container). It is safe to call more than once.
 func (n *Node) Stop() {
-	if !n.Running() {
+	n.mu.Lock()
+	p, exited := n.proc, n.exited
+	n.mu.Unlock()
+	if p == nil {
 		return
 	}
-	_ = n.signal(syscall.SIGCONT)
-	_ = n.signal(syscall.SIGTERM)
-	n.mu.Lock()
-	exited := n.exited
-	n.mu.Unlock()
-	select {
-	case <-exited:
-	case <-time.After(3 * time.Second):
-		_ = n.Kill()
+	if n.Running() {
+		_ = p.Resume()
+		_ = p.Terminate()
+		select {
+		case <-exited:
+		case <-time.After(3 * time.Second):
+			_ = p.Kill()
+			<-exited
+		}
 	}
+	_ = p.Remove()
 }
 
 func (n *Node) clockFile() string { return filepath.Join(n.cfg.Dir, "clock.offset") }

@@ -12,6 +12,7 @@ import (
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/locks"
 	"github.com/lockcheck/lockcheck/report"
+	"github.com/lockcheck/lockcheck/topology"
 )
 
 // ResolveHistory accepts a run directory or a history file.
@@ -47,7 +48,10 @@ func Analyze(path string, timeout time.Duration) (*report.Results, error) {
 		if err != nil {
 			return nil, usagef("%s: %v", path, err)
 		}
-		meta.Checks = Checks{Family: k.Family, Fenced: k.Fenced, Fair: k.Fair, Group: k.Group}
+		meta.Checks = checksFor(k, Options{Permits: meta.Checks.Permits})
+	}
+	if k, err := locks.Lookup(meta.Lock); err == nil { // histories older than the field
+		meta.Checks.Members = k.Topology == topology.Redlock
 	}
 	lin, cs := checkers(meta.Checks, timeout)
 	results, valid := checker.Run(context.Background(), h, cs...)

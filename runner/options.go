@@ -35,6 +35,7 @@ type Options struct {
 	Nemesis         string
 	NemesisInterval time.Duration
 	NemesisDuration time.Duration
+	NemesisTargets  string // --nemesis-targets: a size or named nodes/clients
 	Quiet           time.Duration
 	Time            time.Duration
 	Clients         int
@@ -103,7 +104,7 @@ func (o Options) validate() (workloads.Range, error) {
 // describe is the options as recorded in the history and results.json.
 func (o Options) describe() map[string]any {
 	return map[string]any{"lock": o.Lock, "topology": o.Topology, "nodes": o.Nodes, "nemesis": o.Nemesis,
-		"nemesis_interval": o.NemesisInterval.String(), "nemesis_duration": o.NemesisDuration.String(),
+		"nemesis_interval": o.NemesisInterval.String(), "nemesis_duration": o.NemesisDuration.String(), "nemesis_targets": o.NemesisTargets,
 		"quiet": o.Quiet.String(), "time": o.Time.String(), "clients": o.Clients, "keys": o.Keys,
 		"lease": o.Lease.String(), "watchdog": o.Watchdog.String(), "wait": o.Wait.String(),
 		"timeout": o.Timeout.String(), "hold": o.Hold, "reentry": o.Reentry, "seed": o.Seed,
@@ -114,5 +115,5 @@ func (o Options) describe() map[string]any {
 
 // faultParams tunes the faults from the options.
 func (o Options) faultParams() nemesis.Params {
-	return nemesis.Params{Latency: o.Latency, Jitter: o.Jitter, ClockBump: o.ClockBump}
+	return nemesis.Params{Latency: o.Latency, Jitter: o.Jitter, ClockBump: o.ClockBump, Duration: o.NemesisDuration}
 }

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -46,15 +47,24 @@ func clientNames(n int) []string {
 	return out
 }
 
-func nodeCount(o Options) int {
-	switch o.Topology {
-	case topology.Redlock:
-		return o.Nodes
-	case topology.Sentinel:
-		return 3
-	}
-	return 1
+// planned stands in for a replicated topology while the plan is made: planning needs only its shape.
+type planned struct {
+	shards int
+	modes  []string
 }
+
+var errPlanning = errors.New("not started")
+
+func (p planned) Shards() int            { return p.shards }
+func (p planned) PromoteModes() []string { return p.modes }
+func (planned) Primary(context.Context, int) (string, error) {
+	return "", errPlanning
+}
+func (planned) Replicas(context.Context, int) ([]string, error)       { return nil, errPlanning }
+func (planned) Promote(context.Context, int, string) (string, error)  { return "", errPlanning }
+func (planned) StallReplication(string, bool) error                   { return errPlanning }
+func (planned) IsolatePeers(context.Context, string, bool) error      { return errPlanning }
+func (planned) SetReplicaPriority(context.Context, string, int) error { return errPlanning }
 
 // Run performs one test and judges it. The returned results are nil only when the run could not start.
 func Run(ctx context.Context, o Options, stderr io.Writer) (*report.Results, error) {
@@ -74,17 +84,21 @@ func Run(ctx context.Context, o Options, stderr io.Writer) (*report.Results, err
 	// The plan needs only names, so it is made (and every usage error found) before anything starts.
 	names := &nemesis.Env{Topology: o.Topology, Clients: clients, Params: o.faultParams(),
 		Client: func(string) nemesis.Client { return nil }}
-	if o.Topology == topology.Sentinel { // a stand-in: planning only needs to know there is a primary
-		names.Primary = func(context.Context) (string, error) { return "n1", nil }
+	if shards, modes := topology.Shape(o.Topology); shards > 0 {
+		names.Replication = planned{shards: shards, modes: modes}
+		names.KeyShards = keyShards(o.Topology, keyCount(kind, o))
 	}
 	if kind.Topology == topology.Redlock && o.Topology != topology.Redlock {
 		return nil, usagef("--lock %s needs independent masters: --topology redlock", o.Lock)
 	}
-	for i := 1; i <= nodeCount(o); i++ {
+	for i := 1; i <= topology.NodeCount(o.Topology, o.Nodes); i++ {
 		names.Nodes = append(names.Nodes, fmt.Sprintf("n%d", i))
 	}
 	faults, err := nemesis.Parse(o.Nemesis, names)
 	if err != nil {
+		return nil, UsageError{err}
+	}
+	if names.Targets, err = nemesis.ParseSelector(o.NemesisTargets, names); err != nil {
 		return nil, UsageError{err}
 	}
 	plan, err := nemesis.NewPlan(o.Seed, nemesis.Schedule{Faults: faults, Total: o.Time, Interval: o.NemesisInterval,
@@ -120,7 +134,7 @@ func Run(ctx context.Context, o Options, stderr io.Writer) (*report.Results, err
 		meta.ScriptSet = scripts.Set
 	}
 
-	runErr := execute(ctx, o, kind, scripts, workload, plan, spec, dir, rec, &meta, stderr)
+	runErr := execute(ctx, o, kind, scripts, workload, plan, names.Targets, spec, dir, rec, &meta, stderr)
 	if cerr := rec.Close(); cerr != nil && runErr == nil {
 		runErr = fmt.Errorf("history: %w", cerr)
 	}
@@ -142,7 +156,8 @@ func Run(ctx context.Context, o Options, stderr io.Writer) (*report.Results, err
 
 // execute brings the topology up, runs the workload and the nemesis, heals, and tears everything down.
 func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scripts, workload workload,
-	plan nemesis.Plan, spec topology.Spec, dir string, rec *history.Recorder, meta *Meta, stderr io.Writer) error {
+	plan nemesis.Plan, targets nemesis.Selector, spec topology.Spec, dir string, rec *history.Recorder, meta *Meta,
+	stderr io.Writer) error {
 	spec.Dir = dir
 	if slices.Contains(plan.Faults(), "clock") || slices.Contains(plan.Faults(), "clock-strobe") {
 		lib, err := clockshift.Library(filepath.Join(dir, "clockshift"))
@@ -168,7 +183,7 @@ func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scr
 		gates[c] = locks.NewGate()
 	}
 	env := &nemesis.Env{Topology: o.Topology, Nodes: topo.NodeNames(), Clients: spec.Clients,
-		Params: o.faultParams(),
+		Params: o.faultParams(), Targets: targets,
 		Client: func(c string) nemesis.Client {
 			if g := gates[c]; g != nil {
 				return g
@@ -176,7 +191,7 @@ func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scr
 			return nil
 		},
 		Link: func(c, n string) nemesis.Link {
-			if l := topo.Link(c, n); l != nil {
+			if l := topo.Fault(c, n); l != nil {
 				return l
 			}
 			return nil
@@ -187,20 +202,24 @@ func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scr
 			}
 			return nil
 		}}
-	var sentinel *locks.SentinelConn
-	if o.Topology == topology.Sentinel {
-		env.Primary = topo.Primary
+	if topo.Shards() > 0 {
+		env.Replication = topo
 	}
 
 	var mcs []locks.Client
 	rcfg := locks.DefaultRedissonConfig()
 	rcfg.WatchdogTimeout, rcfg.Timeout = o.Watchdog, o.Timeout
 	for _, c := range spec.Clients {
-		if o.Topology == topology.Sentinel {
+		var sentinel *locks.SentinelConn
+		var cluster *locks.ClusterConn
+		switch o.Topology {
+		case topology.Sentinel:
 			sentinel = &locks.SentinelConn{Addrs: topo.SentinelAddrs(), MasterName: topology.MasterName, Dialer: topo.Dialer(c)}
+		case topology.Cluster:
+			cluster = &locks.ClusterConn{Addrs: topo.ClusterAddrs(), Dialer: topo.Dialer(c)}
 		}
 		mc, err := kind.New(locks.Env{Client: c, Addrs: topo.Addrs(c), Password: topo.Password, Scripts: scripts,
-			Redisson: rcfg, Lease: o.Lease, Rec: rec, Gate: gates[c], Sentinel: sentinel})
+			Redisson: rcfg, Lease: o.Lease, Rec: rec, Gate: gates[c], Sentinel: sentinel, Cluster: cluster})
 		if err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/locks"
+	"github.com/lockcheck/lockcheck/topology"
 	"github.com/lockcheck/lockcheck/workloads"
 )
 
@@ -21,10 +23,12 @@ type Checks struct {
 	Fair    bool   `json:"fair,omitempty"`
 	Group   bool   `json:"group,omitempty"`
 	Permits int64  `json:"permits,omitempty"`
+	// Members is set where a lock spans independent masters (RedLock): losing it on one is tolerated.
+	Members bool `json:"members,omitempty"`
 }
 
 func checksFor(k locks.Kind, o Options) Checks {
-	c := Checks{Family: k.Family, Fenced: k.Fenced, Fair: k.Fair, Group: k.Group}
+	c := Checks{Family: k.Family, Fenced: k.Fenced, Fair: k.Fair, Group: k.Group, Members: k.Topology == topology.Redlock}
 	if k.Family == locks.FamilySemaphore || k.Family == locks.FamilyExpirable {
 		c.Permits = o.Permits
 	}
@@ -52,6 +56,9 @@ func checkers(c Checks, timeout time.Duration) (*checker.Linearizable, []checker
 	default:
 		lin.Model, lin.Convert = checker.MutexModel, checker.MutexOps
 		out = append(out, checker.Exclusion{Fenced: c.Fenced})
+		if !c.Members && !c.Fair {
+			out = append(out, checker.LostLock{})
+		}
 		if c.Fenced {
 			out = append(out, checker.Tokens{})
 		}
@@ -69,17 +76,35 @@ func commands(fs ...string) func(*history.History) []porcupine.Operation {
 	return func(h *history.History) []porcupine.Operation { return checker.Commands(h, fs...) }
 }
 
+// keyCount is --keys, or the lock's default: one key, or one more than a group so that groups differ.
+func keyCount(k locks.Kind, o Options) int {
+	switch {
+	case o.Keys > 0:
+		return o.Keys
+	case k.Group:
+		return o.Group + 1
+	}
+	return 1
+}
+
+// keyShards lists the shards (of a kind of topology) that hold the workload's keys, for faults to aim at.
+func keyShards(topo string, keys int) []int {
+	var out []int
+	for i := range keys {
+		if s := topology.ShardOfSlot(topo, locks.Slot(workloads.KeyName(i))); !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // workload is one family's generator, ready to run.
 type workload func(ctx context.Context, stop <-chan struct{}, clients []locks.Client, rec *history.Recorder)
 
 // workloadFor builds the generator of a kind's family from the options, or a usage error.
 func workloadFor(k locks.Kind, o Options, hold workloads.Range) (workload, error) {
-	if o.Keys == 0 { // the lock's default: one key, or one more than a group so that groups differ
-		o.Keys = 1
-		if k.Group {
-			o.Keys = o.Group + 1
-		}
-	}
+	o.Keys = keyCount(k, o)
 	switch k.Family {
 	case locks.FamilySemaphore, locks.FamilyExpirable:
 		lease := o.Lease

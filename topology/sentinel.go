@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockcheck/lockcheck/network"
 	"github.com/lockcheck/lockcheck/node"
 	"github.com/redis/go-redis/v9"
 )
@@ -17,7 +18,8 @@ import (
 const MasterName = "lockcheck"
 
 // startSentinel brings up a primary and two replicas, each behind a front proxy that it announces as its
-// address, and three Sentinels monitoring the primary's front. Replication and Sentinel traffic therefore
+// address (and, behind that, a tap that can hold one replica's replication stream), and three Sentinels
+// monitoring the primary's front. Replication and Sentinel traffic therefore
 // pass through the front proxies (before and after a failover, since Sentinel reconfigures replicas to the
 // announced addresses), and cutting a node's front cuts it off from replicas and Sentinels alike, while
 // each client still has its own proxy to every node.
@@ -30,7 +32,12 @@ func (t *Topology) startSentinel(ctx context.Context, s Spec) error {
 		}
 		ports[i] = p
 		name := fmt.Sprintf("n%d", i+1)
-		front, err := t.proxies.Add("front->"+name, fmt.Sprintf("127.0.0.1:%d", p))
+		tap, err := network.NewTap(fmt.Sprintf("127.0.0.1:%d", p), network.ReplicaTag)
+		if err != nil {
+			return err
+		}
+		t.taps[name] = tap
+		front, err := t.proxies.Add("front->"+name, tap.Addr())
 		if err != nil {
 			return err
 		}
@@ -83,9 +90,14 @@ func (t *Topology) startSentinel(ctx context.Context, s Spec) error {
 	return t.clientLinks(s.Clients)
 }
 
+// admin connects straight to addr (no proxy), for the harness's own commands.
+func (t *Topology) admin(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: addr, Password: t.Password, MaxRetries: -1, DisableIdentity: true,
+		Protocol: 2, DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
+}
+
 func (t *Topology) waitFor(ctx context.Context, addr string, ok func(*redis.Client) bool) error {
-	c := redis.NewClient(&redis.Options{Addr: addr, Password: t.Password, MaxRetries: -1, DisableIdentity: true,
-		Protocol: 2, DialTimeout: time.Second, ReadTimeout: time.Second})
+	c := t.admin(addr)
 	defer c.Close()
 	deadline := time.Now().Add(30 * time.Second)
 	for !ok(c) {
@@ -124,12 +136,11 @@ func (t *Topology) Dialer(client string) func(ctx context.Context, network, addr
 	}
 }
 
-// Primary asks the Sentinels which node is the primary now.
-func (t *Topology) Primary(ctx context.Context) (string, error) {
+// sentinelPrimary asks the Sentinels which node is the primary now.
+func (t *Topology) sentinelPrimary(ctx context.Context) (string, error) {
 	var errs []error
 	for _, s := range t.Sentinels {
-		c := redis.NewClient(&redis.Options{Addr: s.Addr(), Password: t.Password, MaxRetries: -1, DisableIdentity: true,
-			Protocol: 2, DialTimeout: time.Second, ReadTimeout: time.Second})
+		c := t.admin(s.Addr())
 		addr, err := c.Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", MasterName).StringSlice()
 		c.Close()
 		if err == nil && len(addr) == 2 {
@@ -141,4 +152,39 @@ func (t *Topology) Primary(ctx context.Context) (string, error) {
 		errs = append(errs, err)
 	}
 	return "", fmt.Errorf("no Sentinel named the primary: %w", errors.Join(errs...))
+}
+
+// sentinelFailover asks the Sentinels for a failover with nothing broken (SENTINEL FAILOVER) and waits up
+// to 15 s for them to report the new primary.
+func (t *Topology) sentinelFailover(ctx context.Context) (string, error) {
+	before, err := t.sentinelPrimary(ctx)
+	if err != nil {
+		return "", err
+	}
+	var errs []error
+	asked := false
+	for _, s := range t.Sentinels {
+		c := t.admin(s.Addr())
+		err := c.Do(ctx, "SENTINEL", "FAILOVER", MasterName).Err()
+		c.Close()
+		if err == nil {
+			asked = true
+			break
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", s.Name(), err))
+	}
+	if !asked {
+		return "", fmt.Errorf("SENTINEL FAILOVER refused: %w", errors.Join(errs...))
+	}
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); {
+		if now, err := t.sentinelPrimary(ctx); err == nil && now != before {
+			return fmt.Sprintf("SENTINEL FAILOVER: primary %s -> %s", before, now), nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return fmt.Sprintf("SENTINEL FAILOVER accepted; primary still %s after 15s", before), nil
 }

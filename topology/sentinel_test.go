@@ -15,7 +15,7 @@ func TestSentinelFailoverChangesPrimary(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer topo.Stop()
-	before, err := topo.Primary(ctx)
+	before, err := topo.Primary(ctx, 0)
 	if err != nil || before != "n1" {
 		t.Fatalf("primary %q, %v; want n1", before, err)
 	}
@@ -25,7 +25,7 @@ func TestSentinelFailoverChangesPrimary(t *testing.T) {
 	after := before
 	for deadline := time.Now().Add(30 * time.Second); after == before && time.Now().Before(deadline); {
 		time.Sleep(200 * time.Millisecond)
-		after, _ = topo.Primary(ctx)
+		after, _ = topo.Primary(ctx, 0)
 	}
 	_ = topo.Link("*", before).Heal()
 	if after == before {

@@ -9,6 +9,7 @@ import (
 
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,12 +17,16 @@ import (
 	"github.com/lockcheck/lockcheck/node"
 )
 
-// Kinds of topology. Sentinel and cluster come with the fault work (issue #4).
+// Kinds of topology.
 const (
 	Single   = "single"   // one master
 	Redlock  = "redlock"  // N independent masters
 	Sentinel = "sentinel" // a primary, two replicas, three Sentinels
+	Cluster  = "cluster"  // Redis Cluster: three masters, three replicas
 )
+
+// Kinds lists the topologies.
+var Kinds = []string{Single, Redlock, Sentinel, Cluster}
 
 // Spec says what to start.
 type Spec struct {
@@ -43,20 +48,25 @@ type Topology struct {
 	Sentinels []*node.Node // sentinel topology only
 
 	proxies *network.Proxies
-	links   map[[2]string]*network.Link // (client, node); client "*" is the node's shared front proxy
-	nodeAt  map[string]string           // an address a node is known by -> its name
+	// links are (client, node); client "*" is the node's shared front proxy (the address it announces) and
+	// "bus" its cluster-bus proxy.
+	links   map[[2]string]*network.Link
+	nodeAt  map[string]string       // an address a node is known by -> its name
+	taps    map[string]*network.Tap // behind each front: sentinel and cluster
+	busTaps map[string]*network.Tap // behind each bus proxy: cluster
+	shards  []shard                 // cluster only
 }
 
 // Validate checks a spec before anything starts.
 func (s Spec) Validate() error {
 	switch s.Kind {
-	case Single, Sentinel:
+	case Single, Sentinel, Cluster:
 	case Redlock:
 		if s.Nodes < 1 {
 			return fmt.Errorf("--nodes must be at least 1, got %d", s.Nodes)
 		}
 	default:
-		return fmt.Errorf("unknown topology %q (have: single, redlock, sentinel)", s.Kind)
+		return fmt.Errorf("unknown topology %q (have: %s)", s.Kind, strings.Join(Kinds, ", "))
 	}
 	if len(s.Clients) == 0 {
 		return fmt.Errorf("a topology needs at least one client")
@@ -75,14 +85,19 @@ func Start(ctx context.Context, s Spec) (_ *Topology, err error) {
 		n = s.Nodes
 	}
 	t := &Topology{Kind: s.Kind, Password: node.NewPassword(), proxies: network.New(),
-		links: map[[2]string]*network.Link{}, nodeAt: map[string]string{}}
+		links: map[[2]string]*network.Link{}, nodeAt: map[string]string{}, taps: map[string]*network.Tap{},
+		busTaps: map[string]*network.Tap{}}
 	defer func() {
 		if err != nil {
 			t.Stop()
 		}
 	}()
-	if s.Kind == Sentinel {
-		if err := t.startSentinel(ctx, s); err != nil {
+	if s.Kind == Sentinel || s.Kind == Cluster {
+		start := t.startSentinel
+		if s.Kind == Cluster {
+			start = t.startCluster
+		}
+		if err := start(ctx, s); err != nil {
 			return nil, err
 		}
 		t.Startup = time.Since(begin)
@@ -159,7 +174,7 @@ func (t *Topology) ClientNames() []string {
 	seen := map[string]bool{}
 	var out []string
 	for k := range t.links {
-		if k[0] != "*" && !seen[k[0]] {
+		if k[0] != "*" && k[0] != "bus" && !seen[k[0]] {
 			seen[k[0]] = true
 			out = append(out, k[0])
 		}
@@ -171,6 +186,55 @@ func (t *Topology) ClientNames() []string {
 // Link returns the proxied link from client to node, or nil.
 func (t *Topology) Link(client, nodeName string) *network.Link {
 	return t.links[[2]string{client, nodeName}]
+}
+
+// Faulty is what a fault does to a link.
+type Faulty interface {
+	Cut() error
+	DropReplies() error
+	Delay(latencyMs, jitterMs int) error
+	Heal() error
+}
+
+// Fault returns what faults act on for (client, node): the proxied link, except that a cluster node's
+// "bus" link covers both directions of its gossip (the peers' bus taps refuse what it sends them). Nil
+// when there is no such link.
+func (t *Topology) Fault(client, nodeName string) Faulty {
+	l := t.links[[2]string{client, nodeName}]
+	if l == nil {
+		return nil
+	}
+	if client == "bus" {
+		return busLink{t: t, node: nodeName, Link: l}
+	}
+	return l
+}
+
+// busLink is a cluster node's gossip, both ways.
+type busLink struct {
+	*network.Link
+	t    *Topology
+	node string
+}
+
+func (b busLink) Cut() error {
+	err := b.Link.Cut()
+	b.peers(true)
+	return err
+}
+
+func (b busLink) Heal() error {
+	b.peers(false)
+	return b.Link.Heal()
+}
+
+func (b busLink) peers(drop bool) {
+	port := b.t.portOf("*", b.node)
+	for name, tap := range b.t.busTaps {
+		if name != b.node {
+			tap.Drop(port, drop)
+		}
+	}
 }
 
 // Node returns the named node, or nil.
@@ -187,6 +251,12 @@ func (t *Topology) Node(name string) *node.Node {
 func (t *Topology) Stop() {
 	if t.proxies != nil {
 		t.proxies.Close()
+	}
+	for _, tap := range t.taps {
+		tap.Close()
+	}
+	for _, tap := range t.busTaps {
+		tap.Close()
 	}
 	for _, nd := range append(t.Sentinels, t.Nodes...) {
 		nd.Stop()

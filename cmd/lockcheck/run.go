@@ -46,11 +46,12 @@ func newRunCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Lock, "lock", o.Lock, "lock to test: "+join(locks.KindNames()))
-	f.StringVar(&o.Topology, "topology", o.Topology, "deployment: single, redlock or sentinel (default: the lock's own)")
+	f.StringVar(&o.Topology, "topology", o.Topology, "deployment: single, redlock, sentinel or cluster (default: the lock's own)")
 	f.IntVar(&o.Nodes, "nodes", o.Nodes, "masters for --topology redlock")
 	f.StringVar(&o.Nemesis, "nemesis", o.Nemesis, "faults: none or a comma list of "+join(nemesis.Names()))
 	f.DurationVar(&o.NemesisInterval, "nemesis-interval", o.NemesisInterval, "healthy time between faults (jittered ±25%)")
 	f.DurationVar(&o.NemesisDuration, "nemesis-duration", o.NemesisDuration, "how long each fault lasts")
+	f.StringVar(&o.NemesisTargets, "nemesis-targets", "", "what faults hit: one, minority, majority, all or primary, and/or named nodes and clients (n2,c1); default: each fault's own choice")
 	f.DurationVar(&o.Quiet, "quiet", o.Quiet, "fault-free time at the end, after the final heal")
 	f.DurationVar(&o.Time, "time", o.Time, "how long the workload runs")
 	f.IntVar(&o.Clients, "clients", o.Clients, "concurrent clients, each its own Redisson instance")

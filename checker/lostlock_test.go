@@ -1,0 +1,87 @@
+package checker
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/lockcheck/lockcheck/history"
+)
+
+// lostLockHistory builds one key's operations: each step is (client, f, call ms, return ms, outcome, value).
+type step struct {
+	client, f string
+	call, ret int64
+	typ       history.Type
+	value     int64
+	args      map[string]int64
+}
+
+func opsOf(steps []step) []history.Operation {
+	var ops []history.Operation
+	for i, s := range steps {
+		args := map[string]int64{"lease_ms": 30000}
+		for k, v := range s.args {
+			if k != "nosync" {
+				args[k] = v
+			}
+		}
+		inv := history.Record{Type: history.Invoke, ID: int64(i + 1), Time: s.call * 1e6, Client: s.client, Thread: 1,
+			Key: "lock-0", Owner: s.client + "-uuid:1", F: s.f, Args: args}
+		done := inv
+		done.Args = nil
+		if s.args["nosync"] == 1 { // applied where no replica acknowledged it
+			done.Args = map[string]int64{"nosync": 1}
+		}
+		v := s.value
+		done.Type, done.Time, done.Value = s.typ, s.ret*1e6, &v
+		if s.typ == history.Unknown {
+			done.Value = nil
+		}
+		if s.f == "acquire" && s.typ == history.Ok {
+			done.Value = nil
+		}
+		ops = append(ops, history.Operation{Invoke: inv, Complete: &done})
+	}
+	return ops
+}
+
+func TestLostLock(t *testing.T) {
+	ok, fail, unknown := history.Ok, history.Fail, history.Unknown
+	tests := []struct {
+		name  string
+		steps []step
+		want  Validity
+	}{
+		{"acquire then release", []step{{"c1", "acquire", 0, 1, ok, 0, nil}, {"c1", "release", 100, 101, ok, 1, nil}}, Valid},
+		{"release refused within the lease", []step{{"c1", "acquire", 0, 1, ok, 0, nil},
+			{"c1", "release", 3000, 3001, fail, -1, nil}}, Invalid},
+		{"renew refused within the lease", []step{{"c1", "acquire", 0, 1, ok, 0, nil},
+			{"c1", "renew", 3000, 3001, fail, 0, nil}}, Invalid},
+		{"re-entry refused: someone else holds it", []step{{"c1", "acquire", 0, 1, ok, 0, nil},
+			{"c1", "acquire", 50, 51, fail, 29000, nil}}, Invalid},
+		{"refused after the lease could end", []step{{"c1", "acquire", 0, 1, ok, 0, nil},
+			{"c1", "release", 31000, 31001, fail, -1, nil}}, Valid},
+		{"a renewal extends the lease", []step{{"c1", "acquire", 0, 1, ok, 0, nil}, {"c1", "renew", 20000, 20001, ok, 1, nil},
+			{"c1", "release", 40000, 40001, fail, -1, nil}}, Invalid},
+		{"an unknown release in between proves nothing", []step{{"c1", "acquire", 0, 1, ok, 0, nil},
+			{"c1", "release", 100, 3100, unknown, 0, nil}, {"c1", "release", 4000, 4001, fail, -1, nil}}, Valid},
+		{"an unacknowledged grant may vanish", []step{{"c1", "acquire", 0, 1, ok, 0, map[string]int64{"nosync": 1}},
+			{"c1", "release", 3000, 3001, fail, -1, nil}}, Valid},
+		{"a replayed unlock proves nothing", []step{{"c1", "acquire", 0, 1, ok, 0, nil},
+			{"c1", "release", 3000, 3001, fail, -1, map[string]int64{"attempt": 1}}}, Valid},
+		{"another owner's refusal is not a loss", []step{{"c1", "acquire", 0, 1, ok, 0, nil},
+			{"c2", "release", 3000, 3001, fail, -1, nil}}, Valid},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := LostLock{}.Check(context.Background(), &history.History{Ops: opsOf(tc.steps)})
+			if r.Valid != tc.want {
+				t.Fatalf("got %v: %s %s", r.Valid, r.Summary, r.Violation)
+			}
+			if r.Valid == Invalid && !strings.Contains(r.Violation, "the server lost the lock") {
+				t.Fatalf("violation not explained: %s", r.Violation)
+			}
+		})
+	}
+}

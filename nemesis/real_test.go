@@ -1,0 +1,128 @@
+package nemesis_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/topology"
+	"github.com/redis/go-redis/v9"
+)
+
+// realEnv runs the faults against a started topology.
+func realEnv(t *testing.T, kind string) (*topology.Topology, *nemesis.Env) {
+	t.Helper()
+	topo, err := topology.Start(context.Background(), topology.Spec{Kind: kind, Clients: []string{"c1", "c2"}, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(topo.Stop)
+	env := &nemesis.Env{Topology: kind, Nodes: topo.NodeNames(), Clients: []string{"c1", "c2"}, Replication: topo,
+		Params: nemesis.Params{Duration: 6 * time.Second},
+		Link: func(c, n string) nemesis.Link {
+			if l := topo.Fault(c, n); l != nil {
+				return l
+			}
+			return nil
+		},
+		Node: func(n string) nemesis.Process {
+			if nd := topo.Node(n); nd != nil {
+				return nd
+			}
+			return nil
+		}}
+	return topo, env
+}
+
+func admin(topo *topology.Topology, name string) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: topo.Node(name).Addr(), Password: topo.Password, MaxRetries: -1,
+		Protocol: 2, DisableIdentity: true})
+}
+
+// The lagging replica is promoted without a write that WAIT counted as replicated (by the other replica):
+// Redisson #5256.
+func TestLaggingReplicaIsPromoted(t *testing.T) {
+	ctx := context.Background()
+	topo, env := realEnv(t, topology.Sentinel)
+	f := nemesis.Lookup("lagging-failover")
+	targets := []string{"shard:0", "lagging-replica:0"} // replicas sorted: n2 lags
+	steps := make(chan string, 1)
+	env.Note = func(_ string, _ []string, detail string) { steps <- detail }
+	n1 := admin(topo, "n1")
+	defer n1.Close()
+	if err := n1.Set(ctx, "before", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := n1.Do(ctx, "WAIT", 2, 5000).Int64(); n != 2 {
+		t.Fatalf("%d replicas acknowledged the first write, want 2", n)
+	}
+	detail, err := f.Start(ctx, env, targets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(detail)
+	defer func() { _ = f.Stop(ctx, env, targets) }()
+	if err := n1.Set(ctx, "lost", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := n1.Do(ctx, "WAIT", 2, 500).Int64(); n != 1 {
+		t.Fatalf("%d replicas acknowledged while n2 lags, want 1 (n3)", n)
+	}
+	select {
+	case s := <-steps:
+		t.Log(s)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the primary was never isolated")
+	}
+	primary := "n1"
+	for deadline := time.Now().Add(30 * time.Second); primary == "n1" && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		primary, _ = topo.Primary(ctx, 0)
+	}
+	if primary != "n2" {
+		t.Fatalf("primary %q after the fault, want the lagging n2", primary)
+	}
+	n2 := admin(topo, "n2")
+	defer n2.Close()
+	if n2.Exists(ctx, "before").Val() != 1 || n2.Exists(ctx, "lost").Val() != 0 {
+		t.Fatalf("n2 has before=%d lost=%d, want 1 and 0", n2.Exists(ctx, "before").Val(), n2.Exists(ctx, "lost").Val())
+	}
+}
+
+// partition-nodes on a cluster cuts a master off from its peers only: clients still reach it, and its
+// replica takes over.
+func TestPartitionNodesOnCluster(t *testing.T) {
+	ctx := context.Background()
+	topo, env := realEnv(t, topology.Cluster)
+	f := nemesis.Lookup("partition-nodes")
+	if _, err := f.Start(ctx, env, []string{"n3"}); err != nil {
+		t.Fatal(err)
+	}
+	primary := "n3"
+	for deadline := time.Now().Add(30 * time.Second); (primary == "n3" || primary == "") && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		primary, _ = topo.Primary(ctx, 2)
+	}
+	if primary != "n6" {
+		t.Fatalf("shard 2 primary %q with n3 cut off, want n6", primary)
+	}
+	n3 := admin(topo, "n3")
+	defer n3.Close()
+	if err := n3.Ping(ctx).Err(); err != nil {
+		t.Fatalf("n3 unreachable by clients: %v", err)
+	}
+	if err := f.Stop(ctx, env, []string{"n3"}); err != nil {
+		t.Fatal(err)
+	}
+	// Healed: n3 rejoins as n6's replica.
+	role := ""
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(role, "role:slave") && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		role = n3.Info(ctx, "replication").Val()
+	}
+	if !strings.Contains(role, "role:slave") {
+		t.Fatal("n3 did not rejoin as a replica after the heal")
+	}
+}

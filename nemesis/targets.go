@@ -1,0 +1,145 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+)
+
+// Selector is --nemesis-targets: how many nodes or clients a fault hits (one, minority, majority, all; for
+// nodes also primary), or exactly which. Named nodes and named clients narrow separately; a size applies
+// to whichever of the two is not named. The zero value lets each fault use its own default.
+type Selector struct {
+	Size    string
+	Nodes   []string
+	Clients []string
+}
+
+// Sizes a selector accepts.
+var sizes = []string{"one", "minority", "majority", "all", "primary"}
+
+// primaryTarget stands for the node that is primary when a fault starts; Plan.Run resolves it.
+const primaryTarget = "@primary"
+
+// ParseSelector reads --nemesis-targets against env's names.
+func ParseSelector(s string, env *Env) (Selector, error) {
+	var sel Selector
+	s = strings.TrimSpace(s)
+	if s == "" || s == "default" {
+		return sel, nil
+	}
+	for _, w := range strings.Split(s, ",") {
+		w = strings.TrimSpace(w)
+		switch {
+		case slices.Contains(sizes, w):
+			if sel.Size != "" {
+				return sel, fmt.Errorf("--nemesis-targets: two sizes, %s and %s", sel.Size, w)
+			}
+			if w == "primary" && env.Replication == nil && len(env.Nodes) != 1 {
+				return sel, fmt.Errorf("--nemesis-targets primary: topology %s has no primary", env.Topology)
+			}
+			sel.Size = w
+		case slices.Contains(env.Nodes, w):
+			sel.Nodes = append(sel.Nodes, w)
+		case slices.Contains(env.Clients, w):
+			sel.Clients = append(sel.Clients, w)
+		default:
+			return sel, fmt.Errorf("--nemesis-targets: %q is no size (%s), node (%s) or client (%s)", w,
+				strings.Join(sizes, ", "), strings.Join(env.Nodes, ", "), strings.Join(env.Clients, ", "))
+		}
+	}
+	return sel, nil
+}
+
+// count is how many of n a size picks.
+func count(size string, n int, rng *rand.Rand) int {
+	switch size {
+	case "one":
+		return 1
+	case "minority":
+		return 1 + rng.IntN(max((n-1)/2, 1))
+	case "majority":
+		return n/2 + 1
+	case "all":
+		return n
+	}
+	return 1
+}
+
+// pickNodes chooses the nodes one occurrence hits: the named ones, the primary (resolved at start), or a
+// random set of the selector's size, else of dflt.
+func pickNodes(rng *rand.Rand, env *Env, dflt string) []string {
+	if len(env.Targets.Nodes) > 0 {
+		return env.Targets.Nodes
+	}
+	size := dflt
+	if env.Targets.Size != "" {
+		size = env.Targets.Size
+	}
+	if size == "primary" {
+		return []string{primaryTarget}
+	}
+	return pick(rng, env.Nodes, count(size, len(env.Nodes), rng))
+}
+
+// pickClients chooses clients the same way ("primary" does not apply to clients: dflt is used).
+func pickClients(rng *rand.Rand, env *Env, dflt string) []string {
+	if len(env.Targets.Clients) > 0 {
+		return env.Targets.Clients
+	}
+	size := dflt
+	if env.Targets.Size != "" && env.Targets.Size != "primary" {
+		size = env.Targets.Size
+	}
+	return pick(rng, env.Clients, count(size, len(env.Clients), rng))
+}
+
+// linkNodes are the nodes whose client links a link fault touches: the named nodes or the primary, else all.
+func linkNodes(env *Env) []string {
+	if len(env.Targets.Nodes) > 0 {
+		return env.Targets.Nodes
+	}
+	if env.Targets.Size == "primary" {
+		return []string{primaryTarget}
+	}
+	return env.Nodes
+}
+
+func pick(rng *rand.Rand, from []string, n int) []string {
+	var out []string
+	for _, i := range rng.Perm(len(from))[:min(n, len(from))] {
+		out = append(out, from[i])
+	}
+	return out
+}
+
+// resolve replaces the primary placeholder in targets (a node, or a link's node) with the node that is
+// primary now.
+func resolve(ctx context.Context, env *Env, targets []string) ([]string, error) {
+	var primary string
+	out := make([]string, len(targets))
+	for i, t := range targets {
+		if !strings.Contains(t, primaryTarget) {
+			out[i] = t
+			continue
+		}
+		if primary == "" {
+			switch {
+			case env.Replication != nil:
+				p, err := env.Replication.Primary(ctx, 0)
+				if err != nil {
+					return nil, err
+				}
+				primary = p
+			case len(env.Nodes) == 1:
+				primary = env.Nodes[0]
+			default:
+				return nil, fmt.Errorf("topology %s has no primary", env.Topology)
+			}
+		}
+		out[i] = strings.ReplaceAll(t, primaryTarget, primary)
+	}
+	return out, nil
+}

@@ -1,0 +1,56 @@
+package node
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+// Runtime runs a node's server. Processes (the default) runs child processes; node/docker runs containers.
+type Runtime interface {
+	// Run starts argv (argv[0] is redis-server) with env added, in dir, for the node called name. Called
+	// again for a node whose server is down, it starts that node again: a restart.
+	Run(ctx context.Context, name, dir string, argv, env []string) (Proc, error)
+}
+
+// Proc is one running server.
+type Proc interface {
+	Kill() error      // SIGKILL, or docker kill
+	Pause() error     // SIGSTOP, or docker pause (the cgroup freezer)
+	Resume() error    // SIGCONT, or docker unpause
+	Terminate() error // SIGTERM, or docker stop
+	Exited() <-chan struct{}
+	Remove() error // after the end: free what the runtime made (a container); nothing for a process
+}
+
+// Processes runs servers as child processes of lockcheck that die with it (Pdeathsig).
+type Processes struct{}
+
+// Run starts one redis-server process.
+func (Processes) Run(_ context.Context, _, dir string, argv, env []string) (Proc, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
+	if err := start(cmd); err != nil {
+		return nil, err
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	return &process{cmd: cmd, exited: exited}, nil
+}
+
+type process struct {
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+func (p *process) signal(s syscall.Signal) error { return p.cmd.Process.Signal(s) }
+func (p *process) Kill() error                   { return p.signal(syscall.SIGKILL) }
+func (p *process) Pause() error                  { return p.signal(syscall.SIGSTOP) }
+func (p *process) Resume() error                 { return p.signal(syscall.SIGCONT) }
+func (p *process) Terminate() error              { return p.signal(syscall.SIGTERM) }
+func (p *process) Exited() <-chan struct{}       { return p.exited }
+func (p *process) Remove() error                 { return nil }
