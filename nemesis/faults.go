@@ -44,7 +44,17 @@ func (kill) Start(_ context.Context, env *Env, targets []string) (string, error)
 			return "", err
 		}
 	}
-	return "SIGKILL", nil
+	return how(env, targets, "kill"), nil
+}
+
+// how names what action does to the targets' nodes (a signal, or a container operation).
+func how(env *Env, targets []string, action string) string {
+	for _, t := range targets {
+		if p, ok := env.Node(t).(interface{ How(string) string }); ok {
+			return p.How(action)
+		}
+	}
+	return action
 }
 
 func (kill) Stop(ctx context.Context, env *Env, targets []string) error {

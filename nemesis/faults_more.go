@@ -92,7 +92,7 @@ type pause struct{}
 func (pause) Targets(rng *rand.Rand, env *Env) []string { return pickNodes(rng, env, "one") }
 
 func (pause) Start(_ context.Context, env *Env, targets []string) (string, error) {
-	return "SIGSTOP", eachNode(env, targets, Process.Pause)
+	return how(env, targets, "pause"), eachNode(env, targets, Process.Pause)
 }
 
 func (pause) Stop(_ context.Context, env *Env, targets []string) error {

@@ -348,5 +348,8 @@ func (n *Node) SetClockOffset(d time.Duration) error {
 	return clockshift.Set(n.clockFile(), d)
 }
 
+// How names what an action ("kill", "pause") does to this node, for the history.
+func (n *Node) How(action string) string { return n.cfg.Runtime.How(action) }
+
 // Password is the node's requirepass.
 func (n *Node) Password() string { return n.cfg.Password }

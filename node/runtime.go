@@ -12,6 +12,8 @@ type Runtime interface {
 	// Run starts argv (argv[0] is redis-server) with env added, in dir, for the node called name. Called
 	// again for a node whose server is down, it starts that node again: a restart.
 	Run(ctx context.Context, name, dir string, argv, env []string) (Proc, error)
+	// How names what an action ("kill", "pause") does here, for the history.
+	How(action string) string
 }
 
 // Proc is one running server.
@@ -26,6 +28,17 @@ type Proc interface {
 
 // Processes runs servers as child processes of lockcheck that die with it (Pdeathsig).
 type Processes struct{}
+
+// How names the signal an action sends.
+func (Processes) How(action string) string {
+	switch action {
+	case "kill":
+		return "SIGKILL"
+	case "pause":
+		return "SIGSTOP"
+	}
+	return action
+}
 
 // Run starts one redis-server process.
 func (Processes) Run(_ context.Context, _, dir string, argv, env []string) (Proc, error) {

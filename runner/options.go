@@ -10,6 +10,7 @@ import (
 	"github.com/lockcheck/lockcheck/locks"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/node"
+	"github.com/lockcheck/lockcheck/node/docker"
 	"github.com/lockcheck/lockcheck/workloads"
 )
 
@@ -58,7 +59,17 @@ type Options struct {
 	Latency         time.Duration
 	Jitter          time.Duration
 	ClockBump       time.Duration
+	Backend         string // process, docker or external
+	DockerImage     string // the Redis image of the docker backend
+	External        string // the external backend's deployment file (YAML)
 }
+
+// Backends run the nodes.
+const (
+	BackendProcess  = "process"  // child processes (default)
+	BackendDocker   = "docker"   // containers through testcontainers-go
+	BackendExternal = "external" // a deployment lockcheck did not start
+)
 
 // Defaults are the CLI's defaults.
 func Defaults() Options {
@@ -67,7 +78,8 @@ func Defaults() Options {
 		NemesisInterval: 5 * time.Second, NemesisDuration: 3 * time.Second, Quiet: 3 * time.Second,
 		Time: 30 * time.Second, Clients: 8, Keys: 0, Watchdog: 30 * time.Second, Wait: 5 * time.Second,
 		Timeout: 3 * time.Second, Hold: "10ms-200ms", Reentry: 0.2, Results: "results",
-		Persistence: node.PersistNone, CheckTimeout: 60 * time.Second}
+		Persistence: node.PersistNone, CheckTimeout: 60 * time.Second, Backend: BackendProcess,
+		DockerImage: docker.DefaultImage}
 }
 
 // validate checks everything that can be checked before starting a process.
@@ -90,6 +102,18 @@ func (o Options) validate() (workloads.Range, error) {
 	case o.CheckTimeout <= 0:
 		return hold, usagef("--check-timeout must be positive, got %s", o.CheckTimeout)
 	}
+	switch o.Backend {
+	case BackendProcess, BackendDocker:
+		if o.External != "" {
+			return hold, usagef("--external names a deployment: it needs --backend external")
+		}
+	case BackendExternal:
+		if o.External == "" {
+			return hold, usagef("--backend external needs --external FILE (the deployment: see the README)")
+		}
+	default:
+		return hold, usagef("--backend %q: want process, docker or external", o.Backend)
+	}
 	switch o.Persistence {
 	case node.PersistNone, node.PersistEverySec, node.PersistAlways:
 	default:
@@ -110,7 +134,8 @@ func (o Options) describe() map[string]any {
 		"timeout": o.Timeout.String(), "hold": o.Hold, "reentry": o.Reentry, "seed": o.Seed,
 		"persistence": o.Persistence, "scripts": o.Scripts, "check_timeout": o.CheckTimeout.String(),
 		"permits": o.Permits, "count": o.Count, "readers": o.Readers, "group": o.Group,
-		"latency": o.Latency.String(), "jitter": o.Jitter.String(), "clock_bump": o.ClockBump.String()}
+		"latency": o.Latency.String(), "jitter": o.Jitter.String(), "clock_bump": o.ClockBump.String(),
+		"backend": o.Backend, "docker_image": o.DockerImage, "external": o.External}
 }
 
 // faultParams tunes the faults from the options.

@@ -2,6 +2,8 @@ package runner
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +23,7 @@ import (
 	"github.com/lockcheck/lockcheck/locks"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/node/clockshift"
+	"github.com/lockcheck/lockcheck/node/docker"
 	"github.com/lockcheck/lockcheck/report"
 	"github.com/lockcheck/lockcheck/topology"
 )
@@ -159,12 +162,24 @@ func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scr
 	plan nemesis.Plan, targets nemesis.Selector, spec topology.Spec, dir string, rec *history.Recorder, meta *Meta,
 	stderr io.Writer) error {
 	spec.Dir = dir
-	if slices.Contains(plan.Faults(), "clock") || slices.Contains(plan.Faults(), "clock-strobe") {
+	clock := slices.Contains(plan.Faults(), "clock") || slices.Contains(plan.Faults(), "clock-strobe")
+	if clock && o.Backend == BackendProcess {
 		lib, err := clockshift.Library(filepath.Join(dir, "clockshift"))
 		if err != nil {
 			return err
 		}
 		spec.ClockLib = lib
+	}
+	if o.Backend == BackendDocker {
+		if clock {
+			spec.ClockLib = docker.ClockLib // the image's own copy
+		}
+		rt, err := docker.Connect(ctx, o.DockerImage, runID())
+		if err != nil {
+			return err
+		}
+		defer rt.Close()
+		spec.Runtime = rt
 	}
 	topo, err := topology.Start(ctx, spec)
 	if err != nil {
@@ -174,8 +189,8 @@ func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scr
 	meta.StartupMs = max(topo.Startup.Milliseconds(), 1)
 	data, _ := json.Marshal(meta)
 	rec.Write(history.Record{Type: history.Meta, Time: rec.Clock.Now(), Data: data})
-	fmt.Fprintf(stderr, "lockcheck: %s on %s (%d node(s), %d clients, started in %s), nemesis %s, seed %d, %s\n",
-		o.Lock, o.Topology, len(topo.Nodes), o.Clients, topo.Startup.Round(time.Millisecond),
+	fmt.Fprintf(stderr, "lockcheck: %s on %s (%s backend, %d node(s), %d clients, started in %s), nemesis %s, seed %d, %s\n",
+		o.Lock, o.Topology, o.Backend, len(topo.Nodes), o.Clients, topo.Startup.Round(time.Millisecond),
 		o.Nemesis, o.Seed, dir)
 
 	gates := map[string]*locks.Gate{}
@@ -266,6 +281,13 @@ func finalHeal(env *nemesis.Env, rec *history.Recorder) {
 		detail += "; heal failed: " + err.Error()
 	}
 	rec.Fault("heal", "final", nil, detail)
+}
+
+// runID names one run's containers: short, unique, valid in a container name.
+func runID() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // newRunDir makes results/<time>-<lock>-<nemesis>/ and points results/latest at it.

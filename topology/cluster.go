@@ -78,7 +78,7 @@ func (t *Topology) startCluster(ctx context.Context, s Spec) error {
 			defer wg.Done()
 			name := fmt.Sprintf("n%d", i+1)
 			fport, bport := t.portOf("*", name), t.portOf("bus", name)
-			t.Nodes[i], errs[i] = node.Start(ctx, node.Config{Name: name, Dir: filepath.Join(s.Dir, "nodes", name),
+			t.Nodes[i], errs[i] = node.Start(ctx, node.Config{Runtime: s.Runtime, Name: name, Dir: filepath.Join(s.Dir, "nodes", name),
 				Password: t.Password, Persistence: s.Persistence, ClockLib: s.ClockLib, Port: ports[i], Extra: []string{
 					"cluster-enabled yes",
 					"cluster-config-file nodes.conf",

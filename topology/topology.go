@@ -35,7 +35,8 @@ type Spec struct {
 	Clients     []string
 	Dir         string // node directories go under Dir/nodes
 	Persistence string
-	ClockLib    string // clockshift library every node preloads ("" for none): needed by the clock fault
+	ClockLib    string       // clockshift library every node preloads ("" for none): needed by the clock fault
+	Runtime     node.Runtime // how servers run: nil for processes, or containers (node/docker)
 }
 
 // Topology is a running deployment.
@@ -112,7 +113,7 @@ func Start(ctx context.Context, s Spec) (_ *Topology, err error) {
 		go func() {
 			defer wg.Done()
 			name := fmt.Sprintf("n%d", i+1)
-			t.Nodes[i], errs[i] = node.Start(ctx, node.Config{Name: name, Dir: filepath.Join(s.Dir, "nodes", name),
+			t.Nodes[i], errs[i] = node.Start(ctx, node.Config{Runtime: s.Runtime, Name: name, Dir: filepath.Join(s.Dir, "nodes", name),
 				Password: t.Password, Persistence: s.Persistence, ClockLib: s.ClockLib})
 		}()
 	}

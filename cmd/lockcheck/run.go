@@ -46,6 +46,9 @@ func newRunCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Lock, "lock", o.Lock, "lock to test: "+join(locks.KindNames()))
+	f.StringVar(&o.Backend, "backend", o.Backend, "where the nodes run: process (child processes), docker (containers, testcontainers-go) or external (a deployment you started: --external)")
+	f.StringVar(&o.DockerImage, "docker-image", o.DockerImage, "the Redis image of --backend docker (built by `lockcheck images`)")
+	f.StringVar(&o.External, "external", "", "YAML file describing the deployment of --backend external")
 	f.StringVar(&o.Topology, "topology", o.Topology, "deployment: single, redlock, sentinel or cluster (default: the lock's own)")
 	f.IntVar(&o.Nodes, "nodes", o.Nodes, "masters for --topology redlock")
 	f.StringVar(&o.Nemesis, "nemesis", o.Nemesis, "faults: none or a comma list of "+join(nemesis.Names()))

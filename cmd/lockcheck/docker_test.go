@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockcheck/lockcheck/internal/dockertest"
+	"github.com/lockcheck/lockcheck/node/docker"
+	"github.com/moby/moby/client"
+	"github.com/testcontainers/testcontainers-go"
+)
+
+// lockcheckContainers lists every container labelled as lockcheck's.
+func lockcheckContainers(t *testing.T) []string {
+	t.Helper()
+	cli, err := testcontainers.NewDockerClientWithOpts(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	res, err := cli.ContainerList(context.Background(), client.ContainerListOptions{All: true,
+		Filters: make(client.Filters).Add("label", docker.Label+"=1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, c := range res.Items {
+		out = append(out, c.Names...)
+	}
+	return out
+}
+
+// On containers, Redisson's lock with AOF survives docker kill and docker pause: valid, the container
+// faults are in the history, and no container is left.
+func TestDockerReentrantKillPause(t *testing.T) {
+	dockertest.Require(t)
+	code, dir := run(t, "run", "--backend", "docker", "--lock", "reentrant", "--nemesis", "kill,pause",
+		"--persistence", "always", "--time", "20s", "--nemesis-interval", "2s", "--seed", "4")
+	if code != exitValid {
+		t.Fatalf("exit %d, want %d (%s)", code, exitValid, dir)
+	}
+	hist, err := os.ReadFile(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"docker kill", "docker pause"} {
+		if !strings.Contains(string(hist), want) {
+			t.Errorf("no %q fault in the history", want)
+		}
+	}
+	if left := lockcheckContainers(t); len(left) > 0 {
+		t.Fatalf("containers left: %v", left)
+	}
+}
+
+// The naive lock is flagged on containers as on processes.
+func TestDockerNaiveIsFlagged(t *testing.T) {
+	dockertest.Require(t)
+	code, dir := run(t, "run", "--backend", "docker", "--lock", "naive", "--lease", "300ms", "--hold", "100ms-1s",
+		"--time", "8s", "--seed", "1")
+	if code != exitInvalid {
+		t.Fatalf("exit %d, want %d (%s)", code, exitInvalid, dir)
+	}
+	if left := lockcheckContainers(t); len(left) > 0 {
+		t.Fatalf("containers left: %v", left)
+	}
+}
+
+// kill -9 of lockcheck cannot stop its containers (they are not its children); `lockcheck clean` removes
+// them.
+func TestDockerKill9ThenClean(t *testing.T) {
+	dockertest.Require(t)
+	bin := filepath.Join(t.TempDir(), "lockcheck")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	root := t.TempDir()
+	cmd := exec.Command(bin, "run", "--backend", "docker", "--topology", "redlock", "--nodes", "3", "--time", "60s",
+		"--results", root, "--seed", "5")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); _, _ = docker.Clean(context.Background(), "") })
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		hist, _ := os.ReadFile(filepath.Join(root, "latest", "history.jsonl"))
+		if strings.Count(string(hist), `"type":"ok"`) > 10 {
+			break
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if left := lockcheckContainers(t); len(left) != 3 {
+		t.Fatalf("%d containers after kill -9, want the run's 3: %v", len(left), left)
+	}
+	if code := execute(context.Background(), []string{"clean"}); code != exitValid {
+		t.Fatalf("clean: exit %d", code)
+	}
+	if left := lockcheckContainers(t); len(left) > 0 {
+		t.Fatalf("containers left after clean: %v", left)
+	}
+}

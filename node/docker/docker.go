@@ -1,0 +1,302 @@
+// Package docker runs lockcheck's nodes as containers through testcontainers-go: host networking (every
+// node still listens on its own loopback port, behind the same proxies), the node's directory bind-mounted
+// at the same path (config, log, AOF, clock offset), and the container faults: kill is docker kill, pause is
+// docker pause (the cgroup freezer, not SIGSTOP), a restart starts the same container again. Everything it
+// creates carries the label lockcheck=1 (and lockcheck.run=<id>), so Clean can remove what a crashed run
+// left behind.
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockcheck/lockcheck/node"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+	"github.com/testcontainers/testcontainers-go"
+	tclog "github.com/testcontainers/testcontainers-go/log"
+)
+
+// Labels on everything lockcheck creates.
+const (
+	Label    = "lockcheck"
+	RunLabel = "lockcheck.run"
+)
+
+// DefaultImage is the offline image `lockcheck images` builds.
+const DefaultImage = "lockcheck/redis:offline"
+
+// ClockLib is where the images keep the clockshift library.
+const ClockLib = "/usr/lib/lockcheck/libclockshift.so"
+
+// Runtime starts one run's containers.
+type Runtime struct {
+	Image string
+	RunID string
+
+	cli        *testcontainers.DockerClient
+	mu         sync.Mutex
+	ctrs       map[string]*testcontainers.DockerContainer
+	hadNetwork bool // fallbackNetwork existed before this run
+}
+
+// Connect reaches the Docker engine and checks that image is there (no registry is assumed: a missing
+// image is an error that says how to build it).
+func Connect(ctx context.Context, image, runID string) (*Runtime, error) {
+	setup()
+	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("docker: %w", err)
+	}
+	if _, err := cli.Ping(ctx, client.PingOptions{}); err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("no Docker engine answers (%v): start one, e.g. dockerd --storage-driver=vfs --iptables=false --bridge=none", err)
+	}
+	if _, err := cli.ImageInspect(ctx, image); err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("docker image %s is missing: build it with `lockcheck images` (or make images)", image)
+	}
+	return &Runtime{Image: image, RunID: runID, cli: cli, ctrs: map[string]*testcontainers.DockerContainer{},
+		hadNetwork: networkExists(ctx, cli, fallbackNetwork)}, nil
+}
+
+// EngineUp reports whether a Docker engine answers.
+func EngineUp(ctx context.Context) bool {
+	setup()
+	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
+	if err != nil {
+		return false
+	}
+	defer cli.Close()
+	_, err = cli.Ping(ctx, client.PingOptions{})
+	return err == nil
+}
+
+// setup turns off testcontainers' Ryuk reaper container (its image comes from a registry, and lockcheck
+// removes its own containers, and `lockcheck clean` what a crash left) and its chatter on stderr (the
+// history records what happened to each container).
+func setup() {
+	if os.Getenv("TESTCONTAINERS_RYUK_DISABLED") == "" {
+		_ = os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
+	}
+	tclog.SetDefault(tclog.NewNoopLogger())
+}
+
+// fallbackNetwork is the bridge network testcontainers creates when the engine has no "bridge" (dockerd
+// --bridge=none). Host-networked containers never use it; Close removes it if this run made it.
+const fallbackNetwork = testcontainers.ReaperDefault
+
+func networkExists(ctx context.Context, cli *testcontainers.DockerClient, name string) bool {
+	nets, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: make(client.Filters).Add("name", name)})
+	if err != nil {
+		return true // unknown: leave it alone
+	}
+	for _, n := range nets.Items {
+		if n.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Close removes the fallback network if this run made it (and nobody uses it) and releases the engine
+// connection.
+func (r *Runtime) Close() error {
+	if !r.hadNetwork && networkExists(context.Background(), r.cli, fallbackNetwork) {
+		_, _ = r.cli.NetworkRemove(context.Background(), fallbackNetwork, client.NetworkRemoveOptions{})
+	}
+	return r.cli.Close()
+}
+
+// How names the container operation behind an action.
+func (r *Runtime) How(action string) string {
+	switch action {
+	case "kill":
+		return "docker kill (SIGKILL to the container), restarted with docker start"
+	case "pause":
+		return "docker pause (cgroup freezer)"
+	}
+	return action
+}
+
+// Run creates and starts the node's container, or starts it again after a kill.
+func (r *Runtime) Run(ctx context.Context, name, dir string, argv, env []string) (node.Proc, error) {
+	r.mu.Lock()
+	c := r.ctrs[name]
+	r.mu.Unlock()
+	if c != nil {
+		if err := c.Start(ctx); err != nil {
+			return nil, fmt.Errorf("docker start %s: %w", name, err)
+		}
+		return r.watch(c), nil
+	}
+	vars := map[string]string{}
+	for _, e := range env {
+		k, v, _ := strings.Cut(e, "=")
+		if k == "LD_PRELOAD" {
+			v = ClockLib // the image's own copy of the library
+		}
+		vars[k] = v
+	}
+	req := testcontainers.ContainerRequest{
+		Image: r.Image, Cmd: argv[1:], Env: vars, Name: "lockcheck-" + r.RunID + "-" + name,
+		Labels: map[string]string{Label: "1", RunLabel: r.RunID, "lockcheck.node": name},
+		HostConfigModifier: func(hc *container.HostConfig) {
+			hc.NetworkMode = "host"
+			hc.Binds = append(hc.Binds, dir+":"+dir)
+		},
+		// Host networking only: no endpoint on testcontainers' default network.
+		EndpointSettingsModifier: func(m map[string]*network.EndpointSettings) {
+			for k := range m {
+				delete(m, k)
+			}
+		},
+	}
+	gc, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{ContainerRequest: req, Started: true})
+	dc, _ := gc.(*testcontainers.DockerContainer)
+	if err != nil {
+		if dc != nil {
+			_ = dc.Terminate(context.Background())
+		}
+		return nil, fmt.Errorf("docker run %s: %w", name, err)
+	}
+	r.mu.Lock()
+	r.ctrs[name] = dc
+	r.mu.Unlock()
+	return r.watch(dc), nil
+}
+
+// watch returns the running container as a Proc whose Exited closes when it stops.
+func (r *Runtime) watch(c *testcontainers.DockerContainer) node.Proc {
+	p := &proc{r: r, c: c, exited: make(chan struct{})}
+	wait := r.cli.ContainerWait(context.Background(), c.GetContainerID(), client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
+	go func() {
+		select {
+		case <-wait.Result:
+		case <-wait.Error:
+			// The engine connection broke: poll until the container is no longer running.
+			for {
+				st, err := c.State(context.Background())
+				if err != nil || !st.Running {
+					break
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		}
+		close(p.exited)
+	}()
+	return p
+}
+
+type proc struct {
+	r      *Runtime
+	c      *testcontainers.DockerContainer
+	exited chan struct{}
+}
+
+func (p *proc) id() string { return p.c.GetContainerID() }
+
+// Kill is docker kill: SIGKILL to the container's process; the container stays, to be started again.
+func (p *proc) Kill() error {
+	_, err := p.r.cli.ContainerKill(context.Background(), p.id(), client.ContainerKillOptions{Signal: "KILL"})
+	return err
+}
+
+// Pause is docker pause: the cgroup freezer stops every process of the container.
+func (p *proc) Pause() error {
+	_, err := p.r.cli.ContainerPause(context.Background(), p.id(), client.ContainerPauseOptions{})
+	return err
+}
+
+func (p *proc) Resume() error {
+	_, err := p.r.cli.ContainerUnpause(context.Background(), p.id(), client.ContainerUnpauseOptions{})
+	return err
+}
+
+// Terminate is docker stop (SIGTERM, then SIGKILL after 3 s).
+func (p *proc) Terminate() error {
+	d := 3 * time.Second
+	return p.c.Stop(context.Background(), &d)
+}
+
+func (p *proc) Exited() <-chan struct{} { return p.exited }
+
+// Remove deletes the container and its anonymous volumes.
+func (p *proc) Remove() error {
+	p.r.mu.Lock()
+	for name, c := range p.r.ctrs {
+		if c == p.c {
+			delete(p.r.ctrs, name)
+		}
+	}
+	p.r.mu.Unlock()
+	return p.c.Terminate(context.Background(), testcontainers.RemoveVolumes())
+}
+
+// Clean removes every container, volume and network labelled lockcheck=1 (all runs, or one run), as left
+// by a run that was killed before it could tear down. It returns what it removed.
+func Clean(ctx context.Context, runID string) ([]string, error) {
+	setup()
+	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("docker: %w", err)
+	}
+	defer cli.Close()
+	f := make(client.Filters).Add("label", Label+"=1")
+	if runID != "" {
+		f.Add("label", RunLabel+"="+runID)
+	}
+	var removed []string
+	var errs []error
+	ctrs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		return nil, fmt.Errorf("docker: %w", err)
+	}
+	for _, c := range ctrs.Items {
+		if _, err := cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, "container "+strings.TrimPrefix(firstName(c.Names), "/"))
+	}
+	vols, err := cli.VolumeList(ctx, client.VolumeListOptions{Filters: f})
+	if err == nil {
+		for _, v := range vols.Items {
+			if _, err := cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true}); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			removed = append(removed, "volume "+v.Name)
+		}
+	}
+	nets, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: f})
+	if err == nil {
+		for _, n := range nets.Items {
+			if _, err := cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{}); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			removed = append(removed, "network "+n.Name)
+		}
+	}
+	// The fallback network a killed run may have left (removal fails harmlessly while anything uses it).
+	if runID == "" && networkExists(ctx, cli, fallbackNetwork) {
+		if _, err := cli.NetworkRemove(ctx, fallbackNetwork, client.NetworkRemoveOptions{}); err == nil {
+			removed = append(removed, "network "+fallbackNetwork)
+		}
+	}
+	return removed, errors.Join(errs...)
+}
+
+func firstName(names []string) string {
+	if len(names) == 0 {
+		return "?"
+	}
+	return names[0]
+}
