@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/lockcheck
 APT     := DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: all build demo test bench deps vet clean
+.PHONY: all build demo test bench deps vet clean images docker-engine compose-up compose-down
 
 all: build
 
@@ -35,6 +35,31 @@ test: deps
 # Speed targets, each printed beside its yardstick as a ratio.
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 20m ./bench/
+
+# A Docker engine for --backend docker, where the machine allows it: docker.io from Debian's packages and
+# dockerd with vfs storage, no iptables and no bridge (host networking only). Says plainly when it cannot.
+docker-engine:
+	@./docker/engine.sh
+
+# The images, all built with no registry: lockcheck/redis:offline (FROM scratch with this host's
+# redis-server, its libraries and clockshift), lockcheck/toxiproxy:offline (toxiproxy-server compiled
+# statically) and lockcheck/lockcheck (lockcheck on the offline Redis image). lockcheck/redis:official
+# (docker/redis-official, FROM redis:7.0) needs a registry; it is tried and reported.
+images: build
+	./$(BIN) images
+	CGO_ENABLED=0 $(GO) build -o docker/toxiproxy/toxiproxy-server github.com/Shopify/toxiproxy/v2/cmd/server
+	docker build -q -t lockcheck/toxiproxy:offline docker/toxiproxy
+	CGO_ENABLED=0 $(GO) build -o bin/lockcheck-static ./cmd/lockcheck
+	docker build -q -t lockcheck/lockcheck -f docker/lockcheck/Dockerfile .
+	@docker build -q -t lockcheck/redis:official -f docker/redis-official/Dockerfile . >/dev/null 2>&1 \
+	  && echo "built lockcheck/redis:official" \
+	  || echo "lockcheck/redis:official not built: it starts FROM redis:7.0 and no registry answered"
+
+# The compose Sentinel deployment (docker/compose), for a look by hand or --backend external.
+compose-up: images
+	./docker/compose/up.sh
+compose-down:
+	./docker/compose/down.sh
 
 vet:
 	gofmt -l . | tee /dev/stderr | (! read)

@@ -53,6 +53,9 @@ type Config struct {
 type Node struct {
 	cfg  Config
 	port int
+	// addr is set for a node lockcheck did not start (Attach): it is never stopped, only controlled where
+	// a runtime can (its container).
+	addr string
 
 	mu     sync.Mutex
 	proc   Proc
@@ -124,7 +127,22 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 func (n *Node) Name() string { return n.cfg.Name }
 
 // Addr is the node's real address; clients reach it through a proxy instead.
-func (n *Node) Addr() string { return fmt.Sprintf("127.0.0.1:%d", n.port) }
+func (n *Node) Addr() string {
+	if n.addr != "" {
+		return n.addr
+	}
+	return fmt.Sprintf("127.0.0.1:%d", n.port)
+}
+
+// Attach stands for a server lockcheck did not start, at addr. With proc (from a runtime that adopted its
+// container) kill, pause and restart act on it; without, they fail and say why. Stop never stops it.
+func Attach(name, addr, password string, rt Runtime, proc Proc) *Node {
+	n := &Node{cfg: Config{Name: name, Password: password, Runtime: rt}, addr: addr, proc: proc}
+	if proc != nil {
+		n.exited = proc.Exited()
+	}
+	return n
+}
 
 // Port is the node's port.
 func (n *Node) Port() int { return n.port }
@@ -234,6 +252,9 @@ func lastLogLine(path string) string {
 func (n *Node) running() (Proc, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.proc == nil && n.addr != "" {
+		return nil, fmt.Errorf("node %s is not under lockcheck's control: name its container in the deployment file", n.cfg.Name)
+	}
 	if n.proc == nil {
 		return nil, fmt.Errorf("%s is not running", n.cfg.Name)
 	}
@@ -249,6 +270,9 @@ func (n *Node) running() (Proc, error) {
 func (n *Node) Running() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.exited == nil && n.addr != "" {
+		return true // not ours to know: assumed up
+	}
 	if n.exited == nil {
 		return false
 	}
@@ -280,6 +304,16 @@ func (n *Node) Kill() error {
 func (n *Node) Restart(ctx context.Context) error {
 	if n.Running() {
 		return fmt.Errorf("%s is still running", n.cfg.Name)
+	}
+	if n.addr != "" { // attached: start its container again as it is
+		proc, err := n.cfg.Runtime.Run(ctx, n.cfg.Name, "", nil, nil)
+		if err != nil {
+			return err
+		}
+		n.mu.Lock()
+		n.proc, n.exited, n.paused = proc, proc.Exited(), false
+		n.mu.Unlock()
+		return n.waitReady(ctx, proc.Exited())
 	}
 	return n.launch(ctx)
 }
@@ -324,6 +358,10 @@ func (n *Node) Stop() {
 	if p == nil {
 		return
 	}
+	if n.addr != "" { // attached: leave it running as found
+		_ = p.Resume()
+		return
+	}
 	if n.Running() {
 		_ = p.Resume()
 		_ = p.Terminate()
@@ -345,11 +383,19 @@ func (n *Node) SetClockOffset(d time.Duration) error {
 	if n.cfg.ClockLib == "" {
 		return fmt.Errorf("%s was started without the clock library", n.cfg.Name)
 	}
+	if n.addr != "" {
+		return fmt.Errorf("%s is not lockcheck's: its clock cannot be moved", n.cfg.Name)
+	}
 	return clockshift.Set(n.clockFile(), d)
 }
 
 // How names what an action ("kill", "pause") does to this node, for the history.
-func (n *Node) How(action string) string { return n.cfg.Runtime.How(action) }
+func (n *Node) How(action string) string {
+	if n.cfg.Runtime == nil {
+		return action
+	}
+	return n.cfg.Runtime.How(action)
+}
 
 // Password is the node's requirepass.
 func (n *Node) Password() string { return n.cfg.Password }

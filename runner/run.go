@@ -76,6 +76,17 @@ func Run(ctx context.Context, o Options, stderr io.Writer) (*report.Results, err
 		return nil, err
 	}
 	kind, _ := locks.Lookup(o.Lock)
+	var ext *topology.External
+	if o.Backend == BackendExternal {
+		e, err := topology.LoadExternal(o.External)
+		if err != nil {
+			return nil, UsageError{err}
+		}
+		if o.Topology != "" && o.Topology != e.Topology {
+			return nil, usagef("--topology %s, but the deployment in %s is %s", o.Topology, o.External, e.Topology)
+		}
+		o.Topology, o.Nodes, ext = e.Topology, len(e.Nodes), &e
+	}
 	if o.Topology == "" {
 		o.Topology = kind.Topology
 	}
@@ -97,9 +108,23 @@ func Run(ctx context.Context, o Options, stderr io.Writer) (*report.Results, err
 	for i := 1; i <= topology.NodeCount(o.Topology, o.Nodes); i++ {
 		names.Nodes = append(names.Nodes, fmt.Sprintf("n%d", i))
 	}
+	if ext != nil {
+		names.Nodes = nil
+		for _, n := range ext.Nodes {
+			names.Nodes = append(names.Nodes, n.Name)
+		}
+	}
 	faults, err := nemesis.Parse(o.Nemesis, names)
 	if err != nil {
 		return nil, UsageError{err}
+	}
+	for _, f := range faults {
+		if ext == nil {
+			break
+		}
+		if why := ext.Refusal(f); why != "" {
+			return nil, usagef("--nemesis %s on --backend external: %s", f, why)
+		}
 	}
 	if names.Targets, err = nemesis.ParseSelector(o.NemesisTargets, names); err != nil {
 		return nil, UsageError{err}
@@ -137,7 +162,7 @@ func Run(ctx context.Context, o Options, stderr io.Writer) (*report.Results, err
 		meta.ScriptSet = scripts.Set
 	}
 
-	runErr := execute(ctx, o, kind, scripts, workload, plan, names.Targets, spec, dir, rec, &meta, stderr)
+	runErr := execute(ctx, o, kind, scripts, workload, plan, names.Targets, spec, ext, dir, rec, &meta, stderr)
 	if cerr := rec.Close(); cerr != nil && runErr == nil {
 		runErr = fmt.Errorf("history: %w", cerr)
 	}
@@ -159,8 +184,8 @@ func Run(ctx context.Context, o Options, stderr io.Writer) (*report.Results, err
 
 // execute brings the topology up, runs the workload and the nemesis, heals, and tears everything down.
 func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scripts, workload workload,
-	plan nemesis.Plan, targets nemesis.Selector, spec topology.Spec, dir string, rec *history.Recorder, meta *Meta,
-	stderr io.Writer) error {
+	plan nemesis.Plan, targets nemesis.Selector, spec topology.Spec, ext *topology.External, dir string,
+	rec *history.Recorder, meta *Meta, stderr io.Writer) error {
 	spec.Dir = dir
 	clock := slices.Contains(plan.Faults(), "clock") || slices.Contains(plan.Faults(), "clock-strobe")
 	if clock && o.Backend == BackendProcess {
@@ -181,7 +206,13 @@ func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scr
 		defer rt.Close()
 		spec.Runtime = rt
 	}
-	topo, err := topology.Start(ctx, spec)
+	var topo *topology.Topology
+	var err error
+	if ext != nil {
+		topo, err = topology.Attach(ctx, *ext, spec.Clients, runID())
+	} else {
+		topo, err = topology.Start(ctx, spec)
+	}
 	if err != nil {
 		return err
 	}
@@ -229,7 +260,7 @@ func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scr
 		var cluster *locks.ClusterConn
 		switch o.Topology {
 		case topology.Sentinel:
-			sentinel = &locks.SentinelConn{Addrs: topo.SentinelAddrs(), MasterName: topology.MasterName, Dialer: topo.Dialer(c)}
+			sentinel = &locks.SentinelConn{Addrs: topo.SentinelAddrs(), MasterName: topo.MasterName(), Dialer: topo.Dialer(c)}
 		case topology.Cluster:
 			cluster = &locks.ClusterConn{Addrs: topo.ClusterAddrs(), Dialer: topo.Dialer(c)}
 		}

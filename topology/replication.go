@@ -76,8 +76,8 @@ func (t *Topology) Promote(ctx context.Context, shard int, mode string) (string,
 // StallReplication holds (or releases) what replica receives from any primary: its replication connection
 // is found by the port it announces, at every node's tap.
 func (t *Topology) StallReplication(replica string, on bool) error {
-	if t.links[[2]string{"*", replica}] == nil {
-		return fmt.Errorf("no node %q with a replication link", replica)
+	if t.links[[2]string{"*", replica}] == nil || len(t.taps) == 0 {
+		return fmt.Errorf("no node %q with a replication link lockcheck can hold", replica)
 	}
 	port := t.portOf("*", replica)
 	for _, tap := range t.taps {

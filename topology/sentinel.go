@@ -14,8 +14,16 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// MasterName is the name the Sentinels monitor.
+// MasterName is the name lockcheck's own Sentinels monitor.
 const MasterName = "lockcheck"
+
+// MasterName is the name the Sentinels monitor (an external deployment's may differ).
+func (t *Topology) MasterName() string {
+	if t.masterName != "" {
+		return t.masterName
+	}
+	return MasterName
+}
 
 // startSentinel brings up a primary and two replicas, each behind a front proxy that it announces as its
 // address (and, behind that, a tap that can hold one replica's replication stream), and three Sentinels
@@ -115,6 +123,9 @@ func (t *Topology) waitFor(ctx context.Context, addr string, ok func(*redis.Clie
 
 // SentinelAddrs lists the Sentinels' addresses.
 func (t *Topology) SentinelAddrs() []string {
+	if len(t.Sentinels) == 0 {
+		return t.sentinelAddrs // an external deployment's
+	}
 	var out []string
 	for _, s := range t.Sentinels {
 		out = append(out, s.Addr())
@@ -139,9 +150,9 @@ func (t *Topology) Dialer(client string) func(ctx context.Context, network, addr
 // sentinelPrimary asks the Sentinels which node is the primary now.
 func (t *Topology) sentinelPrimary(ctx context.Context) (string, error) {
 	var errs []error
-	for _, s := range t.Sentinels {
-		c := t.admin(s.Addr())
-		addr, err := c.Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", MasterName).StringSlice()
+	for _, sa := range t.SentinelAddrs() {
+		c := t.admin(sa)
+		addr, err := c.Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", t.MasterName()).StringSlice()
 		c.Close()
 		if err == nil && len(addr) == 2 {
 			if name, ok := t.nodeAt[addr[0]+":"+addr[1]]; ok {
@@ -163,15 +174,15 @@ func (t *Topology) sentinelFailover(ctx context.Context) (string, error) {
 	}
 	var errs []error
 	asked := false
-	for _, s := range t.Sentinels {
-		c := t.admin(s.Addr())
-		err := c.Do(ctx, "SENTINEL", "FAILOVER", MasterName).Err()
+	for _, sa := range t.SentinelAddrs() {
+		c := t.admin(sa)
+		err := c.Do(ctx, "SENTINEL", "FAILOVER", t.MasterName()).Err()
 		c.Close()
 		if err == nil {
 			asked = true
 			break
 		}
-		errs = append(errs, fmt.Errorf("%s: %w", s.Name(), err))
+		errs = append(errs, fmt.Errorf("%s: %w", sa, err))
 	}
 	if !asked {
 		return "", fmt.Errorf("SENTINEL FAILOVER refused: %w", errors.Join(errs...))

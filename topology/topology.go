@@ -51,11 +51,16 @@ type Topology struct {
 	proxies *network.Proxies
 	// links are (client, node); client "*" is the node's shared front proxy (the address it announces) and
 	// "bus" its cluster-bus proxy.
-	links   map[[2]string]*network.Link
+	links   map[[2]string]network.Proxy
 	nodeAt  map[string]string       // an address a node is known by -> its name
 	taps    map[string]*network.Tap // behind each front: sentinel and cluster
 	busTaps map[string]*network.Tap // behind each bus proxy: cluster
 	shards  []shard                 // cluster only
+
+	// An external deployment's (Attach): its Sentinels, their master name, and what to release at Stop.
+	sentinelAddrs []string
+	masterName    string
+	closers       []func()
 }
 
 // Validate checks a spec before anything starts.
@@ -86,7 +91,7 @@ func Start(ctx context.Context, s Spec) (_ *Topology, err error) {
 		n = s.Nodes
 	}
 	t := &Topology{Kind: s.Kind, Password: node.NewPassword(), proxies: network.New(),
-		links: map[[2]string]*network.Link{}, nodeAt: map[string]string{}, taps: map[string]*network.Tap{},
+		links: map[[2]string]network.Proxy{}, nodeAt: map[string]string{}, taps: map[string]*network.Tap{},
 		busTaps: map[string]*network.Tap{}}
 	defer func() {
 		if err != nil {
@@ -150,12 +155,15 @@ func (t *Topology) clientLinks(clients []string) error {
 	return nil
 }
 
-// Addrs returns the addresses, one per node in order, through which client reaches the nodes.
+// Addrs returns the addresses, one per node in order, through which client reaches the nodes (directly
+// where an external deployment gave no toxiproxy).
 func (t *Topology) Addrs(client string) []string {
 	var out []string
 	for _, nd := range t.Nodes {
 		if l := t.links[[2]string{client, nd.Name()}]; l != nil {
 			out = append(out, l.Addr())
+		} else {
+			out = append(out, nd.Addr())
 		}
 	}
 	return out
@@ -185,7 +193,7 @@ func (t *Topology) ClientNames() []string {
 }
 
 // Link returns the proxied link from client to node, or nil.
-func (t *Topology) Link(client, nodeName string) *network.Link {
+func (t *Topology) Link(client, nodeName string) network.Proxy {
 	return t.links[[2]string{client, nodeName}]
 }
 
@@ -206,27 +214,27 @@ func (t *Topology) Fault(client, nodeName string) Faulty {
 		return nil
 	}
 	if client == "bus" {
-		return busLink{t: t, node: nodeName, Link: l}
+		return busLink{t: t, node: nodeName, Proxy: l}
 	}
 	return l
 }
 
 // busLink is a cluster node's gossip, both ways.
 type busLink struct {
-	*network.Link
+	network.Proxy
 	t    *Topology
 	node string
 }
 
 func (b busLink) Cut() error {
-	err := b.Link.Cut()
+	err := b.Proxy.Cut()
 	b.peers(true)
 	return err
 }
 
 func (b busLink) Heal() error {
 	b.peers(false)
-	return b.Link.Heal()
+	return b.Proxy.Heal()
 }
 
 func (b busLink) peers(drop bool) {
@@ -262,4 +270,8 @@ func (t *Topology) Stop() {
 	for _, nd := range append(t.Sentinels, t.Nodes...) {
 		nd.Stop()
 	}
+	for i := len(t.closers) - 1; i >= 0; i-- {
+		t.closers[i]()
+	}
+	t.closers = nil
 }

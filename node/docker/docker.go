@@ -43,7 +43,8 @@ type Runtime struct {
 	cli        *testcontainers.DockerClient
 	mu         sync.Mutex
 	ctrs       map[string]*testcontainers.DockerContainer
-	hadNetwork bool // fallbackNetwork existed before this run
+	adopted    map[string]string // node -> id of a container lockcheck did not create (external backend)
+	hadNetwork bool              // fallbackNetwork existed before this run
 }
 
 // Connect reaches the Docker engine and checks that image is there (no registry is assumed: a missing
@@ -63,7 +64,34 @@ func Connect(ctx context.Context, image, runID string) (*Runtime, error) {
 		return nil, fmt.Errorf("docker image %s is missing: build it with `lockcheck images` (or make images)", image)
 	}
 	return &Runtime{Image: image, RunID: runID, cli: cli, ctrs: map[string]*testcontainers.DockerContainer{},
-		hadNetwork: networkExists(ctx, cli, fallbackNetwork)}, nil
+		adopted: map[string]string{}, hadNetwork: networkExists(ctx, cli, fallbackNetwork)}, nil
+}
+
+// ConnectEngine reaches the Docker engine only, to control containers lockcheck did not create.
+func ConnectEngine(ctx context.Context) (*Runtime, error) {
+	setup()
+	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("docker: %w", err)
+	}
+	if _, err := cli.Ping(ctx, client.PingOptions{}); err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("no Docker engine answers: %w", err)
+	}
+	return &Runtime{cli: cli, ctrs: map[string]*testcontainers.DockerContainer{}, adopted: map[string]string{}, hadNetwork: true}, nil
+}
+
+// Adopt puts the running container called container under node's name: kill, pause and restart then act
+// on it, and Stop leaves it as it found it (it is not lockcheck's to remove).
+func (r *Runtime) Adopt(ctx context.Context, nodeName, container string) (node.Proc, error) {
+	res, err := r.cli.ContainerInspect(ctx, container, client.ContainerInspectOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("container %s (node %s): %w", container, nodeName, err)
+	}
+	r.mu.Lock()
+	r.adopted[nodeName] = res.Container.ID
+	r.mu.Unlock()
+	return r.watch(res.Container.ID, nil), nil
 }
 
 // EngineUp reports whether a Docker engine answers.
@@ -128,13 +156,19 @@ func (r *Runtime) How(action string) string {
 // Run creates and starts the node's container, or starts it again after a kill.
 func (r *Runtime) Run(ctx context.Context, name, dir string, argv, env []string) (node.Proc, error) {
 	r.mu.Lock()
-	c := r.ctrs[name]
+	c, adopted := r.ctrs[name], r.adopted[name]
 	r.mu.Unlock()
-	if c != nil {
+	switch {
+	case adopted != "":
+		if _, err := r.cli.ContainerStart(ctx, adopted, client.ContainerStartOptions{}); err != nil {
+			return nil, fmt.Errorf("docker start %s: %w", name, err)
+		}
+		return r.watch(adopted, nil), nil
+	case c != nil:
 		if err := c.Start(ctx); err != nil {
 			return nil, fmt.Errorf("docker start %s: %w", name, err)
 		}
-		return r.watch(c), nil
+		return r.watch(c.GetContainerID(), c), nil
 	}
 	vars := map[string]string{}
 	for _, e := range env {
@@ -169,21 +203,22 @@ func (r *Runtime) Run(ctx context.Context, name, dir string, argv, env []string)
 	r.mu.Lock()
 	r.ctrs[name] = dc
 	r.mu.Unlock()
-	return r.watch(dc), nil
+	return r.watch(dc.GetContainerID(), dc), nil
 }
 
-// watch returns the running container as a Proc whose Exited closes when it stops.
-func (r *Runtime) watch(c *testcontainers.DockerContainer) node.Proc {
-	p := &proc{r: r, c: c, exited: make(chan struct{})}
-	wait := r.cli.ContainerWait(context.Background(), c.GetContainerID(), client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
+// watch returns the running container id as a Proc whose Exited closes when it stops; c is nil for an
+// adopted container.
+func (r *Runtime) watch(id string, c *testcontainers.DockerContainer) node.Proc {
+	p := &proc{r: r, c: c, cid: id, exited: make(chan struct{})}
+	wait := r.cli.ContainerWait(context.Background(), id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
 	go func() {
 		select {
 		case <-wait.Result:
 		case <-wait.Error:
 			// The engine connection broke: poll until the container is no longer running.
 			for {
-				st, err := c.State(context.Background())
-				if err != nil || !st.Running {
+				res, err := r.cli.ContainerInspect(context.Background(), id, client.ContainerInspectOptions{})
+				if err != nil || res.Container.State == nil || !res.Container.State.Running {
 					break
 				}
 				time.Sleep(200 * time.Millisecond)
@@ -196,11 +231,12 @@ func (r *Runtime) watch(c *testcontainers.DockerContainer) node.Proc {
 
 type proc struct {
 	r      *Runtime
-	c      *testcontainers.DockerContainer
+	c      *testcontainers.DockerContainer // nil: adopted, not lockcheck's
+	cid    string
 	exited chan struct{}
 }
 
-func (p *proc) id() string { return p.c.GetContainerID() }
+func (p *proc) id() string { return p.cid }
 
 // Kill is docker kill: SIGKILL to the container's process; the container stays, to be started again.
 func (p *proc) Kill() error {
@@ -219,16 +255,22 @@ func (p *proc) Resume() error {
 	return err
 }
 
-// Terminate is docker stop (SIGTERM, then SIGKILL after 3 s).
+// Terminate is docker stop (SIGTERM, then SIGKILL after 3 s); an adopted container is left running.
 func (p *proc) Terminate() error {
+	if p.c == nil {
+		return nil
+	}
 	d := 3 * time.Second
 	return p.c.Stop(context.Background(), &d)
 }
 
 func (p *proc) Exited() <-chan struct{} { return p.exited }
 
-// Remove deletes the container and its anonymous volumes.
+// Remove deletes the container and its anonymous volumes (never an adopted one).
 func (p *proc) Remove() error {
+	if p.c == nil {
+		return nil
+	}
 	p.r.mu.Lock()
 	for name, c := range p.r.ctrs {
 		if c == p.c {

@@ -1,0 +1,206 @@
+package topology
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lockcheck/lockcheck/network"
+	"github.com/lockcheck/lockcheck/node"
+	"github.com/lockcheck/lockcheck/node/docker"
+	"gopkg.in/yaml.v3"
+)
+
+// External describes a deployment lockcheck did not start (--backend external), as a YAML file.
+type External struct {
+	Topology string `yaml:"topology"` // single, redlock or sentinel
+	Password string `yaml:"password"`
+	// PasswordEnv names an environment variable holding the password instead.
+	PasswordEnv string `yaml:"password_env"`
+	// Toxiproxy is a running toxiproxy server's API (http://127.0.0.1:8474): lockcheck creates one proxy
+	// per client and node there for the link faults, and deletes them at the end. Without it clients
+	// connect directly and link faults are refused.
+	Toxiproxy  string         `yaml:"toxiproxy"`
+	MasterName string         `yaml:"master_name"`
+	Sentinels  []string       `yaml:"sentinels"`
+	Nodes      []ExternalNode `yaml:"nodes"`
+}
+
+// ExternalNode is one data node of an external deployment.
+type ExternalNode struct {
+	Name string `yaml:"name"`
+	Addr string `yaml:"addr"` // where it listens; lockcheck's per-client proxies forward here
+	// Announced is the address it is known by to Sentinel and its peers, if not Addr (its front proxy).
+	Announced string `yaml:"announced"`
+	// Front names the toxiproxy proxy its peers and the Sentinels reach it through: the failover fault
+	// cuts it.
+	Front string `yaml:"front"`
+	// Container names its Docker container: kill, pause and restart then act on it.
+	Container string `yaml:"container"`
+}
+
+// LoadExternal reads and checks a deployment file.
+func LoadExternal(path string) (External, error) {
+	var e External
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return e, fmt.Errorf("--external: %w", err)
+	}
+	dec := yaml.NewDecoder(strings.NewReader(string(b)))
+	dec.KnownFields(true)
+	if err := dec.Decode(&e); err != nil {
+		return e, fmt.Errorf("--external %s: %v", path, strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	if e.PasswordEnv != "" {
+		e.Password = os.Getenv(e.PasswordEnv)
+		if e.Password == "" {
+			return e, fmt.Errorf("--external %s: password_env %s is not set", path, e.PasswordEnv)
+		}
+	}
+	switch e.Topology {
+	case Single, Redlock:
+	case Sentinel:
+		if len(e.Sentinels) == 0 || e.MasterName == "" {
+			return e, fmt.Errorf("--external %s: a sentinel deployment needs sentinels and master_name", path)
+		}
+	case Cluster:
+		return e, fmt.Errorf("--external %s: cluster deployments are not supported yet (single, redlock, sentinel)", path)
+	default:
+		return e, fmt.Errorf("--external %s: topology %q: want single, redlock or sentinel", path, e.Topology)
+	}
+	if len(e.Nodes) == 0 || e.Topology == Single && len(e.Nodes) != 1 {
+		return e, fmt.Errorf("--external %s: %s needs nodes (one for single)", path, e.Topology)
+	}
+	seen := map[string]bool{}
+	for i, n := range e.Nodes {
+		if n.Addr == "" {
+			return e, fmt.Errorf("--external %s: node %d has no addr", path, i+1)
+		}
+		if n.Name == "" {
+			e.Nodes[i].Name = fmt.Sprintf("n%d", i+1)
+		}
+		if seen[e.Nodes[i].Name] {
+			return e, fmt.Errorf("--external %s: two nodes called %s", path, e.Nodes[i].Name)
+		}
+		seen[e.Nodes[i].Name] = true
+	}
+	return e, nil
+}
+
+// Refusal says why a fault cannot run against the deployment, or "".
+func (e External) Refusal(fault string) string {
+	containers := !slices.ContainsFunc(e.Nodes, func(n ExternalNode) bool { return n.Container == "" })
+	fronts := !slices.ContainsFunc(e.Nodes, func(n ExternalNode) bool { return n.Front == "" })
+	switch fault {
+	case "kill", "pause":
+		if !containers {
+			return "it needs process control: give every node's container in the deployment file"
+		}
+	case "clock", "clock-strobe":
+		return "a node's clock can only be moved on nodes lockcheck starts (the clockshift library is preloaded at start)"
+	case "lagging-failover", "partition-nodes":
+		return "it needs lockcheck's taps between the nodes, which only its own topologies have"
+	case "failover":
+		if e.Toxiproxy == "" || !fronts {
+			return "it cuts the primary's front: give toxiproxy and every node's front proxy in the deployment file"
+		}
+	case "client-pause", "client-clock", "failover-command":
+	default: // link faults
+		if e.Toxiproxy == "" {
+			return "link faults go through toxiproxy: give its API address (toxiproxy:) in the deployment file"
+		}
+	}
+	return ""
+}
+
+// Attach stands a Topology over an external deployment: its nodes as found (and their containers where
+// named), and, on its toxiproxy server, one proxy per client and node created for this run.
+func Attach(ctx context.Context, e External, clients []string, runID string) (_ *Topology, err error) {
+	begin := time.Now()
+	t := &Topology{Kind: e.Topology, Password: e.Password, links: map[[2]string]network.Proxy{},
+		nodeAt: map[string]string{}, taps: map[string]*network.Tap{}, busTaps: map[string]*network.Tap{},
+		sentinelAddrs: e.Sentinels, masterName: e.MasterName}
+	defer func() {
+		if err != nil {
+			t.Stop()
+		}
+	}()
+	var srv *network.Server
+	if e.Toxiproxy != "" {
+		if srv, err = network.Dial(e.Toxiproxy, "lockcheck-"+runID); err != nil {
+			return nil, err
+		}
+		t.closers = append(t.closers, srv.Close)
+	}
+	var rt *docker.Runtime
+	for _, n := range e.Nodes {
+		var proc node.Proc
+		if n.Container != "" {
+			if rt == nil {
+				if rt, err = docker.ConnectEngine(ctx); err != nil {
+					return nil, fmt.Errorf("node %s names container %s: %w", n.Name, n.Container, err)
+				}
+				t.closers = append(t.closers, func() { rt.Close() })
+			}
+			if proc, err = rt.Adopt(ctx, n.Name, n.Container); err != nil {
+				return nil, err
+			}
+		}
+		var runtime node.Runtime
+		if rt != nil {
+			runtime = rt
+		}
+		t.Nodes = append(t.Nodes, node.Attach(n.Name, n.Addr, e.Password, runtime, proc))
+		t.nodeAt[n.Addr] = n.Name
+		if n.Announced != "" {
+			t.nodeAt[n.Announced] = n.Name
+		}
+		if n.Front != "" && srv != nil {
+			front, err := srv.Existing(n.Front)
+			if err != nil {
+				return nil, err
+			}
+			t.links[[2]string{"*", n.Name}] = front
+		}
+		for _, c := range clients {
+			if srv == nil {
+				continue
+			}
+			l, err := srv.Add(c+"->"+n.Name, n.Addr)
+			if err != nil {
+				return nil, err
+			}
+			t.links[[2]string{c, n.Name}] = l
+		}
+	}
+	if err := t.checkReachable(ctx); err != nil {
+		return nil, err
+	}
+	t.Startup = time.Since(begin)
+	return t, nil
+}
+
+// checkReachable pings every node (and Sentinel) directly, so a wrong address or password is one clear
+// error before the run.
+func (t *Topology) checkReachable(ctx context.Context) error {
+	var errs []error
+	for _, nd := range t.Nodes {
+		c := t.admin(nd.Addr())
+		if err := c.Ping(ctx).Err(); err != nil {
+			errs = append(errs, fmt.Errorf("node %s at %s: %w", nd.Name(), nd.Addr(), err))
+		}
+		c.Close()
+	}
+	for _, sa := range t.sentinelAddrs {
+		c := t.admin(sa)
+		if err := c.Ping(ctx).Err(); err != nil {
+			errs = append(errs, fmt.Errorf("sentinel at %s: %w", sa, err))
+		}
+		c.Close()
+	}
+	return errors.Join(errs...)
+}
