@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/runner"
 	"github.com/lockcheck/lockcheck/topology"
 	"github.com/redis/go-redis/v9"
 )
@@ -19,21 +20,18 @@ func realEnv(t *testing.T, kind string) (*topology.Topology, *nemesis.Env) {
 		t.Fatal(err)
 	}
 	t.Cleanup(topo.Stop)
-	env := &nemesis.Env{Topology: kind, Nodes: topo.NodeNames(), Clients: []string{"c1", "c2"}, Replication: topo,
-		Params: nemesis.Params{Duration: 6 * time.Second},
-		Link: func(c, n string) nemesis.Link {
-			if l := topo.Fault(c, n); l != nil {
-				return l
-			}
-			return nil
-		},
-		Node: func(n string) nemesis.Process {
-			if nd := topo.Node(n); nd != nil {
-				return nd
-			}
-			return nil
-		}}
+	env := runner.FaultEnv(topo, []string{"c1", "c2"}, nemesis.Params{Duration: 6 * time.Second})
 	return topo, env
+}
+
+// newPrimary waits up to 30 s for shard's primary to be another node than old, and returns it.
+func newPrimary(topo *topology.Topology, shard int, old string) string {
+	primary := old
+	for deadline := time.Now().Add(30 * time.Second); (primary == old || primary == "") && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		primary, _ = topo.Primary(context.Background(), shard)
+	}
+	return primary
 }
 
 func admin(topo *topology.Topology, name string) *redis.Client {
@@ -76,12 +74,7 @@ func TestLaggingReplicaIsPromoted(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the primary was never isolated")
 	}
-	primary := "n1"
-	for deadline := time.Now().Add(30 * time.Second); primary == "n1" && time.Now().Before(deadline); {
-		time.Sleep(100 * time.Millisecond)
-		primary, _ = topo.Primary(ctx, 0)
-	}
-	if primary != "n2" {
+	if primary := newPrimary(topo, 0, "n1"); primary != "n2" {
 		t.Fatalf("primary %q after the fault, want the lagging n2", primary)
 	}
 	n2 := admin(topo, "n2")
@@ -100,12 +93,7 @@ func TestPartitionNodesOnCluster(t *testing.T) {
 	if _, err := f.Start(ctx, env, []string{"n3"}); err != nil {
 		t.Fatal(err)
 	}
-	primary := "n3"
-	for deadline := time.Now().Add(30 * time.Second); (primary == "n3" || primary == "") && time.Now().Before(deadline); {
-		time.Sleep(100 * time.Millisecond)
-		primary, _ = topo.Primary(ctx, 2)
-	}
-	if primary != "n6" {
+	if primary := newPrimary(topo, 2, "n3"); primary != "n6" {
 		t.Fatalf("shard 2 primary %q with n3 cut off, want n6", primary)
 	}
 	n3 := admin(topo, "n3")

@@ -228,28 +228,13 @@ func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scr
 	for _, c := range spec.Clients {
 		gates[c] = locks.NewGate()
 	}
-	env := &nemesis.Env{Topology: o.Topology, Nodes: topo.NodeNames(), Clients: spec.Clients,
-		Params: o.faultParams(), Targets: targets,
-		Client: func(c string) nemesis.Client {
-			if g := gates[c]; g != nil {
-				return g
-			}
-			return nil
-		},
-		Link: func(c, n string) nemesis.Link {
-			if l := topo.Fault(c, n); l != nil {
-				return l
-			}
-			return nil
-		},
-		Node: func(n string) nemesis.Process {
-			if nd := topo.Node(n); nd != nil {
-				return nd
-			}
-			return nil
-		}}
-	if topo.Shards() > 0 {
-		env.Replication = topo
+	env := FaultEnv(topo, spec.Clients, o.faultParams())
+	env.Targets = targets
+	env.Client = func(c string) nemesis.Client {
+		if g := gates[c]; g != nil {
+			return g
+		}
+		return nil
 	}
 
 	var mcs []locks.Client
@@ -297,6 +282,27 @@ func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scr
 	ncancel()
 	wg.Wait()
 	return nil
+}
+
+// FaultEnv is what the nemesis acts on in a running topology: its links, nodes and replication.
+func FaultEnv(topo *topology.Topology, clients []string, params nemesis.Params) *nemesis.Env {
+	env := &nemesis.Env{Topology: topo.Kind, Nodes: topo.NodeNames(), Clients: clients, Params: params,
+		Link: func(c, n string) nemesis.Link {
+			if l := topo.Fault(c, n); l != nil {
+				return l
+			}
+			return nil
+		},
+		Node: func(n string) nemesis.Process {
+			if nd := topo.Node(n); nd != nil {
+				return nd
+			}
+			return nil
+		}}
+	if topo.Shards() > 0 {
+		env.Replication = topo
+	}
+	return env
 }
 
 // finalHeal undoes every fault, records it, and starts the quiet period.

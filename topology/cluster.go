@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/lockcheck/lockcheck/network"
@@ -39,25 +38,14 @@ func (t *Topology) startCluster(ctx context.Context, s Spec) error {
 		if buses[i], err = node.FreePort(); err != nil {
 			return err
 		}
-		tap, err := network.NewTap(fmt.Sprintf("127.0.0.1:%d", ports[i]), network.ReplicaTag)
+		front, tap, err := t.addFront("*", name, ports[i], network.ReplicaTag)
 		if err != nil {
 			return err
 		}
 		t.taps[name] = tap
-		front, err := t.proxies.Add("front->"+name, tap.Addr())
-		if err != nil {
+		if _, t.busTaps[name], err = t.addFront("bus", name, buses[i], network.BusTag); err != nil {
 			return err
 		}
-		busTap, err := network.NewTap(fmt.Sprintf("127.0.0.1:%d", buses[i]), network.BusTag)
-		if err != nil {
-			return err
-		}
-		t.busTaps[name] = busTap
-		bus, err := t.proxies.Add("bus->"+name, busTap.Addr())
-		if err != nil {
-			return err
-		}
-		t.links[[2]string{"*", name}], t.links[[2]string{"bus", name}] = front, bus
 		t.nodeAt[front.Addr()] = name
 	}
 	per := 16384 / clusterShards
@@ -68,34 +56,22 @@ func (t *Topology) startCluster(ctx context.Context, s Spec) error {
 		}
 		t.shards = append(t.shards, shard{lo: i * per, hi: hi})
 	}
-	// Nodes start in parallel, as for redlock.
-	t.Nodes = make([]*node.Node, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			name := fmt.Sprintf("n%d", i+1)
-			fport, bport := t.portOf("*", name), t.portOf("bus", name)
-			t.Nodes[i], errs[i] = node.Start(ctx, node.Config{Runtime: s.Runtime, Name: name, Dir: filepath.Join(s.Dir, "nodes", name),
-				Password: t.Password, Persistence: s.Persistence, ClockLib: s.ClockLib, Port: ports[i], Extra: []string{
-					"cluster-enabled yes",
-					"cluster-config-file nodes.conf",
-					"cluster-node-timeout 1000",
-					"cluster-port " + strconv.Itoa(buses[i]),
-					"cluster-announce-ip 127.0.0.1",
-					"cluster-announce-port " + fport,
-					"cluster-announce-bus-port " + bport,
-					"replica-announce-ip 127.0.0.1",
-					"replica-announce-port " + fport,
-					"cluster-allow-replica-migration no",
-				}})
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		t.Nodes = slices.DeleteFunc(t.Nodes, func(nd *node.Node) bool { return nd == nil })
+	if err := t.startNodes(ctx, n, func(i int, name string) node.Config {
+		fport, bport := t.portOf("*", name), t.portOf("bus", name)
+		return node.Config{Runtime: s.Runtime, Name: name, Dir: filepath.Join(s.Dir, "nodes", name),
+			Password: t.Password, Persistence: s.Persistence, ClockLib: s.ClockLib, Port: ports[i], Extra: []string{
+				"cluster-enabled yes",
+				"cluster-config-file nodes.conf",
+				"cluster-node-timeout 1000",
+				"cluster-port " + strconv.Itoa(buses[i]),
+				"cluster-announce-ip 127.0.0.1",
+				"cluster-announce-port " + fport,
+				"cluster-announce-bus-port " + bport,
+				"replica-announce-ip 127.0.0.1",
+				"replica-announce-port " + fport,
+				"cluster-allow-replica-migration no",
+			}}
+	}); err != nil {
 		return err
 	}
 	if err := t.formCluster(ctx); err != nil {

@@ -40,16 +40,11 @@ func (t *Topology) startSentinel(ctx context.Context, s Spec) error {
 		}
 		ports[i] = p
 		name := fmt.Sprintf("n%d", i+1)
-		tap, err := network.NewTap(fmt.Sprintf("127.0.0.1:%d", p), network.ReplicaTag)
+		front, tap, err := t.addFront("*", name, p, network.ReplicaTag)
 		if err != nil {
 			return err
 		}
 		t.taps[name] = tap
-		front, err := t.proxies.Add("front->"+name, tap.Addr())
-		if err != nil {
-			return err
-		}
-		t.links[[2]string{"*", name}] = front
 		t.nodeAt[front.Addr()] = name
 	}
 	frontPort := func(i int) string { return t.links[[2]string{"*", fmt.Sprintf("n%d", i+1)}].Addr()[len("127.0.0.1:"):] }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -109,28 +110,10 @@ func Start(ctx context.Context, s Spec) (_ *Topology, err error) {
 		t.Startup = time.Since(begin)
 		return t, nil
 	}
-	// Nodes start in parallel: a start is mostly waiting for the process to answer.
-	t.Nodes = make([]*node.Node, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			name := fmt.Sprintf("n%d", i+1)
-			t.Nodes[i], errs[i] = node.Start(ctx, node.Config{Runtime: s.Runtime, Name: name, Dir: filepath.Join(s.Dir, "nodes", name),
-				Password: t.Password, Persistence: s.Persistence, ClockLib: s.ClockLib})
-		}()
-	}
-	wg.Wait()
-	started := t.Nodes[:0]
-	for _, nd := range t.Nodes {
-		if nd != nil {
-			started = append(started, nd)
-		}
-	}
-	t.Nodes = started
-	if err := errors.Join(errs...); err != nil {
+	if err := t.startNodes(ctx, n, func(i int, name string) node.Config {
+		return node.Config{Runtime: s.Runtime, Name: name, Dir: filepath.Join(s.Dir, "nodes", name),
+			Password: t.Password, Persistence: s.Persistence, ClockLib: s.ClockLib}
+	}); err != nil {
 		return nil, err
 	}
 	if err := t.clientLinks(s.Clients); err != nil {
@@ -138,6 +121,40 @@ func Start(ctx context.Context, s Spec) (_ *Topology, err error) {
 	}
 	t.Startup = time.Since(begin)
 	return t, nil
+}
+
+// startNodes starts n nodes (n1…) in parallel, since a start is mostly waiting for the server to answer;
+// cfg gives node i's configuration. On error the nodes that started are kept in t.Nodes, for Stop.
+func (t *Topology) startNodes(ctx context.Context, n int, cfg func(i int, name string) node.Config) error {
+	t.Nodes = make([]*node.Node, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t.Nodes[i], errs[i] = node.Start(ctx, cfg(i, fmt.Sprintf("n%d", i+1)))
+		}()
+	}
+	wg.Wait()
+	t.Nodes = slices.DeleteFunc(t.Nodes, func(nd *node.Node) bool { return nd == nil })
+	return errors.Join(errs...)
+}
+
+// addFront puts a tap (tagging connections with tagger) and a proxy called prefix->name in front of port;
+// the node announces the proxy's address.
+func (t *Topology) addFront(prefix, name string, port int, tagger network.Tagger) (network.Proxy, *network.Tap, error) {
+	tap, err := network.NewTap(fmt.Sprintf("127.0.0.1:%d", port), tagger)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := t.proxies.Add(prefix+"->"+name, tap.Addr())
+	if err != nil {
+		tap.Close()
+		return nil, nil, err
+	}
+	t.links[[2]string{prefix, name}] = p
+	return p, tap, nil
 }
 
 // clientLinks puts a proxy between every client and every node.

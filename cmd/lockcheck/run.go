@@ -20,7 +20,10 @@ func newRunCmd() *cobra.Command {
 		Short: "Start Redis, drive a lock under faults, record the history and judge it",
 		Args:  cobra.NoArgs,
 		Example: `  lockcheck run --lock reentrant --nemesis partition --time 30s
-  lockcheck run --lock naive --lease 300ms --hold 100ms-1s --time 15s`,
+  lockcheck run --lock naive --lease 300ms --hold 100ms-1s --time 15s
+  lockcheck run --topology sentinel --nemesis lagging-failover --nemesis-duration 9s --keys 4 --hold 2s-5s --time 60s
+  lockcheck run --backend docker --lock reentrant --nemesis kill,pause --time 20s
+  lockcheck run --backend external --external docker/compose/run/lockcheck.yml --nemesis partition,failover`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			markRan(cmd)
 			if !cmd.Flags().Changed("seed") {
@@ -47,7 +50,7 @@ func newRunCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&o.Lock, "lock", o.Lock, "lock to test: "+join(locks.KindNames()))
 	f.StringVar(&o.Backend, "backend", o.Backend, "where the nodes run: process (child processes), docker (containers, testcontainers-go) or external (a deployment you started: --external)")
-	f.StringVar(&o.DockerImage, "docker-image", o.DockerImage, "the Redis image of --backend docker (built by `lockcheck images`)")
+	f.StringVar(&o.DockerImage, "docker-image", o.DockerImage, "the Redis image of --backend docker (lockcheck images builds the default)")
 	f.StringVar(&o.External, "external", "", "YAML file describing the deployment of --backend external")
 	f.StringVar(&o.Topology, "topology", o.Topology, "deployment: single, redlock, sentinel or cluster (default: the lock's own)")
 	f.IntVar(&o.Nodes, "nodes", o.Nodes, "masters for --topology redlock")

@@ -50,21 +50,16 @@ type Runtime struct {
 // Connect reaches the Docker engine and checks that image is there (no registry is assumed: a missing
 // image is an error that says how to build it).
 func Connect(ctx context.Context, image, runID string) (*Runtime, error) {
-	setup()
-	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
+	r, err := ConnectEngine(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("docker: %w", err)
+		return nil, err
 	}
-	if _, err := cli.Ping(ctx, client.PingOptions{}); err != nil {
-		cli.Close()
-		return nil, fmt.Errorf("no Docker engine answers (%v): start one, e.g. dockerd --storage-driver=vfs --iptables=false --bridge=none", err)
-	}
-	if _, err := cli.ImageInspect(ctx, image); err != nil {
-		cli.Close()
+	if _, err := r.cli.ImageInspect(ctx, image); err != nil {
+		r.cli.Close()
 		return nil, fmt.Errorf("docker image %s is missing: build it with `lockcheck images` (or make images)", image)
 	}
-	return &Runtime{Image: image, RunID: runID, cli: cli, ctrs: map[string]*testcontainers.DockerContainer{},
-		adopted: map[string]string{}, hadNetwork: networkExists(ctx, cli, fallbackNetwork)}, nil
+	r.Image, r.RunID, r.hadNetwork = image, runID, networkExists(ctx, r.cli, fallbackNetwork)
+	return r, nil
 }
 
 // ConnectEngine reaches the Docker engine only, to control containers lockcheck did not create.
@@ -76,7 +71,7 @@ func ConnectEngine(ctx context.Context) (*Runtime, error) {
 	}
 	if _, err := cli.Ping(ctx, client.PingOptions{}); err != nil {
 		cli.Close()
-		return nil, fmt.Errorf("no Docker engine answers: %w", err)
+		return nil, fmt.Errorf("no Docker engine answers (%v): start one, e.g. dockerd --storage-driver=vfs --iptables=false --bridge=none", err)
 	}
 	return &Runtime{cli: cli, ctrs: map[string]*testcontainers.DockerContainer{}, adopted: map[string]string{}, hadNetwork: true}, nil
 }
@@ -96,14 +91,12 @@ func (r *Runtime) Adopt(ctx context.Context, nodeName, container string) (node.P
 
 // EngineUp reports whether a Docker engine answers.
 func EngineUp(ctx context.Context) bool {
-	setup()
-	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
+	r, err := ConnectEngine(ctx)
 	if err != nil {
 		return false
 	}
-	defer cli.Close()
-	_, err = cli.Ping(ctx, client.PingOptions{})
-	return err == nil
+	r.cli.Close()
+	return true
 }
 
 // setup turns off testcontainers' Ryuk reaper container (its image comes from a registry, and lockcheck
