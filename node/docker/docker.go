@@ -40,11 +40,11 @@ type Runtime struct {
 	Image string
 	RunID string
 
-	cli        *testcontainers.DockerClient
-	mu         sync.Mutex
-	ctrs       map[string]*testcontainers.DockerContainer
-	adopted    map[string]string // node -> id of a container lockcheck did not create (external backend)
-	hadNetwork bool              // fallbackNetwork existed before this run
+	cli     *testcontainers.DockerClient
+	mu      sync.Mutex
+	ctrs    map[string]*testcontainers.DockerContainer
+	adopted map[string]string // node -> id of a container lockcheck did not create (external backend)
+	network string            // id of the fallback network this run created, if any
 }
 
 // Connect reaches the Docker engine and checks that image is there (no registry is assumed: a missing
@@ -58,7 +58,11 @@ func Connect(ctx context.Context, image, runID string) (*Runtime, error) {
 		r.cli.Close()
 		return nil, fmt.Errorf("docker image %s is missing: build it with `lockcheck images` (or make images)", image)
 	}
-	r.Image, r.RunID, r.hadNetwork = image, runID, networkExists(ctx, r.cli, fallbackNetwork)
+	r.Image, r.RunID = image, runID
+	if err := r.ensureNetwork(ctx); err != nil {
+		r.cli.Close()
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -73,7 +77,7 @@ func ConnectEngine(ctx context.Context) (*Runtime, error) {
 		cli.Close()
 		return nil, fmt.Errorf("no Docker engine answers (%v): start one, e.g. dockerd --storage-driver=vfs --iptables=false --bridge=none", err)
 	}
-	return &Runtime{cli: cli, ctrs: map[string]*testcontainers.DockerContainer{}, adopted: map[string]string{}, hadNetwork: true}, nil
+	return &Runtime{cli: cli, ctrs: map[string]*testcontainers.DockerContainer{}, adopted: map[string]string{}}, nil
 }
 
 // Adopt puts the running container called container under node's name: kill, pause and restart then act
@@ -109,28 +113,35 @@ func setup() {
 	tclog.SetDefault(tclog.NewNoopLogger())
 }
 
-// fallbackNetwork is the bridge network testcontainers creates when the engine has no "bridge" (dockerd
-// --bridge=none). Host-networked containers never use it; Close removes it if this run made it.
+// fallbackNetwork is the network testcontainers attaches containers to when the engine has no "bridge"
+// (dockerd --bridge=none); it would create one per container started in parallel. Host-networked
+// containers never use it, so one labelled network is created here when needed and removed at Close.
 const fallbackNetwork = testcontainers.ReaperDefault
 
-func networkExists(ctx context.Context, cli *testcontainers.DockerClient, name string) bool {
-	nets, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: make(client.Filters).Add("name", name)})
+// ensureNetwork creates the fallback network when neither "bridge" nor it exists.
+func (r *Runtime) ensureNetwork(ctx context.Context) error {
+	nets, err := r.cli.NetworkList(ctx, client.NetworkListOptions{})
 	if err != nil {
-		return true // unknown: leave it alone
+		return fmt.Errorf("docker: %w", err)
 	}
 	for _, n := range nets.Items {
-		if n.Name == name {
-			return true
+		if n.Name == "bridge" || n.Name == fallbackNetwork {
+			return nil
 		}
 	}
-	return false
+	res, err := r.cli.NetworkCreate(ctx, fallbackNetwork, client.NetworkCreateOptions{Driver: "bridge",
+		Labels: map[string]string{Label: "1", RunLabel: r.RunID}})
+	if err != nil {
+		return fmt.Errorf("docker: network %s: %w", fallbackNetwork, err)
+	}
+	r.network = res.ID
+	return nil
 }
 
-// Close removes the fallback network if this run made it (and nobody uses it) and releases the engine
-// connection.
+// Close removes the fallback network if this run made it, and releases the engine connection.
 func (r *Runtime) Close() error {
-	if !r.hadNetwork && networkExists(context.Background(), r.cli, fallbackNetwork) {
-		_, _ = r.cli.NetworkRemove(context.Background(), fallbackNetwork, client.NetworkRemoveOptions{})
+	if r.network != "" {
+		_, _ = r.cli.NetworkRemove(context.Background(), r.network, client.NetworkRemoveOptions{})
 	}
 	return r.cli.Close()
 }
@@ -320,10 +331,18 @@ func Clean(ctx context.Context, runID string) ([]string, error) {
 			removed = append(removed, "network "+n.Name)
 		}
 	}
-	// The fallback network a killed run may have left (removal fails harmlessly while anything uses it).
-	if runID == "" && networkExists(ctx, cli, fallbackNetwork) {
-		if _, err := cli.NetworkRemove(ctx, fallbackNetwork, client.NetworkRemoveOptions{}); err == nil {
-			removed = append(removed, "network "+fallbackNetwork)
+	// Unlabelled fallback networks that testcontainers made for earlier versions or other users, when
+	// nothing uses them (removal fails harmlessly otherwise).
+	if runID == "" {
+		all, err := cli.NetworkList(ctx, client.NetworkListOptions{})
+		if err == nil {
+			for _, n := range all.Items {
+				if n.Name == fallbackNetwork && n.Labels[Label] != "1" {
+					if _, err := cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{}); err == nil {
+						removed = append(removed, "network "+fallbackNetwork)
+					}
+				}
+			}
 		}
 	}
 	return removed, errors.Join(errs...)
