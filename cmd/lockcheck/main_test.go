@@ -307,3 +307,34 @@ func TestFailoverNeedsSentinel(t *testing.T) {
 		t.Fatalf("redlock on single: exit %d, want %d", code, exitUsage)
 	}
 }
+
+// Redisson #5256: the lagging replica is promoted without a lock that WAIT counted as replicated (by the
+// other replica), so the owner finds its lock gone (lost-lock) while its lease runs. Holds longer than a
+// failover keep an owner inside its section across it.
+func TestLaggingFailoverLosesReentrantLock(t *testing.T) {
+	code, dir := run(t, "run", "--lock", "reentrant", "--topology", "sentinel", "--nemesis", "lagging-failover",
+		"--nemesis-interval", "3s", "--nemesis-duration", "9s", "--keys", "4", "--hold", "2s-5s", "--time", "30s",
+		"--check-timeout", "10s", "--seed", "1")
+	if code != exitInvalid {
+		t.Fatalf("exit %d, want %d (%s)", code, exitInvalid, dir)
+	}
+	for _, c := range readResults(t, dir).Checkers {
+		if c.Checker == "lost-lock" && c.Valid != false {
+			t.Fatalf("lost-lock: %+v", c)
+		}
+	}
+}
+
+// Redis Cluster end to end: Redisson's lock under CLUSTER FAILOVER (each mode) stays valid, and the
+// failovers are recorded with the new primary.
+func TestReentrantOnClusterCommandFailover(t *testing.T) {
+	code, dir := run(t, "run", "--lock", "reentrant", "--topology", "cluster", "--nemesis", "failover-command",
+		"--nemesis-interval", "2s", "--nemesis-duration", "4s", "--time", "20s", "--seed", "1")
+	if code != exitValid {
+		t.Fatalf("exit %d; %+v", code, readResults(t, dir).Checkers)
+	}
+	hist, _ := os.ReadFile(filepath.Join(dir, "history.jsonl"))
+	if !strings.Contains(string(hist), "CLUSTER FAILOVER") || !strings.Contains(string(hist), "primary n") {
+		t.Fatal("no CLUSTER FAILOVER with its new primary in the history")
+	}
+}
