@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/Shopify/toxiproxy/v2/toxics"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
@@ -77,13 +78,13 @@ func (l *Link) State() string {
 // Cut black-holes the link in both directions: bytes are swallowed, connections stay open and nothing is
 // reset, as when packets are dropped by a partition. New connections are accepted and black-holed too.
 func (l *Link) Cut() error {
-	return l.apply("cut", blackhole("cut-up", "upstream"), blackhole("cut-down", "downstream"))
+	return l.apply("cut", blackholeToxic("cut-up", "upstream"), blackholeToxic("cut-down", "downstream"))
 }
 
 // DropReplies lets commands reach the node but swallows every reply: each command applies and its caller
 // never learns so.
 func (l *Link) DropReplies() error {
-	return l.apply("drop-replies", blackhole("drop-down", "downstream"))
+	return l.apply("drop-replies", blackholeToxic("drop-down", "downstream"))
 }
 
 // Delay adds latency and jitter (milliseconds) to both directions.
@@ -95,8 +96,8 @@ func (l *Link) Delay(latencyMs, jitterMs int) error {
 	return l.apply("latency", tox("lat-up", "upstream"), tox("lat-down", "downstream"))
 }
 
-func blackhole(name, stream string) string {
-	return fmt.Sprintf(`{"name":%q,"type":"timeout","stream":%q,"attributes":{"timeout":0}}`, name, stream)
+func blackholeToxic(name, stream string) string {
+	return fmt.Sprintf(`{"name":%q,"type":"blackhole","stream":%q}`, name, stream)
 }
 
 func (l *Link) apply(state string, toxics ...string) error {
@@ -124,3 +125,27 @@ func (l *Link) Heal() error {
 	l.state = ""
 	return nil
 }
+
+// blackhole is the toxic behind Cut: it drops every byte, and when the sender closes its side it does not
+// pass the close on either, as a partition drops FIN packets too (toxiproxy's own timeout toxic forwards
+// it, which would tell a primary at once that its partitioned replicas left). On removal it closes the
+// connection, so both ends learn of the partition when it heals, and reconnect.
+type blackhole struct{}
+
+func (*blackhole) Pipe(stub *toxics.ToxicStub) {
+	for {
+		select {
+		case <-stub.Interrupt:
+			return
+		case c := <-stub.Input:
+			if c == nil { // the sender closed: hold that back until the partition heals
+				<-stub.Interrupt
+				return
+			}
+		}
+	}
+}
+
+func (*blackhole) Cleanup(stub *toxics.ToxicStub) { stub.Close() }
+
+func init() { toxics.Register("blackhole", new(blackhole)) }

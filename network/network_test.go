@@ -2,6 +2,10 @@ package network_test
 
 import (
 	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -106,4 +110,49 @@ func proxied(t *testing.T) (*node.Node, *network.Link, *redis.Client) {
 		t.Fatal(err)
 	}
 	return n, l, c
+}
+
+// A cut drops a closing side's FIN like any other packet: the far end learns nothing until the heal, which
+// then closes the connection.
+func TestCutHoldsClosesUntilHeal(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			accepted <- c
+		}
+	}()
+	p := network.New()
+	defer p.Close()
+	l, err := p.Add("x", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", l.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := <-accepted
+	defer server.Close()
+	if err := l.Cut(); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	_ = server.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	buf := make([]byte, 8)
+	if _, err := server.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("through a cut the server saw %v, want nothing", err)
+	}
+	if err := l.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	_ = server.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := server.Read(buf); !errors.Is(err, io.EOF) {
+		t.Fatalf("after the heal the server saw %v, want EOF", err)
+	}
 }
