@@ -80,6 +80,8 @@ type Replication interface {
 	// SetReplicaPriority sets a node's replica-priority (0: never promoted by Sentinel); negative restores
 	// the default.
 	SetReplicaPriority(ctx context.Context, node string, priority int) error
+	// Restore undoes every stall, peer cut and priority change still in force (the final heal).
+	Restore(ctx context.Context) error
 }
 
 // Fault is one kind of fault, registered by name (as toxiproxy registers toxics).

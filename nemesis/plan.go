@@ -141,10 +141,8 @@ func HealAll(ctx context.Context, env *Env) (fixed []string, err error) {
 		}
 	}
 	if r := env.Replication; r != nil {
-		for _, n := range env.Nodes {
-			_ = r.StallReplication(n, false)
-			_ = r.IsolatePeers(ctx, n, false)
-			_ = r.SetReplicaPriority(ctx, n, -1)
+		if rerr := r.Restore(ctx); rerr != nil && err == nil {
+			err = rerr
 		}
 	}
 	for _, c := range env.Clients {

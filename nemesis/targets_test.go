@@ -22,6 +22,7 @@ func (r replicated) Replicas(context.Context, int) ([]string, error) {
 func (r replicated) Promote(context.Context, int, string) (string, error) { return "", nil }
 func (r replicated) StallReplication(string, bool) error                  { return nil }
 func (r replicated) IsolatePeers(context.Context, string, bool) error     { return nil }
+func (r replicated) Restore(context.Context) error                        { return nil }
 func (r replicated) SetReplicaPriority(context.Context, string, int) error {
 	return nil
 }

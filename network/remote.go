@@ -110,22 +110,25 @@ func (r *Remote) apply(state string, toxics ...toxic) error {
 
 // Cut black-holes both directions.
 func (r *Remote) Cut() error {
-	return r.apply("cut", toxic{"cut-up", "timeout", "upstream", toxiclient.Attributes{"timeout": 0}},
-		toxic{"cut-down", "timeout", "downstream", toxiclient.Attributes{"timeout": 0}})
+	return r.apply("cut", toxic{ours + "cut-up", "timeout", "upstream", toxiclient.Attributes{"timeout": 0}},
+		toxic{ours + "cut-down", "timeout", "downstream", toxiclient.Attributes{"timeout": 0}})
 }
 
 // DropReplies black-holes the reply direction.
 func (r *Remote) DropReplies() error {
-	return r.apply("drop-replies", toxic{"drop-down", "timeout", "downstream", toxiclient.Attributes{"timeout": 0}})
+	return r.apply("drop-replies", toxic{ours + "drop-down", "timeout", "downstream", toxiclient.Attributes{"timeout": 0}})
 }
 
 // Delay adds latency and jitter both ways.
 func (r *Remote) Delay(latencyMs, jitterMs int) error {
 	a := toxiclient.Attributes{"latency": latencyMs, "jitter": jitterMs}
-	return r.apply("latency", toxic{"lat-up", "latency", "upstream", a}, toxic{"lat-down", "latency", "downstream", a})
+	return r.apply("latency", toxic{ours + "lat-up", "latency", "upstream", a}, toxic{ours + "lat-down", "latency", "downstream", a})
 }
 
-// Heal removes every toxic.
+// ours prefixes the toxics lockcheck adds, so a heal leaves a deployment's own toxics alone.
+const ours = "lockcheck-"
+
+// Heal removes the toxics lockcheck added.
 func (r *Remote) Heal() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -139,6 +142,9 @@ func (r *Remote) healLocked() error {
 	}
 	var errs []string
 	for _, t := range toxics {
+		if !strings.HasPrefix(t.Name, ours) {
+			continue
+		}
 		if err := r.proxy.RemoveToxic(t.Name); err != nil {
 			errs = append(errs, err.Error())
 		}

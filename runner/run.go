@@ -67,6 +67,7 @@ func (planned) Replicas(context.Context, int) ([]string, error)       { return n
 func (planned) Promote(context.Context, int, string) (string, error)  { return "", errPlanning }
 func (planned) StallReplication(string, bool) error                   { return errPlanning }
 func (planned) IsolatePeers(context.Context, string, bool) error      { return errPlanning }
+func (planned) Restore(context.Context) error                         { return errPlanning }
 func (planned) SetReplicaPriority(context.Context, string, int) error { return errPlanning }
 
 // Run performs one test and judges it. The returned results are nil only when the run could not start.

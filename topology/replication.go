@@ -2,6 +2,7 @@ package topology
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -80,6 +81,7 @@ func (t *Topology) StallReplication(replica string, on bool) error {
 		return fmt.Errorf("no node %q with a replication link lockcheck can hold", replica)
 	}
 	port := t.portOf("*", replica)
+	t.mark(&t.stalled, replica, on)
 	for _, tap := range t.taps {
 		tap.Stall(port, on)
 	}
@@ -94,6 +96,7 @@ func (t *Topology) IsolatePeers(_ context.Context, node string, on bool) error {
 		return fmt.Errorf("no node %q with peers", node)
 	}
 	port := t.portOf("*", node)
+	t.mark(&t.cutOff, node, on)
 	for name, tap := range t.taps {
 		if name != node {
 			tap.Drop(port, on)
@@ -121,6 +124,7 @@ func (t *Topology) SetReplicaPriority(ctx context.Context, node string, priority
 	if nd == nil {
 		return fmt.Errorf("no node %q", node)
 	}
+	t.mark(&t.prioritized, node, priority >= 0)
 	if priority < 0 {
 		priority = 100
 	}
@@ -156,4 +160,46 @@ func ShardOfSlot(kind string, slot int) int {
 		return 0
 	}
 	return min(slot/(16384/clusterShards), clusterShards-1)
+}
+
+// mark records (on) or forgets that a fault changed node, for Restore.
+func (t *Topology) mark(set *map[string]bool, node string, on bool) {
+	t.changedMu.Lock()
+	defer t.changedMu.Unlock()
+	if *set == nil {
+		*set = map[string]bool{}
+	}
+	if on {
+		(*set)[node] = true
+	} else {
+		delete(*set, node)
+	}
+}
+
+// Restore undoes every stall, peer cut and replica-priority change still in force: only what the faults
+// changed, so an external deployment's own settings are left alone.
+func (t *Topology) Restore(ctx context.Context) error {
+	t.changedMu.Lock()
+	stalled, cutOff, prioritized := keys(t.stalled), keys(t.cutOff), keys(t.prioritized)
+	t.changedMu.Unlock()
+	var errs []error
+	for _, n := range stalled {
+		errs = append(errs, t.StallReplication(n, false))
+	}
+	for _, n := range cutOff {
+		errs = append(errs, t.IsolatePeers(ctx, n, false))
+	}
+	for _, n := range prioritized {
+		errs = append(errs, t.SetReplicaPriority(ctx, n, -1))
+	}
+	return errors.Join(errs...)
+}
+
+func keys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }

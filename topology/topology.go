@@ -62,6 +62,10 @@ type Topology struct {
 	sentinelAddrs []string
 	masterName    string
 	closers       []func()
+
+	// What faults changed and the final heal must undo (Restore).
+	changedMu                    sync.Mutex
+	stalled, cutOff, prioritized map[string]bool
 }
 
 // Validate checks a spec before anything starts.
