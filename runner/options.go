@@ -11,6 +11,7 @@ import (
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/node"
 	"github.com/lockcheck/lockcheck/node/docker"
+	"github.com/lockcheck/lockcheck/topology"
 	"github.com/lockcheck/lockcheck/workloads"
 )
 
@@ -62,6 +63,8 @@ type Options struct {
 	Backend         string // process, docker or external
 	DockerImage     string // the Redis image of the docker backend
 	External        string // the external backend's deployment file (YAML)
+	// ExternalFlags describe the external deployment instead of a file.
+	ExternalFlags topology.ExternalFlags
 }
 
 // Backends run the nodes.
@@ -104,12 +107,12 @@ func (o Options) validate() (workloads.Range, error) {
 	}
 	switch o.Backend {
 	case BackendProcess, BackendDocker:
-		if o.External != "" {
-			return hold, usagef("--external names a deployment: it needs --backend external")
+		if o.External != "" || o.ExternalFlags.Addrs != "" {
+			return hold, usagef("--external and --external-addrs describe a deployment: they need --backend external")
 		}
 	case BackendExternal:
-		if o.External == "" {
-			return hold, usagef("--backend external needs --external FILE (the deployment: see the README)")
+		if (o.External == "") == (o.ExternalFlags.Addrs == "") {
+			return hold, usagef("--backend external needs its deployment: --external FILE or --external-addrs (one of the two; see the README)")
 		}
 	default:
 		return hold, usagef("--backend %q: want process, docker or external", o.Backend)

@@ -79,7 +79,15 @@ func Run(ctx context.Context, o Options, stderr io.Writer) (*report.Results, err
 	kind, _ := locks.Lookup(o.Lock)
 	var ext *topology.External
 	if o.Backend == BackendExternal {
-		e, err := topology.LoadExternal(o.External)
+		var e topology.External
+		var err error
+		if o.External != "" {
+			e, err = topology.LoadExternal(o.External)
+		} else {
+			f := o.ExternalFlags
+			f.Topology = o.Topology
+			e, err = topology.ExternalFromFlags(f)
+		}
 		if err != nil {
 			return nil, UsageError{err}
 		}

@@ -53,38 +53,81 @@ func LoadExternal(path string) (External, error) {
 	dec := yaml.NewDecoder(strings.NewReader(string(b)))
 	dec.KnownFields(true)
 	if err := dec.Decode(&e); err != nil {
-		return e, fmt.Errorf("--external %s: %v", path, strings.ReplaceAll(err.Error(), "\n", "; "))
+		return e, fmt.Errorf("%s: %v", path, strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
+	return e.check("--external " + path)
+}
+
+// ExternalFlags are the flag form of a deployment: comma-separated addresses (and, in the same order,
+// containers), the rest as in the file.
+type ExternalFlags struct {
+	Topology, Addrs, Containers, Password, Toxiproxy, Sentinels, MasterName string
+}
+
+// ExternalFromFlags builds and checks a deployment from flags.
+func ExternalFromFlags(f ExternalFlags) (External, error) {
+	e := External{Topology: f.Topology, Password: f.Password, Toxiproxy: f.Toxiproxy, MasterName: f.MasterName}
+	if e.Topology == "" {
+		e.Topology = Single
+	}
+	split := func(s string) []string {
+		var out []string
+		for _, p := range strings.Split(s, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	e.Sentinels = split(f.Sentinels)
+	containers := split(f.Containers)
+	addrs := split(f.Addrs)
+	if len(containers) > 0 && len(containers) != len(addrs) {
+		return e, fmt.Errorf("--external-containers: %d containers for %d addresses", len(containers), len(addrs))
+	}
+	for i, a := range addrs {
+		n := ExternalNode{Name: fmt.Sprintf("n%d", i+1), Addr: a}
+		if len(containers) > 0 {
+			n.Container = containers[i]
+		}
+		e.Nodes = append(e.Nodes, n)
+	}
+	return e.check("--external-addrs")
+}
+
+// check validates a deployment; what names where it came from.
+func (e External) check(what string) (External, error) {
+	path := what
 	if e.PasswordEnv != "" {
 		e.Password = os.Getenv(e.PasswordEnv)
 		if e.Password == "" {
-			return e, fmt.Errorf("--external %s: password_env %s is not set", path, e.PasswordEnv)
+			return e, fmt.Errorf("%s: password_env %s is not set", path, e.PasswordEnv)
 		}
 	}
 	switch e.Topology {
 	case Single, Redlock:
 	case Sentinel:
 		if len(e.Sentinels) == 0 || e.MasterName == "" {
-			return e, fmt.Errorf("--external %s: a sentinel deployment needs sentinels and master_name", path)
+			return e, fmt.Errorf("%s: a sentinel deployment needs sentinels and master_name", path)
 		}
 	case Cluster:
-		return e, fmt.Errorf("--external %s: cluster deployments are not supported yet (single, redlock, sentinel)", path)
+		return e, fmt.Errorf("%s: cluster deployments are not supported yet (single, redlock, sentinel)", path)
 	default:
-		return e, fmt.Errorf("--external %s: topology %q: want single, redlock or sentinel", path, e.Topology)
+		return e, fmt.Errorf("%s: topology %q: want single, redlock or sentinel", path, e.Topology)
 	}
 	if len(e.Nodes) == 0 || e.Topology == Single && len(e.Nodes) != 1 {
-		return e, fmt.Errorf("--external %s: %s needs nodes (one for single)", path, e.Topology)
+		return e, fmt.Errorf("%s: %s needs nodes (one for single)", path, e.Topology)
 	}
 	seen := map[string]bool{}
 	for i, n := range e.Nodes {
 		if n.Addr == "" {
-			return e, fmt.Errorf("--external %s: node %d has no addr", path, i+1)
+			return e, fmt.Errorf("%s: node %d has no addr", path, i+1)
 		}
 		if n.Name == "" {
 			e.Nodes[i].Name = fmt.Sprintf("n%d", i+1)
 		}
 		if seen[e.Nodes[i].Name] {
-			return e, fmt.Errorf("--external %s: two nodes called %s", path, e.Nodes[i].Name)
+			return e, fmt.Errorf("%s: two nodes called %s", path, e.Nodes[i].Name)
 		}
 		seen[e.Nodes[i].Name] = true
 	}

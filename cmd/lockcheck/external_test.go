@@ -85,6 +85,12 @@ func TestExternalBackend(t *testing.T) {
 	if left := proxiesOn(t, url); len(left) != 0 {
 		t.Fatalf("proxies left on the toxiproxy server: %v", left)
 	}
+	// The same deployment from flags, with latency through the toxiproxy server.
+	code, dir = run(t, "run", "--backend", "external", "--external-addrs", n.Addr(), "--external-password", n.Password(),
+		"--external-toxiproxy", url, "--nemesis", "latency", "--nemesis-interval", "1s", "--time", "5s", "--seed", "1")
+	if code != exitValid {
+		t.Fatalf("from flags: exit %d, want %d (%s)", code, exitValid, dir)
+	}
 	if code, _ := run(t, "run", "--backend", "external", "--external", file, "--nemesis", "kill", "--time", "2s"); code != exitUsage {
 		t.Fatalf("kill without a container: exit %d, want %d", code, exitUsage)
 	}
