@@ -47,7 +47,7 @@ func (l *Linearizable) Check(_ context.Context, h *history.History) Result {
 			Summary: fmt.Sprintf("%d lock commands on %d keys have a legal order (%s)", len(ops), len(parts), took.Round(time.Millisecond))}
 	case porcupine.Unknown:
 		return Result{Valid: Unknown, Details: details,
-			Summary: fmt.Sprintf("no verdict: the search ran out of its %s bound (%d commands, %d unknown outcomes)",
+			Summary: fmt.Sprintf("no verdict: the search ran out of its %s bound (%d commands, %d of uncertain outcome)",
 				l.Timeout, len(ops), countUnknown(ops))}
 	}
 	why, at, end := l.explain(parts, info)
@@ -58,7 +58,7 @@ func (l *Linearizable) Check(_ context.Context, h *history.History) Result {
 func countUnknown(ops []porcupine.Operation) int {
 	n := 0
 	for _, o := range ops {
-		if o.Return == math.MaxInt64 {
+		if r, ok := o.Output.(Reply); ok && r.Outcome == Unsure || o.Return == math.MaxInt64 {
 			n++
 		}
 	}
@@ -210,6 +210,7 @@ func Commands(h *history.History, fs ...string) []porcupine.Operation {
 	ids := clientIDs(h)
 	volatile := failoverTopology(h)
 	split := splitBrain(h)
+	deadline := unknownDeadline(h)
 	var ops []porcupine.Operation
 	for _, o := range h.Ops {
 		inv := o.Invoke
@@ -221,6 +222,9 @@ func Commands(h *history.History, fs ...string) []porcupine.Operation {
 			Replay: inv.Args["attempt"] > 0, Fair: inv.Args["fair"] == 1, Read: inv.Args["read"] == 1,
 			N: firstNonZero(inv.Args["permits"], inv.Args["count"]), Volatile: volatile}
 		out := Reply{Outcome: Unsure}
+		if c := o.Complete; c != nil && c.Type == history.Unknown {
+			in.Return = deadline(inv.Time, c.Time)
+		}
 		if c := o.Complete; c != nil && c.Type != history.Unknown {
 			switch {
 			case c.Type == history.Ok && c.Args["nosync"] == 1:
@@ -248,6 +252,57 @@ func Commands(h *history.History, fs ...string) []porcupine.Operation {
 	}
 	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
 	return ops
+}
+
+// unknownSlack covers what can still pass between a client giving up on a command and the command reaching
+// its server: the client closing the connection, and a command still in a latency toxic.
+const unknownSlack = time.Second
+
+// unknownDeadline bounds when a command whose outcome is unknown can have taken effect. In lockcheck's own
+// topologies a command either reached its server within moments (a healthy link, or the request direction
+// of drop-reply; a latency toxic delays it by --latency + --jitter), or never will (a cut black-holes it
+// and the heal closes that connection, a killed server lost its socket, a replication stall holds
+// nothing of clients'), or it waits in the socket of a paused server and runs when the server resumes. So
+// the effect happens before the client gave up plus a slack, or before the end of a pause that overlaps
+// the command. Without this bound an unknown command returns at +infinity, could take effect at any later
+// point, and a burst of them at a failover makes the search explode. A deployment lockcheck did not start
+// (--backend external) may hold commands back in ways lockcheck cannot see, so there they stay unbounded.
+func unknownDeadline(h *history.History) func(call, gaveUp int64) int64 {
+	unbounded := func(int64, int64) int64 { return math.MaxInt64 }
+	if h.Meta == nil {
+		return unbounded
+	}
+	var m struct {
+		Options struct {
+			Backend string `json:"backend"`
+			Latency string `json:"latency"`
+			Jitter  string `json:"jitter"`
+		} `json:"options"`
+	}
+	if json.Unmarshal(h.Meta.Data, &m) != nil || m.Options.Backend == "external" {
+		return unbounded
+	}
+	slack := int64(unknownSlack)
+	for _, d := range []string{m.Options.Latency, m.Options.Jitter} {
+		if v, err := time.ParseDuration(d); err == nil {
+			slack += int64(v)
+		}
+	}
+	var pauses []history.Window
+	for _, w := range h.Windows() {
+		if w.Kind == "pause" {
+			pauses = append(pauses, w)
+		}
+	}
+	return func(call, gaveUp int64) int64 {
+		end := gaveUp
+		for _, p := range pauses {
+			if p.Start <= gaveUp && p.End >= call {
+				end = max(end, p.End)
+			}
+		}
+		return satAdd(end, slack)
+	}
 }
 
 // splitBrainGrace is how long after a failover fault heals a client kept on the old primary may still be

@@ -2,8 +2,10 @@ package checker
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockcheck/lockcheck/history"
 )
@@ -83,5 +85,26 @@ func TestLostLock(t *testing.T) {
 				t.Fatalf("violation not explained: %s", r.Violation)
 			}
 		})
+	}
+}
+
+// An unknown outcome is bounded by when the client gave up (plus slack), or by the end of a node pause that
+// overlaps it; on an external deployment it stays unbounded.
+func TestUnknownDeadline(t *testing.T) {
+	meta := func(backend string) *history.Record {
+		return &history.Record{Type: history.Meta, Data: []byte(`{"options":{"backend":"` + backend + `","latency":"200ms","jitter":"50ms"}}`)}
+	}
+	s := int64(1e9)
+	h := &history.History{Meta: meta("process")}
+	if got := unknownDeadline(h)(0, 3*s); got != 3*s+s+250*int64(time.Millisecond) {
+		t.Fatalf("bound %d", got)
+	}
+	h.Faults = []history.Record{{Type: history.Fault, F: "pause", Phase: "start", Time: 2 * s},
+		{Type: history.Fault, F: "pause", Phase: "stop", Time: 10 * s}}
+	if got := unknownDeadline(h)(s, 3*s); got < 10*s {
+		t.Fatalf("a paused server can run the command at resume (10s), bound %d", got)
+	}
+	if got := unknownDeadline(&history.History{Meta: meta("external")})(0, 3*s); got != math.MaxInt64 {
+		t.Fatalf("external: bound %d, want none", got)
 	}
 }

@@ -55,6 +55,12 @@ type MutexState struct {
 	Owner  string
 	Holds  int
 	Lo, Hi int64
+	// Pend is set by a command whose outcome is unknown: its effect has no known end time, so its lease
+	// has no upper bound yet (Hi is +inf). But effects happen in linearization order, so it took effect no
+	// later than the next command placed after it, which returns by its Return: Hi becomes that Return +
+	// Pend. Without this an unknown grant could hold the lock forever in the model, and the search
+	// explodes.
+	Pend int64
 }
 
 // Epsilon is the slack allowed between the harness clock and Redis's expiry: a fixed part for scheduling and
@@ -71,7 +77,19 @@ func satAdd(a, b int64) int64 {
 // leased returns s held by owner with holds, its lease set by a command in [call, ret].
 func leased(owner string, holds int, lease, call, ret int64) MutexState {
 	e := Epsilon(lease)
-	return MutexState{Owner: owner, Holds: holds, Lo: call + lease - e, Hi: satAdd(satAdd(ret, lease), e)}
+	s := MutexState{Owner: owner, Holds: holds, Lo: call + lease - e, Hi: satAdd(satAdd(ret, lease), e)}
+	if ret == math.MaxInt64 {
+		s.Pend = lease + e
+	}
+	return s
+}
+
+// bound gives a pending lease its upper bound from the command placed next, returning by ret.
+func bound(s MutexState, ret int64) MutexState {
+	if s.Pend > 0 && ret != math.MaxInt64 {
+		s.Hi, s.Pend = min(s.Hi, satAdd(ret, s.Pend)), 0
+	}
+	return s
 }
 
 // expiries lists what s may be when a command in [call, ret] takes effect: still held, expired, or either.
@@ -148,6 +166,7 @@ func applyCommand(s MutexState, in Command, out Reply) (MutexState, bool) {
 // mutexStep returns every state the lock may be in after the command.
 func mutexStep(state interface{}, input, output interface{}) []interface{} {
 	s, in, out := state.(MutexState), input.(Command), output.(Reply)
+	s = bound(s, in.Return)
 	if in.Replay && out.Outcome != Unsure {
 		out = Reply{Outcome: Unsure}
 	}
@@ -175,7 +194,7 @@ var MutexModel = porcupine.NondeterministicModel{
 	Hash: func(state interface{}) uint64 {
 		s := state.(MutexState)
 		h := fnv.New64a()
-		fmt.Fprintf(h, "%s|%d|%d|%d", s.Owner, s.Holds, s.Lo, s.Hi)
+		fmt.Fprintf(h, "%s|%d|%d|%d|%d", s.Owner, s.Holds, s.Lo, s.Hi, s.Pend)
 		return h.Sum64()
 	},
 	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
