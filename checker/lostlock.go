@@ -3,6 +3,7 @@ package checker
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/lockcheck/lockcheck/history"
@@ -33,81 +34,85 @@ type Loss struct {
 	Return    int64  `json:"return_ns"`
 }
 
-// Check walks each owner's commands in call order.
+// Check looks at each refusal an owner got and, before it, that owner's latest sure grant.
 func (LostLock) Check(_ context.Context, h *history.History) Result {
-	type track struct {
-		held      bool
-		acquired  int64
-		sureUntil int64
+	type op struct {
+		c   Command
+		out Reply
 	}
-	var cmds []Command
-	outs := map[int]Reply{}
-	for _, op := range MutexOps(h) {
-		c := op.Input.(Command)
+	groups := map[[2]string][]op{}
+	var order [][2]string
+	for _, o := range MutexOps(h) {
+		c := o.Input.(Command)
 		if c.Fair || c.Read {
 			continue
 		}
-		outs[len(cmds)] = op.Output.(Reply)
-		cmds = append(cmds, c)
-	}
-	idx := make([]int, len(cmds))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool { return cmds[idx[a]].Call < cmds[idx[b]].Call })
-	state := map[[2]string]*track{}
-	var losses []Loss
-	for _, i := range idx {
-		c, out := cmds[i], outs[i]
 		k := [2]string{c.Key, c.Owner}
-		t := state[k]
-		if t == nil {
-			t = &track{}
-			state[k] = t
+		if groups[k] == nil {
+			order = append(order, k)
 		}
-		if out.Outcome == Unsure || c.Replay {
-			t.held = false // from here on this owner's state is unknown: stop until its next sure grant
-			continue
+		groups[k] = append(groups[k], op{c, o.Output.(Reply)})
+	}
+	var losses []Loss
+	for _, k := range order {
+		ops := groups[k]
+		sort.SliceStable(ops, func(a, b int) bool { return ops[a].c.Call < ops[b].c.Call })
+		// lets go: what could have ended this owner's hold (the watchdog renews concurrently with the
+		// owner's own release, so order by call alone proves nothing).
+		letsGo := func(o op) bool {
+			if o.c.F != "release" && o.c.F != "renew" {
+				return false
+			}
+			return o.out.Outcome == Unsure || o.c.Replay || o.c.F == "release" && o.out.Outcome == Applied && o.out.Value == 1
 		}
-		extend := func() {
-			if c.Lease > 0 {
-				t.sureUntil = max(t.sureUntil, c.Call+c.Lease-Epsilon(c.Lease))
+		for j, r := range ops {
+			refused := r.out.Outcome == Refused && !r.c.Replay
+			if !refused || r.c.Return == math.MaxInt64 {
+				continue
 			}
-		}
-		lost := func() {
-			if t.held && c.Return < t.sureUntil {
-				losses = append(losses, Loss{Key: c.Key, Client: c.Client, Owner: c.Owner, Acquired: t.acquired,
-					LeaseFrom: t.sureUntil, F: c.F, Call: c.Call, Return: c.Return})
+			grant := -1 // the latest sure grant that returned before r was sent
+			for i := j - 1; i >= 0; i-- {
+				if g := ops[i]; g.c.F == "acquire" && g.out.Outcome == Applied && g.c.Return < r.c.Call {
+					grant = i
+					break
+				}
 			}
-			t.held = false
-		}
-		switch {
-		case c.F == "acquire" && out.Outcome == Applied:
-			if !t.held {
-				t.held, t.acquired, t.sureUntil = true, c.Call, 0
+			if grant < 0 {
+				continue
 			}
-			extend()
-		case c.F == "acquire": // refused: someone else holds it
-			lost()
-		case c.F == "renew" && out.Outcome == Applied:
-			extend()
-		case c.F == "release" && out.Outcome == Applied:
-			if out.Value == 1 {
-				t.held = false
+			g := ops[grant].c
+			sure, proof := int64(0), true
+			for i, x := range ops {
+				if i == j || i == grant {
+					continue
+				}
+				if x.c.Call < r.c.Return && x.c.Return > g.Call && (letsGo(x) || x.out.Outcome == Refused && i < j) {
+					proof = false // it may have let go after the grant, or the loss was already seen
+					break
+				}
+				if x.c.Call >= g.Call && x.c.Return < r.c.Call && x.out.Outcome == Applied && (x.c.F == "renew" || x.c.F == "acquire") && x.c.Lease > 0 {
+					sure = max(sure, x.c.Call+x.c.Lease-Epsilon(x.c.Lease))
+				}
 			}
-		case c.F == "release" || c.F == "renew": // refused: not held
-			lost()
+			if g.Lease > 0 {
+				sure = max(sure, g.Call+g.Lease-Epsilon(g.Lease))
+			}
+			if proof && r.c.Return < sure {
+				losses = append(losses, Loss{Key: r.c.Key, Client: r.c.Client, Owner: r.c.Owner, Acquired: g.Call,
+					LeaseFrom: sure, F: r.c.F, Call: r.c.Call, Return: r.c.Return})
+			}
 		}
 	}
 	if len(losses) == 0 {
 		return Result{Valid: Valid, Summary: "no acknowledged lock was found gone before its lease could end"}
 	}
+	sort.SliceStable(losses, func(a, b int) bool { return losses[a].Return < losses[b].Return })
 	l := losses[0]
 	return Result{Valid: Invalid,
 		Summary: fmt.Sprintf("%d time(s) an acknowledged lock was gone before its lease could end", len(losses)),
 		Violation: fmt.Sprintf("%s acquired %s at %s (acknowledged); its %s, answered at %s, found the lock not its own, "+
 			"although the lease could not end before %s and none of its commands since could have let it go: "+
 			"the server lost the lock, and any other client could take it while %s still held it",
-			l.Client, l.Key, Secs(l.Acquired), l.F, Secs(l.Return), Secs(l.LeaseFrom), l.Client),
+			l.Owner, l.Key, Secs(l.Acquired), l.F, Secs(l.Return), Secs(l.LeaseFrom), l.Owner),
 		At: l.Acquired, End: l.Return, Details: losses}
 }

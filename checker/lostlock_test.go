@@ -108,3 +108,14 @@ func TestUnknownDeadline(t *testing.T) {
 		t.Fatalf("external: bound %d, want none", got)
 	}
 }
+
+// The watchdog renews concurrently with the owner's own release: a renewal answered "not held" after a
+// release that overlaps it proves nothing.
+func TestLostLockConcurrentRelease(t *testing.T) {
+	ok, fail := history.Ok, history.Fail
+	steps := []step{{"c1", "acquire", 0, 1, ok, 0, nil}, {"c1", "renew", 100, 190, fail, 0, nil},
+		{"c1", "release", 110, 120, ok, 1, nil}}
+	if r := (LostLock{}).Check(context.Background(), &history.History{Ops: opsOf(steps)}); r.Valid != Valid {
+		t.Fatalf("got %v: %s", r.Valid, r.Violation)
+	}
+}
