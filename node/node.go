@@ -386,7 +386,38 @@ func (n *Node) SetClockOffset(d time.Duration) error {
 	if n.addr != "" {
 		return fmt.Errorf("%s is not lockcheck's: its clock cannot be moved", n.cfg.Name)
 	}
-	return clockshift.Set(n.clockFile(), d)
+	if err := clockshift.Set(n.clockFile(), d); err != nil {
+		return err
+	}
+	return n.checkClock(d)
+}
+
+// checkClock asks a running node for its TIME and fails if it is not about d off the real clock: a clock
+// fault that did not take effect must not pass silently.
+func (n *Node) checkClock(d time.Duration) error {
+	if !n.Running() {
+		return nil // it reads the offset when it comes back
+	}
+	n.mu.Lock()
+	paused := n.paused
+	n.mu.Unlock()
+	if paused {
+		return nil
+	}
+	c := redis.NewClient(&redis.Options{Addr: n.Addr(), Password: n.cfg.Password, MaxRetries: -1, PoolSize: 1,
+		DialTimeout: time.Second, ReadTimeout: time.Second, DisableIdentity: true, Protocol: 2})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	at, err := c.Time(ctx).Result()
+	if err != nil {
+		return nil // unreachable (a partition, say): nothing to learn here
+	}
+	if off := at.Sub(time.Now()) - d; off > 5*time.Second || off < -5*time.Second {
+		return fmt.Errorf("%s: clock offset %s written, but its TIME is %s off the real clock", n.cfg.Name, d,
+			at.Sub(time.Now()).Round(time.Millisecond))
+	}
+	return nil
 }
 
 // How names what an action ("kill", "pause") does to this node, for the history.

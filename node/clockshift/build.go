@@ -2,8 +2,10 @@
 package clockshift
 
 import (
+	"crypto/sha256"
 	_ "embed"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -48,6 +50,12 @@ func Library(dir string) (string, error) {
 	}
 	built[lib] = true
 	return lib, nil
+}
+
+// Version identifies the library's source, so an image built with an older one can be told apart.
+func Version() string {
+	sum := sha256.Sum256(source)
+	return hex.EncodeToString(sum[:8])
 }
 
 // Env is the environment that makes a process use the library with the offset in file.

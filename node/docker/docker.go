@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/node"
+	"github.com/lockcheck/lockcheck/node/clockshift"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
@@ -54,9 +55,14 @@ func Connect(ctx context.Context, image, runID string) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := r.cli.ImageInspect(ctx, image); err != nil {
+	img, err := r.cli.ImageInspect(ctx, image)
+	if err != nil {
 		r.cli.Close()
 		return nil, fmt.Errorf("docker image %s is missing: build it with `lockcheck images` (or make images)", image)
+	}
+	if image == DefaultImage && (img.Config == nil || img.Config.Labels[ClockLabel] != clockshift.Version()) {
+		r.cli.Close()
+		return nil, fmt.Errorf("docker image %s was built with another clockshift library: rebuild it with `lockcheck images`", image)
 	}
 	r.Image, r.RunID = image, runID
 	if err := r.ensureNetwork(ctx); err != nil {

@@ -14,8 +14,12 @@ import (
 
 	dockerfiles "github.com/lockcheck/lockcheck/docker"
 	"github.com/lockcheck/lockcheck/node/clockshift"
+	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 )
+
+// ClockLabel on the offline image names the clockshift source it was built with.
+const ClockLabel = "lockcheck.clockshift"
 
 // BuildOffline builds DefaultImage with no registry: docker/redis-offline/Dockerfile over a rootfs/ of the
 // host's redis-server (also as redis-sentinel), every library ldd says it loads, and the clockshift library
@@ -33,7 +37,10 @@ func BuildOffline(ctx context.Context, log io.Writer) error {
 	defer p.Close()
 	repo, tag, _ := strings.Cut(DefaultImage, ":")
 	_, err = p.BuildImage(ctx, &testcontainers.ContainerRequest{FromDockerfile: testcontainers.FromDockerfile{
-		ContextArchive: bytes.NewReader(ctxTar), Repo: repo, Tag: tag, KeepImage: true, BuildLogWriter: log}})
+		ContextArchive: bytes.NewReader(ctxTar), Repo: repo, Tag: tag, KeepImage: true, BuildLogWriter: log,
+		BuildOptionsModifier: func(o *client.ImageBuildOptions) {
+			o.Labels = map[string]string{ClockLabel: clockshift.Version()}
+		}}})
 	if err != nil {
 		return fmt.Errorf("build %s: %w", DefaultImage, err)
 	}

@@ -19,10 +19,12 @@
 #include <unistd.h>
 
 static volatile int64_t *offset_ns; /* mapped offset, or NULL when there is none */
-static volatile int mapped;         /* 0 not tried, 1 tried */
+static volatile int mapped;         /* set once the file is mapped, or known to be absent */
 
 static int64_t offset(void) {
 	if (!mapped) {
+		/* The clock is read very early (jemalloc's own start-up), maybe before the environment can be
+		 * read: without a path, try again on the next call rather than give up for good. */
 		const char *path = getenv("LOCKCHECK_CLOCK_FILE");
 		if (path) {
 			long fd = syscall(SYS_open, path, O_RDONLY | O_CLOEXEC);
@@ -32,8 +34,8 @@ static int64_t offset(void) {
 					offset_ns = (volatile int64_t *)p;
 				syscall(SYS_close, fd);
 			}
+			mapped = 1;
 		}
-		mapped = 1;
 	}
 	return offset_ns ? *offset_ns : 0;
 }
