@@ -28,6 +28,11 @@ func Library(dir string) (string, error) {
 	if pre := os.Getenv("LOCKCHECK_CLOCKSHIFT"); pre != "" { // a prebuilt library (the lockcheck image has one)
 		return pre, nil
 	}
+	// LD_PRELOAD resolves a relative path from the server's own working directory: keep it absolute.
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
 	buildMu.Lock()
 	defer buildMu.Unlock()
 	lib := filepath.Join(dir, "libclockshift.so")
