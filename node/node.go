@@ -72,6 +72,23 @@ func NewPassword() string {
 	return hex.EncodeToString(b)
 }
 
+// ReservePort takes a free loopback port and holds it until release is called, so that listeners bound to
+// port 0 in the meantime (proxies, taps) cannot be handed the same one; release it just before the server
+// that must bind it starts.
+func ReservePort() (port int, release func(), err error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, nil, err
+	}
+	return l.Addr().(*net.TCPAddr).Port, func() { l.Close() }, nil
+}
+
+// PortTaken reports whether err is a server that could not bind its port (someone took it first).
+func PortTaken(err error) bool {
+	return err != nil && (strings.Contains(err.Error(), "Address already in use") ||
+		strings.Contains(err.Error(), "Failed listening on port"))
+}
+
 // FreePort asks the kernel for a free loopback port.
 func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -29,14 +29,22 @@ type shard struct{ lo, hi int }
 func (t *Topology) startCluster(ctx context.Context, s Spec) error {
 	n := 2 * clusterShards
 	ports, buses := make([]int, n), make([]int, n)
+	var releases []func()
+	release := func() { // held until every proxy and tap listens, so none is handed a node's port
+		for _, r := range releases {
+			r()
+		}
+		releases = nil
+	}
+	defer release()
 	for i := range n {
 		name := fmt.Sprintf("n%d", i+1)
-		var err error
-		if ports[i], err = node.FreePort(); err != nil {
-			return err
-		}
-		if buses[i], err = node.FreePort(); err != nil {
-			return err
+		for _, p := range []*int{&ports[i], &buses[i]} {
+			port, r, err := node.ReservePort()
+			if err != nil {
+				return err
+			}
+			*p, releases = port, append(releases, r)
 		}
 		front, tap, err := t.addFront("*", name, ports[i], network.ReplicaTag)
 		if err != nil {
@@ -56,6 +64,7 @@ func (t *Topology) startCluster(ctx context.Context, s Spec) error {
 		}
 		t.shards = append(t.shards, shard{lo: i * per, hi: hi})
 	}
+	release()
 	if err := t.startNodes(ctx, n, func(i int, name string) node.Config {
 		fport, bport := t.portOf("*", name), t.portOf("bus", name)
 		return node.Config{Runtime: s.Runtime, Name: name, Dir: filepath.Join(s.Dir, "nodes", name),

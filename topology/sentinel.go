@@ -33,11 +33,18 @@ func (t *Topology) MasterName() string {
 // each client still has its own proxy to every node.
 func (t *Topology) startSentinel(ctx context.Context, s Spec) error {
 	ports := make([]int, 3)
+	var releases []func()
+	defer func() { // normally done just before the nodes start
+		for _, r := range releases {
+			r()
+		}
+	}()
 	for i := range ports {
-		p, err := node.FreePort()
+		p, release, err := node.ReservePort()
 		if err != nil {
 			return err
 		}
+		releases = append(releases, release)
 		ports[i] = p
 		name := fmt.Sprintf("n%d", i+1)
 		front, tap, err := t.addFront("*", name, p, network.ReplicaTag)
@@ -48,6 +55,10 @@ func (t *Topology) startSentinel(ctx context.Context, s Spec) error {
 		t.nodeAt[front.Addr()] = name
 	}
 	frontPort := func(i int) string { return t.links[[2]string{"*", fmt.Sprintf("n%d", i+1)}].Addr()[len("127.0.0.1:"):] }
+	for _, r := range releases { // every proxy and tap is listening: the nodes may bind their ports now
+		r()
+	}
+	releases = nil
 	for i := range ports {
 		name := fmt.Sprintf("n%d", i+1)
 		extra := []string{"replica-announce-ip 127.0.0.1", "replica-announce-port " + frontPort(i)}

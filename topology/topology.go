@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -86,10 +87,15 @@ func (s Spec) Validate() error {
 }
 
 // Start brings the topology up. On error everything already started is stopped.
-func Start(ctx context.Context, s Spec) (_ *Topology, err error) {
+func Start(ctx context.Context, s Spec) (*Topology, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
+	return startTry(ctx, s, 2)
+}
+
+// startTry is Start, trying again (up to retries more times) when a node's fixed port was taken.
+func startTry(ctx context.Context, s Spec, retries int) (_ *Topology, err error) {
 	begin := time.Now()
 	n := 1
 	if s.Kind == Redlock {
@@ -109,6 +115,12 @@ func Start(ctx context.Context, s Spec) (_ *Topology, err error) {
 			start = t.startCluster
 		}
 		if err := start(ctx, s); err != nil {
+			if node.PortTaken(err) && retries > 0 { // another process bound a chosen port first: start afresh
+				t.Stop()
+				_ = os.RemoveAll(filepath.Join(s.Dir, "nodes")) // a half-formed cluster's nodes.conf must not be reused
+				_ = os.RemoveAll(filepath.Join(s.Dir, "sentinels"))
+				return startTry(ctx, s, retries-1)
+			}
 			return nil, err
 		}
 		t.Startup = time.Since(begin)
