@@ -29,10 +29,12 @@ func BenchmarkTimeToReady(b *testing.B) {
 	}
 	var rt *docker.Runtime
 	if docker.EngineUp(ctx) {
-		if _, err := docker.Connect(ctx, docker.DefaultImage, "probe"); err != nil {
+		if probe, err := docker.Connect(ctx, docker.DefaultImage, "probe"); err != nil {
 			if err := docker.BuildOffline(ctx, io.Discard); err != nil {
 				b.Fatal(err)
 			}
+		} else {
+			probe.Close()
 		}
 		r, err := docker.Connect(ctx, docker.DefaultImage, "bench")
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,6 +16,18 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 )
+
+// newLeftovers lists what is labelled lockcheck's now and was not in before.
+func newLeftovers(t *testing.T, before []string) []string {
+	t.Helper()
+	var out []string
+	for _, x := range lockcheckContainers(t) {
+		if !slices.Contains(before, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
 
 // lockcheckContainers lists every container, network and volume labelled as lockcheck's.
 func lockcheckContainers(t *testing.T) []string {
@@ -49,6 +62,7 @@ func lockcheckContainers(t *testing.T) []string {
 // faults are in the history, and no container is left.
 func TestDockerReentrantKillPause(t *testing.T) {
 	dockertest.Require(t)
+	before := lockcheckContainers(t)
 	code, dir := run(t, "run", "--backend", "docker", "--lock", "reentrant", "--nemesis", "kill,pause",
 		"--persistence", "always", "--time", "20s", "--nemesis-interval", "2s", "--seed", "4")
 	if code != exitValid {
@@ -63,21 +77,22 @@ func TestDockerReentrantKillPause(t *testing.T) {
 			t.Errorf("no %q fault in the history", want)
 		}
 	}
-	if left := lockcheckContainers(t); len(left) > 0 {
-		t.Fatalf("containers left: %v", left)
+	if left := newLeftovers(t, before); len(left) > 0 {
+		t.Fatalf("left behind: %v", left)
 	}
 }
 
 // The naive lock is flagged on containers as on processes.
 func TestDockerNaiveIsFlagged(t *testing.T) {
 	dockertest.Require(t)
+	before := lockcheckContainers(t)
 	code, dir := run(t, "run", "--backend", "docker", "--lock", "naive", "--lease", "300ms", "--hold", "100ms-1s",
 		"--time", "8s", "--seed", "1")
 	if code != exitInvalid {
 		t.Fatalf("exit %d, want %d (%s)", code, exitInvalid, dir)
 	}
-	if left := lockcheckContainers(t); len(left) > 0 {
-		t.Fatalf("containers left: %v", left)
+	if left := newLeftovers(t, before); len(left) > 0 {
+		t.Fatalf("left behind: %v", left)
 	}
 }
 
