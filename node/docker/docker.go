@@ -75,13 +75,14 @@ func Connect(ctx context.Context, image, runID string) (*Runtime, error) {
 // ConnectEngine reaches the Docker engine only, to control containers lockcheck did not create.
 func ConnectEngine(ctx context.Context) (*Runtime, error) {
 	setup()
+	const hint = "start one, e.g. make docker-engine, or dockerd --storage-driver=vfs --iptables=false --bridge=none"
 	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("docker: %w", err)
+		return nil, fmt.Errorf("no Docker engine found (%v): %s", err, hint)
 	}
 	if _, err := cli.Ping(ctx, client.PingOptions{}); err != nil {
 		cli.Close()
-		return nil, fmt.Errorf("no Docker engine answers (%v): start one, e.g. dockerd --storage-driver=vfs --iptables=false --bridge=none", err)
+		return nil, fmt.Errorf("no Docker engine answers (%v): %s", err, hint)
 	}
 	return &Runtime{cli: cli, ctrs: map[string]*testcontainers.DockerContainer{}, adopted: map[string]string{}}, nil
 }
