@@ -196,9 +196,11 @@ func TestReplicaSyncAndNoSync(t *testing.T) {
 	f := newFixture(t)
 	rep := redistest.StartConfig(t, node.Config{Name: "n2", Password: f.node.Password(),
 		Extra: []string{"replicaof 127.0.0.1 " + fmt.Sprint(f.node.Port())}})
-	// Wait for the replica to attach, as Redisson's cached connected_slaves would see it.
+	// Wait for the replica to attach and acknowledge a write, as Redisson's cached connected_slaves would
+	// see it (online alone is not enough: a replica still loading its first sync answers no WAIT).
 	deadline := time.Now().Add(10 * time.Second)
-	for !bytes.Contains([]byte(f.admin.Info(ctx, "replication").Val()), []byte("state=online")) {
+	for !bytes.Contains([]byte(f.admin.Info(ctx, "replication").Val()), []byte("state=online")) ||
+		f.admin.Do(ctx, "WAIT", 1, 1000).Val() != int64(1) {
 		if time.Now().After(deadline) {
 			t.Fatal("replica never attached")
 		}
@@ -206,7 +208,9 @@ func TestReplicaSyncAndNoSync(t *testing.T) {
 	}
 	cfg := fast()
 	cfg.SyncRetries = 0
-	cfg.SlavesSyncTimeout = 300 * time.Millisecond
+	// Long enough for a loaded machine's replica to acknowledge (the stalled case below waits all of it),
+	// and within the command timeout.
+	cfg.SlavesSyncTimeout, cfg.Timeout = 2*time.Second, 5*time.Second
 	l := f.client(t, "c1", cfg).Lock("synced", 1)
 	if ok, err := l.TryLock(ctx, 0, 0); !ok || err != nil {
 		t.Fatalf("synced acquire: %v %v", ok, err)

@@ -20,7 +20,7 @@ func realEnv(t *testing.T, kind string) (*topology.Topology, *nemesis.Env) {
 		t.Fatal(err)
 	}
 	t.Cleanup(topo.Stop)
-	env := runner.FaultEnv(topo, []string{"c1", "c2"}, nemesis.Params{Duration: 6 * time.Second})
+	env := runner.FaultEnv(topo, []string{"c1", "c2"}, nemesis.Params{Duration: 9 * time.Second})
 	return topo, env
 }
 
@@ -65,7 +65,8 @@ func TestLaggingReplicaIsPromoted(t *testing.T) {
 	if err := n1.Set(ctx, "lost", "1", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := n1.Do(ctx, "WAIT", 2, 500).Int64(); n != 1 {
+	// n3 has 1.5 s to acknowledge (a loaded machine), well inside the 3 s lag before the isolation.
+	if n, _ := n1.Do(ctx, "WAIT", 2, 1500).Int64(); n != 1 {
 		t.Fatalf("%d replicas acknowledged while n2 lags, want 1 (n3)", n)
 	}
 	select {
