@@ -325,13 +325,16 @@ func TestLaggingFailoverLosesReentrantLock(t *testing.T) {
 	}
 }
 
-// Redis Cluster end to end: Redisson's lock under CLUSTER FAILOVER (each mode) stays valid, and the
-// failovers are recorded with the new primary.
+// Redis Cluster end to end under CLUSTER FAILOVER (each mode): the run completes with a verdict and the
+// failovers are recorded with the new primary. Validity is not asserted: on a loaded machine one run
+// found an acknowledged lock gone right after a failover (a new master with no replica yet gets no WAIT
+// from Redisson, and a second failover can then drop the write: reference S6(ii), #4822), so the verdict
+// depends on timing.
 func TestReentrantOnClusterCommandFailover(t *testing.T) {
 	code, dir := run(t, "run", "--lock", "reentrant", "--topology", "cluster", "--nemesis", "failover-command",
 		"--nemesis-interval", "2s", "--nemesis-duration", "4s", "--time", "20s", "--seed", "1")
-	if code != exitValid {
-		t.Fatalf("exit %d; %+v", code, readResults(t, dir).Checkers)
+	if code != exitValid && code != exitInvalid {
+		t.Fatalf("exit %d: no verdict; %+v", code, readResults(t, dir).Checkers)
 	}
 	hist, _ := os.ReadFile(filepath.Join(dir, "history.jsonl"))
 	if !strings.Contains(string(hist), "CLUSTER FAILOVER") || !strings.Contains(string(hist), "primary n") {
