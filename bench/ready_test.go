@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"testing"
 	"time"
@@ -29,12 +28,8 @@ func BenchmarkTimeToReady(b *testing.B) {
 	}
 	var rt *docker.Runtime
 	if docker.EngineUp(ctx) {
-		if probe, err := docker.Connect(ctx, docker.DefaultImage, "probe"); err != nil {
-			if err := docker.BuildOffline(ctx, io.Discard); err != nil {
-				b.Fatal(err)
-			}
-		} else {
-			probe.Close()
+		if err := docker.EnsureImage(ctx); err != nil {
+			b.Fatal(err)
 		}
 		r, err := docker.Connect(ctx, docker.DefaultImage, "bench")
 		if err != nil {

@@ -268,19 +268,9 @@ const unknownSlack = time.Second
 // point, and a burst of them at a failover makes the search explode. A deployment lockcheck did not start
 // (--backend external) may hold commands back in ways lockcheck cannot see, so there they stay unbounded.
 func unknownDeadline(h *history.History) func(call, gaveUp int64) int64 {
-	unbounded := func(int64, int64) int64 { return math.MaxInt64 }
-	if h.Meta == nil {
-		return unbounded
-	}
-	var m struct {
-		Options struct {
-			Backend string `json:"backend"`
-			Latency string `json:"latency"`
-			Jitter  string `json:"jitter"`
-		} `json:"options"`
-	}
-	if json.Unmarshal(h.Meta.Data, &m) != nil || m.Options.Backend == "external" {
-		return unbounded
+	m, ok := metaOf(h)
+	if !ok || m.Options.Backend == "external" {
+		return func(int64, int64) int64 { return math.MaxInt64 }
 	}
 	slack := int64(unknownSlack)
 	for _, d := range []string{m.Options.Latency, m.Options.Jitter} {
@@ -335,15 +325,28 @@ func splitBrain(h *history.History) func(client string, t int64) bool {
 	}
 }
 
+// runMeta is what the conversion needs from a history's meta record.
+type runMeta struct {
+	Topology string `json:"topology"`
+	Options  struct {
+		Backend string `json:"backend"`
+		Latency string `json:"latency"`
+		Jitter  string `json:"jitter"`
+	} `json:"options"`
+}
+
+// metaOf reads the meta record; false when there is none or it does not parse.
+func metaOf(h *history.History) (runMeta, bool) {
+	var m runMeta
+	if h.Meta == nil {
+		return m, false
+	}
+	return m, json.Unmarshal(h.Meta.Data, &m) == nil
+}
+
 // failoverTopology reports whether the run's topology can fail over (and so lose unacknowledged writes).
 func failoverTopology(h *history.History) bool {
-	if h.Meta == nil {
-		return false
-	}
-	var m struct {
-		Topology string `json:"topology"`
-	}
-	_ = json.Unmarshal(h.Meta.Data, &m)
+	m, _ := metaOf(h)
 	return m.Topology == "sentinel" || m.Topology == "cluster"
 }
 

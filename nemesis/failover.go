@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,17 +27,18 @@ func (partitionNodes) Applies(env *Env) error { return needReplication("partitio
 func (partitionNodes) Targets(rng *rand.Rand, env *Env) []string { return pickNodes(rng, env, "one") }
 
 func (partitionNodes) Start(ctx context.Context, env *Env, targets []string) (string, error) {
-	var errs []error
-	for _, n := range targets {
-		errs = append(errs, env.Replication.IsolatePeers(ctx, n, true))
-	}
-	return "cut off from the other data nodes (replication, cluster bus); clients still reach it", errors.Join(errs...)
+	return "cut off from the other data nodes (replication, cluster bus); clients still reach it",
+		isolatePeers(ctx, env, targets, true)
 }
 
 func (partitionNodes) Stop(ctx context.Context, env *Env, targets []string) error {
+	return isolatePeers(ctx, env, targets, false)
+}
+
+func isolatePeers(ctx context.Context, env *Env, nodes []string, on bool) error {
 	var errs []error
-	for _, n := range targets {
-		errs = append(errs, env.Replication.IsolatePeers(ctx, n, false))
+	for _, n := range nodes {
+		errs = append(errs, env.Replication.IsolatePeers(ctx, n, on))
 	}
 	return errors.Join(errs...)
 }
@@ -266,7 +266,7 @@ func (l *lagging) Stop(ctx context.Context, env *Env, targets []string) error {
 	<-run.done
 	r := env.Replication
 	errs := []error{eachLink(env, run.links, Link.Heal), r.StallReplication(run.lagger, false)}
-	for _, n := range slices.Clone(run.others) {
+	for _, n := range run.others {
 		errs = append(errs, r.SetReplicaPriority(ctx, n, -1))
 	}
 	return errors.Join(errs...)

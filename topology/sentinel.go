@@ -54,7 +54,7 @@ func (t *Topology) startSentinel(ctx context.Context, s Spec) error {
 		t.taps[name] = tap
 		t.nodeAt[front.Addr()] = name
 	}
-	frontPort := func(i int) string { return t.links[[2]string{"*", fmt.Sprintf("n%d", i+1)}].Addr()[len("127.0.0.1:"):] }
+	frontPort := func(i int) string { return t.portOf("*", fmt.Sprintf("n%d", i+1)) }
 	for _, r := range releases { // every proxy and tap is listening: the nodes may bind their ports now
 		r()
 	}

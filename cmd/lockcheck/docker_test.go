@@ -13,47 +13,16 @@ import (
 
 	"github.com/lockcheck/lockcheck/internal/dockertest"
 	"github.com/lockcheck/lockcheck/node/docker"
-	"github.com/moby/moby/client"
-	"github.com/testcontainers/testcontainers-go"
 )
 
 // newLeftovers lists what is labelled lockcheck's now and was not in before.
 func newLeftovers(t *testing.T, before []string) []string {
 	t.Helper()
 	var out []string
-	for _, x := range lockcheckContainers(t) {
+	for _, x := range dockertest.Leftovers(t, "") {
 		if !slices.Contains(before, x) {
 			out = append(out, x)
 		}
-	}
-	return out
-}
-
-// lockcheckContainers lists every container, network and volume labelled as lockcheck's.
-func lockcheckContainers(t *testing.T) []string {
-	t.Helper()
-	ctx := context.Background()
-	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	f := make(client.Filters).Add("label", docker.Label+"=1")
-	res, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, c := range res.Items {
-		out = append(out, c.Names...)
-	}
-	nets, _ := cli.NetworkList(ctx, client.NetworkListOptions{Filters: f})
-	for _, n := range nets.Items {
-		out = append(out, "network "+n.Name)
-	}
-	vols, _ := cli.VolumeList(ctx, client.VolumeListOptions{Filters: f})
-	for _, v := range vols.Items {
-		out = append(out, "volume "+v.Name)
 	}
 	return out
 }
@@ -62,7 +31,7 @@ func lockcheckContainers(t *testing.T) []string {
 // faults are in the history, and no container is left.
 func TestDockerReentrantKillPause(t *testing.T) {
 	dockertest.Require(t)
-	before := lockcheckContainers(t)
+	before := dockertest.Leftovers(t, "")
 	code, dir := run(t, "run", "--backend", "docker", "--lock", "reentrant", "--nemesis", "kill,pause",
 		"--persistence", "always", "--time", "20s", "--nemesis-interval", "2s", "--seed", "4")
 	if code != exitValid {
@@ -85,7 +54,7 @@ func TestDockerReentrantKillPause(t *testing.T) {
 // The naive lock is flagged on containers as on processes.
 func TestDockerNaiveIsFlagged(t *testing.T) {
 	dockertest.Require(t)
-	before := lockcheckContainers(t)
+	before := dockertest.Leftovers(t, "")
 	code, dir := run(t, "run", "--backend", "docker", "--lock", "naive", "--lease", "300ms", "--hold", "100ms-1s",
 		"--time", "8s", "--seed", "1")
 	if code != exitInvalid {
@@ -121,13 +90,13 @@ func TestDockerKill9ThenClean(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	if left := lockcheckContainers(t); len(left) < 3 {
+	if left := dockertest.Leftovers(t, ""); len(left) < 3 {
 		t.Fatalf("%d things after kill -9, want at least the run's 3 containers: %v", len(left), left)
 	}
 	if code := execute(context.Background(), []string{"clean"}); code != exitValid {
 		t.Fatalf("clean: exit %d", code)
 	}
-	if left := lockcheckContainers(t); len(left) > 0 {
+	if left := dockertest.Leftovers(t, ""); len(left) > 0 {
 		t.Fatalf("containers left after clean: %v", left)
 	}
 }

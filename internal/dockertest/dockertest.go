@@ -4,7 +4,6 @@ package dockertest
 
 import (
 	"context"
-	"io"
 	"sync"
 	"testing"
 	"time"
@@ -23,20 +22,22 @@ func Require(t testing.TB) {
 	once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		rt, err := docker.Connect(ctx, docker.DefaultImage, "probe")
-		if err == nil {
-			rt.Close()
-			return
-		}
-		if !docker.EngineUp(ctx) {
+		if err := docker.EnsureImage(ctx); err != nil {
 			reason = err.Error()
-			return
-		}
-		if err := docker.BuildOffline(ctx, io.Discard); err != nil {
-			reason = "cannot build " + docker.DefaultImage + ": " + err.Error()
 		}
 	})
 	if reason != "" {
 		t.Skip("docker-backend test skipped: " + reason)
 	}
+}
+
+// Leftovers lists what lockcheck's label is on now (of one run, or all with run ""), failing t if the
+// engine cannot be asked.
+func Leftovers(t testing.TB, run string) []string {
+	t.Helper()
+	out, err := docker.Leftovers(context.Background(), run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -301,42 +302,26 @@ func Clean(ctx context.Context, runID string) ([]string, error) {
 		return nil, fmt.Errorf("docker: %w", err)
 	}
 	defer cli.Close()
-	f := make(client.Filters).Add("label", Label+"=1")
-	if runID != "" {
-		f.Add("label", RunLabel+"="+runID)
+	items, err := labelled(ctx, cli, runID)
+	if err != nil {
+		return nil, err
 	}
 	var removed []string
 	var errs []error
-	ctrs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
-	if err != nil {
-		return nil, fmt.Errorf("docker: %w", err)
-	}
-	for _, c := range ctrs.Items {
-		if _, err := cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
+	for _, it := range items {
+		switch it.kind {
+		case "container":
+			_, err = cli.ContainerRemove(ctx, it.id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		case "volume":
+			_, err = cli.VolumeRemove(ctx, it.id, client.VolumeRemoveOptions{Force: true})
+		case "network":
+			_, err = cli.NetworkRemove(ctx, it.id, client.NetworkRemoveOptions{})
+		}
+		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		removed = append(removed, "container "+strings.TrimPrefix(firstName(c.Names), "/"))
-	}
-	vols, err := cli.VolumeList(ctx, client.VolumeListOptions{Filters: f})
-	if err == nil {
-		for _, v := range vols.Items {
-			if _, err := cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true}); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			removed = append(removed, "volume "+v.Name)
-		}
-	}
-	nets, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: f})
-	if err == nil {
-		for _, n := range nets.Items {
-			if _, err := cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{}); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			removed = append(removed, "network "+n.Name)
-		}
+		removed = append(removed, it.String())
 	}
 	// Unlabelled fallback networks that testcontainers made for earlier versions or other users, when
 	// nothing uses them (removal fails harmlessly otherwise).
@@ -353,6 +338,72 @@ func Clean(ctx context.Context, runID string) ([]string, error) {
 		}
 	}
 	return removed, errors.Join(errs...)
+}
+
+// Leftovers names every container, volume and network labelled as lockcheck's (of one run, or of all
+// with runID "").
+func Leftovers(ctx context.Context, runID string) ([]string, error) {
+	setup()
+	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("docker: %w", err)
+	}
+	defer cli.Close()
+	items, err := labelled(ctx, cli, runID)
+	var out []string
+	for _, it := range items {
+		out = append(out, it.String())
+	}
+	return out, err
+}
+
+// item is one thing lockcheck created: containers first, so their volumes and networks are free when
+// their turn comes.
+type item struct{ kind, id, name string }
+
+func (it item) String() string { return it.kind + " " + it.name }
+
+// labelled lists what carries lockcheck's label (and runID's, if given).
+func labelled(ctx context.Context, cli *testcontainers.DockerClient, runID string) ([]item, error) {
+	f := make(client.Filters).Add("label", Label+"=1")
+	if runID != "" {
+		f.Add("label", RunLabel+"="+runID)
+	}
+	ctrs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		return nil, fmt.Errorf("docker: %w", err)
+	}
+	var out []item
+	for _, c := range ctrs.Items {
+		out = append(out, item{"container", c.ID, strings.TrimPrefix(firstName(c.Names), "/")})
+	}
+	if vols, err := cli.VolumeList(ctx, client.VolumeListOptions{Filters: f}); err == nil {
+		for _, v := range vols.Items {
+			out = append(out, item{"volume", v.Name, v.Name})
+		}
+	}
+	if nets, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: f}); err == nil {
+		for _, n := range nets.Items {
+			out = append(out, item{"network", n.ID, n.Name})
+		}
+	}
+	return out, nil
+}
+
+// EnsureImage makes sure the offline image is there and current, building it if not; it fails when no
+// engine answers.
+func EnsureImage(ctx context.Context) error {
+	probe, err := Connect(ctx, DefaultImage, "probe")
+	if err == nil {
+		return probe.Close()
+	}
+	if !EngineUp(ctx) {
+		return err
+	}
+	if err := BuildOffline(ctx, io.Discard); err != nil {
+		return fmt.Errorf("cannot build %s: %w", DefaultImage, err)
+	}
+	return nil
 }
 
 func firstName(names []string) string {

@@ -3,36 +3,23 @@ package docker_test
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/lockcheck/lockcheck/internal/dockertest"
 	"github.com/lockcheck/lockcheck/node"
 	"github.com/lockcheck/lockcheck/node/docker"
-	"github.com/moby/moby/client"
 	"github.com/redis/go-redis/v9"
-	"github.com/testcontainers/testcontainers-go"
 )
 
-// labelled lists the containers of run (all of lockcheck's with run "").
-func labelled(t *testing.T, run string) []string {
-	t.Helper()
-	cli, err := testcontainers.NewDockerClientWithOpts(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	f := make(client.Filters).Add("label", docker.Label+"=1")
-	if run != "" {
-		f.Add("label", docker.RunLabel+"="+run)
-	}
-	res, err := cli.ContainerList(context.Background(), client.ContainerListOptions{All: true, Filters: f})
-	if err != nil {
-		t.Fatal(err)
-	}
+// containers lists run's containers.
+func containers(t *testing.T, run string) []string {
 	var out []string
-	for _, c := range res.Items {
-		out = append(out, c.ID)
+	for _, x := range dockertest.Leftovers(t, run) {
+		if strings.HasPrefix(x, "container ") {
+			out = append(out, x)
+		}
 	}
 	return out
 }
@@ -53,7 +40,7 @@ func TestContainerPauseKillRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Stop()
-	if got := labelled(t, rt.RunID); len(got) != 1 {
+	if got := containers(t, rt.RunID); len(got) != 1 {
 		t.Fatalf("%d labelled containers for the run, want 1", len(got))
 	}
 	c := redis.NewClient(&redis.Options{Addr: n.Addr(), Password: n.Password(), MaxRetries: -1, ReadTimeout: 300 * time.Millisecond})
@@ -86,7 +73,7 @@ func TestContainerPauseKillRestart(t *testing.T) {
 		t.Fatalf("after restart with AOF: %q %v", v, err)
 	}
 	n.Stop()
-	if got := labelled(t, rt.RunID); len(got) != 0 {
+	if got := containers(t, rt.RunID); len(got) != 0 {
 		t.Fatalf("%d containers left after Stop", len(got))
 	}
 }
