@@ -296,12 +296,12 @@ func (p *proc) Remove() error {
 // Clean removes every container, volume and network labelled lockcheck=1 (all runs, or one run), as left
 // by a run that was killed before it could tear down. It returns what it removed.
 func Clean(ctx context.Context, runID string) ([]string, error) {
-	setup()
-	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
+	r, err := ConnectEngine(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("docker: %w", err)
+		return nil, err
 	}
-	defer cli.Close()
+	defer r.cli.Close()
+	cli := r.cli
 	items, err := labelled(ctx, cli, runID)
 	if err != nil {
 		return nil, err
@@ -343,12 +343,12 @@ func Clean(ctx context.Context, runID string) ([]string, error) {
 // Leftovers names every container, volume and network labelled as lockcheck's (of one run, or of all
 // with runID "").
 func Leftovers(ctx context.Context, runID string) ([]string, error) {
-	setup()
-	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
+	r, err := ConnectEngine(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("docker: %w", err)
+		return nil, err
 	}
-	defer cli.Close()
+	defer r.cli.Close()
+	cli := r.cli
 	items, err := labelled(ctx, cli, runID)
 	var out []string
 	for _, it := range items {
