@@ -5,20 +5,32 @@ import (
 	"math/rand/v2"
 )
 
+// Variant is which of Redisson's mutex-like primitives a Redisson client's Mutex hands out; the other
+// families' primitives (read-write lock, semaphores, latch) need no variant.
+type Variant int
+
+// The Redisson mutex variants.
+const (
+	VariantLock   Variant = iota // RLock
+	VariantFenced                // RFencedLock
+	VariantFair                  // RFairLock
+	VariantMulti                 // RMultiLock over the keys given
+)
+
 // redissonClient is one Redisson instance serving every family; the kind picks the primitive.
 type redissonClient struct {
 	*Redisson
-	variant string // reentrant, fenced, fair, multi
+	variant Variant
 	broken  bool
 }
 
 func (c *redissonClient) Mutex(keys []string, thread int64) Mutex {
 	switch c.variant {
-	case "fenced":
+	case VariantFenced:
 		return c.FencedLock(keys[0], thread, c.broken)
-	case "fair":
+	case VariantFair:
 		return c.FairLock(keys[0], thread, c.broken)
-	case "multi":
+	case VariantMulti:
 		members := make([]*RLock, len(keys))
 		for i, k := range keys {
 			members[i] = c.Lock(k, thread)
@@ -50,7 +62,9 @@ func (c *redissonClient) Latch(key string, thread int64) Latch {
 	return c.CountDownLatch(key, thread, c.broken)
 }
 
-func newRedisson(variant string, broken bool) func(Env) (Client, error) {
+// RedissonClients makes one Redisson instance per client, whose Mutex is the variant (any for the other
+// families); broken selects the negative control's defect.
+func RedissonClients(variant Variant, broken bool) ClientFactory {
 	return func(e Env) (Client, error) {
 		cfg := e.Redisson
 		cfg.Gate = e.Gate
@@ -99,7 +113,8 @@ func nodeNames(n int) []string {
 	return out
 }
 
-func newRedlock(broken bool) func(Env) (Client, error) {
+// RedlockClients makes RedissonRedLock users: one Redisson instance per master of the client's Env.
+func RedlockClients(broken bool) ClientFactory {
 	return func(e Env) (Client, error) {
 		c := &redlockClient{name: e.Client, gate: e.Gate, broken: broken, rng: rand.New(rand.NewPCG(rand.Uint64(), 1))}
 		cfg := e.Redisson
@@ -112,7 +127,8 @@ func newRedlock(broken bool) func(Env) (Client, error) {
 	}
 }
 
-func newSpec(broken bool) func(Env) (Client, error) {
+// SpecRedlockClients makes clients of the Redis docs' Redlock algorithm over the client's masters.
+func SpecRedlockClients(broken bool) ClientFactory {
 	return func(e Env) (Client, error) {
 		lease := e.Lease
 		if lease <= 0 {
@@ -123,7 +139,8 @@ func newSpec(broken bool) func(Env) (Client, error) {
 	}
 }
 
-func newNaive(e Env) (Client, error) {
+// NaiveClients makes clients of the naive lock (SET NX PX, unconditional DEL): unsafe by design.
+func NaiveClients(e Env) (Client, error) {
 	lease := e.Lease
 	if lease <= 0 {
 		lease = e.Redisson.WatchdogTimeout
@@ -142,47 +159,3 @@ func (c *NaiveClient) Gate() *Gate { return c.gate }
 
 // Name is the client's name in the history.
 func (r *Redisson) Name() string { return r.name }
-
-func init() {
-	// pair registers a kind and its negative control, which must be flagged on the fault-free run flags.
-	pair := func(k Kind, broken func(Env) (Client, error), why string, flags ...string) {
-		Register(k)
-		b := k
-		b.Name, b.Broken, b.Flags, b.New = k.Name+"-broken", why, flags, broken
-		b.About = "negative control for " + k.Name + ": " + why
-		Register(b)
-	}
-	Register(Kind{Name: "reentrant", About: "Redisson RLock: reentrant hash lock, watchdog, pub/sub wake-up",
-		Family: FamilyMutex, Reentrant: true, Scripts: "redisson", Topology: "single", New: newRedisson("reentrant", false)})
-	Register(Kind{Name: "naive", About: "negative control: SET NX PX, unconditional DEL, fixed lease, no watchdog",
-		Family: FamilyMutex, Topology: "single", New: newNaive,
-		Broken: "lets a holder that outlives its lease delete the next holder's lock", Flags: []string{"--lease", "300ms", "--hold", "400ms-1s"}})
-	pair(Kind{Name: "fair", About: "Redisson RFairLock: FIFO queue, per-waiter channel, client-clock deadlines",
-		Family: FamilyMutex, Reentrant: true, Fair: true, Scripts: "redisson", Topology: "single", New: newRedisson("fair", false)},
-		newRedisson("fair", true), "takes a free lock whoever heads the queue, so a client that just released it overtakes the waiters")
-	pair(Kind{Name: "multi", About: "Redisson RMultiLock: several RLocks, all or nothing", Family: FamilyMutex,
-		Group: true, Scripts: "redisson", Topology: "single", New: newRedisson("multi", false)},
-		newRedisson("multi", true), "keeps the members it got when it gives up, so a failed tryLock leaves a strict subset held",
-		"--keys", "3", "--group", "2", "--wait", "300ms", "--hold", "100ms-300ms")
-	pair(Kind{Name: "redlock", About: "Redisson RedLock: RLock on each of N masters, majority, sequential, no validity check",
-		Family: FamilyMutex, Scripts: "redisson", Topology: "redlock", New: newRedlock(false)},
-		newRedlock(true), "accepts one member (a minority) as enough and tries members in a random order, so two clients each hold some")
-	pair(Kind{Name: "redlock-spec", About: "Redlock as the Redis docs specify: parallel SET NX PX, majority and validity",
-		Family: FamilyMutex, Scripts: "redisson", Topology: "redlock", New: newSpec(false)},
-		newSpec(true), "accepts one master (a minority) as enough, so racing clients each win some masters and both hold")
-	pair(Kind{Name: "rwlock", About: "Redisson RReadWriteLock: mode field, per-reader timeout keys, no upgrade",
-		Family: FamilyRW, Reentrant: true, Scripts: "redisson", Topology: "single", New: newRedisson("rwlock", false)},
-		newRedisson("rwlock", true), "grants a read lock to anyone while another client holds the write lock")
-	pair(Kind{Name: "semaphore", About: "Redisson RSemaphore: permit counter, trySetPermits, pub/sub wake-up",
-		Family: FamilySemaphore, Scripts: "redisson", Topology: "single", New: newRedisson("semaphore", false)},
-		newRedisson("semaphore", true), "each release gives back twice what was taken, so more clients hold permits than exist")
-	pair(Kind{Name: "expirable-semaphore", About: "Redisson RPermitExpirableSemaphore: permit ids with leases, lazy reclamation",
-		Family: FamilyExpirable, Scripts: "redisson", Topology: "single", New: newRedisson("expirable", false)},
-		newRedisson("expirable", true), "issues a permit whether or not one is available")
-	pair(Kind{Name: "latch", About: "Redisson RCountDownLatch: trySetCount, countDown, await via pub/sub",
-		Family: FamilyLatch, Scripts: "redisson", Topology: "single", New: newRedisson("latch", false)},
-		newRedisson("latch", true), "applies every countDown twice, so the latch opens after half the count")
-	pair(Kind{Name: "fenced", About: "Redisson RFencedLock: RLock plus a token from INCR on every grant",
-		Family: FamilyMutex, Reentrant: true, Fenced: true, Scripts: "redisson", Topology: "single", New: newRedisson("fenced", false)},
-		newRedisson("fenced", true), "hands out the token counter's value without incrementing it, so successive holders share a token")
-}

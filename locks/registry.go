@@ -2,19 +2,8 @@ package locks
 
 import (
 	"context"
-	"fmt"
 	"net"
-	"sort"
 	"time"
-)
-
-// Families: the interface a kind's clients implement, and so the workload and checkers that fit it.
-const (
-	FamilyMutex     = "mutex"
-	FamilyRW        = "rwlock"
-	FamilySemaphore = "semaphore"
-	FamilyExpirable = "expirable-semaphore"
-	FamilyLatch     = "latch"
 )
 
 // Env is what a lock client needs to connect: its name, the addresses of the nodes (through its own
@@ -132,43 +121,9 @@ type LatchClient interface {
 	Latch(key string, thread int64) Latch
 }
 
-// Kind is a lock by its --lock name.
-type Kind struct {
-	Name      string
-	About     string
-	Family    string
-	Reentrant bool   // the mutex workload may nest acquisitions
-	Group     bool   // takes a group of keys (multi lock)
-	Fenced    bool   // grants carry tokens the resource checks
-	Fair      bool   // grants must follow the queue
-	Scripts   string // embedded script set, "" for none
-	Topology  string // the topology it runs on by default: single or redlock
-	// Broken is set on negative controls: what is wrong, and Flags are the fault-free run that shows it.
-	Broken string
-	Flags  []string
-	New    func(Env) (Client, error)
-}
-
-var kinds = map[string]Kind{}
-
-// Register adds a lock kind.
-func Register(k Kind) { kinds[k.Name] = k }
-
-// Lookup finds a lock kind by name.
-func Lookup(name string) (Kind, error) {
-	k, ok := kinds[name]
-	if !ok {
-		return Kind{}, fmt.Errorf("unknown lock %q (have: %v)", name, KindNames())
-	}
-	return k, nil
-}
-
-// KindNames lists the registered kinds.
-func KindNames() []string {
-	var out []string
-	for n := range kinds {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
+// ClientFactory makes one client of a lock kind from its Env: the seam through which a built-in Go lock, an
+// out-of-process worker (one process per client, speaking docs/protocol.md) and a user's spec-defined Lua
+// lock all plug in. The client it returns must implement its kind's family interface (MutexClient, RWClient,
+// SemaphoreClient, ExpirableClient or LatchClient); the runner refuses one that does not before the
+// workload starts.
+type ClientFactory func(Env) (Client, error)

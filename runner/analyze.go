@@ -10,9 +10,8 @@ import (
 
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/history"
-	"github.com/lockcheck/lockcheck/locks"
 	"github.com/lockcheck/lockcheck/report"
-	"github.com/lockcheck/lockcheck/topology"
+	"github.com/lockcheck/lockcheck/suite"
 )
 
 // ResolveHistory accepts a run directory or a history file.
@@ -43,17 +42,21 @@ func Analyze(path string, timeout time.Duration) (*report.Results, error) {
 	if err := json.Unmarshal(h.Meta.Data, &meta); err != nil {
 		return nil, usagef("%s: meta record: %v", path, err)
 	}
-	if meta.Checks.Family == "" {
-		k, err := locks.Lookup(meta.Lock)
+	if meta.Checks.Family == "" { // histories older than the checks record: the built-in kind's
+		k, err := suite.Lookup(meta.Lock)
 		if err != nil {
 			return nil, usagef("%s: %v", path, err)
 		}
-		meta.Checks = checksFor(k, Options{Permits: meta.Checks.Permits})
+		meta.Checks = k.Checks(suite.Params{Permits: meta.Checks.Permits})
 	}
-	if k, err := locks.Lookup(meta.Lock); err == nil { // histories older than the field
-		meta.Checks.Members = k.Topology == topology.Redlock
+	if k, err := suite.Lookup(meta.Lock); err == nil { // histories older than the members field
+		meta.Checks.Members = k.Checks(suite.Params{}).Members
 	}
-	lin, cs := checkers(meta.Checks, timeout)
+	family, err := suite.FamilyNamed(meta.Checks.Family)
+	if err != nil {
+		return nil, usagef("%s: meta record: %v", path, err)
+	}
+	lin, cs := family.Checkers(meta.Checks, timeout)
 	results, valid := checker.Run(context.Background(), h, cs...)
 	dir := filepath.Dir(path)
 	opts, _ := json.Marshal(meta.Options)
@@ -63,7 +66,7 @@ func Analyze(path string, timeout time.Duration) (*report.Results, error) {
 		Versions: meta.Versions, StartupMs: meta.StartupMs,
 		Files: map[string]string{"dir": dir, "history": path, "results": filepath.Join(dir, "results.json"),
 			"html": filepath.Join(dir, "history.html")}}
-	if k, err := locks.Lookup(meta.Lock); err == nil && k.Broken != "" {
+	if k, err := suite.Lookup(meta.Lock); err == nil && k.Broken != "" {
 		res.Notes = append(res.Notes, fmt.Sprintf("%s is a negative control: it %s; a valid verdict here means the harness missed it", k.Name, k.Broken))
 	}
 	if !finished(h) {

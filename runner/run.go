@@ -25,6 +25,7 @@ import (
 	"github.com/lockcheck/lockcheck/node/clockshift"
 	"github.com/lockcheck/lockcheck/node/docker"
 	"github.com/lockcheck/lockcheck/report"
+	"github.com/lockcheck/lockcheck/suite"
 	"github.com/lockcheck/lockcheck/topology"
 )
 
@@ -38,7 +39,7 @@ type Meta struct {
 	Plan      nemesis.Plan      `json:"plan"`
 	Versions  map[string]string `json:"versions"`
 	ScriptSet string            `json:"script_set,omitempty"`
-	Checks    Checks            `json:"checks"`
+	Checks    suite.Checks      `json:"checks"`
 	StartupMs int64             `json:"startup_ms,omitempty"`
 }
 
@@ -72,90 +73,16 @@ func (planned) SetReplicaPriority(context.Context, string, int) error { return e
 
 // Run performs one test and judges it. The returned results are nil only when the run could not start.
 func Run(ctx context.Context, o Options, stderr io.Writer) (*report.Results, error) {
-	hold, err := o.validate()
+	t, err := NewTest(o)
 	if err != nil {
 		return nil, err
 	}
-	kind, _ := locks.Lookup(o.Lock)
-	var ext *topology.External
-	if o.Backend == BackendExternal {
-		var e topology.External
-		var err error
-		if o.External != "" {
-			e, err = topology.LoadExternal(o.External)
-		} else {
-			f := o.ExternalFlags
-			f.Topology = o.Topology
-			e, err = topology.ExternalFromFlags(f)
-		}
-		if err != nil {
-			return nil, UsageError{err}
-		}
-		if o.Topology != "" && o.Topology != e.Topology {
-			return nil, usagef("--topology %s, but the deployment in %s is %s", o.Topology, o.External, e.Topology)
-		}
-		o.Topology, o.Nodes, ext = e.Topology, len(e.Nodes), &e
-	}
-	if o.Topology == "" {
-		o.Topology = kind.Topology
-	}
-	clients := clientNames(o.Clients)
-	spec := topology.Spec{Kind: o.Topology, Nodes: o.Nodes, Clients: clients, Persistence: o.Persistence}
-	if err := spec.Validate(); err != nil {
-		return nil, UsageError{err}
-	}
-	// The plan needs only names, so it is made (and every usage error found) before anything starts.
-	names := &nemesis.Env{Topology: o.Topology, Clients: clients, Params: o.faultParams(),
-		Client: func(string) nemesis.Client { return nil }}
-	if shards, modes := topology.Shape(o.Topology); shards > 0 {
-		names.Replication = planned{shards: shards, modes: modes}
-		names.KeyShards = keyShards(o.Topology, keyCount(kind, o))
-	}
-	if kind.Topology == topology.Redlock && o.Topology != topology.Redlock {
-		return nil, usagef("--lock %s needs independent masters: --topology redlock", o.Lock)
-	}
-	for i := 1; i <= topology.NodeCount(o.Topology, o.Nodes); i++ {
-		names.Nodes = append(names.Nodes, fmt.Sprintf("n%d", i))
-	}
-	if ext != nil {
-		names.Nodes = nil
-		for _, n := range ext.Nodes {
-			names.Nodes = append(names.Nodes, n.Name)
-		}
-	}
-	faults, err := nemesis.Parse(o.Nemesis, names)
-	if err != nil {
-		return nil, UsageError{err}
-	}
-	for _, f := range faults {
-		if ext == nil {
-			break
-		}
-		if why := ext.Refusal(f); why != "" {
-			return nil, usagef("--nemesis %s on --backend external: %s", f, why)
-		}
-	}
-	if names.Targets, err = nemesis.ParseSelector(o.NemesisTargets, names); err != nil {
-		return nil, UsageError{err}
-	}
-	plan, err := nemesis.NewPlan(o.Seed, nemesis.Schedule{Faults: faults, Total: o.Time, Interval: o.NemesisInterval,
-		Duration: o.NemesisDuration, Quiet: o.Quiet}, names)
-	if err != nil {
-		return nil, UsageError{err}
-	}
-	var scripts *locks.Scripts
-	if kind.Scripts != "" {
-		if scripts, err = locks.LoadScripts(kind.Scripts, o.Scripts); err != nil {
-			return nil, UsageError{err}
-		}
-	} else if o.Scripts != "" {
-		return nil, usagef("--scripts: lock %s runs no scripts", o.Lock)
-	}
-	workload, err := workloadFor(kind, o, hold)
-	if err != nil {
-		return nil, UsageError{err}
-	}
+	return t.Run(ctx, stderr)
+}
 
+// Run performs the test and judges it. The returned results are nil only when the run could not start.
+func (t *Test) Run(ctx context.Context, stderr io.Writer) (*report.Results, error) {
+	o := t.Options
 	dir, err := newRunDir(o.Results, o.Lock, o.Nemesis)
 	if err != nil {
 		return nil, err
@@ -165,13 +92,13 @@ func Run(ctx context.Context, o Options, stderr io.Writer) (*report.Results, err
 	if err != nil {
 		return nil, err
 	}
-	meta := Meta{Lock: o.Lock, Topology: o.Topology, Nemesis: faults, Seed: o.Seed, Options: o.describe(),
-		Plan: plan, Versions: Versions(), Checks: checksFor(kind, o)}
-	if scripts != nil {
-		meta.ScriptSet = scripts.Set
+	meta := Meta{Lock: o.Lock, Topology: o.Topology, Nemesis: t.Faults, Seed: o.Seed, Options: o.describe(),
+		Plan: t.Plan, Versions: Versions(), Checks: t.Checks}
+	if t.Scripts != nil {
+		meta.ScriptSet = t.Scripts.Set
 	}
 
-	runErr := execute(ctx, o, kind, scripts, workload, plan, names.Targets, spec, ext, dir, rec, &meta, stderr)
+	runErr := execute(ctx, t, dir, rec, &meta, stderr)
 	if cerr := rec.Close(); cerr != nil && runErr == nil {
 		runErr = fmt.Errorf("history: %w", cerr)
 	}
@@ -192,9 +119,8 @@ func Run(ctx context.Context, o Options, stderr io.Writer) (*report.Results, err
 }
 
 // execute brings the topology up, runs the workload and the nemesis, heals, and tears everything down.
-func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scripts, workload workload,
-	plan nemesis.Plan, targets nemesis.Selector, spec topology.Spec, ext *topology.External, dir string,
-	rec *history.Recorder, meta *Meta, stderr io.Writer) error {
+func execute(ctx context.Context, t *Test, dir string, rec *history.Recorder, meta *Meta, stderr io.Writer) error {
+	o, plan, spec, ext := t.Options, t.Plan, t.Spec, t.External
 	spec.Dir = dir
 	clock := slices.Contains(plan.Faults(), "clock") || slices.Contains(plan.Faults(), "clock-strobe")
 	if clock && o.Backend == BackendProcess {
@@ -238,7 +164,7 @@ func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scr
 		gates[c] = locks.NewGate()
 	}
 	env := FaultEnv(topo, spec.Clients, o.faultParams())
-	env.Targets = targets
+	env.Targets = t.Targets
 	env.Client = func(c string) nemesis.Client {
 		if g := gates[c]; g != nil {
 			return g
@@ -258,12 +184,15 @@ func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scr
 		case topology.Cluster:
 			cluster = &locks.ClusterConn{Addrs: topo.ClusterAddrs(), Dialer: topo.Dialer(c)}
 		}
-		mc, err := kind.New(locks.Env{Client: c, Addrs: topo.Addrs(c), Password: topo.Password, Scripts: scripts,
+		mc, err := t.Clients(locks.Env{Client: c, Addrs: topo.Addrs(c), Password: topo.Password, Scripts: t.Scripts,
 			Redisson: rcfg, Lease: o.Lease, Rec: rec, Gate: gates[c], Sentinel: sentinel, Cluster: cluster})
 		if err != nil {
 			return err
 		}
 		defer mc.Close()
+		if f := t.Kind.Family; !f.Accepts(mc) { // a worker or spec of the wrong family: refuse, never panic
+			return fmt.Errorf("lock %s: client %s (%T) does not implement the %s family's %s", o.Lock, c, mc, f.Name, f.Client)
+		}
 		mcs = append(mcs, mc)
 	}
 
@@ -273,7 +202,7 @@ func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scr
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); workload(ctx, stop, mcs, rec) }()
+	go func() { defer wg.Done(); t.Workload(ctx, stop, mcs, rec) }()
 	nctx, ncancel := context.WithDeadline(ctx, start.Add(plan.HealAt))
 	defer ncancel()
 	go func() {
@@ -281,12 +210,12 @@ func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scr
 		plan.Run(nctx, env, rec, start)
 		finalHeal(env, rec)
 	}()
-	t := time.NewTimer(o.Time)
+	timer := time.NewTimer(o.Time)
 	select {
-	case <-t.C:
+	case <-timer.C:
 	case <-ctx.Done():
 	}
-	t.Stop()
+	timer.Stop()
 	close(stop)
 	ncancel()
 	wg.Wait()

@@ -4,12 +4,11 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
-	"github.com/lockcheck/lockcheck/locks"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/runner"
+	"github.com/lockcheck/lockcheck/suite"
 	"github.com/spf13/cobra"
 )
 
@@ -48,7 +47,7 @@ func newRunCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Lock, "lock", o.Lock, "lock to test: "+join(locks.KindNames()))
+	f.StringVar(&o.Lock, "lock", o.Lock, "lock to test: "+join(suite.KindNames()))
 	f.StringVar(&o.Backend, "backend", o.Backend, "where the nodes run: process (child processes), docker (containers, testcontainers-go) or external (a deployment you started: --external)")
 	f.StringVar(&o.DockerImage, "docker-image", o.DockerImage, "the Redis image of --backend docker (lockcheck images builds the default)")
 	f.StringVar(&o.External, "external", "", "YAML file describing the deployment of --backend external")
@@ -94,7 +93,7 @@ func join(s []string) string { return strings.Join(s, ", ") }
 // controlDefaults applies a negative control's own run flags where the user set none, and says so: these
 // are the fault-free runs on which the control must be flagged.
 func controlDefaults(cmd *cobra.Command, lock string) error {
-	k, err := locks.Lookup(lock)
+	k, err := suite.Lookup(lock)
 	if err != nil || k.Broken == "" {
 		return nil // an unknown lock is reported by the run itself
 	}
@@ -112,22 +111,4 @@ func controlDefaults(cmd *cobra.Command, lock string) error {
 	}
 	fmt.Fprintln(os.Stderr)
 	return nil
-}
-
-func newLocksCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "locks",
-		Short: "List the locks lockcheck can test, and their negative controls",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			markRan(cmd)
-			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "LOCK\tFAMILY\tTOPOLOGY\tWHAT")
-			for _, n := range locks.KindNames() {
-				k, _ := locks.Lookup(n)
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.Name, k.Family, k.Topology, k.About)
-			}
-			return tw.Flush()
-		},
-	}
 }

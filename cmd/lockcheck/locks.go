@@ -1,0 +1,56 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/lockcheck/lockcheck/suite"
+	"github.com/spf13/cobra"
+)
+
+func newLocksCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "locks",
+		Short: "List the locks lockcheck can test, what each supports, and the client workers",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			markRan(cmd)
+			return writeLocks(os.Stdout)
+		},
+	}
+}
+
+// writeLocks prints every kind with its family, topology and what it supports, then the client providers.
+func writeLocks(w io.Writer) error {
+	yes := func(b bool) string {
+		if b {
+			return "yes"
+		}
+		return "-"
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "LOCK\tFAMILY\tTOPOLOGY\tRE-ENTRY\tFENCING\tFAIR\tGROUP\tWATCHDOG\tCONTROL\tWHAT")
+	for _, n := range suite.KindNames() {
+		k, _ := suite.Lookup(n)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.Name, k.Family.Name, k.Topology, yes(k.Reentrant),
+			yes(k.Fenced), yes(k.Fair), yes(k.Group), yes(k.Watchdog), yes(k.Broken != ""), k.About)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	ps := suite.Providers()
+	if len(ps) == 0 {
+		_, err := fmt.Fprintln(w, "\nclients: lockcheck's own Go clients only (no worker is registered; a worker speaks docs/protocol.md)")
+		return err
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CLIENT\tLOCKS\tWHAT")
+	for _, p := range ps {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Name, strings.Join(p.Locks, ","), p.About)
+	}
+	return tw.Flush()
+}

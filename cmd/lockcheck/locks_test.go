@@ -1,0 +1,59 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/lockcheck/lockcheck/suite"
+)
+
+// `lockcheck locks` lists every kind with its family, topology and what it supports, and the client
+// providers that registered.
+func TestLocksListsKindsAndProviders(t *testing.T) {
+	var b bytes.Buffer
+	if err := writeLocks(&b); err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string][]string{}
+	for _, line := range strings.Split(b.String(), "\n") {
+		if f := strings.Fields(line); len(f) >= 10 {
+			rows[f[0]] = f
+		}
+	}
+	if h := rows["LOCK"]; strings.Join(h[:10], " ") != "LOCK FAMILY TOPOLOGY RE-ENTRY FENCING FAIR GROUP WATCHDOG CONTROL WHAT" {
+		t.Fatalf("header %v", h)
+	}
+	for _, n := range suite.KindNames() {
+		if _, ok := rows[n]; !ok {
+			t.Errorf("%s is not listed", n)
+		}
+	}
+	for name, want := range map[string]string{
+		"reentrant":    "mutex single yes - - - yes -",
+		"fenced":       "mutex single yes yes - - yes -",
+		"fair-broken":  "mutex single yes - yes - yes yes",
+		"multi":        "mutex single - - - yes yes -",
+		"redlock-spec": "mutex redlock - - - - - -",
+		"semaphore":    "semaphore single - - - - - -",
+		"latch-broken": "latch single - - - - - yes",
+		"naive":        "mutex single - - - - - yes",
+		"rwlock":       "rwlock single yes - - - yes -",
+	} {
+		if got := strings.Join(rows[name][1:9], " "); got != want {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
+	}
+	if !strings.Contains(b.String(), "no worker is registered") {
+		t.Errorf("no word on workers:\n%s", b.String())
+	}
+
+	suite.RegisterProvider(suite.Provider{Name: "example-worker", About: "a test's provider", Locks: []string{"reentrant", "fenced"}})
+	b.Reset()
+	if err := writeLocks(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "CLIENT") || !strings.Contains(b.String(), "example-worker  reentrant,fenced  a test's provider") {
+		t.Errorf("the provider is not listed:\n%s", b.String())
+	}
+}

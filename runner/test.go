@@ -1,0 +1,145 @@
+package runner
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/lockcheck/lockcheck/locks"
+	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/suite"
+	"github.com/lockcheck/lockcheck/topology"
+	"github.com/lockcheck/lockcheck/workloads"
+)
+
+// Test is one run composed, as Jepsen's test map is: the topology to start (or attach to), how to make the
+// lock clients, the workload that drives them, the nemesis plan, and the checks its history is judged by.
+// NewTest builds it from the options, finding every usage error before anything starts; Run consumes it.
+type Test struct {
+	Options  Options // the options, with the lock's defaults applied (topology, nodes of an external deployment)
+	Kind     *suite.Kind
+	Spec     topology.Spec
+	External *topology.External // set on --backend external: Spec's topology is attached to, not started
+	// Clients makes one lock client per name in Spec.Clients. It is Kind.New for lockcheck's own Go clients;
+	// an out-of-process worker or a spec-defined lock replaces it (its clients must implement Kind.Family).
+	Clients  locks.ClientFactory
+	Scripts  *locks.Scripts // the kind's script set, with --scripts applied; nil for none
+	Workload suite.Workload
+	Faults   []string // the nemesis, parsed
+	Plan     nemesis.Plan
+	Targets  nemesis.Selector
+	// Checks are recorded in the history's meta record; the checkers are Kind.Family.Checkers(Checks), so a
+	// history is judged the same way during the run and later by `lockcheck check`.
+	Checks suite.Checks
+}
+
+// params is what the family's workload takes from the options.
+func (o Options) params(hold workloads.Range) suite.Params {
+	return suite.Params{Clients: o.Clients, Keys: o.Keys, Group: o.Group, Permits: o.Permits, Count: o.Count,
+		Wait: o.Wait, Lease: o.Lease, Watchdog: o.Watchdog, Hold: hold, Reentry: o.Reentry, Readers: o.Readers,
+		Seed: o.Seed}
+}
+
+// NewTest composes the test the options describe; every error is a usage error.
+func NewTest(o Options) (*Test, error) {
+	hold, err := o.validate()
+	if err != nil {
+		return nil, err
+	}
+	kind, err := suite.Lookup(o.Lock)
+	if err != nil {
+		return nil, UsageError{err}
+	}
+	var ext *topology.External
+	if o.Backend == BackendExternal {
+		var e topology.External
+		var err error
+		if o.External != "" {
+			e, err = topology.LoadExternal(o.External)
+		} else {
+			f := o.ExternalFlags
+			f.Topology = o.Topology
+			e, err = topology.ExternalFromFlags(f)
+		}
+		if err != nil {
+			return nil, UsageError{err}
+		}
+		if o.Topology != "" && o.Topology != e.Topology {
+			return nil, usagef("--topology %s, but the deployment in %s is %s", o.Topology, o.External, e.Topology)
+		}
+		o.Topology, o.Nodes, ext = e.Topology, len(e.Nodes), &e
+	}
+	if o.Topology == "" {
+		o.Topology = kind.Topology
+	}
+	params := o.params(hold)
+	clients := clientNames(o.Clients)
+	spec := topology.Spec{Kind: o.Topology, Nodes: o.Nodes, Clients: clients, Persistence: o.Persistence}
+	if err := spec.Validate(); err != nil {
+		return nil, UsageError{err}
+	}
+	// The plan needs only names, so it is made (and every usage error found) before anything starts.
+	names := &nemesis.Env{Topology: o.Topology, Clients: clients, Params: o.faultParams(),
+		Client: func(string) nemesis.Client { return nil }}
+	if shards, modes := topology.Shape(o.Topology); shards > 0 {
+		names.Replication = planned{shards: shards, modes: modes}
+		names.KeyShards = keyShards(o.Topology, kind.KeyCount(params))
+	}
+	if kind.Topology == topology.Redlock && o.Topology != topology.Redlock {
+		return nil, usagef("--lock %s needs independent masters: --topology redlock", o.Lock)
+	}
+	for i := 1; i <= topology.NodeCount(o.Topology, o.Nodes); i++ {
+		names.Nodes = append(names.Nodes, fmt.Sprintf("n%d", i))
+	}
+	if ext != nil {
+		names.Nodes = nil
+		for _, n := range ext.Nodes {
+			names.Nodes = append(names.Nodes, n.Name)
+		}
+	}
+	faults, err := nemesis.Parse(o.Nemesis, names)
+	if err != nil {
+		return nil, UsageError{err}
+	}
+	for _, f := range faults {
+		if ext == nil {
+			break
+		}
+		if why := ext.Refusal(f); why != "" {
+			return nil, usagef("--nemesis %s on --backend external: %s", f, why)
+		}
+	}
+	if names.Targets, err = nemesis.ParseSelector(o.NemesisTargets, names); err != nil {
+		return nil, UsageError{err}
+	}
+	plan, err := nemesis.NewPlan(o.Seed, nemesis.Schedule{Faults: faults, Total: o.Time, Interval: o.NemesisInterval,
+		Duration: o.NemesisDuration, Quiet: o.Quiet}, names)
+	if err != nil {
+		return nil, UsageError{err}
+	}
+	var scripts *locks.Scripts
+	if kind.Scripts != "" {
+		if scripts, err = locks.LoadScripts(kind.Scripts, o.Scripts); err != nil {
+			return nil, UsageError{err}
+		}
+	} else if o.Scripts != "" {
+		return nil, usagef("--scripts: lock %s runs no scripts", o.Lock)
+	}
+	workload, err := kind.Family.Workload(kind, params)
+	if err != nil {
+		return nil, UsageError{err}
+	}
+	return &Test{Options: o, Kind: kind, Spec: spec, External: ext, Clients: kind.New, Scripts: scripts,
+		Workload: workload, Faults: faults, Plan: plan, Targets: names.Targets, Checks: kind.Checks(params)}, nil
+}
+
+// keyShards lists the shards (of a kind of topology) that hold the workload's keys, for faults to aim at.
+func keyShards(topo string, keys int) []int {
+	var out []int
+	for i := range keys {
+		if s := topology.ShardOfSlot(topo, locks.Slot(workloads.KeyName(i))); !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,204 @@
+// Package suite is lockcheck's lock suite: families and kinds. A family (mutex, read-write lock, semaphore,
+// expirable semaphore, latch) is the interface its clients implement together with the workload that drives
+// them and the checkers that judge their histories. A kind is one lock of a family: how to make its clients
+// (a locks.ClientFactory), what it supports, and the topology it runs on. A new kind is one Kind value; a new
+// family is one Family value; neither touches the runner, the CLI or the checkers' composition.
+package suite
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/locks"
+	"github.com/lockcheck/lockcheck/workloads"
+)
+
+// Workload is a family's generator, ready to run: it drives the clients until stop closes or ctx ends.
+type Workload func(ctx context.Context, stop <-chan struct{}, clients []locks.Client, rec *history.Recorder)
+
+// Params is what a family's workload takes from the run's options.
+type Params struct {
+	Clients  int
+	Keys     int // 0: the kind's default (KeyCount)
+	Group    int // multi lock: keys per acquisition
+	Permits  int64
+	Count    int64 // latch: countDowns per round
+	Wait     time.Duration
+	Lease    time.Duration
+	Watchdog time.Duration
+	Hold     workloads.Range
+	Reentry  float64
+	Readers  string // read-write lock: READERS:WRITERS
+	Seed     int64
+}
+
+// Checks is what the checkers need to know about a run; it travels in the history's meta record, so a
+// history is judged without the kind that made it (a worker's or a spec's kind need not be registered).
+type Checks struct {
+	Family  string `json:"family"`
+	Fenced  bool   `json:"fenced,omitempty"`
+	Fair    bool   `json:"fair,omitempty"`
+	Group   bool   `json:"group,omitempty"`
+	Permits int64  `json:"permits,omitempty"`
+	// Members is set where a lock spans independent masters (RedLock): losing it on one is tolerated.
+	Members bool `json:"members,omitempty"`
+}
+
+// Family is one interface of lock clients with the workload that drives it and the checkers that judge it.
+type Family struct {
+	Name   string       // its name on the wire (the meta record's checks.family) and in listings
+	Client reflect.Type // the interface its clients implement, e.g. locks.MutexClient
+	// Counted families record --permits in their checks (the capacity the checkers hold them to).
+	Counted bool
+	// Workload builds the family's generator for a kind, or a usage error.
+	Workload func(k *Kind, p Params) (Workload, error)
+	// Model is the porcupine model of the family's lock commands, and Commands reads them from a history.
+	Model    porcupine.NondeterministicModel
+	Commands func(*history.History) []porcupine.Operation
+	// Promises are the checkers of what the family promises the application, given the recorded checks.
+	Promises func(Checks) []checker.Checker
+}
+
+// Accepts reports whether c implements the family's interface.
+func (f *Family) Accepts(c locks.Client) bool {
+	return c != nil && reflect.TypeOf(c).Implements(f.Client)
+}
+
+// Checkers composes the family's checkers for a run: porcupine on its commands, its promises, statistics.
+func (f *Family) Checkers(c Checks, timeout time.Duration) (*checker.Linearizable, []checker.Checker) {
+	lin := &checker.Linearizable{Label: "porcupine", Timeout: timeout, Model: f.Model, Convert: f.Commands}
+	out := append([]checker.Checker{lin}, f.Promises(c)...)
+	return lin, append(out, checker.Stats{})
+}
+
+var families []*Family
+
+// family registers a family; every family is one such value below.
+func family(f *Family) *Family {
+	families = append(families, f)
+	return f
+}
+
+// The families. Their names are recorded in histories: never rename one.
+var (
+	Mutex = family(&Family{Name: "mutex", Client: reflect.TypeFor[locks.MutexClient](),
+		Workload: mutexWorkload(false), Model: checker.MutexModel, Commands: checker.MutexOps,
+		Promises: func(c Checks) []checker.Checker {
+			out := []checker.Checker{checker.Exclusion{Fenced: c.Fenced}}
+			if !c.Members && !c.Fair {
+				out = append(out, checker.LostLock{})
+			}
+			if c.Fenced {
+				out = append(out, checker.Tokens{})
+			}
+			if c.Fair {
+				out = append(out, checker.Fairness{})
+			}
+			if c.Group {
+				out = append(out, checker.Group{})
+			}
+			return out
+		}})
+	RW = family(&Family{Name: "rwlock", Client: reflect.TypeFor[locks.RWClient](),
+		Workload: mutexWorkload(true), Model: checker.RWModel, Commands: commands("acquire", "release", "renew"),
+		Promises: func(Checks) []checker.Checker { return []checker.Checker{checker.Exclusion{}} }})
+	Semaphore = family(&Family{Name: "semaphore", Client: reflect.TypeFor[locks.SemaphoreClient](), Counted: true,
+		Workload: semaphoreWorkload(false), Model: checker.SemaphoreModel,
+		Commands: commands("setPermits", "acquire", "release", "available"), Promises: permitPromises})
+	Expirable = family(&Family{Name: "expirable-semaphore", Client: reflect.TypeFor[locks.ExpirableClient](), Counted: true,
+		Workload: semaphoreWorkload(true), Model: checker.PESModel,
+		Commands: commands("setPermits", "acquire", "release", "available"), Promises: permitPromises})
+	Latch = family(&Family{Name: "latch", Client: reflect.TypeFor[locks.LatchClient](),
+		Workload: latchWorkload, Model: checker.LatchModel, Commands: commands("setCount", "countDown", "getCount"),
+		Promises: func(Checks) []checker.Checker { return []checker.Checker{checker.LatchAwaits{}} }})
+)
+
+// Families lists the families in registration order.
+func Families() []*Family { return append([]*Family(nil), families...) }
+
+// FamilyNamed finds a family by its recorded name.
+func FamilyNamed(name string) (*Family, error) {
+	var names []string
+	for _, f := range families {
+		if f.Name == name {
+			return f, nil
+		}
+		names = append(names, f.Name)
+	}
+	return nil, fmt.Errorf("unknown lock family %q (have: %s)", name, strings.Join(names, ", "))
+}
+
+func commands(fs ...string) func(*history.History) []porcupine.Operation {
+	return func(h *history.History) []porcupine.Operation { return checker.Commands(h, fs...) }
+}
+
+func permitPromises(c Checks) []checker.Checker {
+	return []checker.Checker{checker.Exclusion{Capacity: int(c.Permits)}, checker.Quiescence{Permits: c.Permits}}
+}
+
+// mutexWorkload drives mutexes and multi locks (a group of keys), or with rw read-write locks.
+func mutexWorkload(rw bool) func(k *Kind, p Params) (Workload, error) {
+	return func(k *Kind, p Params) (Workload, error) {
+		read, err := readShare(p.Readers) // checked for every mutex-like lock, as before families were values
+		if err != nil {
+			return nil, err
+		}
+		group := 1
+		if k.Group {
+			group = p.Group
+		}
+		w := workloads.Mutex{Keys: k.KeyCount(p), Group: group, Wait: p.Wait, Lease: p.Lease, Hold: p.Hold,
+			Reentry: p.Reentry, Reentrant: k.Reentrant, RW: rw, ReadRatio: read, Seed: p.Seed}
+		if err := w.Validate(); err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context, stop <-chan struct{}, cs []locks.Client, rec *history.Recorder) {
+			w.Run(ctx, stop, cs, rec, workloads.NewResource(rec))
+		}, nil
+	}
+}
+
+func semaphoreWorkload(expirable bool) func(k *Kind, p Params) (Workload, error) {
+	return func(k *Kind, p Params) (Workload, error) {
+		lease := p.Lease
+		if expirable && lease <= 0 {
+			lease = p.Watchdog // permits get a lease unless told otherwise
+		}
+		w := workloads.Semaphore{Keys: k.KeyCount(p), Permits: p.Permits, Wait: p.Wait, Lease: lease, Hold: p.Hold,
+			Expirable: expirable, Seed: p.Seed}
+		if err := w.Validate(); err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context, stop <-chan struct{}, cs []locks.Client, rec *history.Recorder) {
+			w.Run(ctx, stop, cs, rec, workloads.NewResource(rec))
+		}, nil
+	}
+}
+
+func latchWorkload(_ *Kind, p Params) (Workload, error) {
+	w := workloads.Latch{Count: p.Count, Wait: p.Wait, Hold: p.Hold, Seed: p.Seed}
+	if err := w.Validate(p.Clients); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, stop <-chan struct{}, cs []locks.Client, rec *history.Recorder) {
+		w.Run(ctx, stop, cs, rec)
+	}, nil
+}
+
+// readShare reads --readers R:W as the share of acquisitions that read.
+func readShare(s string) (float64, error) {
+	r, w, ok := strings.Cut(s, ":")
+	rn, err1 := strconv.Atoi(strings.TrimSpace(r))
+	wn, err2 := strconv.Atoi(strings.TrimSpace(w))
+	if !ok || err1 != nil || err2 != nil || rn < 0 || wn < 0 || rn+wn == 0 {
+		return 0, fmt.Errorf("--readers %q: want READERS:WRITERS, e.g. 3:1", s)
+	}
+	return float64(rn) / float64(rn+wn), nil
+}

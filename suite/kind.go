@@ -1,0 +1,104 @@
+package suite
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/lockcheck/lockcheck/locks"
+	"github.com/lockcheck/lockcheck/topology"
+)
+
+// Kind is a lock by its --lock name: a family, a way to make clients, and what it supports.
+type Kind struct {
+	Name   string
+	About  string
+	Family *Family
+	// New makes one client per lockcheck client; it must implement Family.Client.
+	New       locks.ClientFactory
+	Reentrant bool   // the mutex workload may nest acquisitions
+	Group     bool   // takes a group of keys (multi lock)
+	Fenced    bool   // grants carry tokens the resource checks
+	Fair      bool   // grants must follow the queue
+	Watchdog  bool   // a hold without a lease is renewed for as long as the client lives
+	Scripts   string // embedded script set, "" for none
+	Topology  string // the topology it runs on by default: single or redlock (one lock over independent masters)
+	// Broken is set on negative controls: what is wrong, and Flags are the fault-free run that shows it.
+	Broken string
+	Flags  []string
+}
+
+// Checks are what the kind's checkers need, recorded in the history so that it can be judged alone.
+func (k *Kind) Checks(p Params) Checks {
+	c := Checks{Family: k.Family.Name, Fenced: k.Fenced, Fair: k.Fair, Group: k.Group,
+		Members: k.Topology == topology.Redlock}
+	if k.Family.Counted {
+		c.Permits = p.Permits
+	}
+	return c
+}
+
+// KeyCount is --keys, or the kind's default: one key, or one more than a group so that groups differ.
+func (k *Kind) KeyCount(p Params) int {
+	switch {
+	case p.Keys > 0:
+		return p.Keys
+	case k.Group:
+		return p.Group + 1
+	}
+	return 1
+}
+
+var kinds = map[string]*Kind{}
+
+// Register adds a lock kind; a kind without a family or a client factory is a programming error.
+func Register(k Kind) {
+	if k.Family == nil || k.New == nil || k.Name == "" {
+		panic(fmt.Sprintf("suite.Register: kind %q needs a name, a family and a client factory", k.Name))
+	}
+	kinds[k.Name] = &k
+}
+
+// Lookup finds a lock kind by name.
+func Lookup(name string) (*Kind, error) {
+	k, ok := kinds[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown lock %q (have: %v)", name, KindNames())
+	}
+	return k, nil
+}
+
+// KindNames lists the registered kinds.
+func KindNames() []string {
+	var out []string
+	for n := range kinds {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Provider is a source of lock clients other than the built-in Go ones, such as an out-of-process worker
+// (locks/worker) for a real library; it registers itself here so that `lockcheck locks` lists it. How a
+// run selects one (--client) and turns it into a Kind's client factory is the provider's own business: the
+// runner only ever sees a locks.ClientFactory.
+type Provider struct {
+	Name  string // as the user names it, e.g. "redisson"
+	About string // library and language, e.g. "Redisson (Java), real library through the worker protocol"
+	// Locks are the kinds it can drive (their families, workloads and checkers are the built-in kinds').
+	Locks []string
+}
+
+var providers = map[string]Provider{}
+
+// RegisterProvider adds a client provider to the listing.
+func RegisterProvider(p Provider) { providers[p.Name] = p }
+
+// Providers lists the registered client providers by name.
+func Providers() []Provider {
+	var out []Provider
+	for _, p := range providers {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
