@@ -80,8 +80,13 @@ func (f *Family) Checkers(c Checks, timeout time.Duration) (*checker.Linearizabl
 
 var families []*Family
 
-// family registers a family; every family is one such value below.
+// family registers a family; every family is one such value below. Names are unique: a history names its family.
 func family(f *Family) *Family {
+	for _, g := range families {
+		if g.Name == f.Name {
+			panic("suite: family " + f.Name + " registered twice")
+		}
+	}
 	families = append(families, f)
 	return f
 }

@@ -50,10 +50,15 @@ func (k *Kind) KeyCount(p Params) int {
 
 var kinds = map[string]*Kind{}
 
-// Register adds a lock kind; a kind without a family or a client factory is a programming error.
+// Register adds a lock kind: a built-in one at init, or one made at start-up (a spec-defined lock, a
+// worker's). A kind without a name, a client factory or a registered family is a programming error: its
+// histories could not be judged, since they name their family.
 func Register(k Kind) {
-	if k.Family == nil || k.New == nil || k.Name == "" {
+	if k.Name == "" || k.New == nil || k.Family == nil {
 		panic(fmt.Sprintf("suite.Register: kind %q needs a name, a family and a client factory", k.Name))
+	}
+	if f, err := FamilyNamed(k.Family.Name); err != nil || f != k.Family {
+		panic(fmt.Sprintf("suite.Register: kind %q: family %q is not a registered family", k.Name, k.Family.Name))
 	}
 	kinds[k.Name] = &k
 }

@@ -143,3 +143,17 @@ func TestEveryKindsClientsImplementItsFamily(t *testing.T) {
 		c.Close()
 	}
 }
+
+// A kind whose family is not a registered one is refused at registration: its histories could not be judged.
+func TestRegisterRefusesAnUnregisteredFamily(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("registered a kind of an unregistered family")
+		}
+		if _, err := suite.Lookup("orphan"); err == nil {
+			t.Fatal("the refused kind is listed")
+		}
+	}()
+	copied := *suite.Mutex // same name, another value: not the registered family
+	suite.Register(suite.Kind{Name: "orphan", Family: &copied, New: locks.NaiveClients})
+}
