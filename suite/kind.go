@@ -91,6 +91,8 @@ type Provider struct {
 	About string // library and language, e.g. "Redisson (Java), real library through the worker protocol"
 	// Locks are the kinds it can drive (their families, workloads and checkers are the built-in kinds').
 	Locks []string
+	// Broken is set on a negative control: what is wrong with it.
+	Broken string
 }
 
 var providers = map[string]Provider{}

@@ -48,9 +48,13 @@ func writeLocks(w io.Writer) error {
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CLIENT\tLOCKS\tWHAT")
+	fmt.Fprintln(tw, "CLIENT\tLOCKS\tCONTROL\tWHAT")
 	for _, p := range ps {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Name, strings.Join(p.Locks, ","), p.About)
+		what := p.About
+		if p.Broken != "" {
+			what = "negative control: " + p.Broken
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, strings.Join(p.Locks, ","), yes(p.Broken != ""), what)
 	}
 	return tw.Flush()
 }

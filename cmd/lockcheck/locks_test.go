@@ -49,11 +49,19 @@ func TestLocksListsKindsAndProviders(t *testing.T) {
 	}
 
 	suite.RegisterProvider(suite.Provider{Name: "example-worker", About: "a test's provider", Locks: []string{"reentrant", "fenced"}})
+	suite.RegisterProvider(suite.Provider{Name: "example-unsafe", Locks: []string{"reentrant"}, Broken: "deletes unconditionally"})
 	b.Reset()
 	if err := writeLocks(&b); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "CLIENT") || !strings.Contains(b.String(), "example-worker  reentrant,fenced  a test's provider") {
-		t.Errorf("the provider is not listed:\n%s", b.String())
+	for _, want := range []string{"CLIENT          LOCKS             CONTROL  WHAT",
+		"example-unsafe  reentrant         yes      negative control: deletes unconditionally",
+		"example-worker  reentrant,fenced  -        a test's provider"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("no line %q in:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "no worker is registered") {
+		t.Error("says no worker is registered when two are")
 	}
 }
