@@ -10,8 +10,8 @@ import (
 
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/kinds"
 	"github.com/lockcheck/lockcheck/report"
-	"github.com/lockcheck/lockcheck/suite"
 )
 
 // ResolveHistory accepts a run directory or a history file.
@@ -43,16 +43,16 @@ func Analyze(path string, timeout time.Duration) (*report.Results, error) {
 		return nil, usagef("%s: meta record: %v", path, err)
 	}
 	if meta.Checks.Family == "" { // histories older than the checks record: the built-in kind's
-		k, err := suite.Lookup(meta.Lock)
+		k, err := kinds.Lookup(meta.Lock)
 		if err != nil {
 			return nil, usagef("%s: %v", path, err)
 		}
-		meta.Checks = k.Checks(suite.Params{Permits: meta.Checks.Permits})
+		meta.Checks = k.Checks(kinds.Params{Permits: meta.Checks.Permits})
 	}
-	if k, err := suite.Lookup(meta.Lock); err == nil { // histories older than the members field
-		meta.Checks.Members = k.Checks(suite.Params{}).Members
+	if k, err := kinds.Lookup(meta.Lock); err == nil { // histories older than the members field
+		meta.Checks.Members = k.Checks(kinds.Params{}).Members
 	}
-	family, err := suite.FamilyNamed(meta.Checks.Family)
+	family, err := kinds.FamilyNamed(meta.Checks.Family)
 	if err != nil {
 		return nil, usagef("%s: meta record: %v", path, err)
 	}
@@ -66,7 +66,7 @@ func Analyze(path string, timeout time.Duration) (*report.Results, error) {
 		Versions: meta.Versions, StartupMs: meta.StartupMs,
 		Files: map[string]string{"dir": dir, "history": path, "results": filepath.Join(dir, "results.json"),
 			"html": filepath.Join(dir, "history.html")}}
-	if k, err := suite.Lookup(meta.Lock); err == nil && k.Broken != "" {
+	if k, err := kinds.Lookup(meta.Lock); err == nil && k.Broken != "" {
 		res.Notes = append(res.Notes, fmt.Sprintf("%s is a negative control: it %s; a valid verdict here means the harness missed it", k.Name, k.Broken))
 	}
 	if !finished(h) {

@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockcheck/lockcheck/kinds"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/node"
 	"github.com/lockcheck/lockcheck/node/docker"
-	"github.com/lockcheck/lockcheck/suite"
 	"github.com/lockcheck/lockcheck/topology"
 	"github.com/lockcheck/lockcheck/workloads"
 )
@@ -122,7 +122,7 @@ func (o Options) validate() (workloads.Range, error) {
 	default:
 		return hold, usagef("--persistence %q: want none, everysec or always", o.Persistence)
 	}
-	if _, err := suite.Lookup(o.Lock); err != nil {
+	if _, err := kinds.Lookup(o.Lock); err != nil {
 		return hold, UsageError{err}
 	}
 	return hold, nil

@@ -20,12 +20,12 @@ import (
 
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/kinds"
 	"github.com/lockcheck/lockcheck/locks"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/node/clockshift"
 	"github.com/lockcheck/lockcheck/node/docker"
 	"github.com/lockcheck/lockcheck/report"
-	"github.com/lockcheck/lockcheck/suite"
 	"github.com/lockcheck/lockcheck/topology"
 )
 
@@ -39,7 +39,7 @@ type Meta struct {
 	Plan      nemesis.Plan      `json:"plan"`
 	Versions  map[string]string `json:"versions"`
 	ScriptSet string            `json:"script_set,omitempty"`
-	Checks    suite.Checks      `json:"checks"`
+	Checks    kinds.Checks      `json:"checks"`
 	StartupMs int64             `json:"startup_ms,omitempty"`
 }
 

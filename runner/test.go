@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/lockcheck/lockcheck/kinds"
 	"github.com/lockcheck/lockcheck/locks"
 	"github.com/lockcheck/lockcheck/nemesis"
-	"github.com/lockcheck/lockcheck/suite"
 	"github.com/lockcheck/lockcheck/topology"
 	"github.com/lockcheck/lockcheck/workloads"
 )
@@ -16,25 +16,25 @@ import (
 // NewTest builds it from the options, finding every usage error before anything starts; Run consumes it.
 type Test struct {
 	Options  Options // the options, with the lock's defaults applied (topology, nodes of an external deployment)
-	Kind     *suite.Kind
+	Kind     *kinds.Kind
 	Spec     topology.Spec
 	External *topology.External // set on --backend external: Spec's topology is attached to, not started
 	// Clients makes one lock client per name in Spec.Clients. It is Kind.New for lockcheck's own Go clients;
 	// an out-of-process worker or a spec-defined lock replaces it (its clients must implement Kind.Family).
 	Clients  locks.ClientFactory
 	Scripts  *locks.Scripts // the kind's script set, with --scripts applied; nil for none
-	Workload suite.Workload
+	Workload kinds.Workload
 	Faults   []string // the nemesis, parsed
 	Plan     nemesis.Plan
 	Targets  nemesis.Selector
 	// Checks are recorded in the history's meta record; the checkers are Kind.Family.Checkers(Checks), so a
 	// history is judged the same way during the run and later by `lockcheck check`.
-	Checks suite.Checks
+	Checks kinds.Checks
 }
 
 // params is what the family's workload takes from the options.
-func (o Options) params(hold workloads.Range) suite.Params {
-	return suite.Params{Clients: o.Clients, Keys: o.Keys, Group: o.Group, Permits: o.Permits, Count: o.Count,
+func (o Options) params(hold workloads.Range) kinds.Params {
+	return kinds.Params{Clients: o.Clients, Keys: o.Keys, Group: o.Group, Permits: o.Permits, Count: o.Count,
 		Wait: o.Wait, Lease: o.Lease, Watchdog: o.Watchdog, Hold: hold, Reentry: o.Reentry, Readers: o.Readers,
 		Seed: o.Seed}
 }
@@ -45,7 +45,7 @@ func NewTest(o Options) (*Test, error) {
 	if err != nil {
 		return nil, err
 	}
-	kind, err := suite.Lookup(o.Lock)
+	kind, err := kinds.Lookup(o.Lock)
 	if err != nil {
 		return nil, UsageError{err}
 	}

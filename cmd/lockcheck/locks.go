@@ -7,7 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/lockcheck/lockcheck/suite"
+	"github.com/lockcheck/lockcheck/kinds"
 	"github.com/spf13/cobra"
 )
 
@@ -33,15 +33,15 @@ func writeLocks(w io.Writer) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "LOCK\tFAMILY\tTOPOLOGY\tRE-ENTRY\tFENCING\tFAIR\tGROUP\tWATCHDOG\tCONTROL\tWHAT")
-	for _, n := range suite.KindNames() {
-		k, _ := suite.Lookup(n)
+	for _, n := range kinds.KindNames() {
+		k, _ := kinds.Lookup(n)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.Name, k.Family.Name, k.Topology, yes(k.Reentrant),
 			yes(k.Fenced), yes(k.Fair), yes(k.Group), yes(k.Watchdog), yes(k.Broken != ""), k.About)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	ps := suite.Providers()
+	ps := kinds.Providers()
 	if len(ps) == 0 {
 		_, err := fmt.Fprintln(w, "\nclients: lockcheck's own Go clients only (no worker is registered; a worker speaks docs/protocol.md)")
 		return err

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockcheck/lockcheck/suite"
+	"github.com/lockcheck/lockcheck/kinds"
 )
 
 // `lockcheck locks` lists every kind with its family, topology and what it supports, and the client
@@ -24,7 +24,7 @@ func TestLocksListsKindsAndProviders(t *testing.T) {
 	if h := rows["LOCK"]; strings.Join(h[:10], " ") != "LOCK FAMILY TOPOLOGY RE-ENTRY FENCING FAIR GROUP WATCHDOG CONTROL WHAT" {
 		t.Fatalf("header %v", h)
 	}
-	for _, n := range suite.KindNames() {
+	for _, n := range kinds.KindNames() {
 		if _, ok := rows[n]; !ok {
 			t.Errorf("%s is not listed", n)
 		}
@@ -48,8 +48,8 @@ func TestLocksListsKindsAndProviders(t *testing.T) {
 		t.Errorf("no word on workers:\n%s", b.String())
 	}
 
-	suite.RegisterProvider(suite.Provider{Name: "example-worker", About: "a test's provider", Locks: []string{"reentrant", "fenced"}})
-	suite.RegisterProvider(suite.Provider{Name: "example-unsafe", Locks: []string{"reentrant"}, Broken: "deletes unconditionally"})
+	kinds.RegisterProvider(kinds.Provider{Name: "example-worker", About: "a test's provider", Locks: []string{"reentrant", "fenced"}})
+	kinds.RegisterProvider(kinds.Provider{Name: "example-unsafe", Locks: []string{"reentrant"}, Broken: "deletes unconditionally"})
 	b.Reset()
 	if err := writeLocks(&b); err != nil {
 		t.Fatal(err)

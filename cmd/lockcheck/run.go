@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockcheck/lockcheck/kinds"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/runner"
-	"github.com/lockcheck/lockcheck/suite"
 	"github.com/spf13/cobra"
 )
 
@@ -47,7 +47,7 @@ func newRunCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Lock, "lock", o.Lock, "lock to test: "+join(suite.KindNames()))
+	f.StringVar(&o.Lock, "lock", o.Lock, "lock to test: "+join(kinds.KindNames()))
 	f.StringVar(&o.Backend, "backend", o.Backend, "where the nodes run: process (child processes), docker (containers, testcontainers-go) or external (a deployment you started: --external)")
 	f.StringVar(&o.DockerImage, "docker-image", o.DockerImage, "the Redis image of --backend docker (lockcheck images builds the default)")
 	f.StringVar(&o.External, "external", "", "YAML file describing the deployment of --backend external")
@@ -93,7 +93,7 @@ func join(s []string) string { return strings.Join(s, ", ") }
 // controlDefaults applies a negative control's own run flags where the user set none, and says so: these
 // are the fault-free runs on which the control must be flagged.
 func controlDefaults(cmd *cobra.Command, lock string) error {
-	k, err := suite.Lookup(lock)
+	k, err := kinds.Lookup(lock)
 	if err != nil || k.Broken == "" {
 		return nil // an unknown lock is reported by the run itself
 	}

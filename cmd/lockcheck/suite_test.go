@@ -6,13 +6,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockcheck/lockcheck/suite"
+	"github.com/lockcheck/lockcheck/kinds"
 )
 
 // Every lock of the suite passes every checker on a fault-free run.
 func TestEveryLockIsValidWithoutFaults(t *testing.T) {
-	for _, name := range suite.KindNames() {
-		k, _ := suite.Lookup(name)
+	for _, name := range kinds.KindNames() {
+		k, _ := kinds.Lookup(name)
 		if k.Broken != "" {
 			continue
 		}
@@ -35,8 +35,8 @@ func TestEveryLockIsValidWithoutFaults(t *testing.T) {
 // Every negative control is flagged on its own fault-free run, for every seed tried, with the violation in
 // words in results.json.
 func TestEveryControlIsFlagged(t *testing.T) {
-	for _, name := range suite.KindNames() {
-		k, _ := suite.Lookup(name)
+	for _, name := range kinds.KindNames() {
+		k, _ := kinds.Lookup(name)
 		if k.Broken == "" || name == "naive" {
 			continue
 		}

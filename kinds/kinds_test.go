@@ -1,4 +1,4 @@
-package suite_test
+package kinds_test
 
 import (
 	"io"
@@ -8,13 +8,13 @@ import (
 
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/internal/redistest"
+	"github.com/lockcheck/lockcheck/kinds"
 	"github.com/lockcheck/lockcheck/locks"
 	"github.com/lockcheck/lockcheck/node"
-	"github.com/lockcheck/lockcheck/suite"
 	"github.com/lockcheck/lockcheck/workloads"
 )
 
-func names(f *suite.Family, c suite.Checks) []string {
+func names(f *kinds.Family, c kinds.Checks) []string {
 	_, cs := f.Checkers(c, time.Second)
 	var out []string
 	for _, x := range cs {
@@ -26,19 +26,19 @@ func names(f *suite.Family, c suite.Checks) []string {
 // Each family composes the checkers its promise needs from the recorded checks, and no others.
 func TestFamilyCheckers(t *testing.T) {
 	for _, tc := range []struct {
-		family *suite.Family
-		checks suite.Checks
+		family *kinds.Family
+		checks kinds.Checks
 		want   []string
 	}{
-		{suite.Mutex, suite.Checks{}, []string{"porcupine", "mutual-exclusion", "lost-lock", "stats"}},
-		{suite.Mutex, suite.Checks{Fenced: true}, []string{"porcupine", "mutual-exclusion", "lost-lock", "fencing-tokens", "stats"}},
-		{suite.Mutex, suite.Checks{Fair: true}, []string{"porcupine", "mutual-exclusion", "fifo", "stats"}},
-		{suite.Mutex, suite.Checks{Group: true}, []string{"porcupine", "mutual-exclusion", "lost-lock", "all-or-nothing", "stats"}},
-		{suite.Mutex, suite.Checks{Members: true}, []string{"porcupine", "mutual-exclusion", "stats"}},
-		{suite.RW, suite.Checks{}, []string{"porcupine", "mutual-exclusion", "stats"}},
-		{suite.Semaphore, suite.Checks{Permits: 2}, []string{"porcupine", "mutual-exclusion", "permits-at-rest", "stats"}},
-		{suite.Expirable, suite.Checks{Permits: 2}, []string{"porcupine", "mutual-exclusion", "permits-at-rest", "stats"}},
-		{suite.Latch, suite.Checks{}, []string{"porcupine", "latch", "stats"}},
+		{kinds.Mutex, kinds.Checks{}, []string{"porcupine", "mutual-exclusion", "lost-lock", "stats"}},
+		{kinds.Mutex, kinds.Checks{Fenced: true}, []string{"porcupine", "mutual-exclusion", "lost-lock", "fencing-tokens", "stats"}},
+		{kinds.Mutex, kinds.Checks{Fair: true}, []string{"porcupine", "mutual-exclusion", "fifo", "stats"}},
+		{kinds.Mutex, kinds.Checks{Group: true}, []string{"porcupine", "mutual-exclusion", "lost-lock", "all-or-nothing", "stats"}},
+		{kinds.Mutex, kinds.Checks{Members: true}, []string{"porcupine", "mutual-exclusion", "stats"}},
+		{kinds.RW, kinds.Checks{}, []string{"porcupine", "mutual-exclusion", "stats"}},
+		{kinds.Semaphore, kinds.Checks{Permits: 2}, []string{"porcupine", "mutual-exclusion", "permits-at-rest", "stats"}},
+		{kinds.Expirable, kinds.Checks{Permits: 2}, []string{"porcupine", "mutual-exclusion", "permits-at-rest", "stats"}},
+		{kinds.Latch, kinds.Checks{}, []string{"porcupine", "latch", "stats"}},
 	} {
 		if got := names(tc.family, tc.checks); !slices.Equal(got, tc.want) {
 			t.Errorf("%s %+v: %v, want %v", tc.family.Name, tc.checks, got, tc.want)
@@ -49,27 +49,27 @@ func TestFamilyCheckers(t *testing.T) {
 // A history names its family by string; every family is found by its name, and an unknown one is an error.
 func TestFamilyNames(t *testing.T) {
 	seen := map[string]bool{}
-	for _, f := range suite.Families() {
+	for _, f := range kinds.Families() {
 		if seen[f.Name] {
 			t.Errorf("family %s registered twice", f.Name)
 		}
 		seen[f.Name] = true
-		if got, err := suite.FamilyNamed(f.Name); err != nil || got != f {
+		if got, err := kinds.FamilyNamed(f.Name); err != nil || got != f {
 			t.Errorf("FamilyNamed(%q) = %v, %v", f.Name, got, err)
 		}
 	}
 	if len(seen) != 5 {
 		t.Errorf("%d families, want 5: %v", len(seen), seen)
 	}
-	if _, err := suite.FamilyNamed("queue"); err == nil {
+	if _, err := kinds.FamilyNamed("queue"); err == nil {
 		t.Error("an unknown family was found")
 	}
 }
 
 // A kind's checks carry what its checkers need: permits for counted families, members for RedLock.
 func TestKindChecks(t *testing.T) {
-	p := suite.Params{Permits: 3}
-	for name, want := range map[string]suite.Checks{
+	p := kinds.Params{Permits: 3}
+	for name, want := range map[string]kinds.Checks{
 		"reentrant":   {Family: "mutex"},
 		"fenced":      {Family: "mutex", Fenced: true},
 		"fair-broken": {Family: "mutex", Fair: true},
@@ -79,7 +79,7 @@ func TestKindChecks(t *testing.T) {
 		"semaphore":   {Family: "semaphore", Permits: 3},
 		"latch":       {Family: "latch"},
 	} {
-		k, err := suite.Lookup(name)
+		k, err := kinds.Lookup(name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,30 +87,30 @@ func TestKindChecks(t *testing.T) {
 			t.Errorf("%s: %+v, want %+v", name, got, want)
 		}
 	}
-	if _, err := suite.Lookup("nope"); err == nil {
+	if _, err := kinds.Lookup("nope"); err == nil {
 		t.Error("an unknown kind was found")
 	}
 }
 
 // Workload options are checked by the family's constructor: a usage error, before anything starts.
 func TestFamilyWorkloadsValidate(t *testing.T) {
-	ok := suite.Params{Clients: 8, Group: 2, Permits: 2, Count: 3, Wait: time.Second, Hold: workloads.Range{Max: time.Millisecond},
+	ok := kinds.Params{Clients: 8, Group: 2, Permits: 2, Count: 3, Wait: time.Second, Hold: workloads.Range{Max: time.Millisecond},
 		Readers: "3:1", Watchdog: time.Second}
-	for _, name := range suite.KindNames() {
-		k, _ := suite.Lookup(name)
+	for _, name := range kinds.KindNames() {
+		k, _ := kinds.Lookup(name)
 		if w, err := k.Family.Workload(k, ok); err != nil || w == nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	for name, bad := range map[string]func(*suite.Params){
-		"reentrant": func(p *suite.Params) { p.Readers = "lots" }, // checked for every mutex-like lock
-		"multi":     func(p *suite.Params) { p.Keys, p.Group = 2, 3 },
-		"semaphore": func(p *suite.Params) { p.Permits = 0 },
-		"latch":     func(p *suite.Params) { p.Count = 8 },
+	for name, bad := range map[string]func(*kinds.Params){
+		"reentrant": func(p *kinds.Params) { p.Readers = "lots" }, // checked for every mutex-like lock
+		"multi":     func(p *kinds.Params) { p.Keys, p.Group = 2, 3 },
+		"semaphore": func(p *kinds.Params) { p.Permits = 0 },
+		"latch":     func(p *kinds.Params) { p.Count = 8 },
 	} {
 		p := ok
 		bad(&p)
-		k, _ := suite.Lookup(name)
+		k, _ := kinds.Lookup(name)
 		if _, err := k.Family.Workload(k, p); err == nil {
 			t.Errorf("%s accepted %+v", name, p)
 		}
@@ -127,8 +127,8 @@ func TestEveryKindsClientsImplementItsFamily(t *testing.T) {
 	rec := history.NewRecorder(io.Discard, history.NewClock())
 	cfg := locks.DefaultRedissonConfig()
 	cfg.Timeout = time.Second
-	for _, name := range suite.KindNames() {
-		k, _ := suite.Lookup(name)
+	for _, name := range kinds.KindNames() {
+		k, _ := kinds.Lookup(name)
 		c, err := k.New(locks.Env{Client: "c1", Addrs: []string{n.Addr(), n.Addr(), n.Addr()}, Password: n.Password(),
 			Scripts: scripts, Redisson: cfg, Rec: rec, Gate: locks.NewGate()})
 		if err != nil {
@@ -137,7 +137,7 @@ func TestEveryKindsClientsImplementItsFamily(t *testing.T) {
 		if !k.Family.Accepts(c) {
 			t.Errorf("%s: a %T is not a %s", name, c, k.Family.Client)
 		}
-		if name == "naive" && (suite.RW.Accepts(c) || suite.Latch.Accepts(c)) { // Accepts can say no
+		if name == "naive" && (kinds.RW.Accepts(c) || kinds.Latch.Accepts(c)) { // Accepts can say no
 			t.Errorf("naive's %T passes as a read-write lock or a latch", c)
 		}
 		c.Close()
@@ -150,10 +150,10 @@ func TestRegisterRefusesAnUnregisteredFamily(t *testing.T) {
 		if recover() == nil {
 			t.Fatal("registered a kind of an unregistered family")
 		}
-		if _, err := suite.Lookup("orphan"); err == nil {
+		if _, err := kinds.Lookup("orphan"); err == nil {
 			t.Fatal("the refused kind is listed")
 		}
 	}()
-	copied := *suite.Mutex // same name, another value: not the registered family
-	suite.Register(suite.Kind{Name: "orphan", Family: &copied, New: locks.NaiveClients})
+	copied := *kinds.Mutex // same name, another value: not the registered family
+	kinds.Register(kinds.Kind{Name: "orphan", Family: &copied, New: locks.NaiveClients})
 }

@@ -1,9 +1,9 @@
-// Package suite is lockcheck's lock suite: families and kinds. A family (mutex, read-write lock, semaphore,
+// Package kinds holds lockcheck's lock families and kinds. A family (mutex, read-write lock, semaphore,
 // expirable semaphore, latch) is the interface its clients implement together with the workload that drives
 // them and the checkers that judge their histories. A kind is one lock of a family: how to make its clients
 // (a locks.ClientFactory), what it supports, and the topology it runs on. A new kind is one Kind value; a new
 // family is one Family value; neither touches the runner, the CLI or the checkers' composition.
-package suite
+package kinds
 
 import (
 	"context"
@@ -84,7 +84,7 @@ var families []*Family
 func family(f *Family) *Family {
 	for _, g := range families {
 		if g.Name == f.Name {
-			panic("suite: family " + f.Name + " registered twice")
+			panic("kinds: family " + f.Name + " registered twice")
 		}
 	}
 	families = append(families, f)

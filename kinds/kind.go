@@ -1,4 +1,4 @@
-package suite
+package kinds
 
 import (
 	"fmt"
@@ -55,10 +55,10 @@ var kinds = map[string]*Kind{}
 // histories could not be judged, since they name their family.
 func Register(k Kind) {
 	if k.Name == "" || k.New == nil || k.Family == nil {
-		panic(fmt.Sprintf("suite.Register: kind %q needs a name, a family and a client factory", k.Name))
+		panic(fmt.Sprintf("kinds.Register: kind %q needs a name, a family and a client factory", k.Name))
 	}
 	if f, err := FamilyNamed(k.Family.Name); err != nil || f != k.Family {
-		panic(fmt.Sprintf("suite.Register: kind %q: family %q is not a registered family", k.Name, k.Family.Name))
+		panic(fmt.Sprintf("kinds.Register: kind %q: family %q is not a registered family", k.Name, k.Family.Name))
 	}
 	kinds[k.Name] = &k
 }

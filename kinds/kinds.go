@@ -1,4 +1,4 @@
-package suite
+package kinds
 
 import (
 	"github.com/lockcheck/lockcheck/locks"
