@@ -229,6 +229,7 @@ func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scr
 	meta.StartupMs = max(topo.Startup.Milliseconds(), 1)
 	data, _ := json.Marshal(meta)
 	rec.Write(history.Record{Type: history.Meta, Time: rec.Clock.Now(), Data: data})
+	defer watchNodes(topo, rec, stderr)()
 	fmt.Fprintf(stderr, "lockcheck: %s on %s (%s backend, %d node(s), %d clients, started in %s), nemesis %s, seed %d, %s\n",
 		o.Lock, o.Topology, o.Backend, len(topo.Nodes), o.Clients, topo.Startup.Round(time.Millisecond),
 		o.Nemesis, o.Seed, dir)

@@ -225,9 +225,11 @@ func (r *Runtime) watch(id string, c *testcontainers.DockerContainer) node.Proc 
 	wait := r.cli.ContainerWait(context.Background(), id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
 	go func() {
 		select {
-		case <-wait.Result:
+		case w := <-wait.Result:
+			p.reason = fmt.Sprintf("container exited with status %d", w.StatusCode)
 		case <-wait.Error:
 			// The engine connection broke: poll until the container is no longer running.
+			p.reason = "container stopped"
 			for {
 				res, err := r.cli.ContainerInspect(context.Background(), id, client.ContainerInspectOptions{})
 				if err != nil || res.Container.State == nil || !res.Container.State.Running {
@@ -235,6 +237,9 @@ func (r *Runtime) watch(id string, c *testcontainers.DockerContainer) node.Proc 
 				}
 				time.Sleep(200 * time.Millisecond)
 			}
+		}
+		if _, err := r.cli.ContainerInspect(context.Background(), id, client.ContainerInspectOptions{}); err != nil {
+			p.reason = "container " + id[:min(12, len(id))] + " is gone (" + p.reason + ")"
 		}
 		close(p.exited)
 	}()
@@ -246,7 +251,11 @@ type proc struct {
 	c      *testcontainers.DockerContainer // nil: adopted, not lockcheck's
 	cid    string
 	exited chan struct{}
+	reason string // how it ended, set before exited closes
 }
+
+// ExitReason says how the container ended; call it once Exited is closed.
+func (p *proc) ExitReason() string { return p.reason }
 
 func (p *proc) id() string { return p.cid }
 
