@@ -226,6 +226,9 @@ func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scr
 		return err
 	}
 	defer topo.Stop()
+	if err := compileScripts(ctx, topo, scripts); err != nil {
+		return err // before the meta record: nothing ran
+	}
 	meta.StartupMs = max(topo.Startup.Milliseconds(), 1)
 	data, _ := json.Marshal(meta)
 	rec.Write(history.Record{Type: history.Meta, Time: rec.Clock.Now(), Data: data})
