@@ -124,7 +124,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if cfg.Runtime == nil {
 		cfg.Runtime = Processes{}
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+	// Private: the config holds the password, and Sentinel rewrites its own with its umask.
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(cfg.Dir, 0o700); err != nil {
 		return nil, err
 	}
 	var lastErr error
