@@ -226,6 +226,11 @@ func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scr
 		return err
 	}
 	defer topo.Stop()
+	if ext != nil {
+		if err := checkLeftovers(ctx, topo, kind, o); err != nil {
+			return err
+		}
+	}
 	if err := compileScripts(ctx, topo, scripts); err != nil {
 		return err // before the meta record: nothing ran
 	}
