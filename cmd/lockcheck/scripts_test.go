@@ -12,16 +12,27 @@ import (
 // stderrOf runs the CLI in-process and returns its exit code and what it wrote to stderr.
 func stderrOf(t *testing.T, args ...string) (int, string) {
 	t.Helper()
+	return capture(t, &os.Stderr, args...)
+}
+
+// stdoutOf runs the CLI in-process and returns its exit code and what it wrote to stdout.
+func stdoutOf(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	return capture(t, &os.Stdout, args...)
+}
+
+func capture(t *testing.T, f **os.File, args ...string) (int, string) {
+	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	saved := os.Stderr
-	os.Stderr = w
+	saved := *f
+	*f = w
 	out := make(chan string)
 	go func() { b, _ := io.ReadAll(r); out <- string(b) }()
 	code := execute(context.Background(), args)
-	os.Stderr = saved
+	*f = saved
 	w.Close()
 	return code, <-out
 }
