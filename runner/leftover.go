@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/lockcheck/lockcheck/locks"
 	"github.com/lockcheck/lockcheck/topology"
 	"github.com/lockcheck/lockcheck/workloads"
 )
@@ -14,25 +13,25 @@ import (
 // its own request id, which no later run reuses, and a fencing-token counter only has to grow.
 var harmlessLeftovers = []string{"redisson_unlock_latch:", "redisson_lock_token:"}
 
-// workloadPatterns are the SCAN patterns of every key the workload can touch: its lock names and every
-// auxiliary key tagged with one ({lock-0}).
-func workloadPatterns(kind locks.Kind, o Options) []string {
-	if kind.Family == locks.FamilyLatch {
+// workloadPatterns are the SCAN patterns of every key a workload on keys lock names (or on latches) can
+// touch: its lock names and every auxiliary key tagged with one ({lock-0}).
+func workloadPatterns(keys int, latch bool) []string {
+	if latch {
 		return []string{"latch-*", "*{latch-*}*"}
 	}
 	var out []string
-	for i := range keyCount(kind, o) {
+	for i := range keys {
 		k := workloads.KeyName(i)
 		out = append(out, k, "*{"+k+"}*")
 	}
 	return out
 }
 
-// checkLeftovers refuses a run on a deployment that already holds keys of the workload: the models start
+// checkLeftovers refuses a run on a deployment that already holds keys matching patterns: the models start
 // from free locks, so a lock an earlier run left (one killed within its lease, say) would be reported as a
 // violation that is not real.
-func checkLeftovers(ctx context.Context, topo *topology.Topology, kind locks.Kind, o Options) error {
-	left, err := topo.Leftovers(ctx, workloadPatterns(kind, o), func(k string) bool {
+func checkLeftovers(ctx context.Context, topo *topology.Topology, patterns []string) error {
+	left, err := topo.Leftovers(ctx, patterns, func(k string) bool {
 		for _, p := range harmlessLeftovers {
 			if strings.HasPrefix(k, p) {
 				return true

@@ -227,7 +227,7 @@ func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scr
 	}
 	defer topo.Stop()
 	if ext != nil {
-		if err := checkLeftovers(ctx, topo, kind, o); err != nil {
+		if err := checkLeftovers(ctx, topo, workloadPatterns(keyCount(kind, o), kind.Family == locks.FamilyLatch)); err != nil {
 			return err
 		}
 	}
