@@ -12,16 +12,16 @@ import (
 // stderrOf runs the CLI in-process and returns its exit code and what it wrote to stderr.
 func stderrOf(t *testing.T, args ...string) (int, string) {
 	t.Helper()
-	return capture(t, &os.Stderr, args...)
+	return runCapturing(t, &os.Stderr, args...)
 }
 
 // stdoutOf runs the CLI in-process and returns its exit code and what it wrote to stdout.
 func stdoutOf(t *testing.T, args ...string) (int, string) {
 	t.Helper()
-	return capture(t, &os.Stdout, args...)
+	return runCapturing(t, &os.Stdout, args...)
 }
 
-func capture(t *testing.T, f **os.File, args ...string) (int, string) {
+func runCapturing(t *testing.T, f **os.File, args ...string) (int, string) {
 	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {

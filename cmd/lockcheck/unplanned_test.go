@@ -69,7 +69,7 @@ func TestUnplannedNodeDeathIsNotValid(t *testing.T) {
 			_ = json.Unmarshal([]byte(line), &died)
 		}
 	}
-	if died == nil || died["phase"] != "unplanned" || !strings.Contains(line(died["targets"]), "n1") {
+	if died == nil || died["phase"] != "unplanned" || !strings.Contains(jsonText(died["targets"]), "n1") {
 		t.Fatalf("no unplanned death of n1 in the history: %v", died)
 	}
 	r := readResults(t, dir)
@@ -85,4 +85,4 @@ func TestUnplannedNodeDeathIsNotValid(t *testing.T) {
 	}
 }
 
-func line(v any) string { b, _ := json.Marshal(v); return string(b) }
+func jsonText(v any) string { b, _ := json.Marshal(v); return string(b) }
