@@ -20,6 +20,13 @@ const (
 	Section Type = "cs"      // a critical section on the harness-owned protected resource
 )
 
+// A node that died outside the fault plan is a fault record with F NodeDied, Phase Unplanned, the node as
+// its target and how it ended as its detail: the run around it is at best unknown.
+const (
+	NodeDied  = "node-died"
+	Unplanned = "unplanned"
+)
+
 // Record is one line of history.jsonl. Times are nanoseconds since the run started, on one monotonic clock.
 type Record struct {
 	Type   Type   `json:"type"`

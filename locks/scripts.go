@@ -1,7 +1,9 @@
 package locks
 
 import (
+	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -23,6 +25,7 @@ type Scripts struct {
 	Set    string
 	byName map[string]*redis.Script
 	source map[string]string
+	files  map[string]string // name -> the --scripts file that replaced it
 }
 
 // ScriptSets lists the embedded sets.
@@ -42,7 +45,7 @@ func LoadScripts(set, overrideDir string) (*Scripts, error) {
 	if err != nil || len(files) == 0 {
 		return nil, fmt.Errorf("no script set %q (have: %s)", set, strings.Join(ScriptSets(), ", "))
 	}
-	s := &Scripts{Set: set, byName: map[string]*redis.Script{}, source: map[string]string{}}
+	s := &Scripts{Set: set, byName: map[string]*redis.Script{}, source: map[string]string{}, files: map[string]string{}}
 	for _, f := range files {
 		b, _ := embedded.ReadFile(f)
 		s.put(strings.TrimSuffix(filepath.Base(f), ".lua"), string(b))
@@ -65,6 +68,7 @@ func LoadScripts(set, overrideDir string) (*Scripts, error) {
 			return nil, fmt.Errorf("--scripts: %w", err)
 		}
 		s.put(name, string(b))
+		s.files[name] = f
 		s.Set = set + "+" + overrideDir
 	}
 	return s, nil
@@ -96,3 +100,34 @@ func (s *Scripts) Get(name string) *redis.Script {
 
 // Source returns a script's text.
 func (s *Scripts) Source(name string) string { return s.source[name] }
+
+// CompileError is an override Redis refused to compile: bad input, named by its file.
+type CompileError struct {
+	File, Msg string
+}
+
+func (e *CompileError) Error() string {
+	return fmt.Sprintf("--scripts %s: Redis cannot compile it: %s", e.File, e.Msg)
+}
+
+// Compile loads every override into a server (SCRIPT LOAD), so that one Redis cannot compile is refused
+// before any client runs it, instead of failing every call of the run. A script Redis refuses gives a
+// *CompileError; other errors are the server's (unreachable, say).
+func (s *Scripts) Compile(ctx context.Context, c redis.Scripter) error {
+	names := make([]string, 0, len(s.files))
+	for n := range s.files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		err := c.ScriptLoad(ctx, s.source[n]).Err()
+		var reply redis.Error
+		if errors.As(err, &reply) {
+			return &CompileError{File: s.files[n], Msg: strings.ReplaceAll(reply.Error(), "\n", " ")}
+		}
+		if err != nil {
+			return fmt.Errorf("SCRIPT LOAD %s: %w", s.files[n], err)
+		}
+	}
+	return nil
+}

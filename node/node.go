@@ -61,6 +61,10 @@ type Node struct {
 	proc   Proc
 	exited <-chan struct{}
 	paused bool
+	// expected is set while lockcheck itself kills or stops the server, so that its exit is not taken
+	// for an unplanned death; reported marks the current server's death as already told to onDeath.
+	expected, reported bool
+	onDeath            func(detail string)
 }
 
 // NewPassword returns a random password for one run's nodes.
@@ -120,7 +124,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if cfg.Runtime == nil {
 		cfg.Runtime = Processes{}
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+	// Private: the config holds the password, and Sentinel rewrites its own with its umask.
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(cfg.Dir, 0o700); err != nil {
 		return nil, err
 	}
 	var lastErr error
@@ -154,9 +162,9 @@ func (n *Node) Addr() string {
 // Attach stands for a server lockcheck did not start, at addr. With proc (from a runtime that adopted its
 // container) kill, pause and restart act on it; without, they fail and say why. Stop never stops it.
 func Attach(name, addr, password string, rt Runtime, proc Proc) *Node {
-	n := &Node{cfg: Config{Name: name, Password: password, Runtime: rt}, addr: addr, proc: proc}
+	n := &Node{cfg: Config{Name: name, Password: password, Runtime: rt}, addr: addr}
 	if proc != nil {
-		n.exited = proc.Exited()
+		n.setProc(proc)
 	}
 	return n
 }
@@ -221,9 +229,7 @@ func (n *Node) launch(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("start %s: %w", n.cfg.Name, err)
 	}
-	n.mu.Lock()
-	n.proc, n.exited, n.paused = proc, proc.Exited(), false
-	n.mu.Unlock()
+	n.setProc(proc)
 	if err := n.waitReady(ctx, proc.Exited()); err != nil {
 		n.Stop()
 		return err
@@ -307,7 +313,9 @@ func (n *Node) Kill() error {
 	if err != nil {
 		return err
 	}
+	n.expect(true)
 	if err := p.Kill(); err != nil {
+		n.expect(false)
 		return err
 	}
 	n.mu.Lock()
@@ -327,9 +335,7 @@ func (n *Node) Restart(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		n.mu.Lock()
-		n.proc, n.exited, n.paused = proc, proc.Exited(), false
-		n.mu.Unlock()
+		n.setProc(proc)
 		return n.waitReady(ctx, proc.Exited())
 	}
 	return n.launch(ctx)
@@ -375,6 +381,7 @@ func (n *Node) Stop() {
 	if p == nil {
 		return
 	}
+	n.expect(true)
 	if n.addr != "" { // attached: leave it running as found
 		_ = p.Resume()
 		return

@@ -50,14 +50,23 @@ func (Processes) Run(_ context.Context, _, dir string, argv, env []string) (Proc
 	if err := start(cmd); err != nil {
 		return nil, err
 	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	return &process{cmd: cmd, exited: exited}, nil
+	p := &process{cmd: cmd, exited: make(chan struct{})}
+	go func() { p.err = cmd.Wait(); close(p.exited) }()
+	return p, nil
 }
 
 type process struct {
 	cmd    *exec.Cmd
 	exited chan struct{}
+	err    error // cmd.Wait's, set before exited closes
+}
+
+// ExitReason is how the process ended ("signal: killed"); call it once Exited is closed.
+func (p *process) ExitReason() string {
+	if p.err == nil {
+		return "exited with status 0"
+	}
+	return p.err.Error()
 }
 
 func (p *process) signal(s syscall.Signal) error { return p.cmd.Process.Signal(s) }

@@ -25,6 +25,7 @@ func start(cmd *exec.Cmd) error {
 		spawnCh = make(chan spawnReq)
 		go func() {
 			runtime.LockOSThread() // never unlocked: this thread lives as long as the process
+			privateUmask()
 			for req := range spawnCh {
 				req.done <- req.cmd.Start()
 			}
@@ -38,4 +39,15 @@ func start(cmd *exec.Cmd) error {
 	req := spawnReq{cmd: cmd, done: make(chan error, 1)}
 	spawnCh <- req
 	return <-req.done
+}
+
+// privateUmask gives the spawning thread, and so every server it starts, the umask 077: Sentinel rewrites
+// its config (which holds the password) as a new file with mode 0644 & ~umask. The thread first takes its
+// own copy of the filesystem attributes (CLONE_FS), so lockcheck's own files keep the user's umask; the Go
+// runtime never starts threads from a locked one, so the copy stays on this thread. Should that fail, the
+// node directories' mode 0700 still keeps the files private.
+func privateUmask() {
+	if syscall.Unshare(syscall.CLONE_FS) == nil {
+		syscall.Umask(0o077)
+	}
 }

@@ -72,6 +72,10 @@ func Analyze(path string, timeout time.Duration) (*report.Results, error) {
 	if !finished(h) {
 		res.Notes = append(res.Notes, "no final heal was recorded: the run did not finish, and its prefix was checked")
 	}
+	if deaths := unplannedDeaths(h); len(deaths) > 0 {
+		res.Notes = append(res.Notes, deaths...)
+		res.Valid = checker.Worst(res.Valid, checker.Unknown)
+	}
 	if h.Truncated {
 		res.Notes = append(res.Notes, "the history's last line was cut short (the run was killed); the prefix was checked")
 	}

@@ -152,9 +152,18 @@ func execute(ctx context.Context, t *Test, dir string, rec *history.Recorder, me
 		return err
 	}
 	defer topo.Stop()
+	if ext != nil {
+		if err := checkLeftovers(ctx, topo, workloadPatterns(keyCount(kind, o), kind.Family == locks.FamilyLatch)); err != nil {
+			return err
+		}
+	}
+	if err := compileScripts(ctx, topo, scripts); err != nil {
+		return err // before the meta record: nothing ran
+	}
 	meta.StartupMs = max(topo.Startup.Milliseconds(), 1)
 	data, _ := json.Marshal(meta)
 	rec.Write(history.Record{Type: history.Meta, Time: rec.Clock.Now(), Data: data})
+	defer watchNodes(topo, rec, stderr)()
 	fmt.Fprintf(stderr, "lockcheck: %s on %s (%s backend, %d node(s), %d clients, started in %s), nemesis %s, seed %d, %s\n",
 		o.Lock, o.Topology, o.Backend, len(topo.Nodes), o.Clients, topo.Startup.Round(time.Millisecond),
 		o.Nemesis, o.Seed, dir)

@@ -247,3 +247,41 @@ func (t *Topology) checkReachable(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
+
+// Leftover is a key found on a node before a run: state that an earlier run (or someone else) left.
+type Leftover struct {
+	Node, Key string
+	PTTL      time.Duration // -1: no expiry
+}
+
+// Leftovers scans every node for keys matching any of patterns (SCAN MATCH), with their pttl, leaving out
+// those skip accepts; a key seen on several nodes (a primary and its replicas) is listed once.
+func (t *Topology) Leftovers(ctx context.Context, patterns []string, skip func(key string) bool) ([]Leftover, error) {
+	var out []Leftover
+	seen := map[string]bool{}
+	for _, nd := range t.Nodes {
+		c := t.admin(nd.Addr())
+		for _, p := range patterns {
+			iter := c.Scan(ctx, 0, p, 1000).Iterator()
+			for iter.Next(ctx) {
+				k := iter.Val()
+				if seen[k] || skip != nil && skip(k) {
+					continue
+				}
+				seen[k] = true
+				pttl, err := c.PTTL(ctx, k).Result()
+				if err != nil {
+					c.Close()
+					return nil, fmt.Errorf("node %s: PTTL %s: %w", nd.Name(), k, err)
+				}
+				out = append(out, Leftover{Node: nd.Name(), Key: k, PTTL: pttl})
+			}
+			if err := iter.Err(); err != nil {
+				c.Close()
+				return nil, fmt.Errorf("node %s: SCAN: %w", nd.Name(), err)
+			}
+		}
+		c.Close()
+	}
+	return out, nil
+}

@@ -33,23 +33,27 @@ func newImagesCmd() *cobra.Command {
 }
 
 func newCleanCmd() *cobra.Command {
-	run := ""
+	run, force := "", false
 	cmd := &cobra.Command{
 		Use:   "clean",
-		Short: "Remove every container, volume and network lockcheck created (label lockcheck=1), e.g. after a run was killed",
+		Short: "Remove every container, volume and network lockcheck created (label lockcheck=1) whose run is over, e.g. after a run was killed",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			markRan(cmd)
-			removed, err := docker.Clean(cmd.Context(), run)
+			removed, kept, err := docker.CleanRuns(cmd.Context(), run, force)
 			for _, r := range removed {
 				fmt.Println("removed", r)
 			}
-			if err == nil && len(removed) == 0 {
+			for _, k := range kept {
+				fmt.Println("kept", k+"; --force removes it")
+			}
+			if err == nil && len(removed)+len(kept) == 0 {
 				fmt.Println("nothing of lockcheck's to remove")
 			}
 			return err
 		},
 	}
 	cmd.Flags().StringVar(&run, "run", "", "only this run's (its id is in the container names: lockcheck-<run>-n1)")
+	cmd.Flags().BoolVar(&force, "force", false, "also remove the things of runs that are alive (their owning process runs, or is on another host)")
 	return cmd
 }

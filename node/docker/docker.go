@@ -138,7 +138,7 @@ func (r *Runtime) ensureNetwork(ctx context.Context) error {
 		}
 	}
 	res, err := r.cli.NetworkCreate(ctx, fallbackNetwork, client.NetworkCreateOptions{Driver: "bridge",
-		Labels: map[string]string{Label: "1", RunLabel: r.RunID}})
+		Labels: r.labels(nil)})
 	if err != nil {
 		return fmt.Errorf("docker: network %s: %w", fallbackNetwork, err)
 	}
@@ -192,7 +192,7 @@ func (r *Runtime) Run(ctx context.Context, name, dir string, argv, env []string)
 	}
 	req := testcontainers.ContainerRequest{
 		Image: r.Image, Cmd: argv[1:], Env: vars, Name: "lockcheck-" + r.RunID + "-" + name,
-		Labels: map[string]string{Label: "1", RunLabel: r.RunID, "lockcheck.node": name},
+		Labels: r.labels(map[string]string{"lockcheck.node": name}),
 		HostConfigModifier: func(hc *container.HostConfig) {
 			hc.NetworkMode = "host"
 			hc.Binds = append(hc.Binds, dir+":"+dir)
@@ -225,9 +225,11 @@ func (r *Runtime) watch(id string, c *testcontainers.DockerContainer) node.Proc 
 	wait := r.cli.ContainerWait(context.Background(), id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
 	go func() {
 		select {
-		case <-wait.Result:
+		case w := <-wait.Result:
+			p.reason = fmt.Sprintf("container exited with status %d", w.StatusCode)
 		case <-wait.Error:
 			// The engine connection broke: poll until the container is no longer running.
+			p.reason = "container stopped"
 			for {
 				res, err := r.cli.ContainerInspect(context.Background(), id, client.ContainerInspectOptions{})
 				if err != nil || res.Container.State == nil || !res.Container.State.Running {
@@ -235,6 +237,9 @@ func (r *Runtime) watch(id string, c *testcontainers.DockerContainer) node.Proc 
 				}
 				time.Sleep(200 * time.Millisecond)
 			}
+		}
+		if _, err := r.cli.ContainerInspect(context.Background(), id, client.ContainerInspectOptions{}); err != nil {
+			p.reason = "container " + id[:min(12, len(id))] + " is gone (" + p.reason + ")"
 		}
 		close(p.exited)
 	}()
@@ -246,7 +251,11 @@ type proc struct {
 	c      *testcontainers.DockerContainer // nil: adopted, not lockcheck's
 	cid    string
 	exited chan struct{}
+	reason string // how it ended, set before exited closes
 }
+
+// ExitReason says how the container ended; call it once Exited is closed.
+func (p *proc) ExitReason() string { return p.reason }
 
 func (p *proc) id() string { return p.cid }
 
@@ -293,22 +302,50 @@ func (p *proc) Remove() error {
 	return p.c.Terminate(context.Background(), testcontainers.RemoveVolumes())
 }
 
+// labels are what everything of this run carries: lockcheck's, the run's and its owner's, and extra.
+func (r *Runtime) labels(extra map[string]string) map[string]string {
+	l := map[string]string{Label: "1", RunLabel: r.RunID}
+	for k, v := range ownerLabels() {
+		l[k] = v
+	}
+	for k, v := range extra {
+		l[k] = v
+	}
+	return l
+}
+
 // Clean removes every container, volume and network labelled lockcheck=1 (all runs, or one run), as left
-// by a run that was killed before it could tear down. It returns what it removed.
+// by a run that was killed before it could tear down, except a live run's. It returns what it removed.
 func Clean(ctx context.Context, runID string) ([]string, error) {
+	removed, _, err := CleanRuns(ctx, runID, false)
+	return removed, err
+}
+
+// CleanRuns is Clean that says what it kept: the things of runs whose owning process is alive (or on
+// another host, where it cannot look), which it removes only when forced.
+func CleanRuns(ctx context.Context, runID string, force bool) (removed, kept []string, err error) {
 	r, err := ConnectEngine(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer r.cli.Close()
 	cli := r.cli
 	items, err := labelled(ctx, cli, runID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var removed []string
+	live := map[string]string{} // run id -> its owner, while alive
+	for _, it := range items {
+		if alive, who := liveOwner(it.labels); alive && it.labels[RunLabel] != "" {
+			live[it.labels[RunLabel]] = who
+		}
+	}
 	var errs []error
 	for _, it := range items {
+		if who, ok := live[it.labels[RunLabel]]; ok && !force {
+			kept = append(kept, fmt.Sprintf("%s: its run %s is alive (%s)", it, it.labels[RunLabel], who))
+			continue
+		}
 		switch it.kind {
 		case "container":
 			_, err = cli.ContainerRemove(ctx, it.id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
@@ -337,7 +374,7 @@ func Clean(ctx context.Context, runID string) ([]string, error) {
 			}
 		}
 	}
-	return removed, errors.Join(errs...)
+	return removed, kept, errors.Join(errs...)
 }
 
 // Leftovers names every container, volume and network labelled as lockcheck's (of one run, or of all
@@ -359,7 +396,10 @@ func Leftovers(ctx context.Context, runID string) ([]string, error) {
 
 // item is one thing lockcheck created: containers first, so their volumes and networks are free when
 // their turn comes.
-type item struct{ kind, id, name string }
+type item struct {
+	kind, id, name string
+	labels         map[string]string
+}
 
 func (it item) String() string { return it.kind + " " + it.name }
 
@@ -375,16 +415,16 @@ func labelled(ctx context.Context, cli *testcontainers.DockerClient, runID strin
 	}
 	var out []item
 	for _, c := range ctrs.Items {
-		out = append(out, item{"container", c.ID, strings.TrimPrefix(firstName(c.Names), "/")})
+		out = append(out, item{"container", c.ID, strings.TrimPrefix(firstName(c.Names), "/"), c.Labels})
 	}
 	if vols, err := cli.VolumeList(ctx, client.VolumeListOptions{Filters: f}); err == nil {
 		for _, v := range vols.Items {
-			out = append(out, item{"volume", v.Name, v.Name})
+			out = append(out, item{"volume", v.Name, v.Name, v.Labels})
 		}
 	}
 	if nets, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: f}); err == nil {
 		for _, n := range nets.Items {
-			out = append(out, item{"network", n.ID, n.Name})
+			out = append(out, item{"network", n.ID, n.Name, n.Labels})
 		}
 	}
 	return out, nil
