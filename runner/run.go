@@ -27,6 +27,7 @@ import (
 	"github.com/lockcheck/lockcheck/node/docker"
 	"github.com/lockcheck/lockcheck/report"
 	"github.com/lockcheck/lockcheck/topology"
+	"github.com/lockcheck/lockcheck/workloads"
 )
 
 // Meta is the first record of every history: enough to re-check it and to reproduce the run.
@@ -153,11 +154,11 @@ func execute(ctx context.Context, t *Test, dir string, rec *history.Recorder, me
 	}
 	defer topo.Stop()
 	if ext != nil {
-		if err := checkLeftovers(ctx, topo, workloadPatterns(keyCount(kind, o), kind.Family == locks.FamilyLatch)); err != nil {
+		if err := checkLeftovers(ctx, topo, workloadPatterns(t.Kind.KeyCount(o.params(workloads.Range{})), t.Kind.Family == kinds.Latch)); err != nil {
 			return err
 		}
 	}
-	if err := compileScripts(ctx, topo, scripts); err != nil {
+	if err := compileScripts(ctx, topo, t.Scripts); err != nil {
 		return err // before the meta record: nothing ran
 	}
 	meta.StartupMs = max(topo.Startup.Milliseconds(), 1)
