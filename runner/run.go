@@ -18,7 +18,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/locks"
 	"github.com/lockcheck/lockcheck/nemesis"
@@ -171,7 +170,12 @@ func Run(ctx context.Context, o Options, stderr io.Writer) (*report.Results, err
 		meta.ScriptSet = scripts.Set
 	}
 
+	active.Store(rec)
 	runErr := execute(ctx, o, kind, scripts, workload, plan, names.Targets, spec, ext, dir, rec, &meta, stderr)
+	if meta.StartupMs != 0 {
+		writeEnd(ctx, rec, runErr)
+	}
+	active.Store(nil)
 	if cerr := rec.Close(); cerr != nil && runErr == nil {
 		runErr = fmt.Errorf("history: %w", cerr)
 	}
@@ -179,16 +183,16 @@ func Run(ctx context.Context, o Options, stderr io.Writer) (*report.Results, err
 		return nil, runErr // nothing ran: there is nothing to judge
 	}
 	res, aerr := Analyze(filepath.Join(dir, "history.jsonl"), o.CheckTimeout)
+	if runErr != nil { // the run's own error comes first (a full disk), whatever became of its results
+		if aerr != nil {
+			runErr = fmt.Errorf("%w; and then: %v", runErr, aerr)
+		}
+		return res, runErr
+	}
 	if aerr != nil {
 		return nil, aerr
 	}
-	if ctx.Err() != nil {
-		res.Interrupted = true
-		res.Notes = append(res.Notes, "interrupted: the run was stopped early, so a valid history is only unknown")
-		res.Valid = checker.Worst(res.Valid, checker.Unknown)
-		_ = res.WriteJSON(dir)
-	}
-	return res, runErr
+	return res, nil
 }
 
 // execute brings the topology up, runs the workload and the nemesis, heals, and tears everything down.
@@ -282,15 +286,19 @@ func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scr
 		finalHeal(env, rec)
 	}()
 	t := time.NewTimer(o.Time)
+	err = nil
 	select {
 	case <-t.C:
 	case <-ctx.Done():
+	case <-rec.Failed(): // nothing more can be recorded: stop now rather than run on blind
+		err = fmt.Errorf("history: %w (the run stopped there; the history on disk is a checkable prefix)", rec.Err())
+		fmt.Fprintln(stderr, "lockcheck:", err)
 	}
 	t.Stop()
 	close(stop)
 	ncancel()
 	wg.Wait()
-	return nil
+	return err
 }
 
 // FaultEnv is what the nemesis acts on in a running topology: its links, nodes and replication.
