@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/lockcheck/lockcheck/runner"
+)
+
+// signalName is how an interruption is named in the history's end record and on stderr.
+func signalName(s os.Signal) string {
+	switch s {
+	case os.Interrupt:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGHUP:
+		return "SIGHUP"
+	}
+	return s.String()
+}
+
+// interruptContext is cancelled, with the signal as its cause, by the first INT, TERM or HUP (a closed
+// terminal is an interruption like Ctrl-C: the run heals, stops and gives its verdict). A second one
+// exits at once: the history is ended as abandoned and lockcheck exits 255 without finishing its teardown
+// (its nodes die with it). SIGPIPE is caught so that a closed stdout or stderr (| head) returns errors
+// instead of killing the run before its verdict is written.
+func interruptContext() (context.Context, func()) {
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		first := signalName(<-sigs)
+		cancel(fmt.Errorf("%s", first))
+		fmt.Fprintf(os.Stderr, "lockcheck: %s: stopping (send it again to exit at once)\n", first)
+		second := signalName(<-sigs)
+		runner.Abandon(fmt.Sprintf("%s, then %s during teardown: exited at once", first, second))
+		fmt.Fprintf(os.Stderr, "lockcheck: %s again: exiting at once, teardown abandoned\n", second)
+		os.Exit(exitHarness)
+	}()
+	return ctx, func() { signal.Stop(sigs); cancel(nil) }
+}

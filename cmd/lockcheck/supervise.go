@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"syscall"
+)
+
+// A Go panic in any goroutine, or a fatal error (out of memory, a stack overflow), makes the runtime exit
+// with 2, which is also the exit code of an "unknown" verdict. Recovering cannot cover the fatal errors nor
+// goroutines started by libraries, so lockcheck runs itself as a child and is its supervisor: the child
+// writes the runtime's crash report to an extra pipe (debug.SetCrashOutput) as well as to stderr, and the
+// supervisor maps any crash report, or a death by signal, to 255. stdin, stdout and stderr are the
+// child's own (a terminal stays a terminal for the status line).
+//
+// The child runs in its own process group, so a terminal's Ctrl-C reaches the supervisor only, which
+// forwards every INT, TERM and HUP exactly once (a second Ctrl-C must count as a second). It dies with the
+// supervisor (Pdeathsig), and its nodes die with it, so kill -9 of lockcheck still leaves nothing behind.
+
+const (
+	childEnv = "LOCKCHECK_SUPERVISED" // set in the child
+	crashFD  = 3                      // the child's crash pipe
+	// crashTestEnv makes the child crash on purpose, for the tests: panic (main goroutine), goroutine
+	// (a panic in another goroutine) or fatal (a runtime fatal error).
+	crashTestEnv = "LOCKCHECK_TEST_CRASH"
+)
+
+// supervised reports whether this process is the child; if it is, its crash report also goes to the pipe.
+func supervised() bool {
+	if os.Getenv(childEnv) == "" {
+		return false
+	}
+	syscall.CloseOnExec(crashFD) // not to the nodes: the supervisor reads the pipe until every writer is gone
+	debug.SetCrashOutput(os.NewFile(crashFD, "crash"), debug.CrashOptions{})
+	crashForTest(os.Getenv(crashTestEnv))
+	return true
+}
+
+// supervise runs lockcheck as a child with the same arguments and returns the exit code to use.
+func supervise() int {
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE) // a closed stderr is no reason to die
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lockcheck:", err)
+		return exitHarness
+	}
+	crashR, crashW, err := os.Pipe()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lockcheck:", err)
+		return exitHarness
+	}
+	cmd := exec.Command(exe, os.Args[1:]...)
+	cmd.Args[0] = os.Args[0]
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = append(os.Environ(), childEnv+"=1")
+	cmd.ExtraFiles = []*os.File{crashW}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	// Pdeathsig fires when the thread that forked the child exits: fork from this one, which lives as long
+	// as the process.
+	runtime.LockOSThread()
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "lockcheck:", err)
+		return exitHarness
+	}
+	crashW.Close()
+	report := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(io.LimitReader(crashR, 1<<20))
+		report <- b
+	}()
+	go func() {
+		for s := range sigs {
+			_ = cmd.Process.Signal(s)
+		}
+	}()
+	err = cmd.Wait()
+	crash := <-report
+	return childExit(err, crash)
+}
+
+// childExit maps how the child ended to lockcheck's exit code.
+func childExit(err error, crash []byte) int {
+	if len(bytes.TrimSpace(crash)) > 0 {
+		line := []byte("a Go fatal error, reported above")   // the runtime writes some of it to stderr only
+		for _, l := range bytes.Split(crash, []byte("\n")) { // the runtime's own summary, where there is one
+			if bytes.HasPrefix(l, []byte("panic: ")) || bytes.HasPrefix(l, []byte("fatal error: ")) {
+				line = l
+				break
+			}
+		}
+		fmt.Fprintf(os.Stderr, "lockcheck: crashed (%s): a harness error, not a verdict\n", line)
+		return exitHarness
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			fmt.Fprintf(os.Stderr, "lockcheck: died of %v: a harness error, not a verdict\n", ws.Signal())
+			return exitHarness
+		}
+		return ee.ExitCode()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lockcheck:", err)
+		return exitHarness
+	}
+	return 0
+}
+
+func crashForTest(how string) {
+	switch how {
+	case "panic":
+		panic("lockcheck crash test")
+	case "goroutine":
+		done := make(chan struct{})
+		go func() { defer close(done); panic("lockcheck crash test in a goroutine") }()
+		<-done
+	case "fatal":
+		debug.SetMaxStack(1 << 16)
+		var grow func(int) int
+		grow = func(n int) int { return grow(n+1) + 1 }
+		grow(0)
+	}
+}
