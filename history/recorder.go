@@ -23,6 +23,7 @@ type Recorder struct {
 	closer io.Closer
 	err    error
 	failed chan struct{} // closed at the first write error
+	ended  bool          // the end record is written: nothing may follow it
 	buf    []byte        // reused under mu
 	nextID atomic.Int64
 
@@ -59,9 +60,10 @@ func (r *Recorder) write(rec Record, stamp bool) {
 	if stamp {
 		rec.Time = r.Clock.Now()
 	}
-	if r.err != nil {
+	if r.err != nil || r.ended {
 		return
 	}
+	r.ended = rec.Type == End
 	r.buf = append(appendRecord(r.buf[:0], &rec), '\n')
 	if _, err := r.w.Write(r.buf); err != nil {
 		r.err = err
@@ -80,7 +82,7 @@ func (r *Recorder) Err() error {
 }
 
 // End writes the end record, the history's last line: how the run ended, with detail (the signal, or the
-// error). A history without it was cut short.
+// error). A history without it was cut short. Records written after it are dropped.
 func (r *Recorder) End(reason EndReason, detail string) {
 	rec := Record{Type: End, F: string(reason)}
 	if reason == EndFailed {

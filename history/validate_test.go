@@ -120,3 +120,16 @@ func (f *failAfter) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// Nothing is written after the end record, so a run abandoned mid-teardown still leaves a readable history.
+func TestRecorderWritesNothingAfterEnd(t *testing.T) {
+	var buf bytes.Buffer
+	r := NewRecorder(&buf, NewClock())
+	r.Write(Record{Type: Meta})
+	r.End(EndCompleted, "")
+	r.Invoke(Record{F: "acquire"})
+	r.Fault("heal", "final", nil, "")
+	if _, err := Read(&buf); err != nil {
+		t.Fatal(err)
+	}
+}
