@@ -37,8 +37,9 @@ func supervised() bool {
 	if os.Getenv(childEnv) == "" {
 		return false
 	}
+	os.Unsetenv(childEnv)        // nor does anything lockcheck starts take itself for a child
 	syscall.CloseOnExec(crashFD) // not to the nodes: the supervisor reads the pipe until every writer is gone
-	debug.SetCrashOutput(os.NewFile(crashFD, "crash"), debug.CrashOptions{})
+	_ = debug.SetCrashOutput(os.NewFile(crashFD, "crash"), debug.CrashOptions{})
 	crashForTest(os.Getenv(crashTestEnv))
 	return true
 }

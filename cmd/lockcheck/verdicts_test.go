@@ -237,6 +237,14 @@ func TestCraftedHistoriesAreRefused(t *testing.T) {
 	if code, out := check(t, meta("reentrant", "mutex")+"\n"+grants("30000")); code != exitInvalid {
 		t.Fatalf("double grant: exit %d, want %d (%s)", code, exitInvalid, out)
 	}
+	// An endless line is refused at its bound, not read into memory (issue 9 item 11).
+	var stderr bytes.Buffer
+	zero := exec.Command(bin, "check", "/dev/zero")
+	zero.Stderr = &stderr
+	_ = zero.Run()
+	if code := zero.ProcessState.ExitCode(); code != exitUsage || !strings.Contains(stderr.String(), "history line 1: longer than") {
+		t.Fatalf("check /dev/zero: exit %d, stderr %q", code, stderr.String())
+	}
 	for name, c := range map[string]struct{ content, want string }{
 		"negative lease":    {meta("reentrant", "mutex") + "\n" + grants("-30000"), "history line 2: args.lease_ms -30000"},
 		"overflowing lease": {meta("reentrant", "mutex") + "\n" + grants("10000000000000"), "history line 2: args.lease_ms"},
