@@ -168,9 +168,10 @@ func readMeta(path string, h *history.History) (Meta, error) {
 	return meta, nil
 }
 
-// writeHTML leaves no partial file behind (a full disk).
+// writeHTML writes through a temporary file renamed into place, so it leaves no partial file behind (a full
+// disk, or a check interrupted while writing).
 func writeHTML(path string, lin *checker.Linearizable, h *history.History, results []checker.Result) error {
-	f, err := os.Create(path)
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return err
 	}
@@ -178,8 +179,14 @@ func writeHTML(path string, lin *checker.Linearizable, h *history.History, resul
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
 	if err != nil {
-		_ = os.Remove(path)
+		_ = os.Remove(f.Name())
 	}
 	return err
 }
