@@ -286,19 +286,19 @@ func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scr
 		finalHeal(env, rec)
 	}()
 	t := time.NewTimer(o.Time)
-	err = nil
+	var stopped error
 	select {
 	case <-t.C:
 	case <-ctx.Done():
 	case <-rec.Failed(): // nothing more can be recorded: stop now rather than run on blind
-		err = fmt.Errorf("history: %w (the run stopped there; the history on disk is a checkable prefix)", rec.Err())
-		fmt.Fprintln(stderr, "lockcheck:", err)
+		stopped = fmt.Errorf("history: %w (the run stopped there; the history on disk is a checkable prefix)", rec.Err())
+		fmt.Fprintln(stderr, "lockcheck:", stopped)
 	}
 	t.Stop()
 	close(stop)
 	ncancel()
 	wg.Wait()
-	return err
+	return stopped
 }
 
 // FaultEnv is what the nemesis acts on in a running topology: its links, nodes and replication.
