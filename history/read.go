@@ -69,7 +69,7 @@ func Read(r io.Reader) (*History, error) {
 		if len(bytes.TrimSpace(line)) > 0 {
 			var rec Record
 			if jerr := json.Unmarshal(line, &rec); jerr != nil {
-				if err == io.EOF && cutShort(line) { // the writer died mid-line: keep the prefix
+				if err == io.EOF && cutShort(line) && h.Ended == nil { // the writer died mid-line: keep the prefix
 					h.Truncated = true
 					break
 				}

@@ -20,6 +20,7 @@ func TestReadRefusesCraftedRecords(t *testing.T) {
 		"meta not first":       {`{"type":"fault","time":1,"f":"kill"}` + "\n" + metaLine, "line 2: the meta record must be the first"},
 		"record after the end": {metaLine + `{"type":"end","time":3,"f":"completed"}` + "\n" + `{"type":"invoke","time":4,"id":1}` + "\n", "line 3: a \"invoke\" record after the end record"},
 		"two end records":      {metaLine + `{"type":"end","time":3,"f":"completed"}` + "\n" + `{"type":"end","time":4,"f":"completed"}` + "\n", "line 3:"},
+		"cut short after end":  {metaLine + `{"type":"end","time":3,"f":"completed"}` + "\n" + `{"type":"invoke","ti`, "line 3:"},
 		"unknown end reason":   {metaLine + `{"type":"end","time":3,"f":"fine"}` + "\n", "line 2: end record with unknown reason"},
 		"garbage last line":    {metaLine + "\x00\x00\x00garbage", "line 2:"},
 		"closed bad last line": {metaLine + `{"type":"invoke","time":x}`, "line 2:"},
