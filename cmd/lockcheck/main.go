@@ -30,7 +30,7 @@ func main() {
 	if !supervised() {
 		os.Exit(supervise()) // crashes are 255: see supervise.go
 	}
-	ctx, stop := interruptContext()
+	ctx, stop := interruptContext(forwardedSignals())
 	code := execute(ctx, os.Args[1:])
 	stop()
 	os.Exit(code)

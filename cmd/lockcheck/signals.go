@@ -23,16 +23,14 @@ func signalName(s os.Signal) string {
 	return s.String()
 }
 
-// interruptContext is cancelled, with the signal as its cause, by the first INT, TERM or HUP (a closed
+// interruptContext is cancelled, with the signal as its cause, by the first of sigs: INT, TERM or HUP (a closed
 // terminal is an interruption like Ctrl-C: the run heals, stops and gives its verdict). A second one
 // exits at once: the history is ended as abandoned and lockcheck exits 255 without finishing its teardown
 // (its nodes die with it). SIGPIPE is caught so that a closed stdout or stderr (| head) returns errors
 // instead of killing the run before its verdict is written.
-func interruptContext() (context.Context, func()) {
+func interruptContext(sigs <-chan os.Signal) (context.Context, func()) {
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	ctx, cancel := context.WithCancelCause(context.Background())
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	go func() {
 		first := signalName(<-sigs)
 		cancel(fmt.Errorf("%s", first))
@@ -42,5 +40,5 @@ func interruptContext() (context.Context, func()) {
 		fmt.Fprintf(os.Stderr, "lockcheck: %s again: exiting at once, teardown abandoned\n", second)
 		os.Exit(exitHarness)
 	}()
-	return ctx, func() { signal.Stop(sigs); cancel(nil) }
+	return ctx, func() { cancel(nil) }
 }

@@ -20,13 +20,17 @@ import (
 // supervisor maps any crash report, or a death by signal, to 255. stdin, stdout and stderr are the
 // child's own (a terminal stays a terminal for the status line).
 //
-// The child runs in its own process group, so a terminal's Ctrl-C reaches the supervisor only, which
-// forwards every INT, TERM and HUP exactly once (a second Ctrl-C must count as a second). It dies with the
-// supervisor (Pdeathsig), and its nodes die with it, so kill -9 of lockcheck still leaves nothing behind.
+// Signals are the supervisor's to receive: it passes every INT, TERM and HUP to the child exactly once,
+// through a second pipe, and the child disregards those sent to it directly. So a second signal counts
+// only when it is a second one (a terminal's Ctrl-C, or a TERM sent to every process of a cgroup or by
+// pkill, would otherwise reach the child twice and skip its teardown). The child runs in its own process
+// group, dies with the supervisor (Pdeathsig), and its nodes die with it, so kill -9 of lockcheck still
+// leaves nothing behind.
 
 const (
 	childEnv = "LOCKCHECK_SUPERVISED" // set in the child
 	crashFD  = 3                      // the child's crash pipe
+	signalFD = 4                      // the child's signal pipe: one byte, the signal number, per signal
 	// crashTestEnv makes the child crash on purpose, for the tests: panic (main goroutine), goroutine
 	// (a panic in another goroutine) or fatal (a runtime fatal error).
 	crashTestEnv = "LOCKCHECK_TEST_CRASH"
@@ -39,6 +43,7 @@ func supervised() bool {
 	}
 	os.Unsetenv(childEnv)        // nor does anything lockcheck starts take itself for a child
 	syscall.CloseOnExec(crashFD) // not to the nodes: the supervisor reads the pipe until every writer is gone
+	syscall.CloseOnExec(signalFD)
 	_ = debug.SetCrashOutput(os.NewFile(crashFD, "crash"), debug.CrashOptions{})
 	crashForTest(os.Getenv(crashTestEnv))
 	return true
@@ -57,11 +62,16 @@ func supervise() int {
 		fmt.Fprintln(os.Stderr, "lockcheck:", err)
 		return exitHarness
 	}
+	sigR, sigW, err := os.Pipe()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lockcheck:", err)
+		return exitHarness
+	}
 	cmd := exec.Command(exe, os.Args[1:]...)
 	cmd.Args[0] = os.Args[0]
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(), childEnv+"=1")
-	cmd.ExtraFiles = []*os.File{crashW}
+	cmd.ExtraFiles = []*os.File{crashW, sigR}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
@@ -73,6 +83,7 @@ func supervise() int {
 		return exitHarness
 	}
 	crashW.Close()
+	sigR.Close()
 	report := make(chan []byte, 1)
 	go func() {
 		b, _ := io.ReadAll(io.LimitReader(crashR, 1<<20))
@@ -80,7 +91,7 @@ func supervise() int {
 	}()
 	go func() {
 		for s := range sigs {
-			_ = cmd.Process.Signal(s)
+			_, _ = sigW.Write([]byte{byte(s.(syscall.Signal))})
 		}
 	}()
 	err = cmd.Wait()
@@ -114,6 +125,24 @@ func childExit(err error, crash []byte) int {
 		return exitHarness
 	}
 	return 0
+}
+
+// forwardedSignals are the signals the supervisor passes on; those sent to the child directly are
+// disregarded (they would count twice).
+func forwardedSignals() <-chan os.Signal {
+	signal.Notify(make(chan os.Signal, 1), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	out := make(chan os.Signal, 2)
+	go func() {
+		pipe := os.NewFile(signalFD, "signals")
+		b := make([]byte, 1)
+		for {
+			if _, err := pipe.Read(b); err != nil {
+				return // the supervisor is gone, and this process with it (Pdeathsig)
+			}
+			out <- syscall.Signal(b[0])
+		}
+	}()
+	return out
 }
 
 func crashForTest(how string) {

@@ -419,3 +419,36 @@ func TestSecondSIGINTExitsAtOnce(t *testing.T) {
 		t.Fatalf("end record %+v", end)
 	}
 }
+
+// A TERM sent to every lockcheck process at once (pkill, a cgroup's stop) is one signal, not two: the run
+// tears down and gives its verdict instead of exiting at once.
+func TestSignalToEveryProcessCountsOnce(t *testing.T) {
+	bin := buildBinary(t)
+	r := startRun(t, bin, "--time", "60s", "--seed", "8")
+	dir := r.underWay(t)
+	pids := []int{r.cmd.Process.Pid}
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", r.cmd.Process.Pid))
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		for _, p := range strings.Fields(string(b)) {
+			var pid int
+			if _, err := fmt.Sscan(p, &pid); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	if len(pids) < 2 {
+		t.Fatalf("no child of the supervisor found in %v", tasks)
+	}
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code := r.wait(t, 30*time.Second); code != exitUnknown {
+		t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitUnknown, r.all)
+	}
+	if end := endRecord(t, dir); end == nil || end.Detail != "SIGTERM" {
+		t.Fatalf("end record %+v", end)
+	}
+}
