@@ -45,6 +45,9 @@ func supervised() bool {
 	syscall.CloseOnExec(crashFD) // not to the nodes: the supervisor reads the pipe until every writer is gone
 	syscall.CloseOnExec(signalFD)
 	_ = debug.SetCrashOutput(os.NewFile(crashFD, "crash"), debug.CrashOptions{})
+	// Its own process group is not the terminal's foreground one: with stty tostop, a write to the terminal
+	// would stop it, unless SIGTTOU is ignored.
+	signal.Ignore(syscall.SIGTTOU)
 	crashForTest(os.Getenv(crashTestEnv))
 	return true
 }

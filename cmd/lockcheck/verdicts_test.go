@@ -452,3 +452,20 @@ func TestSignalToEveryProcessCountsOnce(t *testing.T) {
 		t.Fatalf("end record %+v", end)
 	}
 }
+
+// The supervised child is not in the terminal's foreground process group: with stty tostop its writes to
+// the terminal must not stop it.
+func TestTerminalWithTostop(t *testing.T) {
+	script, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("no script(1) for a pseudo-terminal")
+	}
+	bin := buildBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, script, "-qec", "stty tostop; "+bin+" locks", "/dev/null")
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil || err != nil || !strings.Contains(string(out), "reentrant") {
+		t.Fatalf("lockcheck locks on a tostop terminal: %v %v\n%s", ctx.Err(), err, out)
+	}
+}
