@@ -77,7 +77,7 @@ func supervise() int {
 	cmd.ExtraFiles = []*os.File{crashW, sigR}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGTSTP, syscall.SIGCONT)
 	// Pdeathsig fires when the thread that forked the child exits: fork from this one, which lives as long
 	// as the process.
 	runtime.LockOSThread()
@@ -94,7 +94,15 @@ func supervise() int {
 	}()
 	go func() {
 		for s := range sigs {
-			_, _ = sigW.Write([]byte{byte(s.(syscall.Signal))})
+			switch s {
+			case syscall.SIGTSTP: // Ctrl-Z: job control stops the supervisor, so stop the child with it
+				_ = cmd.Process.Signal(syscall.SIGSTOP)
+				_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+			case syscall.SIGCONT: // fg or bg
+				_ = cmd.Process.Signal(syscall.SIGCONT)
+			default:
+				_, _ = sigW.Write([]byte{byte(s.(syscall.Signal))})
+			}
 		}
 	}()
 	err = cmd.Wait()

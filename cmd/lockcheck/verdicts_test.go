@@ -469,3 +469,48 @@ func TestTerminalWithTostop(t *testing.T) {
 		t.Fatalf("lockcheck locks on a tostop terminal: %v %v\n%s", ctx.Err(), err, out)
 	}
 }
+
+// Job control reaches the child, which runs in a process group of its own: Ctrl-Z (TSTP) stops it with
+// the supervisor and CONT resumes it.
+func TestStopAndContinueReachTheChild(t *testing.T) {
+	bin := buildBinary(t)
+	r := startRun(t, bin, "--time", "60s", "--seed", "9")
+	r.underWay(t)
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", r.cmd.Process.Pid))
+	child := ""
+	for _, f := range tasks {
+		if b, _ := os.ReadFile(f); len(strings.Fields(string(b))) > 0 {
+			child = strings.Fields(string(b))[0]
+		}
+	}
+	if child == "" {
+		t.Fatal("no child of the supervisor")
+	}
+	state := func() string {
+		b, _ := os.ReadFile("/proc/" + child + "/stat")
+		_, after, _ := strings.Cut(string(b), ") ")
+		return after[:1]
+	}
+	waitState := func(want func(string) bool, what string) {
+		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+			if want(state()) {
+				return
+			}
+		}
+		t.Fatalf("the child never became %s (state %s)", what, state())
+	}
+	if err := r.cmd.Process.Signal(syscall.SIGTSTP); err != nil {
+		t.Fatal(err)
+	}
+	waitState(func(s string) bool { return s == "T" }, "stopped")
+	if err := r.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitState(func(s string) bool { return s != "T" }, "running")
+	if err := r.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if code := r.wait(t, 30*time.Second); code != exitUnknown {
+		t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitUnknown, r.all)
+	}
+}
