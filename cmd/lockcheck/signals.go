@@ -26,7 +26,7 @@ func signalName(s os.Signal) string {
 // interruptContext is cancelled, with the signal as its cause, by the first of sigs: INT, TERM or HUP (a closed
 // terminal is an interruption like Ctrl-C: the run heals, stops and gives its verdict). A second one
 // exits at once: the history is ended as abandoned and lockcheck exits 255 without finishing its teardown
-// (its nodes die with it). SIGPIPE is caught so that a closed stdout or stderr (| head) returns errors
+// (process nodes die with it; docker containers are left to lockcheck clean). SIGPIPE is caught so that a closed stdout or stderr (| head) returns errors
 // instead of killing the run before its verdict is written.
 func interruptContext(sigs <-chan os.Signal) (context.Context, func()) {
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
