@@ -31,6 +31,7 @@ demo: deps build
 test: deps
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 20m ./...
+	$(GO) test -run '^$$' -fuzz FuzzRead -fuzztime 10s ./history/
 
 # Speed targets, each printed beside its yardstick as a ratio.
 bench: deps

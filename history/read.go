@@ -4,20 +4,28 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sort"
+	"strings"
 )
 
 // History is a parsed history file.
 type History struct {
 	Meta      *Record     // nil when the file has none
+	MetaLine  int         // the meta record's line number
 	Ops       []Operation // operations in invoke order
 	Faults    []Record
 	Sections  []Record
-	Truncated bool // the last line was cut short (the run was killed mid-write) and was dropped
+	Ended     *Record // the end record; nil when the run never wrote one (killed, or still running)
+	Truncated bool    // the last line was cut short (the run was killed mid-write) and was dropped
 }
+
+// MaxLine bounds a history line: the longest real record is a meta record of a few KB, and an unbounded
+// line (lockcheck check /dev/zero) would take all memory.
+const MaxLine = 1 << 20
 
 // Operation is an invoked operation with its completion; Complete is nil when none was recorded, which counts as
 // unknown.
@@ -34,8 +42,8 @@ func (o Operation) Outcome() Type {
 	return o.Complete.Type
 }
 
-// ReadFile parses a history file. A cut-short last line is dropped (and reported in Truncated); any other
-// malformed line is an error that names it.
+// ReadFile parses a history file. A last line that is a cut-short record is dropped (and reported in
+// Truncated); any other malformed line is an error that names it.
 func ReadFile(path string) (*History, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -50,20 +58,27 @@ func Read(r io.Reader) (*History, error) {
 	h := &History{}
 	open := map[int64]int{}
 	br := bufio.NewReaderSize(r, 1<<16)
+	var line []byte
+	records := 0
 	for n := 1; ; n++ {
-		line, err := br.ReadBytes('\n')
+		var err error
+		line, err = readLine(br, line[:0])
+		if err == errLong {
+			return nil, fmt.Errorf("history line %d: longer than %d bytes: not a lockcheck history", n, MaxLine)
+		}
 		if len(bytes.TrimSpace(line)) > 0 {
 			var rec Record
 			if jerr := json.Unmarshal(line, &rec); jerr != nil {
-				if err == io.EOF { // the writer died mid-line: keep the prefix
+				if err == io.EOF && cutShort(line) && h.Ended == nil { // the writer died mid-line: keep the prefix
 					h.Truncated = true
 					break
 				}
 				return nil, fmt.Errorf("history line %d: %v", n, jerr)
 			}
-			if aerr := h.add(rec, open); aerr != nil {
+			if aerr := h.add(rec, open, n, records); aerr != nil {
 				return nil, fmt.Errorf("history line %d: %v", n, aerr)
 			}
+			records++
 		}
 		if err == io.EOF {
 			break
@@ -76,10 +91,57 @@ func Read(r io.Reader) (*History, error) {
 	return h, nil
 }
 
-func (h *History) add(rec Record, open map[int64]int) error {
+var errLong = errors.New("line too long")
+
+// readLine appends the next line (with its newline, if any) to buf, refusing one longer than MaxLine.
+func readLine(br *bufio.Reader, buf []byte) ([]byte, error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(buf)+len(chunk) > MaxLine+1 {
+			return buf, errLong
+		}
+		buf = append(buf, chunk...)
+		if err != bufio.ErrBufferFull {
+			return buf, err
+		}
+	}
+}
+
+// cutShort reports whether a last line that does not parse is the beginning of a JSON object that a write
+// cut short, rather than garbage: only such a line may be dropped as truncated.
+func cutShort(line []byte) bool {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 || line[0] != '{' {
+		return false
+	}
+	var v json.RawMessage
+	return json.NewDecoder(bytes.NewReader(line)).Decode(&v) == io.ErrUnexpectedEOF
+}
+
+// add takes record number seen (from 0) on line n.
+func (h *History) add(rec Record, open map[int64]int, n, seen int) error {
+	if h.Ended != nil {
+		return fmt.Errorf("a %q record after the end record", rec.Type)
+	}
+	if err := checkNumbers(&rec); err != nil {
+		return err
+	}
 	switch rec.Type {
 	case Meta:
-		h.Meta = &rec
+		if h.Meta != nil {
+			return fmt.Errorf("a second meta record (the first is on line %d)", h.MetaLine)
+		}
+		if seen > 0 {
+			return fmt.Errorf("the meta record must be the first record")
+		}
+		h.Meta, h.MetaLine = &rec, n
+	case End:
+		switch EndReason(rec.F) {
+		case EndCompleted, EndInterrupted, EndFailed:
+		default:
+			return fmt.Errorf("end record with unknown reason %q (want %s, %s or %s)", rec.F, EndCompleted, EndInterrupted, EndFailed)
+		}
+		h.Ended = &rec
 	case Invoke:
 		if _, dup := open[rec.ID]; dup {
 			return fmt.Errorf("operation %d invoked twice", rec.ID)
@@ -108,6 +170,29 @@ func (h *History) add(rec Record, open map[int64]int) error {
 		h.Sections = append(h.Sections, rec)
 	default:
 		return fmt.Errorf("unknown record type %q", rec.Type)
+	}
+	return nil
+}
+
+// checkNumbers refuses times and arguments no run writes, which could overflow the checkers' arithmetic
+// (a lease of 10^13 ms) or turn a double grant into a legal one (a negative lease).
+func checkNumbers(rec *Record) error {
+	for _, t := range []struct {
+		name string
+		v    int64
+	}{{"time", rec.Time}, {"enter", rec.Enter}, {"exit", rec.Exit}, {"until", rec.Until}} {
+		if t.v < 0 || t.v > MaxTime {
+			return fmt.Errorf("%s %d out of range [0, %d]", t.name, t.v, MaxTime)
+		}
+	}
+	for k, v := range rec.Args {
+		limit := MaxTime
+		if strings.HasSuffix(k, "_ms") {
+			limit = MaxArgMs
+		}
+		if v < 0 || v > limit {
+			return fmt.Errorf("args.%s %d out of range [0, %d]", k, v, limit)
+		}
 	}
 	return nil
 }

@@ -18,6 +18,24 @@ const (
 	Unknown Type = "unknown" // it may or may not have taken effect (timeout, lost connection)
 	Fault   Type = "fault"   // the nemesis started or stopped a fault
 	Section Type = "cs"      // a critical section on the harness-owned protected resource
+	End     Type = "end"     // last line: how the run ended (F is an EndReason); a history without it is cut short
+)
+
+// EndReason is an end record's F: how the run ended.
+type EndReason string
+
+// End reasons. Only a completed run's history can be judged valid.
+const (
+	EndCompleted   EndReason = "completed"   // the workload ran its --time, the final heal and teardown followed
+	EndInterrupted EndReason = "interrupted" // a signal stopped the run early (Detail names it)
+	EndFailed      EndReason = "failed"      // a harness error stopped the run (Error says which)
+)
+
+// Bounds on numbers in a history, so that no crafted value can overflow the checkers' arithmetic (a lease
+// in ms is multiplied by 10^6 and added to a time).
+const (
+	MaxTime  = int64(1) << 62 // ns, about 146 years
+	MaxArgMs = int64(1e12)    // an args value in ms (names ending in _ms), about 31 years
 )
 
 // A node that died outside the fault plan is a fault record with F NodeDied, Phase Unplanned, the node as

@@ -22,7 +22,9 @@ type Recorder struct {
 	w      io.Writer
 	closer io.Closer
 	err    error
-	buf    []byte // reused under mu
+	failed chan struct{} // closed at the first write error
+	ended  bool          // the end record is written: nothing may follow it
+	buf    []byte        // reused under mu
 	nextID atomic.Int64
 
 	ok, fail, unknown, sections, overlaps atomic.Int64
@@ -42,12 +44,13 @@ func Create(path string, clock Clock) (*Recorder, error) {
 
 // NewRecorder writes records to w.
 func NewRecorder(w io.Writer, clock Clock) *Recorder {
-	r := &Recorder{Clock: clock, w: w}
+	r := &Recorder{Clock: clock, w: w, failed: make(chan struct{})}
 	r.fault.Store("")
 	return r
 }
 
-// Write appends one record. The first write error is kept and returned by Close.
+// Write appends one record. The first write error is kept, signalled on Failed and returned by Err and
+// Close; later records are dropped, so the file stays a prefix of the run.
 func (r *Recorder) Write(rec Record) { r.write(rec, false) }
 
 // write stamps the record with the clock under the lock when stamp is set, so the file is in time order.
@@ -57,11 +60,37 @@ func (r *Recorder) write(rec Record, stamp bool) {
 	if stamp {
 		rec.Time = r.Clock.Now()
 	}
-	if r.err != nil {
+	if r.err != nil || r.ended {
 		return
 	}
+	r.ended = rec.Type == End
 	r.buf = append(appendRecord(r.buf[:0], &rec), '\n')
-	_, r.err = r.w.Write(r.buf)
+	if _, err := r.w.Write(r.buf); err != nil {
+		r.err = err
+		close(r.failed)
+	}
+}
+
+// Failed is closed when a write fails (a full disk): the run must stop, since nothing more is recorded.
+func (r *Recorder) Failed() <-chan struct{} { return r.failed }
+
+// Err is the first write error, or nil.
+func (r *Recorder) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+// End writes the end record, the history's last line: how the run ended, with detail (the signal, or the
+// error). A history without it was cut short. Records written after it are dropped.
+func (r *Recorder) End(reason EndReason, detail string) {
+	rec := Record{Type: End, F: string(reason)}
+	if reason == EndFailed {
+		rec.Error = detail
+	} else {
+		rec.Detail = detail
+	}
+	r.write(rec, true)
 }
 
 // Close flushes nothing (every record is already written) and closes the file.
@@ -71,6 +100,7 @@ func (r *Recorder) Close() error {
 	if r.closer != nil {
 		if err := r.closer.Close(); err != nil && r.err == nil {
 			r.err = err
+			close(r.failed)
 		}
 		r.closer = nil
 	}

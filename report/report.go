@@ -36,13 +36,7 @@ type Results struct {
 }
 
 // WriteJSON writes results.json into dir.
-func (r *Results) WriteJSON(dir string) error {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "results.json"), append(b, '\n'), 0o644)
-}
+func (r *Results) WriteJSON(dir string) error { return r.WriteFile(filepath.Join(dir, "results.json")) }
 
 // Table prints the verdict table.
 func (r *Results) Table(w io.Writer) {
@@ -163,6 +157,7 @@ func (s *Status) loop() {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	var last history.Counts
+	var err error
 	lastAt := time.Now()
 	for {
 		select {
@@ -183,9 +178,12 @@ func (s *Status) loop() {
 			line := fmt.Sprintf("%6.1fs  %6.0f ops/s  ok %d  fail %d  unknown %d  sections %d  overlaps %d  fault %s",
 				time.Since(s.start).Seconds(), rate, c.Ok, c.Fail, c.Unknown, c.Sections, c.Overlaps, fault)
 			if s.tty {
-				fmt.Fprint(s.w, "\r\033[K"+line)
+				_, err = fmt.Fprint(s.w, "\r\033[K"+line)
 			} else {
-				fmt.Fprintln(s.w, line)
+				_, err = fmt.Fprintln(s.w, line)
+			}
+			if err != nil { // stderr closed (| head): the status line is a courtesy, the run goes on
+				return
 			}
 		}
 	}

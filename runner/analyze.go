@@ -3,9 +3,11 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
@@ -29,46 +31,69 @@ func ResolveHistory(path string) (string, error) {
 	return path, nil
 }
 
-// Analyze checks a history file and writes results.json and history.html beside it.
+// Analyze checks a run's history and writes the run's results.json and history.html beside it.
 func Analyze(path string, timeout time.Duration) (*report.Results, error) {
+	return analyze(context.Background(), path, timeout, "results.json", "history.html")
+}
+
+// Check re-checks a history offline. Its outputs are named after the input (history.jsonl gives
+// history.check.json and history.check.html), so a re-check never replaces what the run itself wrote
+// (results.json with "interrupted"), nor files that lockcheck did not write. An interrupted check writes
+// nothing and returns ErrCheckInterrupted.
+func Check(ctx context.Context, path string, timeout time.Duration) (*report.Results, error) {
+	stem := strings.TrimSuffix(filepath.Base(path), ".jsonl")
+	type outcome struct {
+		res *report.Results
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := analyze(ctx, path, timeout, stem+".check.json", stem+".check.html")
+		done <- outcome{res, err}
+	}()
+	select {
+	case o := <-done:
+		return o.res, o.err
+	case <-ctx.Done(): // porcupine's search does not watch ctx: leave it, the process is about to exit
+		return nil, ErrCheckInterrupted
+	}
+}
+
+// ErrCheckInterrupted is a check stopped by a signal before its verdict.
+var ErrCheckInterrupted = errors.New("check interrupted before its verdict; nothing written")
+
+func analyze(ctx context.Context, path string, timeout time.Duration, resultsName, htmlName string) (*report.Results, error) {
 	h, err := history.ReadFile(path)
 	if err != nil {
 		return nil, UsageError{err}
 	}
-	var meta Meta
-	if h.Meta == nil {
-		return nil, usagef("%s: no meta record: not a lockcheck history", path)
+	meta, err := readMeta(path, h)
+	if err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(h.Meta.Data, &meta); err != nil {
-		return nil, usagef("%s: meta record: %v", path, err)
-	}
-	if meta.Checks.Family == "" { // histories older than the checks record: the built-in kind's
-		k, err := kinds.Lookup(meta.Lock)
-		if err != nil {
-			return nil, usagef("%s: %v", path, err)
+	dir := filepath.Dir(path)
+	files := map[string]string{"dir": dir, "history": path, "results": filepath.Join(dir, resultsName),
+		"html": filepath.Join(dir, htmlName)}
+	for _, k := range []string{"results", "html"} {
+		if err := report.Overwritable(files[k]); err != nil {
+			return nil, UsageError{err}
 		}
-		meta.Checks = k.Checks(kinds.Params{Permits: meta.Checks.Permits})
-	}
-	if k, err := kinds.Lookup(meta.Lock); err == nil { // histories older than the members field
-		meta.Checks.Members = k.Checks(kinds.Params{}).Members
 	}
 	family, err := kinds.FamilyNamed(meta.Checks.Family)
 	if err != nil {
 		return nil, usagef("%s: meta record: %v", path, err)
 	}
 	lin, cs := family.Checkers(meta.Checks, timeout)
-	results, valid := checker.Run(context.Background(), h, cs...)
-	dir := filepath.Dir(path)
+	results, valid := checker.Run(ctx, h, cs...)
 	opts, _ := json.Marshal(meta.Options)
 	plan, _ := json.Marshal(meta.Plan)
 	res := &report.Results{Valid: valid, Lock: meta.Lock, Topology: meta.Topology, Nemesis: meta.Nemesis,
 		Seed: meta.Seed, Truncated: h.Truncated, Checkers: results, Faults: h.Windows(), Options: opts, Plan: plan,
-		Versions: meta.Versions, StartupMs: meta.StartupMs,
-		Files: map[string]string{"dir": dir, "history": path, "results": filepath.Join(dir, "results.json"),
-			"html": filepath.Join(dir, "history.html")}}
+		Versions: meta.Versions, StartupMs: meta.StartupMs, Files: files}
 	if k, err := kinds.Lookup(meta.Lock); err == nil && k.Broken != "" {
 		res.Notes = append(res.Notes, fmt.Sprintf("%s is a negative control: it %s; a valid verdict here means the harness missed it", k.Name, k.Broken))
 	}
+	endVerdict(h, res)
 	if !finished(h) {
 		res.Notes = append(res.Notes, "no final heal was recorded: the run did not finish, and its prefix was checked")
 	}
@@ -77,28 +102,101 @@ func Analyze(path string, timeout time.Duration) (*report.Results, error) {
 		res.Valid = checker.Worst(res.Valid, checker.Unknown)
 	}
 	if h.Truncated {
-		res.Notes = append(res.Notes, "the history's last line was cut short (the run was killed); the prefix was checked")
+		res.Notes = append(res.Notes, "the history's last line was cut short (the run died mid-write, or its disk filled); the prefix was checked")
 	}
-	if err := writeHTML(res.Files["html"], lin, h, results); err != nil {
+	if ctx.Err() != nil {
+		return nil, ErrCheckInterrupted
+	}
+	if err := writeHTML(files["html"], lin, h, results); err != nil {
 		res.Notes = append(res.Notes, "no HTML: "+err.Error())
 		delete(res.Files, "html")
 	}
-	if err := res.WriteJSON(dir); err != nil {
+	if err := res.WriteFile(files["results"]); err != nil {
 		return res, fmt.Errorf("write results: %w", err)
 	}
 	return res, nil
 }
 
+// endVerdict caps the verdict by how the run ended: only a history whose end record says it completed can
+// be valid; an interrupted, failed or cut-short one is at best unknown, and a note says why.
+func endVerdict(h *history.History, res *report.Results) {
+	var why string
+	switch {
+	case h.Ended == nil:
+		why = "no end record (the run was killed, its disk filled, or it is still running): only a prefix was checked"
+	case history.EndReason(h.Ended.F) == history.EndInterrupted:
+		res.Interrupted = true
+		why = "interrupted"
+		if h.Ended.Detail != "" {
+			why += " (" + h.Ended.Detail + ")"
+		}
+		why += ": the run was stopped early"
+	case history.EndReason(h.Ended.F) == history.EndFailed:
+		why = "the run failed: " + h.Ended.Error
+	default:
+		return
+	}
+	if res.Valid == checker.Valid {
+		why += ", so a valid history is only unknown"
+	}
+	res.Valid = checker.Worst(res.Valid, checker.Unknown)
+	res.Notes = append(res.Notes, why)
+}
+
+// readMeta decodes and validates the meta record: a lock lockcheck knows, and checks that are that lock's
+// own, so a crafted meta record cannot choose (or switch off) the checkers.
+func readMeta(path string, h *history.History) (Meta, error) {
+	var meta Meta
+	if h.Meta == nil {
+		return meta, usagef("%s: no meta record: not a lockcheck history", path)
+	}
+	at := fmt.Sprintf("%s: history line %d: meta record", path, h.MetaLine)
+	if err := json.Unmarshal(h.Meta.Data, &meta); err != nil {
+		return meta, usagef("%s: %v", at, err)
+	}
+	k, err := kinds.Lookup(meta.Lock)
+	if err != nil {
+		return meta, usagef("%s: %v", at, err)
+	}
+	want := k.Checks(kinds.Params{Permits: meta.Checks.Permits})
+	if k.Family.Counted && want.Permits < 1 {
+		return meta, usagef("%s: lock %s needs permits >= 1, got %d", at, k.Name, want.Permits)
+	}
+	switch {
+	case meta.Checks.Family == "": // histories older than the field
+		meta.Checks = want
+	case meta.Checks.Family != k.Family.Name:
+		return meta, usagef("%s: family %q, but lock %s is a %s", at, meta.Checks.Family, k.Name, k.Family.Name)
+	default:
+		meta.Checks.Members = want.Members // histories older than the field
+		if meta.Checks != want {
+			return meta, usagef("%s: checks %+v are not lock %s's own (%+v)", at, meta.Checks, k.Name, want)
+		}
+	}
+	return meta, nil
+}
+
+// writeHTML writes through a temporary file renamed into place, so it leaves no partial file behind (a full
+// disk, or a check interrupted while writing).
 func writeHTML(path string, lin *checker.Linearizable, h *history.History, results []checker.Result) error {
-	f, err := os.Create(path)
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return err
 	}
-	if err := lin.Visualize(f, h, report.Annotations(h, results)); err != nil {
-		f.Close()
-		return err
+	err = lin.Visualize(f, h, report.Annotations(h, results))
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	return f.Close()
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+	}
+	return err
 }
 
 // finished reports whether the run got as far as its final heal.

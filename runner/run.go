@@ -18,7 +18,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/kinds"
 	"github.com/lockcheck/lockcheck/locks"
@@ -99,7 +98,12 @@ func (t *Test) Run(ctx context.Context, stderr io.Writer) (*report.Results, erro
 		meta.ScriptSet = t.Scripts.Set
 	}
 
+	active.Store(rec)
 	runErr := execute(ctx, t, dir, rec, &meta, stderr)
+	if meta.StartupMs != 0 {
+		writeEnd(ctx, rec, runErr)
+	}
+	active.Store(nil)
 	if cerr := rec.Close(); cerr != nil && runErr == nil {
 		runErr = fmt.Errorf("history: %w", cerr)
 	}
@@ -107,16 +111,16 @@ func (t *Test) Run(ctx context.Context, stderr io.Writer) (*report.Results, erro
 		return nil, runErr // nothing ran: there is nothing to judge
 	}
 	res, aerr := Analyze(filepath.Join(dir, "history.jsonl"), o.CheckTimeout)
+	if runErr != nil { // the run's own error comes first (a full disk), whatever became of its results
+		if aerr != nil {
+			runErr = fmt.Errorf("%w; and then: %v", runErr, aerr)
+		}
+		return res, runErr
+	}
 	if aerr != nil {
 		return nil, aerr
 	}
-	if ctx.Err() != nil {
-		res.Interrupted = true
-		res.Notes = append(res.Notes, "interrupted: the run was stopped early, so a valid history is only unknown")
-		res.Valid = checker.Worst(res.Valid, checker.Unknown)
-		_ = res.WriteJSON(dir)
-	}
-	return res, runErr
+	return res, nil
 }
 
 // execute brings the topology up, runs the workload and the nemesis, heals, and tears everything down.
@@ -221,15 +225,19 @@ func execute(ctx context.Context, t *Test, dir string, rec *history.Recorder, me
 		finalHeal(env, rec)
 	}()
 	timer := time.NewTimer(o.Time)
+	var stopped error
 	select {
 	case <-timer.C:
 	case <-ctx.Done():
+	case <-rec.Failed(): // nothing more can be recorded: stop now rather than run on blind
+		stopped = fmt.Errorf("history: %w (the run stopped there; the history on disk is a checkable prefix)", rec.Err())
+		fmt.Fprintln(stderr, "lockcheck:", stopped)
 	}
 	timer.Stop()
 	close(stop)
 	ncancel()
 	wg.Wait()
-	return nil
+	return stopped
 }
 
 // FaultEnv is what the nemesis acts on in a running topology: its links, nodes and replication.

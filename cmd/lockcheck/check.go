@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"os"
 
 	"github.com/lockcheck/lockcheck/runner"
@@ -11,7 +13,7 @@ func newCheckCmd() *cobra.Command {
 	timeout := runner.Defaults().CheckTimeout
 	cmd := &cobra.Command{
 		Use:   "check RUN_DIR|history.jsonl",
-		Short: "Re-check a recorded history offline (also a partial one from a killed run)",
+		Short: "Re-check a recorded history offline (also a partial one from a killed run); writes <history>.check.json and .check.html",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			markRan(cmd)
@@ -19,7 +21,11 @@ func newCheckCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := runner.Analyze(path, timeout)
+			res, err := runner.Check(cmd.Context(), path, timeout)
+			if errors.Is(err, runner.ErrCheckInterrupted) {
+				fmt.Fprintln(os.Stderr, "lockcheck:", err)
+				return exitError{exitUnknown}
+			}
 			if err != nil {
 				return err
 			}

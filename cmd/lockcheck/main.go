@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/lockcheck/lockcheck/runner"
 	"github.com/redis/go-redis/v9"
@@ -29,9 +27,13 @@ type exitError struct{ code int }
 func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	os.Exit(execute(ctx, os.Args[1:]))
+	if !supervised() {
+		os.Exit(supervise()) // crashes are 255: see supervise.go
+	}
+	ctx, stop := interruptContext(forwardedSignals())
+	code := execute(ctx, os.Args[1:])
+	stop()
+	os.Exit(code)
 }
 
 // execute runs the CLI and maps every outcome to an exit code, printing one line for an error.

@@ -1,0 +1,47 @@
+package history
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// FuzzRead: whatever the input, Read returns a history or an error naming a line, never panics, and what it
+// accepts holds together (every completion belongs to an invoke, nothing follows the end record, every
+// number is within bounds).
+func FuzzRead(f *testing.F) {
+	for _, s := range []string{
+		metaLine + `{"type":"invoke","time":2,"id":1,"client":"c1","thread":1,"key":"k","owner":"u:1","f":"acquire","args":{"lease_ms":30000}}` + "\n" +
+			`{"type":"ok","time":3,"id":1,"f":"acquire","value":1}` + "\n" + `{"type":"end","time":4,"f":"completed"}` + "\n",
+		metaLine + `{"type":"fault","time":2,"client":"nemesis","f":"partition","phase":"start","targets":["c1->n1"]}` + "\n" +
+			`{"type":"cs","time":5,"enter":3,"exit":5,"token":7}` + "\n" + `{"type":"invoke","time":6,"id":2,"f":"rel`,
+		metaLine + metaLine,
+		"\x00\x00\x00",
+		`{"type":"end","time":1,"f":"interrupted","detail":"SIGINT"}` + "\n" + `{"type":"ok","id":1}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		h, err := Read(bytes.NewReader(in))
+		if err != nil {
+			if !strings.Contains(err.Error(), "line ") {
+				t.Fatalf("error without a line: %v", err)
+			}
+			return
+		}
+		for _, o := range h.Ops {
+			if o.Invoke.Type != Invoke || (o.Complete != nil && (o.Complete.ID != o.Invoke.ID || o.Complete.Time < o.Invoke.Time)) {
+				t.Fatalf("operation %+v", o)
+			}
+			for _, r := range []*Record{&o.Invoke, o.Complete} {
+				if r != nil && checkNumbers(r) != nil {
+					t.Fatalf("out-of-range record accepted: %+v", r)
+				}
+			}
+		}
+		if h.Ended != nil && (h.Ended.Type != End || h.Truncated) {
+			t.Fatalf("ended %+v", h.Ended)
+		}
+		_ = h.Windows()
+	})
+}

@@ -1,0 +1,75 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// WriteFile writes results.json to path through a temporary file renamed into place, so a failed write (a
+// full disk) leaves the previous file or none, never an empty or partial one.
+func (r *Results) WriteFile(path string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(append(b, '\n'))
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+	}
+	return err
+}
+
+// Overwritable refuses to let an output replace a file that lockcheck did not write: anything but a
+// regular file, a .json file that is not a results file, or an .html file that is not porcupine's timeline.
+func Overwritable(path string) error {
+	fi, err := os.Lstat(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s exists and is not a regular file: not overwriting it", path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	ours := false
+	switch {
+	case strings.HasSuffix(path, ".json"):
+		var probe struct {
+			Valid    json.RawMessage `json:"valid"`
+			Checkers json.RawMessage `json:"checkers"`
+		}
+		ours = json.NewDecoder(io.LimitReader(f, 64<<20)).Decode(&probe) == nil && probe.Valid != nil && probe.Checkers != nil
+	case strings.HasSuffix(path, ".html"):
+		head := make([]byte, 4096)
+		n, _ := io.ReadFull(f, head)
+		ours = bytes.Contains(head[:n], []byte("<title>Porcupine</title>"))
+	}
+	if !ours {
+		return fmt.Errorf("%s exists and was not written by lockcheck: not overwriting it", path)
+	}
+	return nil
+}
