@@ -155,6 +155,12 @@ func readMeta(path string, h *history.History) (Meta, error) {
 		return meta, usagef("%s: %v", at, err)
 	}
 	k, err := kinds.Lookup(meta.Lock)
+	if err != nil && meta.Spec != "" {
+		if _, ferr := kinds.FamilyNamed(meta.Checks.Family); ferr != nil {
+			return meta, usagef("%s: lock %s from spec %s: %v", at, meta.Lock, meta.Spec, ferr)
+		}
+		return meta, nil
+	}
 	if err != nil {
 		return meta, usagef("%s: %v", at, err)
 	}

@@ -39,8 +39,11 @@ type Meta struct {
 	Plan      nemesis.Plan      `json:"plan"`
 	Versions  map[string]string `json:"versions"`
 	ScriptSet string            `json:"script_set,omitempty"`
-	Checks    kinds.Checks      `json:"checks"`
-	StartupMs int64             `json:"startup_ms,omitempty"`
+	// Spec names the spec file of a user-defined lock: such a lock is not registered, so the family its
+	// checks name judges it (a history naming an unregistered lock without a spec is refused).
+	Spec      string       `json:"spec,omitempty"`
+	Checks    kinds.Checks `json:"checks"`
+	StartupMs int64        `json:"startup_ms,omitempty"`
 }
 
 func clientNames(n int) []string {

@@ -39,8 +39,8 @@ func checkerNames(rs []checker.Result) []string {
 	return out
 }
 
-// A history is judged by the family its meta record names, so a kind that is not registered here (a
-// worker's, a spec's) is judged all the same; histories older than the checks fall back to the kind.
+// A history is judged by the family its meta record names, so a spec-defined kind, which is not registered
+// here, is judged all the same (an unregistered lock that names no spec is refused); histories older than the checks fall back to the kind.
 func TestAnalyzeJudgesByRecordedFamily(t *testing.T) {
 	for _, tc := range []struct {
 		name, meta string
@@ -50,7 +50,7 @@ func TestAnalyzeJudgesByRecordedFamily(t *testing.T) {
 			[]string{"porcupine", "mutual-exclusion", "permits-at-rest", "stats"}},
 		{"old meta, redlock without members", `{"lock":"redlock","topology":"redlock","checks":{"family":"mutex"}}`,
 			[]string{"porcupine", "mutual-exclusion", "stats"}},
-		{"unregistered lock", `{"lock":"my-lua-rwlock","topology":"single","checks":{"family":"rwlock"}}`,
+		{"spec lock", `{"lock":"my-lua-rwlock","spec":"my.yaml","topology":"single","checks":{"family":"rwlock"}}`,
 			[]string{"porcupine", "mutual-exclusion", "stats"}},
 		{"fenced", `{"lock":"fenced","topology":"single","checks":{"family":"mutex","fenced":true}}`,
 			[]string{"porcupine", "mutual-exclusion", "lost-lock", "fencing-tokens", "stats"}},
@@ -66,8 +66,10 @@ func TestAnalyzeJudgesByRecordedFamily(t *testing.T) {
 		})
 	}
 	for _, meta := range []string{
-		`{"lock":"x","topology":"single","checks":{"family":"queue"}}`, // unknown family
-		`{"lock":"x","topology":"single"}`,                             // old meta of an unknown lock
+		`{"lock":"x","topology":"single","checks":{"family":"queue"}}`,  // unknown family
+		`{"lock":"x","topology":"single"}`,                              // old meta of an unknown lock
+		`{"lock":"x","topology":"single","checks":{"family":"rwlock"}}`, // an unknown lock from nowhere
+		`{"lock":"x","spec":"x.yaml","checks":{"family":"queue"}}`,      // a spec lock of an unknown family
 	} {
 		if _, err := Analyze(writeHistory(t, meta), time.Second); !IsUsage(err) {
 			t.Errorf("%s: %v, want a usage error", meta, err)
