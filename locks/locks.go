@@ -38,9 +38,10 @@ var ErrNoSync = errors.New("none of the replicas were synced")
 
 // Definite reports whether err proves that a command did not run (so its operation failed rather than
 // ended unknown). A Redis error reply, a refused dial or an exhausted pool never ran; a timeout or a broken
-// connection may have.
+// connection may have. A call that gave up because it could not subscribe (SubscribeError) surely failed.
 func Definite(err error) bool {
-	if err == nil || errors.Is(err, ErrNotHeld) {
+	var serr *SubscribeError
+	if err == nil || errors.Is(err, ErrNotHeld) || errors.As(err, &serr) {
 		return true
 	}
 	if errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrClosed) {
