@@ -225,7 +225,7 @@ func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scr
 	if err != nil {
 		return err
 	}
-	defer topo.Stop()
+	defer stopTopology(topo, stderr)
 	meta.StartupMs = max(topo.Startup.Milliseconds(), 1)
 	data, _ := json.Marshal(meta)
 	rec.Write(history.Record{Type: history.Meta, Time: rec.Clock.Now(), Data: data})
@@ -247,6 +247,7 @@ func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scr
 	}
 
 	var mcs []locks.Client
+	defer func() { closeClients(mcs, stderr) }()
 	rcfg := locks.DefaultRedissonConfig()
 	rcfg.WatchdogTimeout, rcfg.Timeout = o.Watchdog, o.Timeout
 	for _, c := range spec.Clients {
@@ -263,7 +264,6 @@ func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scr
 		if err != nil {
 			return err
 		}
-		defer mc.Close()
 		mcs = append(mcs, mc)
 	}
 
