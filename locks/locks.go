@@ -77,13 +77,16 @@ type ClientConfig struct {
 	Cluster []string
 }
 
+// DefaultPoolSize is how many connections a client keeps to one node at most, besides its pub/sub one.
+const DefaultPoolSize = 4
+
 // NewClient builds a go-redis client with retries off and the timeout bounding every command.
 func NewClient(c ClientConfig) redis.UniversalClient {
 	if c.Timeout <= 0 {
 		c.Timeout = 3 * time.Second
 	}
 	if c.PoolSize <= 0 {
-		c.PoolSize = 4
+		c.PoolSize = DefaultPoolSize
 	}
 	if len(c.Cluster) > 0 {
 		rdb := redis.NewClusterClient(&redis.ClusterOptions{

@@ -156,6 +156,9 @@ func Run(ctx context.Context, o Options, stderr io.Writer) (*report.Results, err
 		return nil, UsageError{err}
 	}
 
+	if err := checkDescriptors(o, ext, stderr); err != nil {
+		return nil, err
+	}
 	dir, err := newRunDir(o.Results, o.Lock, o.Nemesis)
 	if err != nil {
 		return nil, err
@@ -187,6 +190,9 @@ func Run(ctx context.Context, o Options, stderr io.Writer) (*report.Results, err
 		res.Notes = append(res.Notes, "interrupted: the run was stopped early, so a valid history is only unknown")
 		res.Valid = checker.Worst(res.Valid, checker.Unknown)
 		_ = res.WriteJSON(dir)
+	}
+	if err := noteRanOut(rec, res, dir); err != nil && runErr == nil {
+		runErr = err
 	}
 	return res, runErr
 }
