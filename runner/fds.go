@@ -17,7 +17,7 @@ import (
 // also talks to a Sentinel directly (a command and a pub/sub connection). Every node, Sentinel included,
 // costs up to nodeFDs (its pipes, admin connections, and the front proxies and taps its peers replicate
 // and gossip through), and the process a fixed baseFDs (history, results, clock library, runtime).
-// Measured peaks on the process backend (README, "Descriptors") stay within a half of this bound.
+// Measured peaks on the process backend (README, "Descriptors") stay within about half of this bound.
 const (
 	fdsPerConn         = 3
 	fdsPerSentinelConn = 2
