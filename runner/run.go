@@ -218,7 +218,7 @@ func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scr
 		if err != nil {
 			return err
 		}
-		defer rt.Close()
+		defer closeRuntime(rt, stderr)
 		spec.Runtime = rt
 	}
 	var topo *topology.Topology

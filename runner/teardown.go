@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockcheck/lockcheck/internal/bounded"
 	"github.com/lockcheck/lockcheck/locks"
+	"github.com/lockcheck/lockcheck/node/docker"
 	"github.com/lockcheck/lockcheck/topology"
 )
 
@@ -33,5 +34,13 @@ func stopTopology(topo *topology.Topology, stderr io.Writer) {
 	topo.Stop()
 	if took := time.Since(begin); took >= topology.StopWait {
 		fmt.Fprintf(stderr, "lockcheck: teardown: stopping the topology took %s; steps still running after %s were left behind\n", took.Round(time.Second), topology.StopWait)
+	}
+}
+
+// closeRuntime lets go of the container engine (removing the network the run made), bounded like a
+// topology step: an engine that stopped answering must not keep the run from its results.
+func closeRuntime(rt *docker.Runtime, stderr io.Writer) {
+	if !bounded.Run(topology.StopWait, func() { _ = rt.Close() }) {
+		fmt.Fprintf(stderr, "lockcheck: teardown: the container engine did not answer within %s; going on\n", topology.StopWait)
 	}
 }
