@@ -3,6 +3,7 @@ package workloads
 import (
 	"bytes"
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -74,5 +75,70 @@ func TestFailingClientBacksOff(t *testing.T) {
 	// Delays of 25-50, 50-100, 100-200, 200-400, 400-800 ms and then 0.5-1 s: at most 9 calls in 3 s.
 	if calls < 3 || calls > 12 {
 		t.Fatalf("%d tryLock calls in 3 s: want a few, spaced by a growing delay", calls)
+	}
+}
+
+// Latch rounds whose awaits fail at once (Redis refuses their pub/sub connection) back off too: a round
+// with an error delays the next one.
+func TestFailingLatchRoundsBackOff(t *testing.T) {
+	ctx := context.Background()
+	n := redistest.Start(t, node.PersistNone)
+	admin := redistest.Client(t, n.Addr(), n.Password())
+	var buf bytes.Buffer
+	rec := history.NewRecorder(&buf, history.NewClock())
+	scripts, err := locks.LoadScripts("redisson", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kind, err := locks.Lookup("latch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := locks.DefaultRedissonConfig()
+	cfg.Timeout = time.Second
+	var clients []locks.Client
+	for _, name := range []string{"c1", "c2", "c3"} {
+		c, err := kind.New(locks.Env{Client: name, Addrs: []string{n.Addr()}, Password: n.Password(), Scripts: scripts,
+			Redisson: cfg, Rec: rec, Gate: locks.NewGate()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		// Each client's pool connection exists before Redis is full: only pub/sub dials are refused.
+		if _, err := c.(locks.LatchClient).Latch("warm-up", 1).Await(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, c)
+	}
+	connected, err := admin.ClientList(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.ConfigSet(ctx, "maxclients", strconv.Itoa(strings.Count(connected, "\n"))).Err(); err != nil {
+		t.Fatal(err)
+	}
+	defer admin.ConfigSet(ctx, "maxclients", "10000")
+	stop := make(chan struct{})
+	time.AfterFunc(3*time.Second, func() { close(stop) })
+	// The countDown comes 50 ms into each round, after the await has read a count of 1 and tried to
+	// subscribe.
+	Latch{Count: 1, Wait: 2 * time.Second, Hold: Range{50 * time.Millisecond, 50 * time.Millisecond}, Seed: 1}.
+		Run(ctx, stop, clients, rec)
+	h, err := history.Read(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for _, o := range h.Ops {
+		if o.Invoke.F == "await" && o.Outcome() == history.Fail {
+			failed++
+			if !strings.Contains(o.Complete.Error, "subscribe redisson_countdownlatch__channel__{latch-") {
+				t.Fatalf("await failed with %q: want the subscription named", o.Complete.Error)
+			}
+		}
+	}
+	// Rounds 50 ms long would give about 60 in 3 s; backing off, a dozen at most.
+	if failed < 3 || failed > 15 {
+		t.Fatalf("%d failed awaits in 3 s: want a few, spaced by a growing delay", failed)
 	}
 }
