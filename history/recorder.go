@@ -28,6 +28,7 @@ type Recorder struct {
 	nextID atomic.Int64
 
 	ok, fail, unknown, sections, overlaps atomic.Int64
+	outOfFDs                              atomic.Int64 // completions that failed for want of descriptors
 	fault                                 atomic.Value // string: the fault in force, for the status line
 }
 
@@ -127,10 +128,16 @@ func (r *Recorder) Invoke(rec Record) *Op {
 func (o *Op) Ok(value *int64, args map[string]int64) { o.complete(Ok, value, args, "") }
 
 // Fail records that the operation surely took no effect.
-func (o *Op) Fail(value *int64, err error) { o.complete(Fail, value, nil, errText(err)) }
+func (o *Op) Fail(value *int64, err error) {
+	o.r.noteErr(err)
+	o.complete(Fail, value, nil, errText(err))
+}
 
 // Unknown records that the outcome cannot be known.
-func (o *Op) Unknown(err error) { o.complete(Unknown, nil, nil, errText(err)) }
+func (o *Op) Unknown(err error) {
+	o.r.noteErr(err)
+	o.complete(Unknown, nil, nil, errText(err))
+}
 
 func (o *Op) complete(t Type, value *int64, args map[string]int64, errText string) {
 	rec := o.rec

@@ -33,9 +33,9 @@ func (r *Redisson) waitFor(ctx context.Context, channel string, kind wakeKind, w
 	case time.Until(deadline) <= 0:
 		return fail(nil)
 	}
-	e, err := r.subs.subscribeKind(cmdCtx, channel, kind)
+	e, err := r.subscribe(cmdCtx, channel, kind)
 	if err != nil {
-		return fail(nil) // Redisson gives up when it cannot subscribe in time
+		return fail(err) // Redisson gives up when it cannot subscribe in time
 	}
 	defer r.subs.unsubscribe(channel)
 	for {
@@ -53,6 +53,28 @@ func (r *Redisson) waitFor(ctx context.Context, channel string, kind wakeKind, w
 			return true, nil
 		}
 	}
+}
+
+// SubscribeError is a wait that could not subscribe to its channel. The call then gives up without the
+// lock, as Redisson's does, so it surely failed: its only attempt was refused.
+type SubscribeError struct {
+	Channel string
+	Err     error
+}
+
+func (e *SubscribeError) Error() string { return "subscribe " + e.Channel + ": " + e.Err.Error() }
+func (e *SubscribeError) Unwrap() error { return e.Err }
+
+// subscribe joins channel for a wait, bounded by the command timeout (the subscription holds the client's
+// pub/sub lock, so an unanswered dial must not hold it longer).
+func (r *Redisson) subscribe(ctx context.Context, channel string, kind wakeKind) (*entry, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
+	defer cancel()
+	e, err := r.subs.subscribeKind(ctx, channel, kind)
+	if err != nil {
+		return nil, &SubscribeError{Channel: channel, Err: err}
+	}
+	return e, nil
 }
 
 // ttlReply reads an acquire script's reply: nil when granted, else the holder's pttl (a refusal).

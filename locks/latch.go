@@ -72,9 +72,9 @@ func (l *CountDownLatch) Await(ctx context.Context, wait time.Duration) (bool, e
 	if err != nil || n == 0 {
 		return err == nil, err
 	}
-	e, err := l.r.subs.subscribeKind(context.WithoutCancel(ctx), l.channel(), wakeLatch)
+	e, err := l.r.subscribe(context.WithoutCancel(ctx), l.channel(), wakeLatch)
 	if err != nil {
-		return false, nil
+		return false, err
 	}
 	defer l.r.subs.unsubscribe(l.channel())
 	for {

@@ -38,9 +38,10 @@ var ErrNoSync = errors.New("none of the replicas were synced")
 
 // Definite reports whether err proves that a command did not run (so its operation failed rather than
 // ended unknown). A Redis error reply, a refused dial or an exhausted pool never ran; a timeout or a broken
-// connection may have.
+// connection may have. A call that gave up because it could not subscribe (SubscribeError) surely failed.
 func Definite(err error) bool {
-	if err == nil || errors.Is(err, ErrNotHeld) {
+	var serr *SubscribeError
+	if err == nil || errors.Is(err, ErrNotHeld) || errors.As(err, &serr) {
 		return true
 	}
 	if errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrClosed) {
@@ -76,13 +77,16 @@ type ClientConfig struct {
 	Cluster []string
 }
 
+// DefaultPoolSize is how many connections a client keeps to one node at most, besides its pub/sub one.
+const DefaultPoolSize = 4
+
 // NewClient builds a go-redis client with retries off and the timeout bounding every command.
 func NewClient(c ClientConfig) redis.UniversalClient {
 	if c.Timeout <= 0 {
 		c.Timeout = 3 * time.Second
 	}
 	if c.PoolSize <= 0 {
-		c.PoolSize = 4
+		c.PoolSize = DefaultPoolSize
 	}
 	if len(c.Cluster) > 0 {
 		rdb := redis.NewClusterClient(&redis.ClusterOptions{

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/internal/bounded"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -81,16 +82,23 @@ func (r *Redisson) now() time.Time { return r.cfg.Gate.Now() }
 // Gate is the client's pause gate and clock.
 func (r *Redisson) Gate() *Gate { return r.cfg.Gate }
 
-// Close stops the watchdog and closes every connection.
+// closeWait bounds how long Close waits for the pub/sub connection: go-redis closes it under a lock its
+// health check holds while it redials, which on a link that accepts and never answers lasts a command
+// timeout per attempt.
+const closeWait = 2 * time.Second
+
+// Close stops the watchdog and closes every connection. The pools go first, so that a pub/sub redial in
+// progress fails at once instead of holding the pub/sub connection's lock.
 func (r *Redisson) Close() error {
 	r.wd.close()
-	r.subs.close()
 	r.nodesMu.Lock()
 	for _, c := range r.nodes {
 		c.Close()
 	}
 	r.nodesMu.Unlock()
-	return r.rdb.Close()
+	err := r.rdb.Close()
+	bounded.Run(closeWait, r.subs.close)
+	return err
 }
 
 // Lock returns the RLock called name for one thread of this client.

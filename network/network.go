@@ -4,11 +4,16 @@ package network
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/Shopify/toxiproxy/v2/stream"
 	"github.com/Shopify/toxiproxy/v2/toxics"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -31,21 +36,107 @@ func New() *Proxies {
 type Link struct {
 	Name  string
 	proxy *toxiproxy.Proxy
+	srv   *toxiproxy.ApiServer
+	ln    net.Listener
 	mu    sync.Mutex
 	state string // "", "cut", "drop-replies", "latency"
+
+	connMu sync.Mutex
+	conns  map[*conn]bool // open connections, both sides, closed by Close
+	closed bool
+	// acceptErrs counts failed accepts (out of descriptors, say) that the link outlived.
+	acceptErrs atomic.Int64
 }
 
-// Add starts a proxy on a free loopback port in front of upstream.
+// Add starts a proxy on a free loopback port in front of upstream. The accept loop is lockcheck's own:
+// toxiproxy's returns on the first failed accept (EMFILE when descriptors run out) and leaves its
+// listener open, so the kernel goes on accepting connections that nobody serves.
 func (p *Proxies) Add(name, upstream string) (*Link, error) {
-	px := toxiproxy.NewProxy(p.srv, name, "127.0.0.1:0", upstream)
-	if err := px.Start(); err != nil {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
 		return nil, fmt.Errorf("proxy %s: %w", name, err)
 	}
-	l := &Link{Name: name, proxy: px}
+	l := &Link{Name: name, proxy: toxiproxy.NewProxy(p.srv, name, ln.Addr().String(), upstream), srv: p.srv, ln: ln,
+		conns: map[*conn]bool{}}
+	go l.serve()
 	p.mu.Lock()
 	p.links = append(p.links, l)
 	p.mu.Unlock()
 	return l, nil
+}
+
+// dialWait bounds the dial upstream: a loopback dial answers at once unless its listener is wedged.
+const dialWait = 3 * time.Second
+
+// serve accepts until the link closes. A failed accept is retried after a growing pause (5 ms to 1 s), as
+// net/http's server does, so a link outlives a moment without descriptors.
+func (l *Link) serve() {
+	var pause time.Duration
+	for {
+		c, err := l.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			l.acceptErrs.Add(1)
+			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+			time.Sleep(pause)
+			continue
+		}
+		pause = 0
+		go l.connect(c)
+	}
+}
+
+// connect joins an accepted client to the upstream through the link's toxics. When the upstream cannot be
+// reached the client is closed at once, so it sees a refusal rather than a link that never answers.
+func (l *Link) connect(client net.Conn) {
+	up, err := net.DialTimeout("tcp", l.proxy.Upstream, dialWait)
+	if err != nil {
+		client.Close()
+		return
+	}
+	down, upc := &conn{Conn: client, l: l}, &conn{Conn: up, l: l}
+	l.connMu.Lock()
+	if l.closed {
+		l.connMu.Unlock()
+		client.Close()
+		up.Close()
+		return
+	}
+	l.conns[down], l.conns[upc] = true, true
+	l.connMu.Unlock()
+	name := client.RemoteAddr().String()
+	// The toxics write into the wrapped connections, whose Close forgets them. (toxiproxy's reset_peer
+	// toxic would want the bare *net.TCPConn; lockcheck never adds it.)
+	l.proxy.Toxics.StartLink(l.srv, name+"upstream", client, upc, stream.Upstream)
+	l.proxy.Toxics.StartLink(l.srv, name+"downstream", up, down, stream.Downstream)
+}
+
+// conn is one side of a proxied connection, forgotten by its link when closed.
+type conn struct {
+	net.Conn
+	l *Link
+}
+
+func (c *conn) Close() error {
+	c.l.connMu.Lock()
+	delete(c.l.conns, c)
+	c.l.connMu.Unlock()
+	return c.Conn.Close()
+}
+
+// close stops accepting and closes every connection.
+func (l *Link) close() {
+	l.connMu.Lock()
+	l.closed = true
+	conns := l.conns
+	l.conns = map[*conn]bool{}
+	l.connMu.Unlock()
+	l.ln.Close()
+	for c := range conns {
+		c.Conn.Close()
+	}
 }
 
 // Links lists every link.
@@ -58,12 +149,12 @@ func (p *Proxies) Links() []*Link {
 // Close stops every proxy and closes its connections.
 func (p *Proxies) Close() {
 	for _, l := range p.Links() {
-		l.proxy.Stop()
+		l.close()
 	}
 }
 
 // Addr is where clients connect to use this link.
-func (l *Link) Addr() string { return l.proxy.Listen }
+func (l *Link) Addr() string { return l.ln.Addr().String() }
 
 // Upstream is the address the link forwards to.
 func (l *Link) Upstream() string { return l.proxy.Upstream }

@@ -1,10 +1,12 @@
 package network
 
 import (
+	"errors"
 	"net"
 	"regexp"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // Tap is a plain TCP forwarder in front of one Redis node that tells its peers' connections apart: a
@@ -118,12 +120,21 @@ func (t *Tap) untrack(c net.Conn) {
 	c.Close()
 }
 
+// serve accepts until the tap closes; a failed accept (out of descriptors, say) is retried after a
+// growing pause, as the links' is, rather than leaving a listener nobody serves.
 func (t *Tap) serve() {
+	var pause time.Duration
 	for {
 		in, err := t.ln.Accept()
 		if err != nil {
-			return
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+			time.Sleep(pause)
+			continue
 		}
+		pause = 0
 		go t.forward(in)
 	}
 }
@@ -155,7 +166,7 @@ func BusTag(start []byte) (string, bool) {
 }
 
 func (t *Tap) forward(in net.Conn) {
-	out, err := net.Dial("tcp", t.target)
+	out, err := net.DialTimeout("tcp", t.target, dialWait)
 	if err != nil {
 		in.Close()
 		return

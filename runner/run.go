@@ -86,6 +86,9 @@ func Run(ctx context.Context, o Options, stderr io.Writer) (*report.Results, err
 // Run performs the test and judges it. The returned results are nil only when the run could not start.
 func (t *Test) Run(ctx context.Context, stderr io.Writer) (*report.Results, error) {
 	o := t.Options
+	if err := checkDescriptors(o, t.External, stderr); err != nil {
+		return nil, err
+	}
 	dir, err := newRunDir(o.Results, o.Lock, o.Nemesis)
 	if err != nil {
 		return nil, err
@@ -123,7 +126,10 @@ func (t *Test) Run(ctx context.Context, stderr io.Writer) (*report.Results, erro
 	if aerr != nil {
 		return nil, aerr
 	}
-	return res, nil
+	if err := noteRanOut(rec, res, dir); err != nil && runErr == nil {
+		runErr = err
+	}
+	return res, runErr
 }
 
 // execute brings the topology up, runs the workload and the nemesis, heals, and tears everything down.
@@ -146,7 +152,7 @@ func execute(ctx context.Context, t *Test, dir string, rec *history.Recorder, me
 		if err != nil {
 			return err
 		}
-		defer rt.Close()
+		defer closeRuntime(rt, stderr)
 		spec.Runtime = rt
 	}
 	var topo *topology.Topology
@@ -159,7 +165,7 @@ func execute(ctx context.Context, t *Test, dir string, rec *history.Recorder, me
 	if err != nil {
 		return err
 	}
-	defer topo.Stop()
+	defer stopTopology(topo, stderr)
 	if ext != nil {
 		if err := checkLeftovers(ctx, topo, workloadPatterns(t.Kind.KeyCount(o.params(workloads.Range{})), t.Kind.Family == kinds.Latch)); err != nil {
 			return err
@@ -190,6 +196,7 @@ func execute(ctx context.Context, t *Test, dir string, rec *history.Recorder, me
 	}
 
 	var mcs []locks.Client
+	defer func() { closeClients(mcs, stderr) }()
 	rcfg := locks.DefaultRedissonConfig()
 	rcfg.WatchdogTimeout, rcfg.Timeout = o.Watchdog, o.Timeout
 	for _, c := range spec.Clients {
@@ -206,11 +213,10 @@ func execute(ctx context.Context, t *Test, dir string, rec *history.Recorder, me
 		if err != nil {
 			return err
 		}
-		defer mc.Close()
+		mcs = append(mcs, mc)
 		if f := t.Kind.Family; !f.Accepts(mc) { // a worker or spec of the wrong family: refuse, never panic
 			return fmt.Errorf("lock %s: client %s (%T) does not implement the %s family's %s", o.Lock, c, mc, f.Name, f.Client)
 		}
-		mcs = append(mcs, mc)
 	}
 
 	status := report.StartStatus(stderr, rec)

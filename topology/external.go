@@ -174,7 +174,7 @@ func Attach(ctx context.Context, e External, clients []string, runID string) (_ 
 	}()
 	var srv *network.Server
 	if e.Toxiproxy != "" {
-		if srv, err = network.Dial(e.Toxiproxy, "lockcheck-"+runID); err != nil {
+		if srv, err = network.Dial(ctx, e.Toxiproxy, "lockcheck-"+runID); err != nil {
 			return nil, err
 		}
 		t.closers = append(t.closers, srv.Close)

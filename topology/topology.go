@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockcheck/lockcheck/internal/bounded"
 	"github.com/lockcheck/lockcheck/network"
 	"github.com/lockcheck/lockcheck/node"
 )
@@ -289,22 +290,31 @@ func (t *Topology) Node(name string) *node.Node {
 	return nil
 }
 
+// StopWait bounds each step of Stop: the proxies, the taps, the nodes (stopped together), each closer. A
+// node's own stop escalates to SIGKILL after 3 s; a step still running after StopWait is left to finish by
+// itself, so that teardown always ends (the nodes die with lockcheck anyway: Pdeathsig).
+const StopWait = 10 * time.Second
+
 // Stop tears everything down: proxies first, so clients see the end, then every node.
 func (t *Topology) Stop() {
 	if t.proxies != nil {
-		t.proxies.Close()
+		bounded.Run(StopWait, t.proxies.Close)
 	}
+	var taps []func()
 	for _, tap := range t.taps {
-		tap.Close()
+		taps = append(taps, tap.Close)
 	}
 	for _, tap := range t.busTaps {
-		tap.Close()
+		taps = append(taps, tap.Close)
 	}
+	bounded.All(StopWait, taps...)
+	var nodes []func()
 	for _, nd := range append(t.Sentinels, t.Nodes...) {
-		nd.Stop()
+		nodes = append(nodes, nd.Stop)
 	}
+	bounded.All(StopWait, nodes...)
 	for i := len(t.closers) - 1; i >= 0; i-- {
-		t.closers[i]()
+		bounded.Run(StopWait, t.closers[i])
 	}
 	t.closers = nil
 }

@@ -2,10 +2,12 @@ package workloads
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockcheck/lockcheck/history"
@@ -33,9 +35,12 @@ func (l Latch) Validate(clients int) error {
 	return nil
 }
 
+var errRoundFailed = errors.New("a call of the round failed")
+
 // Run plays rounds until stop or ctx.
 func (l Latch) Run(ctx context.Context, stop <-chan struct{}, clients []locks.Client, rec *history.Recorder) {
 	rng := rand.New(rand.NewPCG(uint64(l.Seed), 0x6c61))
+	back := newBackoff(l.Seed, "latch")
 	for round := 0; ; round++ {
 		select {
 		case <-stop:
@@ -46,12 +51,18 @@ func (l Latch) Run(ctx context.Context, stop <-chan struct{}, clients []locks.Cl
 		}
 		key := "latch-" + strconv.Itoa(round)
 		latch := func(c locks.Client) locks.Latch { return c.(locks.LatchClient).Latch(key, 1) }
+		begin := time.Now()
 		if ok, err := latch(clients[0]).TrySetCount(ctx, l.Count); !ok || err != nil {
-			sleep(ctx, 100*time.Millisecond)
+			if err != nil {
+				back.after(ctx, err, time.Since(begin))
+			} else {
+				sleep(ctx, 100*time.Millisecond)
+			}
 			continue
 		}
 		order := rng.Perm(len(clients) - 1)
 		var wg sync.WaitGroup
+		var failed atomic.Bool // a call of the round's ended with an error: the next round backs off
 		for i, idx := range order {
 			c := clients[idx+1]
 			delay := l.Hold.Draw(rng)
@@ -60,15 +71,25 @@ func (l Latch) Run(ctx context.Context, stop <-chan struct{}, clients []locks.Cl
 				defer wg.Done()
 				if int64(i) < l.Count {
 					sleep(ctx, delay)
-					_ = latch(c).CountDown(ctx) // recorded by the latch itself
+					if latch(c).CountDown(ctx) != nil { // recorded by the latch itself
+						failed.Store(true)
+					}
 					return
 				}
 				op := rec.Invoke(history.Record{Client: c.Name(), Thread: 1, Key: key, F: "await",
 					Args: map[string]int64{"wait_ms": l.Wait.Milliseconds()}})
 				ok, err := latch(c).Await(ctx, l.Wait)
 				complete(op, ok, err)
+				if err != nil {
+					failed.Store(true)
+				}
 			}()
 		}
 		wg.Wait()
+		var err error
+		if failed.Load() {
+			err = errRoundFailed
+		}
+		back.after(ctx, err, time.Since(begin))
 	}
 }

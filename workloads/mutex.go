@@ -91,7 +91,7 @@ func KeyName(i int) string { return "lock-" + strconv.Itoa(i) }
 // already sent always completes (bounded by the client's timeout), so stopping adds no unknown outcomes.
 func (m Mutex) Run(ctx context.Context, stop <-chan struct{}, clients []locks.Client, rec *history.Recorder, res *Resource) {
 	eachClient(ctx, stop, clients, m.Seed, func(ctx context.Context, c locks.Client, rng *rand.Rand) {
-		w := mutexWorker{Mutex: m, c: c, rec: rec, res: res, thread: 1, rng: rng}
+		w := mutexWorker{Mutex: m, c: c, rec: rec, res: res, thread: 1, rng: rng, back: newBackoff(m.Seed, c.Name())}
 		w.loop(ctx)
 	})
 }
@@ -126,6 +126,7 @@ type mutexWorker struct {
 	res    *Resource
 	thread int64
 	rng    *rand.Rand
+	back   *backoff
 }
 
 // next picks the keys and the lock (and mode) of one acquisition.
@@ -154,10 +155,8 @@ func (w *mutexWorker) loop(ctx context.Context) {
 		l, mode, keys := w.next()
 		begin := time.Now()
 		ok, err := w.tryLock(ctx, l, 0)
+		w.back.after(ctx, err, time.Since(begin))
 		if !ok {
-			if err != nil && time.Since(begin) < 50*time.Millisecond {
-				sleep(ctx, 50*time.Millisecond) // a fast error (node down): do not spin
-			}
 			continue
 		}
 		e := Entry{Client: w.c.Name(), Thread: w.thread, Owner: l.Owner(), Mode: mode}

@@ -90,6 +90,7 @@ func (s Semaphore) Run(ctx context.Context, stop <-chan struct{}, clients []lock
 		_, _ = s.open(clients[0], KeyName(k), 0).trySet(ctx, s.Permits)
 	}
 	eachClient(ctx, stop, clients, s.Seed, func(ctx context.Context, c locks.Client, rng *rand.Rand) {
+		back := newBackoff(s.Seed, c.Name())
 		for ctx.Err() == nil {
 			key := KeyName(rng.IntN(s.Keys))
 			p := s.open(c, key, 1)
@@ -98,10 +99,8 @@ func (s Semaphore) Run(ctx context.Context, stop <-chan struct{}, clients []lock
 			begin := time.Now()
 			id, ok, err := p.acquire(ctx)
 			complete(op, ok, err)
+			back.after(ctx, err, time.Since(begin))
 			if !ok {
-				if err != nil && time.Since(begin) < 50*time.Millisecond {
-					sleep(ctx, 50*time.Millisecond)
-				}
 				continue
 			}
 			e := Entry{Key: key, Client: c.Name(), Thread: 1, Owner: id, Mode: "permit"}
