@@ -52,14 +52,14 @@ func NewPlan(seed int64, s Schedule, env *Env) (Plan, error) {
 			return p, fmt.Errorf("unknown fault %q", name)
 		}
 	}
+	if err := checkTargets(s.Faults, env); err != nil {
+		return p, err
+	}
 	if least := s.MinTotal(); s.Total < least {
 		return p, fmt.Errorf("--nemesis %s needs --time of at least %s, so that %s for any seed (each "+
 			"fault may wait up to --nemesis-interval %s +25%% and lasts --nemesis-duration %s, then --quiet %s); "+
 			"raise --time or lower those", strings.Join(s.Faults, ","), least, fitWhat(s.Faults), s.Interval,
 			s.Duration, s.Quiet)
-	}
-	if err := checkTargets(s.Faults, env); err != nil {
-		return p, err
 	}
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x6e656d65))
 	jitter := func(d time.Duration) time.Duration {
