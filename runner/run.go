@@ -94,10 +94,13 @@ func Run(ctx context.Context, o Options, stderr io.Writer) (*report.Results, err
 		if o.Topology != "" && o.Topology != e.Topology {
 			return nil, usagef("--topology %s, but the deployment in %s is %s", o.Topology, o.External, e.Topology)
 		}
-		o.Topology, o.Nodes, ext = e.Topology, len(e.Nodes), &e
+		o.Topology, ext = e.Topology, &e
 	}
 	if o.Topology == "" {
 		o.Topology = kind.Topology
+	}
+	if o.Nodes, err = nodesFor(o.Topology, o.Nodes, ext); err != nil {
+		return nil, err
 	}
 	clients := clientNames(o.Clients)
 	spec := topology.Spec{Kind: o.Topology, Nodes: o.Nodes, Clients: clients, Persistence: o.Persistence}
