@@ -23,10 +23,10 @@ func (e UsageError) Unwrap() error { return e.Err }
 
 func usagef(format string, a ...any) error { return UsageError{fmt.Errorf(format, a...)} }
 
-// IsUsage reports whether err is bad input.
+// IsUsage reports whether err is bad input (an external deployment not as described is too).
 func IsUsage(err error) bool {
 	var u UsageError
-	return errors.As(err, &u)
+	return errors.As(err, &u) || topology.IsDeployment(err)
 }
 
 // Options is one test, as the CLI's flags give it.

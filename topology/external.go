@@ -2,7 +2,6 @@ package topology
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -175,7 +174,7 @@ func Attach(ctx context.Context, e External, clients []string, runID string) (_ 
 	var srv *network.Server
 	if e.Toxiproxy != "" {
 		if srv, err = network.Dial(e.Toxiproxy, "lockcheck-"+runID); err != nil {
-			return nil, err
+			return nil, DeploymentError{err}
 		}
 		t.closers = append(t.closers, srv.Close)
 	}
@@ -205,7 +204,7 @@ func Attach(ctx context.Context, e External, clients []string, runID string) (_ 
 		if n.Front != "" && srv != nil {
 			front, err := srv.Existing(n.Front)
 			if err != nil {
-				return nil, err
+				return nil, DeploymentError{fmt.Errorf("node %s's front: %w", n.Name, err)}
 			}
 			t.links[[2]string{"*", n.Name}] = front
 		}
@@ -245,5 +244,8 @@ func (t *Topology) checkReachable(ctx context.Context) error {
 		}
 		c.Close()
 	}
-	return errors.Join(errs...)
+	if err := oneLine("the deployment does not answer as described", len(t.Nodes)+len(t.sentinelAddrs), errs); err != nil {
+		return DeploymentError{err}
+	}
+	return nil
 }
