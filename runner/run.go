@@ -166,7 +166,7 @@ func Run(ctx context.Context, o Options, stderr io.Writer) (*report.Results, err
 	clock := history.NewClock()
 	rec, err := history.Create(filepath.Join(dir, "history.jsonl"), clock)
 	if err != nil {
-		return nil, err
+		return nil, failedStart(dir, err)
 	}
 	meta := Meta{Lock: o.Lock, Topology: o.Topology, Nemesis: faults, Seed: o.Seed, Options: o.describe(),
 		Plan: plan, Versions: Versions(), Checks: checksFor(kind, o)}
@@ -178,8 +178,12 @@ func Run(ctx context.Context, o Options, stderr io.Writer) (*report.Results, err
 	if cerr := rec.Close(); cerr != nil && runErr == nil {
 		runErr = fmt.Errorf("history: %w", cerr)
 	}
-	if runErr != nil && meta.StartupMs == 0 {
-		return nil, runErr // nothing ran: there is nothing to judge
+	if runErr != nil && meta.StartupMs == 0 { // nothing ran: there is nothing to judge
+		if ctx.Err() != nil { // whatever the start-up said, it was stopped
+			_ = os.RemoveAll(dir)
+			return nil, Interrupted{runErr}
+		}
+		return nil, failedStart(dir, runErr)
 	}
 	res, aerr := Analyze(filepath.Join(dir, "history.jsonl"), o.CheckTimeout)
 	if aerr != nil {
@@ -232,6 +236,7 @@ func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scr
 	meta.StartupMs = max(topo.Startup.Milliseconds(), 1)
 	data, _ := json.Marshal(meta)
 	rec.Write(history.Record{Type: history.Meta, Time: rec.Clock.Now(), Data: data})
+	pointLatest(dir)
 	fmt.Fprintf(stderr, "lockcheck: %s on %s (%s backend, %d node(s), %d clients, started in %s), nemesis %s, seed %d, %s\n",
 		o.Lock, o.Topology, o.Backend, len(topo.Nodes), o.Clients, topo.Startup.Round(time.Millisecond),
 		o.Nemesis, o.Seed, dir)
@@ -339,17 +344,10 @@ func runID() string {
 	return hex.EncodeToString(b)
 }
 
-// newRunDir makes results/<time>-<lock>-<nemesis>/ and points results/latest at it.
+// newRunDir makes results/<time>-<lock>-<nemesis>/; results/latest points at it once the run starts.
 func newRunDir(root, lock, nem string) (string, error) {
 	name := fmt.Sprintf("%s-%s-%s", time.Now().Format("20060102T150405.000"), lock, strings.ReplaceAll(nem, ",", "+"))
-	dir := filepath.Join(root, name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("results directory: %w", err)
-	}
-	latest := filepath.Join(root, "latest")
-	_ = os.Remove(latest)
-	_ = os.Symlink(name, latest)
-	return dir, nil
+	return makeRunDir(root, name)
 }
 
 // Versions names what produced a run.

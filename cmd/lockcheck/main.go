@@ -21,6 +21,8 @@ const (
 	exitUnknown = 2
 	exitUsage   = 254
 	exitHarness = 255
+	// exitInterrupted is a run stopped before it started (no verdict at all), as a shell reports SIGINT.
+	exitInterrupted = 130
 )
 
 // exitError carries a verdict's exit code out of a command.
@@ -48,6 +50,9 @@ func execute(ctx context.Context, args []string) int {
 		return ee.code
 	}
 	fmt.Fprintln(os.Stderr, "lockcheck:", err)
+	if runner.IsInterrupted(err) {
+		return exitInterrupted
+	}
 	if runner.IsUsage(err) || !ran(cmd) {
 		return exitUsage // bad flags, arguments or input
 	}
