@@ -13,7 +13,7 @@ import (
 type Interrupted struct{ Err error }
 
 func (e Interrupted) Error() string {
-	return "interrupted during start-up: everything started was stopped; no verdict (" + e.Err.Error() + ")"
+	return "interrupted during start-up: everything started was stopped; no verdict"
 }
 func (e Interrupted) Unwrap() error { return e.Err }
 

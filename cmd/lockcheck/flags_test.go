@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockcheck/lockcheck/internal/redistest"
 	"github.com/lockcheck/lockcheck/node"
@@ -14,6 +15,11 @@ import (
 // runCaptured runs the CLI in-process with results under root and returns the exit code and what it
 // printed on stderr.
 func runCaptured(t *testing.T, root string, args ...string) (int, string) {
+	t.Helper()
+	return runCapturedCtx(t, context.Background(), root, args...)
+}
+
+func runCapturedCtx(t *testing.T, ctx context.Context, root string, args ...string) (int, string) {
 	t.Helper()
 	if args[0] == "run" && !contains(args, "--results") {
 		args = append(args, "--results", root)
@@ -24,7 +30,7 @@ func runCaptured(t *testing.T, root string, args ...string) (int, string) {
 	}
 	saved := os.Stderr
 	os.Stderr = f
-	code := execute(context.Background(), args)
+	code := execute(ctx, args)
 	os.Stderr = saved
 	out, _ := os.ReadFile(f.Name())
 	f.Close()
@@ -152,4 +158,54 @@ func TestAcceptedEdges(t *testing.T) {
 	if !strings.Contains(string(hist), `"f":"kill","phase":"start"`) {
 		t.Fatal("the run at the minimum --time has no kill in it")
 	}
+}
+
+// Issue 9, item 16: Ctrl-C during start-up stops every node already started (checked while lockcheck is
+// still alive, so no death signal does it for us), exits 130 with one line and no verdict, and leaves no
+// run directory and no latest.
+func TestInterruptDuringStartup(t *testing.T) {
+	for _, topo := range []string{"sentinel", "cluster"} {
+		t.Run(topo, func(t *testing.T) {
+			root := t.TempDir()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			started := make(chan struct{})
+			go func() { // Ctrl-C as soon as the first node has its config, long before the topology is ready
+				defer close(started)
+				for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+					if m, _ := filepath.Glob(filepath.Join(root, "*", "nodes", "*", "redis.conf")); len(m) > 0 {
+						cancel()
+						return
+					}
+				}
+			}()
+			code, stderr := runCapturedCtx(t, ctx, root, "run", "--topology", topo, "--time", "5s")
+			<-started
+			if code != exitInterrupted {
+				t.Fatalf("exit %d, want %d; stderr: %s", code, exitInterrupted, stderr)
+			}
+			if strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "interrupted during start-up") {
+				t.Fatalf("stderr %q: want one line saying it was interrupted during start-up", stderr)
+			}
+			if entries, _ := os.ReadDir(root); len(entries) != 0 {
+				t.Fatalf("results root holds %d entries, want none", len(entries))
+			}
+			if left := processesUnder(root); len(left) > 0 {
+				t.Fatalf("still running after lockcheck returned: %v", left)
+			}
+		})
+	}
+}
+
+// processesUnder lists the processes whose command line names a path under dir.
+func processesUnder(dir string) []string {
+	var out []string
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err == nil && strings.Contains(string(b), dir) {
+			out = append(out, strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+	return out
 }
