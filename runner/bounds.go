@@ -92,3 +92,8 @@ func nodesFor(topo string, given int, ext *topology.External) (int, error) {
 	}
 	return 0, nil
 }
+
+// CheckCheckTimeout bounds `lockcheck check --check-timeout` as `run` bounds its own.
+func CheckCheckTimeout(d time.Duration) error {
+	return durationBound{flag: "--check-timeout", d: d, max: maxDuration}.check()
+}

@@ -140,6 +140,16 @@ func TestRefusedInputs(t *testing.T) {
 	}
 }
 
+// Issue 9, item 10: lockcheck check bounds its --check-timeout too (0 searched without a bound).
+func TestCheckTimeoutBounded(t *testing.T) {
+	for _, d := range []string{"0s", "-1s", "25h"} {
+		code, stderr := runCaptured(t, "", "check", "--check-timeout", d, filepath.Join(t.TempDir(), "history.jsonl"))
+		if code != exitUsage || !strings.Contains(stderr, "--check-timeout") || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("--check-timeout %s: exit %d, stderr %q", d, code, stderr)
+		}
+	}
+}
+
 // The bounds still let the edges through: --time 24h would run a day, so only what is checked before a
 // start is tried here, with a run that starts and passes for the smallest accepted values.
 func TestAcceptedEdges(t *testing.T) {
