@@ -117,10 +117,19 @@ func (e External) check(what string) (External, error) {
 	if len(e.Nodes) == 0 || e.Topology == Single && len(e.Nodes) != 1 {
 		return e, fmt.Errorf("%s: %s needs nodes (one for single)", path, e.Topology)
 	}
+	if err := checkAddrs(e.Sentinels...); err != nil {
+		return e, fmt.Errorf("%s: sentinels: %v", path, err)
+	}
+	if err := checkToxiproxy(e.Toxiproxy); err != nil {
+		return e, fmt.Errorf("%s: %v", path, err)
+	}
 	seen := map[string]bool{}
 	for i, n := range e.Nodes {
 		if n.Addr == "" {
 			return e, fmt.Errorf("%s: node %d has no addr", path, i+1)
+		}
+		if err := checkAddrs(n.Addr, n.Announced); err != nil {
+			return e, fmt.Errorf("%s: node %d: %v", path, i+1, err)
 		}
 		if n.Name == "" {
 			e.Nodes[i].Name = fmt.Sprintf("n%d", i+1)
