@@ -93,6 +93,7 @@ func TestTargetsAFaultIgnoresAreRefused(t *testing.T) {
 		{"partition-node", "c1", ""},
 		{"client-pause", "c1", ""},
 		{"kill", "", ""},
+		{"none", "c1", "no fault to aim"},
 	} {
 		e := *env
 		faults, err := Parse(c.faults, &e)

@@ -42,6 +42,9 @@ type Schedule struct {
 func NewPlan(seed int64, s Schedule, env *Env) (Plan, error) {
 	p := Plan{Seed: seed, HealAt: max(s.Total-s.Quiet, 0)}
 	if len(s.Faults) == 0 {
+		if env != nil && env.Targets.String() != "" {
+			return p, fmt.Errorf("--nemesis-targets %s: there is no fault to aim (--nemesis none)", env.Targets)
+		}
 		return p, nil
 	}
 	if s.Interval <= 0 || s.Duration <= 0 {
