@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -148,6 +149,14 @@ func TestCheckTimeoutBounded(t *testing.T) {
 		if code != exitUsage || !strings.Contains(stderr, "--check-timeout") || strings.Count(stderr, "\n") != 1 {
 			t.Errorf("--check-timeout %s: exit %d, stderr %q", d, code, stderr)
 		}
+	}
+}
+
+// Issue 9, item 16: whatever error a command ends with, it is printed as one line.
+func TestErrorsPrintOnOneLine(t *testing.T) {
+	err := errors.Join(errors.New("n1: connection refused"), errors.New("n2: connection refused\r\n"))
+	if got := oneLine(err); got != "n1: connection refused; n2: connection refused" {
+		t.Fatalf("%q", got)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/lockcheck/lockcheck/runner"
@@ -49,7 +50,7 @@ func execute(ctx context.Context, args []string) int {
 	case errors.As(err, &ee):
 		return ee.code
 	}
-	fmt.Fprintln(os.Stderr, "lockcheck:", err)
+	fmt.Fprintln(os.Stderr, "lockcheck:", oneLine(err))
 	if runner.IsInterrupted(err) {
 		return exitInterrupted
 	}
@@ -57,6 +58,11 @@ func execute(ctx context.Context, args []string) int {
 		return exitUsage // bad flags, arguments or input
 	}
 	return exitHarness
+}
+
+// oneLine is an error as one line: joined errors (several nodes failing at once) are "; "-separated.
+func oneLine(err error) string {
+	return strings.Join(strings.FieldsFunc(err.Error(), func(r rune) bool { return r == '\n' || r == '\r' }), "; ")
 }
 
 type quiet struct{}
