@@ -70,7 +70,7 @@ func NewPlan(seed int64, s Schedule, env *Env) (Plan, error) {
 	}
 	var round []string
 	next := func() string {
-		if rounds(s.Faults) == 1 { // one kind: draw as before, so a seed keeps its single-fault plan
+		if stepsForAll(s.Faults) == 1 { // one kind: draw as before, so a seed keeps its single-fault plan
 			return s.Faults[rng.IntN(len(s.Faults))]
 		}
 		if len(round) == 0 {
@@ -99,9 +99,9 @@ func NewPlan(seed int64, s Schedule, env *Env) (Plan, error) {
 // maxJitter is the longest healthy interval the plan draws from d (d +25%).
 func maxJitter(d time.Duration) time.Duration { return d*3/4 + d/2 }
 
-// rounds is how many steps it takes to have every listed kind: 1 for a single kind, else the list's length
+// stepsForAll is how many steps it takes to have every listed kind: 1 for a single kind, else the list's length
 // (one round).
-func rounds(faults []string) int {
+func stepsForAll(faults []string) int {
 	for _, f := range faults {
 		if f != faults[0] {
 			return len(faults)
@@ -116,11 +116,11 @@ func (s Schedule) MinTotal() time.Duration {
 	if len(s.Faults) == 0 {
 		return 0
 	}
-	return s.Quiet + time.Duration(rounds(s.Faults))*(maxJitter(s.Interval)+s.Duration)
+	return s.Quiet + time.Duration(stepsForAll(s.Faults))*(maxJitter(s.Interval)+s.Duration)
 }
 
 func fitWhat(faults []string) string {
-	if rounds(faults) == 1 {
+	if stepsForAll(faults) == 1 {
 		return "one fault fits"
 	}
 	return fmt.Sprintf("each of its %d faults fits", len(faults))
