@@ -60,6 +60,8 @@ type Env struct {
 	Targets Selector
 	// Note records a step inside a running fault (set by Plan.Run).
 	Note func(fault string, targets []string, detail string)
+
+	used *usage // set while checkTargets asks which part of Targets a fault reads
 }
 
 // Replication is a deployment whose nodes replicate: one or more shards, each a primary and its replicas.

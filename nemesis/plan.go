@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -35,30 +36,94 @@ type Schedule struct {
 }
 
 // NewPlan alternates healthy intervals (jittered ±25%) and faults chosen from the list, until the quiet
-// period.
+// period. With several kinds, they come in rounds, each kind once per round in a seeded order, so that a
+// run of at least MinTotal has every kind in it. A plan that cannot hold every kind is refused: a run
+// under --nemesis whose faults never happen would pass as tested.
 func NewPlan(seed int64, s Schedule, env *Env) (Plan, error) {
 	p := Plan{Seed: seed, HealAt: max(s.Total-s.Quiet, 0)}
 	if len(s.Faults) == 0 {
+		if env != nil && env.Targets.String() != "" {
+			return p, fmt.Errorf("--nemesis-targets %s: there is no fault to aim (--nemesis none)", env.Targets)
+		}
 		return p, nil
 	}
 	if s.Interval <= 0 || s.Duration <= 0 {
 		return p, fmt.Errorf("--nemesis-interval and --nemesis-duration must be positive")
 	}
+	for _, name := range s.Faults {
+		if _, ok := registry[name]; !ok {
+			return p, fmt.Errorf("unknown fault %q", name)
+		}
+	}
+	if err := checkTargets(s.Faults, env); err != nil {
+		return p, err
+	}
+	if least := s.MinTotal(); s.Total < least {
+		return p, fmt.Errorf("--nemesis %s needs --time of at least %s, so that %s for any seed (each "+
+			"fault may wait up to --nemesis-interval %s +25%% and lasts --nemesis-duration %s, then --quiet %s); "+
+			"raise --time or lower those", strings.Join(s.Faults, ","), least, fitWhat(s.Faults), s.Interval,
+			s.Duration, s.Quiet)
+	}
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x6e656d65))
 	jitter := func(d time.Duration) time.Duration {
 		return d*3/4 + time.Duration(rng.Int64N(int64(d)/2+1))
 	}
+	var round []string
+	next := func() string {
+		if stepsForAll(s.Faults) == 1 { // one kind: draw as before, so a seed keeps its single-fault plan
+			return s.Faults[rng.IntN(len(s.Faults))]
+		}
+		if len(round) == 0 {
+			for _, i := range rng.Perm(len(s.Faults)) {
+				round = append(round, s.Faults[i])
+			}
+		}
+		name := round[0]
+		round = round[1:]
+		return name
+	}
 	t := jitter(s.Interval)
 	for t+s.Duration <= p.HealAt {
-		name := s.Faults[rng.IntN(len(s.Faults))]
-		f, ok := registry[name]
-		if !ok {
-			return p, fmt.Errorf("unknown fault %q", name)
-		}
-		p.Steps = append(p.Steps, Step{Fault: name, Targets: f.Targets(rng, env), Start: t, End: t + s.Duration})
+		name := next()
+		p.Steps = append(p.Steps, Step{Fault: name, Targets: registry[name].Targets(rng, env), Start: t, End: t + s.Duration})
 		t += s.Duration + jitter(s.Interval)
 	}
+	for _, name := range s.Faults { // MinTotal guarantees this; a plan missing a kind must never run
+		if !slices.ContainsFunc(p.Steps, func(st Step) bool { return st.Fault == name }) {
+			return p, fmt.Errorf("--nemesis %s: the plan has no %s fault", strings.Join(s.Faults, ","), name)
+		}
+	}
 	return p, nil
+}
+
+// maxJitter is the longest healthy interval the plan draws from d (d +25%).
+func maxJitter(d time.Duration) time.Duration { return d*3/4 + d/2 }
+
+// stepsForAll is how many steps it takes to have every listed kind: 1 for a single kind, else the list's length
+// (one round).
+func stepsForAll(faults []string) int {
+	for _, f := range faults {
+		if f != faults[0] {
+			return len(faults)
+		}
+	}
+	return 1
+}
+
+// MinTotal is the shortest --time whose plan holds every listed fault kind whatever the seed: one round
+// of the longest intervals and the faults, then the quiet period. Zero without faults.
+func (s Schedule) MinTotal() time.Duration {
+	if len(s.Faults) == 0 {
+		return 0
+	}
+	return s.Quiet + time.Duration(stepsForAll(s.Faults))*(maxJitter(s.Interval)+s.Duration)
+}
+
+func fitWhat(faults []string) string {
+	if stepsForAll(faults) == 1 {
+		return "one fault fits"
+	}
+	return fmt.Sprintf("each of its %d faults fits", len(faults))
 }
 
 // Faults lists the fault kinds the plan uses.

@@ -22,6 +22,7 @@ func init() {
 func isolateNode(rng *rand.Rand, env *Env) []string {
 	clients := env.Clients
 	if len(env.Targets.Clients) > 0 {
+		env.uses(useClients)
 		clients = env.Targets.Clients
 	}
 	return clientLinks(clients, pickNodes(rng, env, "one"))

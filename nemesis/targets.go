@@ -72,10 +72,12 @@ func count(size string, n int, rng *rand.Rand) int {
 // random set of the selector's size, else of dflt.
 func pickNodes(rng *rand.Rand, env *Env, dflt string) []string {
 	if len(env.Targets.Nodes) > 0 {
+		env.uses(useNodes)
 		return env.Targets.Nodes
 	}
 	size := dflt
 	if env.Targets.Size != "" {
+		env.uses(useSize)
 		size = env.Targets.Size
 	}
 	if size == "primary" {
@@ -87,10 +89,12 @@ func pickNodes(rng *rand.Rand, env *Env, dflt string) []string {
 // pickClients chooses clients the same way ("primary" does not apply to clients: dflt is used).
 func pickClients(rng *rand.Rand, env *Env, dflt string) []string {
 	if len(env.Targets.Clients) > 0 {
+		env.uses(useClients)
 		return env.Targets.Clients
 	}
 	size := dflt
 	if env.Targets.Size != "" && env.Targets.Size != "primary" {
+		env.uses(useSize)
 		size = env.Targets.Size
 	}
 	return pick(rng, env.Clients, count(size, len(env.Clients), rng))
@@ -99,9 +103,11 @@ func pickClients(rng *rand.Rand, env *Env, dflt string) []string {
 // linkNodes are the nodes whose client links a link fault touches: the named nodes or the primary, else all.
 func linkNodes(env *Env) []string {
 	if len(env.Targets.Nodes) > 0 {
+		env.uses(useNodes)
 		return env.Targets.Nodes
 	}
 	if env.Targets.Size == "primary" {
+		env.uses(useSize)
 		return []string{primaryTarget}
 	}
 	return env.Nodes
@@ -142,4 +148,77 @@ func resolve(ctx context.Context, env *Env, targets []string) ([]string, error) 
 		out[i] = strings.ReplaceAll(t, primaryTarget, primary)
 	}
 	return out, nil
+}
+
+// The parts of a Selector a fault's Targets can use. Recording what the pickers actually read, rather
+// than declaring it per fault, keeps a new fault's honesty automatic.
+type usage uint8
+
+const (
+	useNodes usage = 1 << iota
+	useClients
+	useSize
+)
+
+// uses notes that a picker read part of the selector (only while checkTargets is asking).
+func (e *Env) uses(u usage) {
+	if e.used != nil {
+		*e.used |= u
+	}
+}
+
+// checkTargets refuses a --nemesis-targets that some fault would ignore, or part of which no fault uses:
+// "--nemesis kill --nemesis-targets c1" would otherwise kill a random node as if c1 had not been named.
+func checkTargets(faults []string, env *Env) error {
+	sel := env.Targets
+	if sel.Size == "" && len(sel.Nodes) == 0 && len(sel.Clients) == 0 {
+		return nil
+	}
+	var all usage
+	for _, name := range faults {
+		probe := *env
+		probe.used = new(usage)
+		registry[name].Targets(rand.New(rand.NewPCG(0, 0)), &probe)
+		if *probe.used == 0 {
+			return fmt.Errorf("--nemesis-targets %s: fault %s %s", sel, name, ignores(name, probe))
+		}
+		all |= *probe.used
+	}
+	for _, part := range []struct {
+		u    usage
+		set  bool
+		what string
+	}{{useNodes, len(sel.Nodes) > 0, strings.Join(sel.Nodes, ",")},
+		{useClients, len(sel.Clients) > 0, strings.Join(sel.Clients, ",")},
+		{useSize, sel.Size != "", sel.Size}} {
+		if part.set && all&part.u == 0 {
+			return fmt.Errorf("--nemesis-targets %s: no fault of --nemesis %s uses %s", sel, strings.Join(faults, ","), part.what)
+		}
+	}
+	return nil
+}
+
+// ignores says why a fault used none of the selector.
+func ignores(name string, probe Env) string {
+	probe.Targets = Selector{Nodes: probe.Nodes, Clients: probe.Clients}
+	probe.used = new(usage)
+	registry[name].Targets(rand.New(rand.NewPCG(0, 0)), &probe)
+	switch *probe.used {
+	case useNodes:
+		return "hits nodes (name one, e.g. " + probe.Nodes[0] + ", or a size)"
+	case useClients:
+		return "hits clients (name one, e.g. " + probe.Clients[0] + ", or a size)"
+	case 0:
+		return "chooses its own targets (leave --nemesis-targets out)"
+	}
+	return "does not use it"
+}
+
+// String is the selector as --nemesis-targets spells it.
+func (s Selector) String() string {
+	parts := append(append([]string{}, s.Nodes...), s.Clients...)
+	if s.Size != "" {
+		parts = append([]string{s.Size}, parts...)
+	}
+	return strings.Join(parts, ",")
 }

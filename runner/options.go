@@ -23,17 +23,17 @@ func (e UsageError) Unwrap() error { return e.Err }
 
 func usagef(format string, a ...any) error { return UsageError{fmt.Errorf(format, a...)} }
 
-// IsUsage reports whether err is bad input.
+// IsUsage reports whether err is bad input (an external deployment not as described is too).
 func IsUsage(err error) bool {
 	var u UsageError
-	return errors.As(err, &u)
+	return errors.As(err, &u) || topology.IsDeployment(err)
 }
 
 // Options is one test, as the CLI's flags give it.
 type Options struct {
 	Lock            string
 	Topology        string
-	Nodes           int
+	Nodes           int // redlock's masters; 0: the default (5)
 	Nemesis         string
 	NemesisInterval time.Duration
 	NemesisDuration time.Duration
@@ -76,7 +76,7 @@ const (
 
 // Defaults are the CLI's defaults.
 func Defaults() Options {
-	return Options{Lock: "reentrant", Topology: "", Nodes: 5, Nemesis: "none", Permits: 2, Count: 3, Readers: "3:1", Group: 2,
+	return Options{Lock: "reentrant", Topology: "", Nemesis: "none", Permits: 2, Count: 3, Readers: "3:1", Group: 2,
 		Latency: 200 * time.Millisecond, Jitter: 50 * time.Millisecond, ClockBump: time.Minute,
 		NemesisInterval: 5 * time.Second, NemesisDuration: 3 * time.Second, Quiet: 3 * time.Second,
 		Time: 30 * time.Second, Clients: 8, Keys: 0, Watchdog: 30 * time.Second, Wait: 5 * time.Second,
@@ -91,19 +91,11 @@ func (o Options) validate() (workloads.Range, error) {
 	if err != nil {
 		return hold, usagef("--hold: %v", err)
 	}
-	switch {
-	case o.Time <= 0:
-		return hold, usagef("--time must be positive, got %s", o.Time)
-	case o.Clients < 1:
+	if err := o.checkBounds(); err != nil {
+		return hold, err
+	}
+	if o.Clients < 1 {
 		return hold, usagef("--clients must be at least 1, got %d", o.Clients)
-	case o.Watchdog <= 0:
-		return hold, usagef("--watchdog must be positive, got %s", o.Watchdog)
-	case o.Timeout <= 0:
-		return hold, usagef("--timeout must be positive, got %s", o.Timeout)
-	case o.Quiet < 0 || o.Quiet >= o.Time:
-		return hold, usagef("--quiet must be in [0, --time), got %s", o.Quiet)
-	case o.CheckTimeout <= 0:
-		return hold, usagef("--check-timeout must be positive, got %s", o.CheckTimeout)
 	}
 	switch o.Backend {
 	case BackendProcess, BackendDocker:

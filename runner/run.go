@@ -96,7 +96,7 @@ func (t *Test) Run(ctx context.Context, stderr io.Writer) (*report.Results, erro
 	clock := history.NewClock()
 	rec, err := history.Create(filepath.Join(dir, "history.jsonl"), clock)
 	if err != nil {
-		return nil, err
+		return nil, failedStart(dir, err)
 	}
 	meta := Meta{Lock: o.Lock, Topology: o.Topology, Nemesis: t.Faults, Seed: o.Seed, Options: o.describe(),
 		Plan: t.Plan, Versions: Versions(), Checks: t.Checks}
@@ -113,8 +113,12 @@ func (t *Test) Run(ctx context.Context, stderr io.Writer) (*report.Results, erro
 	if cerr := rec.Close(); cerr != nil && runErr == nil {
 		runErr = fmt.Errorf("history: %w", cerr)
 	}
-	if runErr != nil && meta.StartupMs == 0 {
-		return nil, runErr // nothing ran: there is nothing to judge
+	if runErr != nil && meta.StartupMs == 0 { // nothing ran: there is nothing to judge
+		if ctx.Err() != nil { // whatever the start-up said, it was stopped
+			_ = os.RemoveAll(dir)
+			return nil, Interrupted{runErr}
+		}
+		return nil, failedStart(dir, runErr)
 	}
 	res, aerr := Analyze(filepath.Join(dir, "history.jsonl"), o.CheckTimeout)
 	if runErr != nil { // the run's own error comes first (a full disk), whatever became of its results
@@ -177,6 +181,7 @@ func execute(ctx context.Context, t *Test, dir string, rec *history.Recorder, me
 	meta.StartupMs = max(topo.Startup.Milliseconds(), 1)
 	data, _ := json.Marshal(meta)
 	rec.Write(history.Record{Type: history.Meta, Time: rec.Clock.Now(), Data: data})
+	pointLatest(dir)
 	defer watchNodes(topo, rec, stderr)()
 	fmt.Fprintf(stderr, "lockcheck: %s on %s (%s backend, %d node(s), %d clients, started in %s), nemesis %s, seed %d, %s\n",
 		o.Lock, o.Topology, o.Backend, len(topo.Nodes), o.Clients, topo.Startup.Round(time.Millisecond),
@@ -292,17 +297,10 @@ func runID() string {
 	return hex.EncodeToString(b)
 }
 
-// newRunDir makes results/<time>-<lock>-<nemesis>/ and points results/latest at it.
+// newRunDir makes results/<time>-<lock>-<nemesis>/; results/latest points at it once the run starts.
 func newRunDir(root, lock, nem string) (string, error) {
 	name := fmt.Sprintf("%s-%s-%s", time.Now().Format("20060102T150405.000"), lock, strings.ReplaceAll(nem, ",", "+"))
-	dir := filepath.Join(root, name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("results directory: %w", err)
-	}
-	latest := filepath.Join(root, "latest")
-	_ = os.Remove(latest)
-	_ = os.Symlink(name, latest)
-	return dir, nil
+	return makeRunDir(root, name)
 }
 
 // Versions names what produced a run.

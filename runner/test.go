@@ -66,10 +66,13 @@ func NewTest(o Options) (*Test, error) {
 		if o.Topology != "" && o.Topology != e.Topology {
 			return nil, usagef("--topology %s, but the deployment in %s is %s", o.Topology, o.External, e.Topology)
 		}
-		o.Topology, o.Nodes, ext = e.Topology, len(e.Nodes), &e
+		o.Topology, ext = e.Topology, &e
 	}
 	if o.Topology == "" {
 		o.Topology = kind.Topology
+	}
+	if o.Nodes, err = nodesFor(o.Topology, o.Nodes, ext); err != nil {
+		return nil, err
 	}
 	params := o.params(hold)
 	clients := clientNames(o.Clients)

@@ -2,7 +2,6 @@ package topology
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -118,10 +117,19 @@ func (e External) check(what string) (External, error) {
 	if len(e.Nodes) == 0 || e.Topology == Single && len(e.Nodes) != 1 {
 		return e, fmt.Errorf("%s: %s needs nodes (one for single)", path, e.Topology)
 	}
+	if err := checkAddrs(e.Sentinels...); err != nil {
+		return e, fmt.Errorf("%s: sentinels: %v", path, err)
+	}
+	if err := checkToxiproxy(e.Toxiproxy); err != nil {
+		return e, fmt.Errorf("%s: %v", path, err)
+	}
 	seen := map[string]bool{}
 	for i, n := range e.Nodes {
 		if n.Addr == "" {
 			return e, fmt.Errorf("%s: node %d has no addr", path, i+1)
+		}
+		if err := checkAddrs(n.Addr, n.Announced); err != nil {
+			return e, fmt.Errorf("%s: node %d: %v", path, i+1, err)
 		}
 		if n.Name == "" {
 			e.Nodes[i].Name = fmt.Sprintf("n%d", i+1)
@@ -175,7 +183,7 @@ func Attach(ctx context.Context, e External, clients []string, runID string) (_ 
 	var srv *network.Server
 	if e.Toxiproxy != "" {
 		if srv, err = network.Dial(ctx, e.Toxiproxy, "lockcheck-"+runID); err != nil {
-			return nil, err
+			return nil, DeploymentError{err}
 		}
 		t.closers = append(t.closers, srv.Close)
 	}
@@ -205,7 +213,7 @@ func Attach(ctx context.Context, e External, clients []string, runID string) (_ 
 		if n.Front != "" && srv != nil {
 			front, err := srv.Existing(n.Front)
 			if err != nil {
-				return nil, err
+				return nil, DeploymentError{fmt.Errorf("node %s's front: %w", n.Name, err)}
 			}
 			t.links[[2]string{"*", n.Name}] = front
 		}
@@ -245,7 +253,10 @@ func (t *Topology) checkReachable(ctx context.Context) error {
 		}
 		c.Close()
 	}
-	return errors.Join(errs...)
+	if err := oneLine("the deployment does not answer as described", len(t.Nodes)+len(t.sentinelAddrs), errs); err != nil {
+		return DeploymentError{err}
+	}
+	return nil
 }
 
 // Leftover is a key found on a node before a run: state that an earlier run (or someone else) left.

@@ -34,8 +34,14 @@ func ParseRange(s string) (Range, error) {
 	if a < 0 || b < a {
 		return Range{}, fmt.Errorf("range %q: want 0 <= min <= max", s)
 	}
+	if b > MaxRange {
+		return Range{}, fmt.Errorf("range %q: at most %s", s, MaxRange)
+	}
 	return Range{a, b}, nil
 }
+
+// MaxRange bounds a range's ends: no run is longer (--time is at most 24h).
+const MaxRange = 24 * time.Hour
 
 func (r Range) String() string { return r.Min.String() + "-" + r.Max.String() }
 
@@ -44,7 +50,8 @@ func (r Range) Draw(rng *rand.Rand) time.Duration {
 	if r.Max == r.Min {
 		return r.Min
 	}
-	return r.Min + time.Duration(rng.Int64N(int64(r.Max-r.Min)+1))
+	// In uint64, so that even an unbounded range cannot overflow the draw.
+	return r.Min + time.Duration(rng.Uint64N(uint64(r.Max-r.Min)+1))
 }
 
 // Mutex is the mutex workload: each client loops acquire, hold (touching the resource, sometimes

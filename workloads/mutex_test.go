@@ -17,7 +17,8 @@ func TestParseRange(t *testing.T) {
 			t.Errorf("%q: %v %v", in, got, err)
 		}
 	}
-	for _, in := range []string{"", "fast", "200ms-10ms", "-5ms", "10ms-", "1s-2s-3s"} {
+	for _, in := range []string{"", "fast", "200ms-10ms", "-5ms", "10ms-", "1s-2s-3s",
+		"0s-2562047h47m16.854775807s", "24h1ms", "1h-25h"} {
 		if _, err := ParseRange(in); err == nil {
 			t.Errorf("%q accepted", in)
 		}
@@ -28,6 +29,16 @@ func TestParseRange(t *testing.T) {
 		if d := r.Draw(rng); d < r.Min || d > r.Max {
 			t.Fatalf("drew %v outside %v", d, r)
 		}
+	}
+	// Issue 9, item 10: the widest range panicked (Int64N of an overflowed span).
+	wide := Range{0, 1<<63 - 1}
+	for i := 0; i < 100; i++ {
+		if d := wide.Draw(rng); d < 0 {
+			t.Fatalf("drew %v from %v", d, wide)
+		}
+	}
+	if got, err := ParseRange("0s-24h"); err != nil || got.Max != MaxRange {
+		t.Fatalf("0s-24h: %v %v", got, err)
 	}
 }
 

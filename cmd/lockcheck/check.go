@@ -17,6 +17,9 @@ func newCheckCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			markRan(cmd)
+			if err := runner.CheckCheckTimeout(timeout); err != nil {
+				return err
+			}
 			path, err := runner.ResolveHistory(args[0])
 			if err != nil {
 				return err

@@ -87,7 +87,7 @@ func TestExternalBackend(t *testing.T) {
 	}
 	// The same deployment from flags, with latency through the toxiproxy server.
 	code, dir = run(t, "run", "--backend", "external", "--external-addrs", n.Addr(), "--external-password", n.Password(),
-		"--external-toxiproxy", url, "--nemesis", "latency", "--nemesis-interval", "1s", "--time", "5s", "--seed", "1")
+		"--external-toxiproxy", url, "--nemesis", "latency", "--nemesis-interval", "1s", "--time", "8s", "--seed", "1")
 	if code != exitValid {
 		t.Fatalf("from flags: exit %d, want %d (%s)", code, exitValid, dir)
 	}
@@ -137,7 +137,7 @@ func TestExternalCompose(t *testing.T) {
 		}
 	}
 	code, dir := run(t, "run", "--backend", "external", "--external", deployment, "--lock", "reentrant",
-		"--nemesis", "partition,failover,kill", "--nemesis-interval", "2s", "--nemesis-duration", "8s", "--time", "30s", "--seed", "3")
+		"--nemesis", "partition,failover,kill", "--nemesis-interval", "2s", "--nemesis-duration", "8s", "--time", "40s", "--seed", "3")
 	if code != exitValid && code != exitInvalid && code != exitUnknown {
 		t.Fatalf("exit %d: no verdict (%s)", code, dir)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/lockcheck/lockcheck/runner"
 	"github.com/redis/go-redis/v9"
@@ -19,6 +20,8 @@ const (
 	exitUnknown = 2
 	exitUsage   = 254
 	exitHarness = 255
+	// exitInterrupted is a run stopped before it started (no verdict at all), as a shell reports SIGINT.
+	exitInterrupted = 130
 )
 
 // exitError carries a verdict's exit code out of a command.
@@ -49,11 +52,19 @@ func execute(ctx context.Context, args []string) int {
 	case errors.As(err, &ee):
 		return ee.code
 	}
-	fmt.Fprintln(os.Stderr, "lockcheck:", err)
+	fmt.Fprintln(os.Stderr, "lockcheck:", oneLine(err))
+	if runner.IsInterrupted(err) {
+		return exitInterrupted
+	}
 	if runner.IsUsage(err) || !ran(cmd) {
 		return exitUsage // bad flags, arguments or input
 	}
 	return exitHarness
+}
+
+// oneLine is an error as one line: joined errors (several nodes failing at once) are "; "-separated.
+func oneLine(err error) string {
+	return strings.Join(strings.FieldsFunc(err.Error(), func(r rune) bool { return r == '\n' || r == '\r' }), "; ")
 }
 
 type quiet struct{}

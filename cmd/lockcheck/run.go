@@ -21,7 +21,7 @@ func newRunCmd() *cobra.Command {
 		Example: `  lockcheck run --lock reentrant --nemesis partition --time 30s
   lockcheck run --lock naive --lease 300ms --hold 100ms-1s --time 15s
   lockcheck run --topology sentinel --nemesis lagging-failover --nemesis-duration 9s --keys 4 --hold 2s-5s --time 60s
-  lockcheck run --backend docker --lock reentrant --nemesis kill,pause --time 20s
+  lockcheck run --backend docker --lock reentrant --nemesis kill,pause --time 25s
   lockcheck run --backend external --external docker/compose/run/lockcheck.yml --nemesis partition,failover`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			markRan(cmd)
@@ -35,6 +35,9 @@ func newRunCmd() *cobra.Command {
 			}
 			if cmd.Flags().Changed("keys") && o.Keys < 1 { // 0 is only the unset default
 				return runner.UsageError{Err: fmt.Errorf("--keys must be at least 1, got %d", o.Keys)}
+			}
+			if cmd.Flags().Changed("nodes") && o.Nodes < 1 { // likewise
+				return runner.UsageError{Err: fmt.Errorf("--nodes must be at least 1, got %d", o.Nodes)}
 			}
 			res, err := runner.Run(cmd.Context(), o, os.Stderr)
 			if res != nil {
@@ -58,7 +61,7 @@ func newRunCmd() *cobra.Command {
 	f.StringVar(&o.ExternalFlags.Sentinels, "external-sentinels", "", "the Sentinels' addresses, comma-separated (--topology sentinel)")
 	f.StringVar(&o.ExternalFlags.MasterName, "external-master", "", "the name the Sentinels monitor (--topology sentinel)")
 	f.StringVar(&o.Topology, "topology", o.Topology, "deployment: single, redlock, sentinel or cluster (default: the lock's own)")
-	f.IntVar(&o.Nodes, "nodes", o.Nodes, "masters for --topology redlock")
+	f.IntVar(&o.Nodes, "nodes", o.Nodes, "masters for --topology redlock (default 5)")
 	f.StringVar(&o.Nemesis, "nemesis", o.Nemesis, "faults: none or a comma list of "+join(nemesis.Names()))
 	f.DurationVar(&o.NemesisInterval, "nemesis-interval", o.NemesisInterval, "healthy time between faults (jittered ±25%)")
 	f.DurationVar(&o.NemesisDuration, "nemesis-duration", o.NemesisDuration, "how long each fault lasts")
