@@ -2,7 +2,6 @@ package runner
 
 import (
 	"fmt"
-	"io"
 	"syscall"
 
 	"github.com/lockcheck/lockcheck/checker"
@@ -50,11 +49,11 @@ func descriptorsNeeded(o Options, ext *topology.External) (int, string) {
 // checkDescriptors says how many descriptors the run needs and makes sure it has them: it raises the soft
 // RLIMIT_NOFILE to the hard one if that is enough, and refuses the run otherwise (a run that runs out
 // fails its clients' dials, and its proxies stop accepting, for the rest of the run).
-func checkDescriptors(o Options, ext *topology.External, stderr io.Writer) error {
+func checkDescriptors(o Options, ext *topology.External) (string, error) {
 	need, how := descriptorsNeeded(o, ext)
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		return nil // no limit to compare with
+		return "", nil // no limit to compare with
 	}
 	if lim.Cur < uint64(need) && lim.Max >= uint64(need) {
 		raised := lim
@@ -64,11 +63,11 @@ func checkDescriptors(o Options, ext *topology.External, stderr io.Writer) error
 		}
 	}
 	if lim.Cur < uint64(need) {
-		return usagef("this run needs up to %d file descriptors (%s), but the limit is %d (ulimit -n; hard limit %d): raise it or run fewer clients",
+		return "", usagef("this run needs up to %d file descriptors (%s), but the limit is %d (ulimit -n; hard limit %d): raise it or run fewer clients",
 			need, how, lim.Cur, lim.Max)
 	}
-	fmt.Fprintf(stderr, "lockcheck: this run needs up to %d file descriptors (%s); the limit is %d\n", need, how, lim.Cur)
-	return nil
+	// Said in the start line rather than on a line of its own, so that a refusal stays one line.
+	return fmt.Sprintf("up to %d file descriptors of %d", need, lim.Cur), nil
 }
 
 // noteRanOut makes a run whose operations failed for want of descriptors end with an error (the results

@@ -86,9 +86,11 @@ func Run(ctx context.Context, o Options, stderr io.Writer) (*report.Results, err
 // Run performs the test and judges it. The returned results are nil only when the run could not start.
 func (t *Test) Run(ctx context.Context, stderr io.Writer) (*report.Results, error) {
 	o := t.Options
-	if err := checkDescriptors(o, t.External, stderr); err != nil {
+	fds, err := checkDescriptors(o, t.External)
+	if err != nil {
 		return nil, err
 	}
+	t.fds = fds
 	dir, err := newRunDir(o.Results, o.Lock, o.Nemesis)
 	if err != nil {
 		return nil, err
@@ -183,8 +185,8 @@ func execute(ctx context.Context, t *Test, dir string, rec *history.Recorder, me
 	rec.Write(history.Record{Type: history.Meta, Time: rec.Clock.Now(), Data: data})
 	pointLatest(dir)
 	defer watchNodes(topo, rec, stderr)()
-	fmt.Fprintf(stderr, "lockcheck: %s on %s (%s backend, %d node(s), %d clients, started in %s), nemesis %s, seed %d, %s\n",
-		o.Lock, o.Topology, o.Backend, len(topo.Nodes), o.Clients, topo.Startup.Round(time.Millisecond),
+	fmt.Fprintf(stderr, "lockcheck: %s on %s (%s backend, %d node(s), %d clients, started in %s, %s), nemesis %s, seed %d, %s\n",
+		o.Lock, o.Topology, o.Backend, len(topo.Nodes), o.Clients, topo.Startup.Round(time.Millisecond), t.fds,
 		o.Nemesis, o.Seed, dir)
 
 	gates := map[string]*locks.Gate{}

@@ -30,6 +30,8 @@ type Test struct {
 	// Checks are recorded in the history's meta record; the checkers are Kind.Family.Checkers(Checks), so a
 	// history is judged the same way during the run and later by `lockcheck check`.
 	Checks kinds.Checks
+
+	fds string // the descriptors it needs and has, for the start line
 }
 
 // params is what the family's workload takes from the options.

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -87,7 +88,7 @@ func TestExternalSilentToxiproxy(t *testing.T) {
 	n := redistest.Start(t, node.PersistNone)
 	args := func(api string) []string {
 		return []string{"run", "--backend", "external", "--external-addrs", n.Addr(), "--external-password", n.Password(),
-			"--external-toxiproxy", api, "--nemesis", "partition", "--time", "5s", "--results", t.TempDir()}
+			"--external-toxiproxy", api, "--nemesis", "partition", "--time", "13s", "--results", t.TempDir()}
 	}
 	addr, _ := silentListener(t)
 	api := "http://" + addr
@@ -149,15 +150,39 @@ func exhaust(t *testing.T, bin string, runFor string) (*started, string) {
 			t.Fatalf("the run never started; stderr:\n%s", p.stderr)
 		}
 	}
-	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", p.cmd.Process.Pid))
+	pid := runningChild(t, p.cmd.Process.Pid)
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	if err != nil {
 		t.Fatal(err)
 	}
 	lim := unix.Rlimit{Cur: uint64(len(fds)), Max: uint64(len(fds))}
-	if err := unix.Prlimit(p.cmd.Process.Pid, unix.RLIMIT_NOFILE, &lim, nil); err != nil {
+	if err := unix.Prlimit(pid, unix.RLIMIT_NOFILE, &lim, nil); err != nil {
 		t.Fatal(err)
 	}
 	return p, root
+}
+
+// runningChild is the process that runs the test under lockcheck's supervisor (see supervise.go): the one
+// whose limits matter.
+func runningChild(t *testing.T, supervisor int) int {
+	t.Helper()
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", supervisor)) // each thread's own
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f []string
+	for _, task := range tasks {
+		b, _ := os.ReadFile(task)
+		f = append(f, strings.Fields(string(b))...)
+	}
+	if len(f) != 1 {
+		t.Fatalf("supervisor %d has children %q, want one", supervisor, f)
+	}
+	pid, err := strconv.Atoi(f[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
 }
 
 // checkExhausted asserts what a run that ran out of descriptors must leave: exit 255 with a line saying
