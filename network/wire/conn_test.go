@@ -27,7 +27,7 @@ func (o *logObserver) settle(c *Command, s string) {
 	o.log = append(o.log, c.Name+argText(c)+" -> "+s)
 }
 
-func (o *logObserver) Reply(c *Command, v Value) { o.settle(c, v.String()) }
+func (o *logObserver) Reply(c *Command, v Value)  { o.settle(c, v.String()) }
 func (o *logObserver) Lost(c *Command, why error) { o.settle(c, "lost") }
 
 func argText(c *Command) string {
