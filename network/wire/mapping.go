@@ -1,0 +1,284 @@
+package wire
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/locks"
+)
+
+// Shape is how to read one lock script's call and reply as the history's lock commands: which KEYS and
+// ARGV positions carry the key, owner and lease, and what the reply means. Scripts whose texts differ
+// (another Redisson version, lockcheck's commented copies, a user's override) share a shape when their
+// contract is the same.
+type Shape int
+
+// The shapes of the scripts the wire recorder maps. Each records exactly what lockcheck's emulation
+// records for the same command (F, key, owner, args, value), so the checkers take both unchanged.
+const (
+	// RLockAcquire: KEYS[1] lock; ARGV[1] lease ms, ARGV[2] owner. nil granted, else the holder's pttl.
+	RLockAcquire Shape = iota + 1
+	// FencedAcquire: as RLockAcquire, KEYS[2] the token counter; {-1, token} granted, {pttl, -1} refused.
+	FencedAcquire
+	// RLockRelease: KEYS[1] lock, KEYS[2] channel, KEYS[3] unlock latch (3.24+, absent before); ARGV[2]
+	// lease ms, ARGV[3] owner. nil not held, 0 still held, 1 released.
+	RLockRelease
+	// RenewBatch (3.44+): KEYS[i] lock; ARGV[1] lease ms, ARGV[i+1] owner. One 1 or 0 per key.
+	RenewBatch
+	// RenewOne (up to 3.43): KEYS[1] lock; ARGV[1] lease ms, ARGV[2] owner. 1 renewed, 0 not ours.
+	RenewOne
+)
+
+var shapeNames = map[Shape]string{RLockAcquire: "acquire", FencedAcquire: "fenced_acquire",
+	RLockRelease: "release", RenewBatch: "renew", RenewOne: "renew-one"}
+
+func (s Shape) String() string { return shapeNames[s] }
+
+// Script is one known script text.
+type Script struct {
+	Shape  Shape
+	Source string // where the text comes from: "redisson 3.19.0–4.7.0", "lockcheck redisson set", ...
+}
+
+// redissonScripts are the SHA-1s of the exact texts real Redisson sends for RLock and RFencedLock, per
+// version range: computed from the Java string literals at every release tag from 3.11.0 to 4.7.0 of
+// github.com/redisson/redisson (the 4.7.0 ones agree with the texts in the reference notes).
+var redissonScripts = map[string]Script{
+	"9401052d872adfd0179ef8c8e8c028512707629a": {RLockAcquire, "redisson 3.11.0–3.12.2 tryLockInnerAsync"},
+	"dad0f8d619e548e04f21fb48d50be5034df3adae": {RLockAcquire, "redisson 3.12.3–3.18.1 tryLockInnerAsync"},
+	"149c5a8bf18676fd99e9e6e24923bd64d9b62f94": {RLockAcquire, "redisson 3.19.0–4.7.0 tryLockInnerAsync"},
+	// RFencedLock's plain tryLock path counts a token without returning it: an acquire whose value is nil.
+	"46b5551ba403d6152a7a6eca122e08728d6c8c66": {RLockAcquire, "redisson 3.19.0–4.7.0 RFencedLock tryLockInnerAsync (no token)"},
+	"49babb5a1e6a0c5f188c2ae62b93b51cdfd63e45": {FencedAcquire, "redisson 3.19.0–4.7.0 RFencedLock tryLockInnerAsync"},
+	"3ffe249c16dee540ac8ab32e39bd408626b9aff7": {RLockRelease, "redisson 3.11.0–3.21.3 unlockInnerAsync"},
+	"778cea8aada230ae060b432fc333adaec85f2f4c": {RLockRelease, "redisson 3.22.0–3.23.5 unlockInnerAsync"},
+	"6866459238a13a701d42f4971f12d9f3a50e2442": {RLockRelease, "redisson 3.24.0–4.7.0 unlockInnerAsync (latch)"},
+	"8e19a1ddbdee9138df9f32a480c57addab4353d1": {RenewOne, "redisson 3.11.0–3.43.0 renewExpirationAsync"},
+	"6a3d31570dc6f4b0bd32bcdc8e75667747c6f635": {RenewBatch, "redisson 3.44.0–4.7.0 LockTask"},
+}
+
+// embeddedShapes maps lockcheck's own script names (locks/scripts/<set>/<name>.lua) to their shapes.
+var embeddedShapes = map[string]Shape{"acquire": RLockAcquire, "fenced_acquire": FencedAcquire,
+	"release": RLockRelease, "renew": RenewBatch}
+
+// Unmapped lists the lock scripts the recorder does not turn into lock commands, and why; their calls are
+// counted in Stats.Unmapped and those locks are judged at the API level. Plain commands are never mapped:
+// SET NX PX could be an acquire, but the naive lock's DEL names no owner, so its release cannot be.
+var Unmapped = []string{
+	"RFairLock (fair_acquire, fair_acquire_failed, fair_release): the queue and deadline-zset model is not yet mapped",
+	"RReadWriteLock (rw_*): not yet mapped",
+	"RSemaphore and RPermitExpirableSemaphore (sem_*, pes_*): not yet mapped; PES permit ids are raw bytes on the wire",
+	"RCountDownLatch (latch_*): not yet mapped",
+	"forceUnlock (force_release): deletes whoever holds the lock; the models have no operation for it",
+	"naive lock (SET NX PX + DEL): DEL carries no owner",
+}
+
+// Table maps script SHA-1s to shapes.
+type Table struct{ bySHA map[string]Script }
+
+// NewTable knows real Redisson's RLock and RFencedLock scripts from 3.11.0 to 4.7.0 and lockcheck's own
+// redisson script set.
+func NewTable() (*Table, error) {
+	t := &Table{bySHA: map[string]Script{}}
+	for sha, s := range redissonScripts {
+		t.bySHA[sha] = s
+	}
+	s, err := locks.LoadScripts("redisson", "")
+	if err != nil {
+		return nil, err
+	}
+	for name, shape := range embeddedShapes {
+		t.bySHA[SHA(s.Source(name))] = Script{shape, "lockcheck redisson set " + name + ".lua"}
+	}
+	return t, nil
+}
+
+// AddScripts maps every script of s that has a known name (e.g. a --scripts override of release.lua) to
+// that name's shape, so a replayed or user script is recorded under the same contract.
+func (t *Table) AddScripts(s *locks.Scripts) {
+	for _, name := range s.Names() {
+		base := strings.TrimSuffix(name, "_broken")
+		if shape, ok := embeddedShapes[base]; ok {
+			t.bySHA[SHA(s.Source(name))] = Script{shape, s.Set + " " + name + ".lua"}
+		}
+	}
+}
+
+// Lookup finds a script by its SHA-1 (lower-case hex).
+func (t *Table) Lookup(sha string) (Script, bool) {
+	s, ok := t.bySHA[strings.ToLower(sha)]
+	return s, ok
+}
+
+// SHAs lists the known SHA-1s, sorted.
+func (t *Table) SHAs() []string {
+	var out []string
+	for k := range t.bySHA {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// SHA is the SHA-1 Redis names a script text by.
+func SHA(text string) string {
+	h := sha1.Sum([]byte(text))
+	return hex.EncodeToString(h[:])
+}
+
+// scriptCall is an EVAL or EVALSHA split into its parts.
+type scriptCall struct {
+	sha        string
+	keys, argv []string
+}
+
+// parseScriptCall reads EVAL script|EVALSHA sha numkeys key... arg...; ok false if it is neither or malformed.
+func parseScriptCall(c *Command) (scriptCall, bool) {
+	var sc scriptCall
+	switch c.Name {
+	case "eval":
+		sc.sha = SHA(string(c.Arg(0)))
+	case "evalsha":
+		sc.sha = strings.ToLower(string(c.Arg(0)))
+	default:
+		return sc, false
+	}
+	n, err := strconv.Atoi(string(c.Arg(1)))
+	if err != nil || n < 0 || 2+n > len(c.Args) {
+		return sc, false
+	}
+	for _, k := range c.Args[2 : 2+n] {
+		sc.keys = append(sc.keys, string(k))
+	}
+	for _, a := range c.Args[2+n:] {
+		sc.argv = append(sc.argv, string(a))
+	}
+	return sc, true
+}
+
+func (sc scriptCall) arg(i int) string {
+	if i < len(sc.argv) {
+		return sc.argv[i]
+	}
+	return ""
+}
+
+func (sc scriptCall) key(i int) string {
+	if i < len(sc.keys) {
+		return sc.keys[i]
+	}
+	return ""
+}
+
+// result is one lock command's outcome as the emulation records it.
+type result struct {
+	typ   history.Type
+	value *int64
+	err   string
+}
+
+// commands returns the lock commands a call of shape s records (before the reply is known) and how to read
+// its reply; attempts gives how many earlier calls with an unlock request id (its latch key) may have run.
+func (s Shape) commands(sc scriptCall, attempts func(latch string) int64) ([]history.Record, func(Value) []result) {
+	ms := func(v string) int64 { n, _ := strconv.ParseInt(v, 10, 64); return n }
+	op := func(f, key, owner string, args map[string]int64) history.Record {
+		return history.Record{Thread: ownerThread(owner), Key: key, Owner: owner, F: f, Args: args}
+	}
+	switch s {
+	case RLockAcquire, FencedAcquire:
+		recs := []history.Record{op("acquire", sc.key(0), sc.arg(1), map[string]int64{"lease_ms": ms(sc.arg(0))})}
+		return recs, func(v Value) []result { return []result{acquireResult(s, v)} }
+	case RLockRelease:
+		var n int64
+		if len(sc.keys) >= 3 {
+			n = attempts(sc.key(2))
+		}
+		recs := []history.Record{op("release", sc.key(0), sc.arg(2), map[string]int64{"lease_ms": ms(sc.arg(1)), "attempt": n})}
+		return recs, func(v Value) []result { return []result{releaseResult(v)} }
+	case RenewOne:
+		recs := []history.Record{op("renew", sc.key(0), sc.arg(1), map[string]int64{"lease_ms": ms(sc.arg(0))})}
+		recs[0].Thread = 0 // the watchdog's, as the emulation records it
+		return recs, func(v Value) []result { return []result{renewResult(v)} }
+	case RenewBatch:
+		var recs []history.Record
+		for i, k := range sc.keys {
+			r := op("renew", k, sc.arg(i+1), map[string]int64{"lease_ms": ms(sc.arg(0))})
+			r.Thread = 0
+			recs = append(recs, r)
+		}
+		return recs, func(v Value) []result {
+			out := make([]result, len(recs))
+			for i := range out {
+				if v.IsError() {
+					out[i] = result{typ: history.Fail, err: string(v.Str)}
+				} else if i < len(v.Elems) {
+					out[i] = renewResult(v.Elems[i])
+				} else {
+					out[i] = result{typ: history.Unknown, err: "renew: unexpected reply " + v.String()}
+				}
+			}
+			return out
+		}
+	}
+	return nil, nil
+}
+
+// ownerThread is the thread of a Redisson owner id <uuid>:<thread> (0 if it has none).
+func ownerThread(owner string) int64 {
+	i := strings.LastIndex(owner, ":")
+	if i < 0 {
+		return 0
+	}
+	n, _ := strconv.ParseInt(owner[i+1:], 10, 64)
+	return n
+}
+
+func unexpected(what string, v Value) result {
+	return result{typ: history.Unknown, err: fmt.Sprintf("%s: unexpected reply %s", what, v)}
+}
+
+func acquireResult(s Shape, v Value) result {
+	switch {
+	case v.IsError():
+		return result{typ: history.Fail, err: string(v.Str)} // an error reply: the script did not run
+	case s == RLockAcquire && v.IsNil():
+		return result{typ: history.Ok}
+	case s == RLockAcquire && v.Kind == Integer:
+		return result{typ: history.Fail, value: history.Int64(v.Int)} // refused: the holder's pttl
+	case s == FencedAcquire && len(v.Elems) == 2 && v.Elems[0].Kind == Integer && v.Elems[1].Kind == Integer:
+		if v.Elems[0].Int == -1 {
+			return result{typ: history.Ok, value: history.Int64(v.Elems[1].Int)} // the token
+		}
+		return result{typ: history.Fail, value: history.Int64(v.Elems[0].Int)}
+	}
+	return unexpected("acquire", v)
+}
+
+func releaseResult(v Value) result {
+	switch {
+	case v.IsError():
+		return result{typ: history.Fail, err: string(v.Str)}
+	case v.IsNil():
+		return result{typ: history.Fail, value: history.Int64(-1)} // not held
+	case v.Kind == Integer:
+		return result{typ: history.Ok, value: history.Int64(v.Int)}
+	}
+	return unexpected("release", v)
+}
+
+func renewResult(v Value) result {
+	switch {
+	case v.IsError():
+		return result{typ: history.Fail, err: string(v.Str)}
+	case v.Kind == Integer && v.Int == 1:
+		return result{typ: history.Ok, value: history.Int64(1)}
+	case v.Kind == Integer && v.Int == 0:
+		return result{typ: history.Fail, value: history.Int64(0)}
+	}
+	return unexpected("renew", v)
+}

@@ -1,0 +1,114 @@
+package wire
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/locks"
+)
+
+// recordBytes runs one connection's client and server bytes through a session and returns the history.
+func recordBytes(t *testing.T, s *Session, buf *bytes.Buffer, client, server string) *history.History {
+	t.Helper()
+	c := NewConn(&connRecorder{s: s, client: "c1", node: "n1"}, s.now)
+	c.FromClient([]byte(client))
+	c.FromServer([]byte(server))
+	c.Close()
+	h, err := history.Read(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func newTestSession(t *testing.T) (*Session, *bytes.Buffer) {
+	table, err := NewTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := &bytes.Buffer{}
+	clock := history.NewClock()
+	return NewSession(history.NewRecorder(buf, clock), clock, table), buf
+}
+
+func opText(o history.Operation) string {
+	s := fmt.Sprintf("%s %s %s t%d %v -> %s", o.Invoke.F, o.Invoke.Key, o.Invoke.Owner, o.Invoke.Thread, o.Invoke.Args, o.Outcome())
+	if o.Complete != nil && o.Complete.Value != nil {
+		s += fmt.Sprint(" ", *o.Complete.Value)
+	}
+	if o.Complete != nil && len(o.Complete.Args) > 0 {
+		s += fmt.Sprint(" ", o.Complete.Args)
+	}
+	if o.Invoke.Src != Src || o.Invoke.Client != "c1" || o.Invoke.Node != "n1" {
+		s += " (not marked as c1's wire record on n1)"
+	}
+	return s
+}
+
+func opsText(h *history.History) string {
+	var out []string
+	for _, o := range h.Ops {
+		out = append(out, opText(o))
+	}
+	return strings.Join(out, "\n")
+}
+
+// Real Redisson's texts (4.7.0) and lockcheck's own map to the same commands; a WAIT right after a script
+// decides nosync as Redisson's NoSyncedSlavesException does; an unknown script is counted, not recorded.
+func TestRecordScriptsAndWait(t *testing.T) {
+	s, buf := newTestSession(t)
+	own, err := locks.LoadScripts("redisson", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	redissonAcquire := "if ((redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; return redis.call('pttl', KEYS[1]);"
+	client := cmd("EVAL", redissonAcquire, "1", "L", "30000", "u:7") + cmd("WAIT", "1", "1000") + // granted, no replica
+		cmd("EVALSHA", SHA(own.Source("acquire")), "1", "L", "30000", "u:7") + cmd("WAIT", "1", "1000") + // re-entry, synced
+		cmd("EVAL", own.Source("acquire"), "1", "L", "500", "v:2") + // refused
+		cmd("EVAL", own.Source("release"), "3", "L", "ch", "latch:1", "0", "30000", "u:7", "publish", "9000") +
+		cmd("EVAL", own.Source("release"), "3", "L", "ch", "latch:1", "0", "30000", "u:7", "publish", "9000") + // same request id
+		cmd("EVAL", own.Source("renew"), "2", "L", "M", "30000", "u:7", "u:8") +
+		cmd("EVAL", "return 1", "0") + cmd("EVALSHA", strings.Repeat("ab", 20), "0")
+	server := "$-1\r\n:0\r\n$-1\r\n:1\r\n:2999\r\n:0\r\n:0\r\n*2\r\n:1\r\n:0\r\n:1\r\n-NOSCRIPT\r\n"
+	h := recordBytes(t, s, buf, client, server)
+	want := strings.Join([]string{
+		"acquire L u:7 t7 map[lease_ms:30000] -> ok map[nosync:1]",
+		"acquire L u:7 t7 map[lease_ms:30000] -> ok",
+		"acquire L v:2 t2 map[lease_ms:500] -> fail 2999",
+		"release L u:7 t7 map[attempt:0 lease_ms:30000] -> ok 0",
+		"release L u:7 t7 map[attempt:1 lease_ms:30000] -> ok 0",
+		"renew L u:7 t0 map[lease_ms:30000] -> ok 1",
+		"renew M u:8 t0 map[lease_ms:30000] -> fail 0",
+	}, "\n")
+	if got := opsText(h); got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+	if st := s.Stats(); len(st.Unmapped) != 2 {
+		t.Fatalf("unmapped %v, want the two unknown scripts", st.Unmapped)
+	}
+}
+
+// A command whose reply never came is unknown; a script whose WAIT never answered ran but may not have
+// replicated (nosync); an error reply means the script never ran; a script inside MULTI/EXEC gets EXEC's
+// element.
+func TestRecordLostErrorAndTransaction(t *testing.T) {
+	s, buf := newTestSession(t)
+	own, _ := locks.LoadScripts("redisson", "")
+	acq := func(owner string) string { return cmd("EVAL", own.Source("acquire"), "1", "L", "100", owner) }
+	client := acq("a:1") + cmd("MULTI") + acq("b:1") + cmd("EXEC") + acq("c:1") + acq("d:1") + cmd("WAIT", "1", "1") + acq("e:1")
+	server := "-WRONGTYPE\r\n+OK\r\n+QUEUED\r\n*1\r\n:55\r\n-MOVED 1 127.0.0.1:1\r\n$-1\r\n"
+	h := recordBytes(t, s, buf, client, server)
+	want := strings.Join([]string{
+		"acquire L a:1 t1 map[lease_ms:100] -> fail",
+		"acquire L b:1 t1 map[lease_ms:100] -> fail 55",
+		"acquire L c:1 t1 map[lease_ms:100] -> fail",
+		"acquire L d:1 t1 map[lease_ms:100] -> ok map[nosync:1]",
+		"acquire L e:1 t1 map[lease_ms:100] -> unknown",
+	}, "\n")
+	if got := opsText(h); got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+}

@@ -1,0 +1,349 @@
+package wire_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/internal/redistest"
+	"github.com/lockcheck/lockcheck/locks"
+	"github.com/lockcheck/lockcheck/network"
+	"github.com/lockcheck/lockcheck/network/wire"
+	"github.com/lockcheck/lockcheck/node"
+	"github.com/redis/go-redis/v9"
+)
+
+// rig is one redis-server, and per client a toxiproxy link whose upstream is a wire tap: client -> proxy
+// -> tap -> node, as a runner would wire a worker's links. The emulation's own records (api) and the
+// wire's (wire) go to separate histories on one clock.
+type rig struct {
+	node      *node.Node
+	proxies   *network.Proxies
+	links     map[string]*network.Link
+	sess      *wire.Session
+	apiBuf    bytes.Buffer
+	wireBuf   bytes.Buffer
+	api, wrec *history.Recorder
+	scripts   *locks.Scripts
+}
+
+func newRig(t *testing.T, scriptDir string, clients ...string) *rig {
+	r := &rig{node: redistest.Start(t, node.PersistNone), proxies: network.New(), links: map[string]*network.Link{}}
+	t.Cleanup(r.proxies.Close)
+	clock := history.NewClock()
+	r.api = history.NewRecorder(&r.apiBuf, clock)
+	r.wrec = history.NewRecorder(&r.wireBuf, clock)
+	table, err := wire.NewTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.scripts, err = locks.LoadScripts("redisson", scriptDir); err != nil {
+		t.Fatal(err)
+	}
+	table.AddScripts(r.scripts)
+	r.sess = wire.NewSession(r.wrec, clock, table)
+	t.Cleanup(r.sess.Close)
+	for _, c := range clients {
+		front, err := r.sess.Front(r.node.Addr(), c, "n1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.links[c], err = r.proxies.Add(c+"->n1", front); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r
+}
+
+func (r *rig) client(t *testing.T, name string, cfg locks.RedissonConfig) *locks.Redisson {
+	c := locks.NewRedisson(name, locks.ClientConfig{Addr: r.links[name].Addr(), Password: r.node.Password()}, cfg, r.scripts, r.api)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func read(t *testing.T, b *bytes.Buffer) *history.History {
+	t.Helper()
+	h, err := history.Read(bytes.NewReader(b.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// key of a lock command for comparison: what it was and what came of it.
+func key(o history.Operation) string {
+	s := fmt.Sprintf("%s %s %s %s t%d lease_ms=%d attempt=%d -> %s", o.Invoke.Client, o.Invoke.F, o.Invoke.Key,
+		o.Invoke.Owner, o.Invoke.Thread, o.Invoke.Args["lease_ms"], o.Invoke.Args["attempt"], o.Outcome())
+	if o.Complete != nil && o.Complete.Value != nil {
+		s += fmt.Sprint(" ", *o.Complete.Value)
+	}
+	return s
+}
+
+func porcupine(t *testing.T, h *history.History) checker.Result {
+	l := &checker.Linearizable{Label: "porcupine", Model: checker.MutexModel, Convert: checker.MutexOps, Timeout: 30 * time.Second}
+	return l.Check(context.Background(), h)
+}
+
+// The emulation's RLock, driven by three clients of two threads each with re-entry, leases, the watchdog
+// and unlocks by non-owners, records its lock commands itself; the wire tap on its links must record the
+// same commands (client, F, key, owner, thread, lease, attempt, outcome, value), each inside the interval of
+// its API record, and porcupine and the lost-lock checker must judge the wire history valid.
+func TestWireMatchesEmulation(t *testing.T) {
+	clients := []string{"c1", "c2", "c3"}
+	r := newRig(t, "", clients...)
+	cfg := locks.DefaultRedissonConfig()
+	cfg.Timeout = 2 * time.Second
+	cfg.WatchdogTimeout = 600 * time.Millisecond // renewals every 200 ms
+	keys := []string{"k1", "k2"}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	stop := time.Now().Add(2 * time.Second)
+	var cs []*locks.Redisson
+	for i, name := range clients {
+		c := r.client(t, name, cfg)
+		cs = append(cs, c)
+		for th := int64(1); th <= 2; th++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewPCG(uint64(i), uint64(th)))
+				for time.Now().Before(stop) {
+					l := c.Lock(keys[rng.IntN(len(keys))], th)
+					lease := time.Duration(0)
+					if rng.IntN(2) == 0 {
+						lease = 2 * time.Second
+					}
+					if rng.IntN(8) == 0 { // unlock what it does not hold: "not held"
+						if err := l.Unlock(ctx); !errors.Is(err, locks.ErrNotHeld) {
+							mu.Lock()
+							errs = append(errs, fmt.Errorf("stray unlock: %v", err))
+							mu.Unlock()
+						}
+						continue
+					}
+					ok, err := l.TryLock(ctx, 300*time.Millisecond, lease)
+					if err != nil || !ok {
+						continue
+					}
+					holds := 1
+					if rng.IntN(3) == 0 {
+						if ok, _ := l.TryLock(ctx, 0, lease); ok {
+							holds++
+						}
+					}
+					time.Sleep(time.Duration(rng.IntN(30)) * time.Millisecond)
+					for range holds {
+						if err := l.Unlock(ctx); err != nil {
+							mu.Lock()
+							errs = append(errs, err)
+							mu.Unlock()
+						}
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatalf("the workload failed (fault-free): %v", errs[0])
+	}
+	for _, c := range cs { // stop the watchdogs: no command in flight, nothing more recorded
+		c.Close()
+	}
+	r.sess.Close() // waits for every forwarded connection to end
+
+	api, wh := read(t, &r.apiBuf), read(t, &r.wireBuf)
+	if len(api.Ops) < 30 {
+		t.Fatalf("only %d lock commands: the workload did not run", len(api.Ops))
+	}
+
+	// Pair every wire record with an API record of the same command whose interval contains it.
+	byKey := map[string][]history.Operation{}
+	for _, o := range api.Ops {
+		byKey[key(o)] = append(byKey[key(o)], o)
+	}
+	var unmatched []string
+	fs := map[string]int{}
+	noscript := 0
+	for _, w := range wh.Ops {
+		if w.Invoke.Src != wire.Src {
+			t.Fatalf("a wire record without src: %+v", w.Invoke)
+		}
+		if w.Complete != nil && w.Complete.Type == history.Fail && w.Complete.Value == nil {
+			// go-redis tries EVALSHA first: NOSCRIPT never ran, and the EVAL that follows is the command
+			if !strings.HasPrefix(w.Complete.Error, "NOSCRIPT") {
+				t.Fatalf("a command refused with %q on a fault-free run", w.Complete.Error)
+			}
+			noscript++
+			continue
+		}
+		fs[w.Invoke.F+"/"+string(w.Outcome())]++
+		cands := byKey[key(w)]
+		found := -1
+		for i, a := range cands {
+			if a.Invoke.Time <= w.Invoke.Time && w.Complete != nil && a.Complete != nil && w.Complete.Time <= a.Complete.Time {
+				found = i
+				break
+			}
+		}
+		if found < 0 {
+			unmatched = append(unmatched, key(w))
+			continue
+		}
+		byKey[key(w)] = append(cands[:found], cands[found+1:]...)
+	}
+	var left []string
+	for _, l := range byKey {
+		for _, o := range l {
+			left = append(left, key(o))
+		}
+	}
+	sort.Strings(left)
+	if len(unmatched) > 0 || len(left) > 0 {
+		t.Fatalf("%d wire records match no API record (first %v); %d API records have no wire record (first %v)",
+			len(unmatched), first(unmatched), len(left), first(left))
+	}
+	for _, f := range []string{"acquire/ok", "acquire/fail", "release/ok", "release/fail", "renew/ok"} {
+		if fs[f] == 0 {
+			t.Fatalf("the workload recorded no %s on the wire (%v): the comparison proves less than it claims", f, fs)
+		}
+	}
+	if st := r.sess.Stats(); len(st.Unmapped) > 0 || len(st.GaveUp) > 0 {
+		t.Fatalf("the session missed commands: %+v", st)
+	}
+	if res := porcupine(t, wh); res.Valid != checker.Valid {
+		t.Fatalf("porcupine on the wire history: %v %s %s", res.Valid, res.Summary, res.Violation)
+	}
+	if res := (checker.LostLock{}).Check(ctx, wh); res.Valid == checker.Invalid {
+		t.Fatalf("lost-lock on the wire history: %s", res.Violation)
+	}
+	t.Logf("%d lock commands recorded on the wire: %v (%d NOSCRIPT)", len(wh.Ops), fs, noscript)
+}
+
+func first(l []string) string {
+	if len(l) == 0 {
+		return ""
+	}
+	return l[0]
+}
+
+// A broken release (unconditional, as the naive lock's DEL) lets a client that does not hold the lock free
+// it. From the wire records alone, porcupine finds no legal order.
+func TestWireCatchesUnconditionalRelease(t *testing.T) {
+	dir := t.TempDir()
+	broken := "redis.call('del', KEYS[1]); redis.call(ARGV[4], KEYS[2], ARGV[1]); return 1\n"
+	if err := os.WriteFile(filepath.Join(dir, "release.lua"), []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, dir, "c1", "c2")
+	ctx := context.Background()
+	a := r.client(t, "c1", locks.DefaultRedissonConfig()).Lock("k", 1)
+	b := r.client(t, "c2", locks.DefaultRedissonConfig()).Lock("k", 1)
+	if ok, err := a.TryLock(ctx, 0, 10*time.Second); !ok || err != nil {
+		t.Fatalf("c1 acquire: %v %v", ok, err)
+	}
+	if err := b.Unlock(ctx); err != nil { // the defect: c2 frees c1's lock
+		t.Fatalf("the broken unlock refused: %v", err)
+	}
+	if ok, err := b.TryLock(ctx, 0, 10*time.Second); !ok || err != nil {
+		t.Fatalf("c2 acquire after its stray unlock: %v %v", ok, err)
+	}
+	r.sess.Close()
+	wh := read(t, &r.wireBuf)
+	if len(wh.Ops) != 5 { // each script's first call is an EVALSHA answered NOSCRIPT (go-redis), then its EVAL
+		t.Fatalf("%d wire records, want 5", len(wh.Ops))
+	}
+	if res := porcupine(t, wh); res.Valid != checker.Invalid {
+		t.Fatalf("porcupine judged the broken release %v: %s", res.Valid, res.Summary)
+	}
+	// The same script with the shipped release is judged valid: the verdict comes from the defect.
+	r2 := newRig(t, "", "c1", "c2")
+	a2 := r2.client(t, "c1", locks.DefaultRedissonConfig()).Lock("k", 1)
+	b2 := r2.client(t, "c2", locks.DefaultRedissonConfig()).Lock("k", 1)
+	if ok, _ := a2.TryLock(ctx, 0, 10*time.Second); !ok {
+		t.Fatal("c1 acquire")
+	}
+	if err := b2.Unlock(ctx); !errors.Is(err, locks.ErrNotHeld) {
+		t.Fatalf("a correct unlock by a non-owner: %v", err)
+	}
+	if ok, _ := b2.TryLock(ctx, 0, 10*time.Second); ok {
+		t.Fatal("c2 got a held lock")
+	}
+	r2.sess.Close()
+	if res := porcupine(t, read(t, &r2.wireBuf)); res.Valid != checker.Valid {
+		t.Fatalf("porcupine on the correct lock: %v %s", res.Valid, res.Violation)
+	}
+}
+
+// Behind drop-replies the client never learns that its acquire ran (the API records unknown); the tap sits
+// behind the toxic, sees the reply and records the grant.
+func TestWireSeesRepliesTheClientLost(t *testing.T) {
+	r := newRig(t, "", "c1")
+	cfg := locks.DefaultRedissonConfig()
+	cfg.Timeout = 500 * time.Millisecond
+	c := r.client(t, "c1", cfg)
+	l := c.Lock("k", 1)
+	// Open the connection and load the script first: behind drop-replies a new connection's AUTH would
+	// fail. (No unlock: its asynchronous latch DEL could take the pool's connection.)
+	if ok, err := c.Lock("warm-up", 1).TryLock(context.Background(), 0, 10*time.Second); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if err := r.links["c1"].DropReplies(); err != nil {
+		t.Fatal(err)
+	}
+	ok, err := l.TryLock(context.Background(), 0, 10*time.Second)
+	if ok || err == nil {
+		t.Fatalf("acquire behind drop-replies: %v %v", ok, err)
+	}
+	if err := r.links["c1"].Heal(); err != nil {
+		t.Fatal(err)
+	}
+	r.sess.Close()
+	api, wh := read(t, &r.apiBuf), read(t, &r.wireBuf)
+	if n := len(api.Ops); n != 2 || api.Ops[n-1].Outcome() != history.Unknown {
+		t.Fatalf("api: %+v", api.Ops)
+	}
+	if n := len(wh.Ops); n < 2 || wh.Ops[n-1].Outcome() != history.Ok || wh.Ops[n-1].Invoke.Key != "k" {
+		t.Fatalf("wire: %d ops, last %v", n, key(wh.Ops[n-1]))
+	}
+}
+
+// A script sent inside MULTI/EXEC by go-redis is recorded with EXEC's result.
+func TestWireTransaction(t *testing.T) {
+	r := newRig(t, "", "c1")
+	c := redis.NewClient(&redis.Options{Addr: r.links["c1"].Addr(), Password: r.node.Password(), MaxRetries: -1, DisableIdentity: true})
+	defer c.Close()
+	ctx := context.Background()
+	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Eval(ctx, r.scripts.Source("acquire"), []string{"k"}, 5000, "u:3")
+		p.Eval(ctx, r.scripts.Source("acquire"), []string{"k"}, 5000, "v:4")
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		t.Fatal(err)
+	}
+	c.Close()
+	r.sess.Close()
+	wh := read(t, &r.wireBuf)
+	var got []string
+	for _, o := range wh.Ops {
+		got = append(got, fmt.Sprintf("%s %s %s", o.Invoke.Owner, o.Invoke.F, o.Outcome()))
+	}
+	if fmt.Sprint(got) != "[u:3 acquire ok v:4 acquire fail]" {
+		t.Fatalf("recorded %v", got)
+	}
+}
