@@ -38,7 +38,7 @@ type rig struct {
 	scripts   *locks.Scripts
 }
 
-func newRig(t *testing.T, scriptDir string, clients ...string) *rig {
+func newRig(t testing.TB, scriptDir string, clients ...string) *rig {
 	r := &rig{node: redistest.Start(t, node.PersistNone), proxies: network.New(), links: map[string]*network.Link{}}
 	t.Cleanup(r.proxies.Close)
 	clock := history.NewClock()
