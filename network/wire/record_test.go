@@ -64,7 +64,7 @@ func TestRecordScriptsAndWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	redissonAcquire := "149c5a8bf18676fd99e9e6e24923bd64d9b62f94" // Redisson 3.19.0–4.7.0's RLock acquire
+	redissonAcquire := "149c5a8bf18676fd99e9e6e24923bd64d9b62f94"                                    // Redisson 3.19.0–4.7.0's RLock acquire
 	client := cmd("EVALSHA", redissonAcquire, "1", "L", "30000", "u:7") + cmd("WAIT", "1", "1000") + // granted, no replica
 		cmd("EVALSHA", SHA(own.Source("acquire")), "1", "L", "30000", "u:7") + cmd("WAIT", "1", "1000") + // re-entry, synced
 		cmd("EVAL", own.Source("acquire"), "1", "L", "500", "v:2") + // refused
