@@ -23,9 +23,12 @@ type Tap struct {
 	wg     sync.WaitGroup
 }
 
-// Front starts a tap in front of upstream for client's link to node and returns the address to put the
+// Front starts a tap in front of upstream for client's link to a node and returns the address to put the
 // link's proxy in front of instead of upstream. This is the one seam a runner needs: where it does
-// proxies.Add(c+"->"+n, nodeAddr) it does proxies.Add(c+"->"+n, session.Front(nodeAddr, c, n)).
+// proxies.Add(c+"->"+n, nodeAddr) it does proxies.Add(c+"->"+n, session.Front(nodeAddr, c, label)).
+// label is the records' Node, which the models partition by: the node's name where every node is its own
+// lock service (redlock), "n1" on single, sentinel and cluster, as the emulation records (a lock that moves
+// to another node in a failover is still one lock).
 func (s *Session) Front(upstream, client, node string) (string, error) {
 	t, err := s.Listen(upstream, client, node)
 	if err != nil {
