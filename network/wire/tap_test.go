@@ -39,7 +39,12 @@ type rig struct {
 }
 
 func newRig(t testing.TB, scriptDir string, clients ...string) *rig {
-	r := &rig{node: redistest.Start(t, node.PersistNone), proxies: network.New(), links: map[string]*network.Link{}}
+	return newRigOn(t, redistest.Start(t, node.PersistNone), scriptDir, clients...)
+}
+
+// newRigOn is newRig in front of a node the test started.
+func newRigOn(t testing.TB, n *node.Node, scriptDir string, clients ...string) *rig {
+	r := &rig{node: n, proxies: network.New(), links: map[string]*network.Link{}}
 	t.Cleanup(r.proxies.Close)
 	clock := history.NewClock()
 	r.api = history.NewRecorder(&r.apiBuf, clock)
@@ -87,6 +92,9 @@ func key(o history.Operation) string {
 		o.Invoke.Owner, o.Invoke.Thread, o.Invoke.Args["lease_ms"], o.Invoke.Args["attempt"], o.Outcome())
 	if o.Complete != nil && o.Complete.Value != nil {
 		s += fmt.Sprint(" ", *o.Complete.Value)
+	}
+	if o.Complete != nil && o.Complete.Args["nosync"] == 1 {
+		s += " nosync"
 	}
 	return s
 }
@@ -171,6 +179,29 @@ func TestWireMatchesEmulation(t *testing.T) {
 		t.Fatalf("only %d lock commands: the workload did not run", len(api.Ops))
 	}
 
+	fs, noscript := sameCommands(t, api, wh)
+	for _, f := range []string{"acquire/ok", "acquire/fail", "release/ok", "release/fail", "renew/ok"} {
+		if fs[f] == 0 {
+			t.Fatalf("the workload recorded no %s on the wire (%v): the comparison proves less than it claims", f, fs)
+		}
+	}
+	if st := r.sess.Stats(); len(st.Unmapped) > 0 || len(st.GaveUp) > 0 {
+		t.Fatalf("the session missed commands: %+v", st)
+	}
+	if res := porcupine(t, wh); res.Valid != checker.Valid {
+		t.Fatalf("porcupine on the wire history: %v %s %s", res.Valid, res.Summary, res.Violation)
+	}
+	if res := (checker.LostLock{}).Check(ctx, wh); res.Valid == checker.Invalid {
+		t.Fatalf("lost-lock on the wire history: %s", res.Violation)
+	}
+	t.Logf("%d lock commands recorded on the wire: %v (%d NOSCRIPT)", len(wh.Ops), fs, noscript)
+}
+
+// sameCommands checks that the wire recorded the same lock commands as the API (key), each inside the
+// interval of its API record; it returns the wire's counts by f/outcome and how many NOSCRIPT refusals it
+// left out.
+func sameCommands(t *testing.T, api, wh *history.History) (map[string]int, int) {
+	t.Helper()
 	// Pair every wire record with an API record of the same command whose interval contains it.
 	byKey := map[string][]history.Operation{}
 	for _, o := range api.Ops {
@@ -217,21 +248,7 @@ func TestWireMatchesEmulation(t *testing.T) {
 		t.Fatalf("%d wire records match no API record (first %v); %d API records have no wire record (first %v)",
 			len(unmatched), first(unmatched), len(left), first(left))
 	}
-	for _, f := range []string{"acquire/ok", "acquire/fail", "release/ok", "release/fail", "renew/ok"} {
-		if fs[f] == 0 {
-			t.Fatalf("the workload recorded no %s on the wire (%v): the comparison proves less than it claims", f, fs)
-		}
-	}
-	if st := r.sess.Stats(); len(st.Unmapped) > 0 || len(st.GaveUp) > 0 {
-		t.Fatalf("the session missed commands: %+v", st)
-	}
-	if res := porcupine(t, wh); res.Valid != checker.Valid {
-		t.Fatalf("porcupine on the wire history: %v %s %s", res.Valid, res.Summary, res.Violation)
-	}
-	if res := (checker.LostLock{}).Check(ctx, wh); res.Valid == checker.Invalid {
-		t.Fatalf("lost-lock on the wire history: %s", res.Violation)
-	}
-	t.Logf("%d lock commands recorded on the wire: %v (%d NOSCRIPT)", len(wh.Ops), fs, noscript)
+	return fs, noscript
 }
 
 func first(l []string) string {
@@ -345,5 +362,57 @@ func TestWireTransaction(t *testing.T) {
 	}
 	if fmt.Sprint(got) != "[u:3 acquire ok v:4 acquire fail]" {
 		t.Fatalf("recorded %v", got)
+	}
+}
+
+// With a replica the emulation sends each lock script and a WAIT in one pipeline. While the replica
+// acknowledges, the wire records plain grants; once it is frozen, WAIT answers 0 after its timeout and
+// both the emulation and the wire record the script as applied without a replica (nosync), then the
+// emulation's compensating unlock the same way.
+func TestWireWaitNoSyncMatchesEmulation(t *testing.T) {
+	primary := redistest.Start(t, node.PersistNone)
+	replica := redistest.StartConfig(t, node.Config{Name: "n2", Password: primary.Password(), Extra: []string{
+		fmt.Sprintf("replicaof 127.0.0.1 %d", primary.Port()), "masterauth " + primary.Password()}})
+	admin := redistest.Client(t, primary.Addr(), primary.Password())
+	ctx := context.Background()
+	deadline := time.Now().Add(15 * time.Second)
+	for !strings.Contains(admin.Info(ctx, "replication").Val(), "connected_slaves:1") {
+		if time.Now().After(deadline) {
+			t.Fatal("the replica never connected")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	r := newRigOn(t, primary, "", "c1")
+	cfg := locks.DefaultRedissonConfig()
+	cfg.SyncRetries, cfg.SlavesSyncTimeout = 0, 300*time.Millisecond
+	c := r.client(t, "c1", cfg)
+	l := c.Lock("k", 1)
+	for range 3 {
+		if ok, err := l.TryLock(ctx, 0, 5*time.Second); !ok || err != nil {
+			t.Fatalf("acquire with a healthy replica: %v %v", ok, err)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := replica.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer replica.Resume()
+	if ok, err := l.TryLock(ctx, 0, 5*time.Second); ok || !errors.Is(err, locks.ErrNoSync) {
+		t.Fatalf("acquire with a frozen replica: %v %v", ok, err)
+	}
+	c.Close()
+	r.sess.Close()
+	api, wh := read(t, &r.apiBuf), read(t, &r.wireBuf)
+	fs, _ := sameCommands(t, api, wh)
+	nosync := 0
+	for _, o := range wh.Ops {
+		if o.Complete != nil && o.Complete.Args["nosync"] == 1 {
+			nosync++
+		}
+	}
+	if nosync != 2 || fs["acquire/ok"] != 4 {
+		t.Fatalf("%d nosync records (want the acquire and its undo), counts %v", nosync, fs)
 	}
 }
