@@ -32,10 +32,22 @@ const (
 	RenewBatch
 	// RenewOne (up to 3.43): KEYS[1] lock; ARGV[1] lease ms, ARGV[2] owner. 1 renewed, 0 not ours.
 	RenewOne
+	// RWReadAcquire: KEYS[1] lock hash; ARGV[1] lease ms, ARGV[2] reader. nil granted, else the pttl. (The
+	// write half's acquire and release have RLock's shapes.)
+	RWReadAcquire
+	// RWReadRelease (3.44+): KEYS[1] lock hash, KEYS[5] unlock latch; ARGV[2] reader. nil not held, 0 others
+	// still hold it, 1 released. The lease is not sent (Redisson keeps it client-side): no lease_ms.
+	RWReadRelease
+	// RWReadRenewOne (up to 3.43): KEYS[1] lock hash; ARGV[1] lease ms, ARGV[2] reader. 1 or 0.
+	RWReadRenewOne
+	// RWReadRenewBatch (3.44–4.3): KEYS[2i-1] lock hash, KEYS[2i] its prefix; ARGV[1] lease ms, ARGV[i+1]
+	// the reader. One 1 or 0 per lock.
+	RWReadRenewBatch
 )
 
 var shapeNames = map[Shape]string{RLockAcquire: "acquire", FencedAcquire: "fenced_acquire",
-	RLockRelease: "release", RenewBatch: "renew", RenewOne: "renew-one"}
+	RLockRelease: "release", RenewBatch: "renew", RenewOne: "renew-one", RWReadAcquire: "rw_read_acquire",
+	RWReadRelease: "rw_read_release", RWReadRenewOne: "rw_read_renew", RWReadRenewBatch: "rw_read_renew-batch"}
 
 func (s Shape) String() string { return shapeNames[s] }
 
@@ -60,18 +72,31 @@ var redissonScripts = map[string]Script{
 	"6866459238a13a701d42f4971f12d9f3a50e2442": {RLockRelease, "redisson 3.24.0–4.7.0 unlockInnerAsync (latch)"},
 	"8e19a1ddbdee9138df9f32a480c57addab4353d1": {RenewOne, "redisson 3.11.0–3.43.0 renewExpirationAsync"},
 	"6a3d31570dc6f4b0bd32bcdc8e75667747c6f635": {RenewBatch, "redisson 3.44.0–4.7.0 LockTask"},
+	// RReadWriteLock. Before 3.44.0 both unlock scripts answer 1 for a lock that no longer exists, which
+	// the read-write model cannot tell from a real release: those versions' unlocks are not mapped.
+	"6306ba3bf1f563b284bed52d305fce615c6664d9": {RLockAcquire, "redisson 3.11.0–4.7.0 RedissonWriteLock tryLockInnerAsync"},
+	"671c549ff37b5601f15631f7ddb9b60d4481ffa0": {RLockRelease, "redisson 3.44.0–4.7.0 RedissonWriteLock unlockInnerAsync"},
+	"95553a6ff11176c18e71344e89d116b06fd6f753": {RWReadAcquire, "redisson 3.11.1–4.7.0 RedissonReadLock tryLockInnerAsync"},
+	"6e1b10e11ac0a3ed8e902562ecd32ce01b553039": {RWReadRelease, "redisson 3.44.0–4.7.0 RedissonReadLock unlockInnerAsync"},
+	"6563941ff57e01b8cf61e86907b80686438a2f74": {RWReadRenewOne, "redisson 3.11.0–3.43.0 RedissonReadLock renewExpirationAsync"},
+	"1affef780a01e1406cb1968c62918f618d10d6a3": {RWReadRenewBatch, "redisson 3.44.0–3.52.0 ReadLockTask"},
+	"d6564f42b98d6eece0e940a478ee248f80b8a90a": {RWReadRenewBatch, "redisson 4.0.0–4.3.1 ReadLockTask"},
 }
 
 // embeddedShapes maps lockcheck's own script names (locks/scripts/<set>/<name>.lua) to their shapes.
 var embeddedShapes = map[string]Shape{"acquire": RLockAcquire, "fenced_acquire": FencedAcquire,
-	"release": RLockRelease, "renew": RenewBatch}
+	"release": RLockRelease, "renew": RenewBatch, "rw_write_acquire": RLockAcquire,
+	"rw_write_release": RLockRelease, "rw_read_acquire": RWReadAcquire, "rw_read_release": RWReadRelease,
+	"rw_read_renew": RWReadRenewOne}
 
 // Unmapped lists the lock scripts the recorder does not turn into lock commands, and why; their calls are
 // counted in Stats.Unmapped and those locks are judged at the API level. Plain commands are never mapped:
 // SET NX PX could be an acquire, but the naive lock's DEL names no owner, so its release cannot be.
 var Unmapped = []string{
 	"RFairLock (fair_acquire, fair_acquire_failed, fair_release): the queue and deadline-zset model is not yet mapped",
-	"RReadWriteLock (rw_*): not yet mapped",
+	"RReadWriteLock unlocks before Redisson 3.44.0: they answer 1 for a lock that no longer exists",
+	"RReadWriteLock read renewal of Redisson 4.4.0+ (ReadLockTask): one answer for all of a client's readers",
+	"RReadWriteLock read acquire of Redisson 3.11.0 (it may shorten the hash's pttl)",
 	"RSemaphore and RPermitExpirableSemaphore (sem_*, pes_*): not yet mapped; PES permit ids are raw bytes on the wire",
 	"RCountDownLatch (latch_*): not yet mapped",
 	"forceUnlock (force_release): deletes whoever holds the lock; the models have no operation for it",
@@ -200,10 +225,32 @@ func (s Shape) commands(sc scriptCall, attempts func(latch string) int64) ([]his
 		}
 		recs := []history.Record{op("release", sc.key(0), sc.arg(2), map[string]int64{"lease_ms": ms(sc.arg(1)), "attempt": n})}
 		return recs, func(v Value) []result { return []result{releaseResult(v)} }
-	case RenewOne:
-		recs := []history.Record{op("renew", sc.key(0), sc.arg(1), map[string]int64{"lease_ms": ms(sc.arg(0))})}
+	case RenewOne, RWReadRenewOne:
+		args := map[string]int64{"lease_ms": ms(sc.arg(0))}
+		if s == RWReadRenewOne {
+			args["read"] = 1
+		}
+		recs := []history.Record{op("renew", sc.key(0), sc.arg(1), args)}
 		recs[0].Thread = 0 // the watchdog's, as the emulation records it
 		return recs, func(v Value) []result { return []result{renewResult(v)} }
+	case RWReadAcquire:
+		recs := []history.Record{op("acquire", sc.key(0), sc.arg(1), map[string]int64{"lease_ms": ms(sc.arg(0)), "read": 1})}
+		return recs, func(v Value) []result { return []result{acquireResult(RLockAcquire, v)} }
+	case RWReadRelease:
+		var n int64
+		if len(sc.keys) >= 5 {
+			n = attempts(sc.key(4))
+		}
+		recs := []history.Record{op("release", sc.key(0), sc.arg(1), map[string]int64{"attempt": n, "read": 1})}
+		return recs, func(v Value) []result { return []result{releaseResult(v)} }
+	case RWReadRenewBatch:
+		var recs []history.Record
+		for i := 0; 2*i < len(sc.keys); i++ {
+			r := op("renew", sc.keys[2*i], sc.arg(i+1), map[string]int64{"lease_ms": ms(sc.arg(0)), "read": 1})
+			r.Thread = 0
+			recs = append(recs, r)
+		}
+		return recs, batchResults(len(recs))
 	case RenewBatch:
 		var recs []history.Record
 		for i, k := range sc.keys {
@@ -211,25 +258,32 @@ func (s Shape) commands(sc scriptCall, attempts func(latch string) int64) ([]his
 			r.Thread = 0
 			recs = append(recs, r)
 		}
-		return recs, func(v Value) []result {
-			out := make([]result, len(recs))
-			for i := range out {
-				if v.IsError() {
-					out[i] = result{typ: history.Fail, err: string(v.Str)}
-				} else if i < len(v.Elems) {
-					out[i] = renewResult(v.Elems[i])
-				} else {
-					out[i] = result{typ: history.Unknown, err: "renew: unexpected reply " + v.String()}
-				}
-			}
-			return out
-		}
+		return recs, batchResults(len(recs))
 	}
 	return nil, nil
 }
 
-// ownerThread is the thread of a Redisson owner id <uuid>:<thread> (0 if it has none).
+// batchResults reads a batched renewal's reply: one 1 or 0 per lock.
+func batchResults(n int) func(Value) []result {
+	return func(v Value) []result {
+		out := make([]result, n)
+		for i := range out {
+			if v.IsError() {
+				out[i] = result{typ: history.Fail, err: string(v.Str)}
+			} else if i < len(v.Elems) {
+				out[i] = renewResult(v.Elems[i])
+			} else {
+				out[i] = result{typ: history.Unknown, err: "renew: unexpected reply " + v.String()}
+			}
+		}
+		return out
+	}
+}
+
+// ownerThread is the thread of a Redisson owner id <uuid>:<thread>, or a write half's <uuid>:<thread>:write
+// (0 if it has none).
 func ownerThread(owner string) int64 {
+	owner = strings.TrimSuffix(owner, ":write")
 	i := strings.LastIndex(owner, ":")
 	if i < 0 {
 		return 0

@@ -146,6 +146,9 @@ func (r *connRecorder) Command(c *Command) {
 	if script.Shape == RLockRelease && len(sc.keys) >= 3 {
 		so.refused = func() { r.s.refused(sc.keys[2]) }
 	}
+	if script.Shape == RWReadRelease && len(sc.keys) >= 5 {
+		so.refused = func() { r.s.refused(sc.keys[4]) }
+	}
 	for _, rec := range recs {
 		rec.Client, rec.Node, rec.Src = r.client, r.node, Src
 		so.ops = append(so.ops, r.s.rec.Invoke(rec))

@@ -112,3 +112,32 @@ func TestRecordLostErrorAndTransaction(t *testing.T) {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
 }
+
+// Real Redisson's read-write lock scripts, by SHA-1, are read with their own KEYS/ARGV positions.
+func TestRecordRedissonReadWrite(t *testing.T) {
+	s, buf := newTestSession(t)
+	client := cmd("EVALSHA", "95553a6ff11176c18e71344e89d116b06fd6f753", "2", "L", "{L}:u:3:rwlock_timeout", "30000", "u:3", "u:3:write") +
+		cmd("EVALSHA", "6306ba3bf1f563b284bed52d305fce615c6664d9", "1", "L", "30000", "v:4:write") +
+		cmd("EVALSHA", "1affef780a01e1406cb1968c62918f618d10d6a3", "4", "L", "{L}", "M", "{M}", "30000", "u:3", "w:5") +
+		cmd("EVALSHA", "6563941ff57e01b8cf61e86907b80686438a2f74", "2", "L", "{L}", "30000", "u:3") +
+		cmd("EVALSHA", "6e1b10e11ac0a3ed8e902562ecd32ce01b553039", "5", "L", "ch", "{L}:u:3:rwlock_timeout", "{L}", "latch:9", "0", "u:3", "publish", "9000") +
+		cmd("EVALSHA", "671c549ff37b5601f15631f7ddb9b60d4481ffa0", "3", "L", "ch", "latch:8", "1", "30000", "v:4:write", "publish", "9000") +
+		cmd("EVALSHA", "c17748f7fda04a4df09c2d8c647ec6acaea7c14a", "2", "L", "ch", "1", "30000", "v:4:write") // 3.21: not mapped
+	server := "$-1\r\n:2500\r\n*2\r\n:1\r\n:0\r\n:1\r\n:1\r\n$-1\r\n:1\r\n"
+	h := recordBytes(t, s, buf, client, server)
+	want := strings.Join([]string{
+		"acquire L u:3 t3 map[lease_ms:30000 read:1] -> ok",
+		"acquire L v:4:write t4 map[lease_ms:30000] -> fail 2500",
+		"renew L u:3 t0 map[lease_ms:30000 read:1] -> ok 1",
+		"renew M w:5 t0 map[lease_ms:30000 read:1] -> fail 0",
+		"renew L u:3 t0 map[lease_ms:30000 read:1] -> ok 1",
+		"release L u:3 t3 map[attempt:0 read:1] -> ok 1",
+		"release L v:4:write t4 map[attempt:0 lease_ms:30000] -> fail -1",
+	}, "\n")
+	if got := opsText(h); got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+	if st := s.Stats(); st.Unmapped["c17748f7fda04a4df09c2d8c647ec6acaea7c14a"] != 1 {
+		t.Fatalf("unmapped %v", st.Unmapped)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	porc "github.com/anishathalye/porcupine"
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/internal/redistest"
@@ -88,8 +89,12 @@ func read(t *testing.T, b *bytes.Buffer) *history.History {
 
 // key of a lock command for comparison: what it was and what came of it.
 func key(o history.Operation) string {
-	s := fmt.Sprintf("%s %s %s %s t%d lease_ms=%d attempt=%d -> %s", o.Invoke.Client, o.Invoke.F, o.Invoke.Key,
-		o.Invoke.Owner, o.Invoke.Thread, o.Invoke.Args["lease_ms"], o.Invoke.Args["attempt"], o.Outcome())
+	lease := o.Invoke.Args["lease_ms"]
+	if o.Invoke.F == "release" && o.Invoke.Args["read"] == 1 {
+		lease = -1 // a read unlock does not send its lease; the emulation records the one it keeps
+	}
+	s := fmt.Sprintf("%s %s %s %s t%d lease_ms=%d attempt=%d read=%d -> %s", o.Invoke.Client, o.Invoke.F, o.Invoke.Key,
+		o.Invoke.Owner, o.Invoke.Thread, lease, o.Invoke.Args["attempt"], o.Invoke.Args["read"], o.Outcome())
 	if o.Complete != nil && o.Complete.Value != nil {
 		s += fmt.Sprint(" ", *o.Complete.Value)
 	}
@@ -415,4 +420,90 @@ func TestWireWaitNoSyncMatchesEmulation(t *testing.T) {
 	if nosync != 2 || fs["acquire/ok"] != 4 {
 		t.Fatalf("%d nosync records (want the acquire and its undo), counts %v", nosync, fs)
 	}
+}
+
+// The emulation's RReadWriteLock (readers, writers, re-entry, the watchdog renewing both halves, unlocks
+// by non-holders): the wire records the same commands, and the read-write model judges them valid.
+func TestWireMatchesEmulationRW(t *testing.T) {
+	clients := []string{"c1", "c2", "c3"}
+	r := newRig(t, "", clients...)
+	cfg := locks.DefaultRedissonConfig()
+	cfg.Timeout = 2 * time.Second
+	cfg.WatchdogTimeout = 600 * time.Millisecond
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	stop := time.Now().Add(2 * time.Second)
+	var cs []*locks.Redisson
+	for i, name := range clients {
+		c := r.client(t, name, cfg)
+		cs = append(cs, c)
+		for th := int64(1); th <= 2; th++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewPCG(uint64(i), uint64(th)))
+				for time.Now().Before(stop) {
+					l := c.WriteLock("rw", th)
+					if rng.IntN(3) > 0 {
+						l = c.ReadLock("rw", th, false)
+					}
+					lease := time.Duration(0)
+					if rng.IntN(2) == 0 {
+						lease = 2 * time.Second
+					}
+					if rng.IntN(8) == 0 {
+						_ = l.Unlock(ctx) // usually "not held"
+						continue
+					}
+					if ok, err := l.TryLock(ctx, 300*time.Millisecond, lease); err != nil || !ok {
+						continue
+					}
+					holds := 1
+					if rng.IntN(3) == 0 {
+						if ok, _ := l.TryLock(ctx, 0, lease); ok {
+							holds++
+						}
+					}
+					time.Sleep(time.Duration(rng.IntN(30)) * time.Millisecond)
+					for range holds {
+						if err := l.Unlock(ctx); err != nil {
+							mu.Lock()
+							errs = append(errs, err)
+							mu.Unlock()
+						}
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatalf("the workload failed (fault-free): %v", errs[0])
+	}
+	for _, c := range cs {
+		c.Close()
+	}
+	r.sess.Close()
+	api, wh := read(t, &r.apiBuf), read(t, &r.wireBuf)
+	fs, _ := sameCommands(t, api, wh)
+	reads := 0
+	for _, o := range wh.Ops {
+		if o.Invoke.Args["read"] == 1 && o.Outcome() == history.Ok {
+			reads++
+		}
+	}
+	if reads == 0 || fs["acquire/ok"] == 0 || fs["release/ok"] == 0 || fs["renew/ok"] == 0 {
+		t.Fatalf("the workload did not cover reads, writes and renewals: %v, %d read", fs, reads)
+	}
+	if st := r.sess.Stats(); len(st.Unmapped) > 0 || len(st.GaveUp) > 0 {
+		t.Fatalf("the session missed commands: %+v", st)
+	}
+	lin := &checker.Linearizable{Label: "porcupine", Model: checker.RWModel, Timeout: 30 * time.Second,
+		Convert: func(h *history.History) []porc.Operation { return checker.Commands(h, "acquire", "release", "renew") }}
+	if res := lin.Check(ctx, wh); res.Valid != checker.Valid {
+		t.Fatalf("the read-write model on the wire history: %v %s %s", res.Valid, res.Summary, res.Violation)
+	}
+	t.Logf("%d commands on the wire: %v, %d read", len(wh.Ops), fs, reads)
 }
