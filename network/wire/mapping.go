@@ -97,8 +97,8 @@ var Unmapped = []string{
 	"RReadWriteLock unlocks before Redisson 3.44.0: they answer 1 for a lock that no longer exists",
 	"RReadWriteLock read renewal of Redisson 4.4.0+ (ReadLockTask): one answer for all of a client's readers",
 	"RReadWriteLock read acquire of Redisson 3.11.0 (it may shorten the hash's pttl)",
-	"RSemaphore and RPermitExpirableSemaphore (sem_*, pes_*): not yet mapped; PES permit ids are raw bytes on the wire",
-	"RCountDownLatch (latch_*): not yet mapped",
+	"RSemaphore release and RCountDownLatch countDown: real Redisson's scripts reply nothing, and the models need the count after (published inside the script, seen on the wire only by a subscriber); so the semaphore and the latch are not mapped",
+	"RPermitExpirableSemaphore (pes_*): not yet mapped; its permit ids are raw bytes on the wire",
 	"forceUnlock (force_release): deletes whoever holds the lock; the models have no operation for it",
 	"naive lock (SET NX PX + DEL): DEL carries no owner",
 }

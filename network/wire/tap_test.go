@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -506,4 +508,38 @@ func TestWireMatchesEmulationRW(t *testing.T) {
 		t.Fatalf("the read-write model on the wire history: %v %s %s", res.Valid, res.Summary, res.Violation)
 	}
 	t.Logf("%d commands on the wire: %v, %d read", len(wh.Ops), fs, reads)
+}
+
+// Bytes that are not RESP make the tap stop following that connection and say so in the session's
+// stats; it keeps forwarding (the node answers as it would without the tap), and other connections are
+// still recorded.
+func TestWireGivesUpOnGarbageAndSaysSo(t *testing.T) {
+	r := newRig(t, "", "c1")
+	conn, err := net.Dial("tcp", r.links["c1"].Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("*1\r\n:5\r\n")); err != nil { // an array of an integer: no command
+		t.Fatal(err)
+	}
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	reply, _ := io.ReadAll(conn) // Redis answers a protocol error and closes
+	if !strings.Contains(string(reply), "Protocol error") {
+		t.Fatalf("the node's answer did not come through the tap: %q", reply)
+	}
+	ctx := context.Background()
+	l := r.client(t, "c1", locks.DefaultRedissonConfig()).Lock("k", 1)
+	if ok, err := l.TryLock(ctx, 0, time.Second); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	r.sess.Close()
+	st := r.sess.Stats()
+	if len(st.GaveUp) != 1 || !strings.Contains(st.GaveUp[0], "c1->n1#1: client sent a command that is not an array of bulk strings") {
+		t.Fatalf("gave up: %q", st.GaveUp)
+	}
+	wh := read(t, &r.wireBuf)
+	if n := len(wh.Ops); n == 0 || wh.Ops[n-1].Outcome() != history.Ok {
+		t.Fatalf("the next connection was not recorded: %d ops", n)
+	}
 }
