@@ -43,11 +43,24 @@ const (
 	// RWReadRenewBatch (3.44–4.3): KEYS[2i-1] lock hash, KEYS[2i] its prefix; ARGV[1] lease ms, ARGV[i+1]
 	// the reader. One 1 or 0 per lock.
 	RWReadRenewBatch
+	// FairAcquireWait (lock, tryLock with a wait): KEYS[1] lock, KEYS[2] queue, KEYS[3] deadlines; ARGV[1]
+	// lease ms, ARGV[2] owner, ARGV[3] the waiter's slot (wait) ms, ARGV[4] client now. nil or a wait ms.
+	FairAcquireWait
+	// FairAcquireNoWait (tryLock without a wait): ARGV[3] now and ARGV[4] slot swapped; nil or 1.
+	FairAcquireNoWait
+	// FairDequeue (acquireFailed): KEYS[1] queue, KEYS[2] deadlines; ARGV[1] owner, ARGV[2] slot ms. The
+	// lock's name is read back from the queue key (redisson_lock_queue:{name}).
+	FairDequeue
+	// FairRelease: KEYS[1] lock, KEYS[5] unlock latch; ARGV[2] lease ms, ARGV[3] owner. nil, 0 or 1 (1
+	// also for a lock that is gone).
+	FairRelease
 )
 
 var shapeNames = map[Shape]string{RLockAcquire: "acquire", FencedAcquire: "fenced_acquire",
 	RLockRelease: "release", RenewBatch: "renew", RenewOne: "renew-one", RWReadAcquire: "rw_read_acquire",
-	RWReadRelease: "rw_read_release", RWReadRenewOne: "rw_read_renew", RWReadRenewBatch: "rw_read_renew-batch"}
+	RWReadRelease: "rw_read_release", RWReadRenewOne: "rw_read_renew", RWReadRenewBatch: "rw_read_renew-batch",
+	FairAcquireWait: "fair_acquire", FairAcquireNoWait: "fair_acquire-nowait", FairDequeue: "fair_acquire_failed",
+	FairRelease: "fair_release"}
 
 func (s Shape) String() string { return shapeNames[s] }
 
@@ -81,19 +94,26 @@ var redissonScripts = map[string]Script{
 	"6563941ff57e01b8cf61e86907b80686438a2f74": {RWReadRenewOne, "redisson 3.11.0–3.43.0 RedissonReadLock renewExpirationAsync"},
 	"1affef780a01e1406cb1968c62918f618d10d6a3": {RWReadRenewBatch, "redisson 3.44.0–3.52.0 ReadLockTask"},
 	"d6564f42b98d6eece0e940a478ee248f80b8a90a": {RWReadRenewBatch, "redisson 4.0.0–4.3.1 ReadLockTask"},
+	// RFairLock, from 3.32.0 (earlier texts differ in nil guards and the wait-time arithmetic, not mapped).
+	"d20501c26a30adf6fb0fe9883bbbcc497e6157e2": {FairAcquireNoWait, "redisson 3.32.0–4.7.0 RedissonFairLock tryLockInnerAsync (no wait)"},
+	"8f6ed299ffd259f0539c20f89253998c0777ea75": {FairAcquireWait, "redisson 3.45.0–4.7.0 RedissonFairLock tryLockInnerAsync"},
+	"d1ddef65ad80886b5d36e023c99930044ddd653a": {FairDequeue, "redisson 3.11.1–4.7.0 RedissonFairLock acquireFailedAsync"},
+	// 4.7.0's unlock, from the reference notes; the range of versions sending this text was not verified.
+	"367f80bd2e300e411fb0936d9b601e5bcb3fd4b6": {FairRelease, "redisson 4.7.0 RedissonFairLock unlockInnerAsync"},
 }
 
 // embeddedShapes maps lockcheck's own script names (locks/scripts/<set>/<name>.lua) to their shapes.
 var embeddedShapes = map[string]Shape{"acquire": RLockAcquire, "fenced_acquire": FencedAcquire,
 	"release": RLockRelease, "renew": RenewBatch, "rw_write_acquire": RLockAcquire,
 	"rw_write_release": RLockRelease, "rw_read_acquire": RWReadAcquire, "rw_read_release": RWReadRelease,
-	"rw_read_renew": RWReadRenewOne}
+	"rw_read_renew": RWReadRenewOne, "fair_acquire": FairAcquireWait, "fair_acquire_failed": FairDequeue,
+	"fair_release": FairRelease}
 
 // Unmapped lists the lock scripts the recorder does not turn into lock commands, and why; their calls are
 // counted in Stats.Unmapped and those locks are judged at the API level. Plain commands are never mapped:
 // SET NX PX could be an acquire, but the naive lock's DEL names no owner, so its release cannot be.
 var Unmapped = []string{
-	"RFairLock (fair_acquire, fair_acquire_failed, fair_release): the queue and deadline-zset model is not yet mapped",
+	"RFairLock before Redisson 3.32.0 (acquire) and other than 4.7.0's text (unlock): not verified, not mapped",
 	"RReadWriteLock unlocks before Redisson 3.44.0: they answer 1 for a lock that no longer exists",
 	"RReadWriteLock read renewal of Redisson 4.4.0+ (ReadLockTask): one answer for all of a client's readers",
 	"RReadWriteLock read acquire of Redisson 3.11.0 (it may shorten the hash's pttl)",
@@ -251,6 +271,29 @@ func (s Shape) commands(sc scriptCall, attempts func(latch string) int64) ([]his
 			recs = append(recs, r)
 		}
 		return recs, batchResults(len(recs))
+	case FairAcquireWait, FairAcquireNoWait:
+		slot := sc.arg(2)
+		if s == FairAcquireNoWait {
+			slot = sc.arg(3)
+		}
+		recs := []history.Record{op("acquire", sc.key(0), sc.arg(1), map[string]int64{"lease_ms": ms(sc.arg(0)),
+			"slot_ms": ms(slot), "fair": 1})}
+		return recs, func(v Value) []result { return []result{acquireResult(RLockAcquire, v)} }
+	case FairDequeue:
+		recs := []history.Record{op("dequeue", lockOfQueue(sc.key(0)), sc.arg(0), map[string]int64{"slot_ms": ms(sc.arg(1)), "fair": 1})}
+		return recs, func(v Value) []result {
+			if v.IsError() {
+				return []result{{typ: history.Fail, err: string(v.Str)}}
+			}
+			return []result{{typ: history.Ok}}
+		}
+	case FairRelease:
+		var n int64
+		if len(sc.keys) >= 5 {
+			n = attempts(sc.key(4))
+		}
+		recs := []history.Record{op("release", sc.key(0), sc.arg(2), map[string]int64{"lease_ms": ms(sc.arg(1)), "attempt": n, "fair": 1})}
+		return recs, func(v Value) []result { return []result{releaseResult(v)} }
 	case RenewBatch:
 		var recs []history.Record
 		for i, k := range sc.keys {
@@ -278,6 +321,16 @@ func batchResults(n int) func(Value) []result {
 		}
 		return out
 	}
+}
+
+// lockOfQueue is the lock a fair-lock queue key belongs to: Redisson's prefixName inverted. (A name that
+// itself is wrapped in braces, "{x}", reads back as "x": prefixName gives both the same key.)
+func lockOfQueue(queue string) string {
+	name := strings.TrimPrefix(queue, "redisson_lock_queue:")
+	if strings.HasPrefix(name, "{") && strings.HasSuffix(name, "}") && strings.Count(name, "{") == 1 {
+		return name[1 : len(name)-1]
+	}
+	return name
 }
 
 // ownerThread is the thread of a Redisson owner id <uuid>:<thread>, or a write half's <uuid>:<thread>:write

@@ -146,7 +146,7 @@ func (r *connRecorder) Command(c *Command) {
 	if script.Shape == RLockRelease && len(sc.keys) >= 3 {
 		so.refused = func() { r.s.refused(sc.keys[2]) }
 	}
-	if script.Shape == RWReadRelease && len(sc.keys) >= 5 {
+	if (script.Shape == RWReadRelease || script.Shape == FairRelease) && len(sc.keys) >= 5 {
 		so.refused = func() { r.s.refused(sc.keys[4]) }
 	}
 	for _, rec := range recs {

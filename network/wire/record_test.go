@@ -141,3 +141,31 @@ func TestRecordRedissonReadWrite(t *testing.T) {
 		t.Fatalf("unmapped %v", st.Unmapped)
 	}
 }
+
+// Real Redisson's fair-lock scripts: the two acquire variants swap ARGV[3] and ARGV[4]; a give-up names
+// the queue, from which the lock's name is read back.
+func TestRecordRedissonFair(t *testing.T) {
+	s, buf := newTestSession(t)
+	keys := []string{"3", "F", "redisson_lock_queue:{F}", "redisson_lock_timeout:{F}"}
+	client := cmd(append([]string{"EVALSHA", "d20501c26a30adf6fb0fe9883bbbcc497e6157e2"}, append(keys, "30000", "u:1", "1700000000000", "5000")...)...) +
+		cmd(append([]string{"EVALSHA", "8f6ed299ffd259f0539c20f89253998c0777ea75"}, append(keys, "30000", "v:2", "300", "1700000000000")...)...) +
+		cmd("EVALSHA", "d1ddef65ad80886b5d36e023c99930044ddd653a", "2", "redisson_lock_queue:{F}", "redisson_lock_timeout:{F}", "v:2", "300") +
+		cmd("EVALSHA", "367f80bd2e300e411fb0936d9b601e5bcb3fd4b6", "5", "F", "redisson_lock_queue:{F}", "redisson_lock_timeout:{F}",
+			"redisson_lock__channel:{F}", "latch:1", "0", "30000", "u:1", "1700000000000", "publish", "9000")
+	server := "$-1\r\n:29000\r\n$-1\r\n:1\r\n"
+	h := recordBytes(t, s, buf, client, server)
+	want := strings.Join([]string{
+		"acquire F u:1 t1 map[fair:1 lease_ms:30000 slot_ms:5000] -> ok",
+		"acquire F v:2 t2 map[fair:1 lease_ms:30000 slot_ms:300] -> fail 29000",
+		"dequeue F v:2 t2 map[fair:1 slot_ms:300] -> ok",
+		"release F u:1 t1 map[attempt:0 fair:1 lease_ms:30000] -> ok 1",
+	}, "\n")
+	if got := opsText(h); got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+	for q, name := range map[string]string{"redisson_lock_queue:{F}": "F", "redisson_lock_queue:a{b}c": "a{b}c"} {
+		if got := lockOfQueue(q); got != name {
+			t.Fatalf("lockOfQueue(%q) = %q", q, got)
+		}
+	}
+}

@@ -543,3 +543,52 @@ func TestWireGivesUpOnGarbageAndSaysSo(t *testing.T) {
 		t.Fatalf("the next connection was not recorded: %d ops", n)
 	}
 }
+
+// The emulation's RFairLock (waiters queue with their slots, some give up and leave the queue, unlocks
+// answer for the head waiter): the wire records the same commands, and the mutex model judges them valid.
+func TestWireMatchesEmulationFair(t *testing.T) {
+	clients := []string{"c1", "c2", "c3"}
+	r := newRig(t, "", clients...)
+	cfg := locks.DefaultRedissonConfig()
+	cfg.Timeout = 2 * time.Second
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	stop := time.Now().Add(2 * time.Second)
+	var cs []*locks.Redisson
+	for i, name := range clients {
+		c := r.client(t, name, cfg)
+		cs = append(cs, c)
+		for th := int64(1); th <= 2; th++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewPCG(uint64(i), uint64(th)))
+				for time.Now().Before(stop) {
+					l := c.FairLock("fair", th, false)
+					if ok, err := l.TryLock(ctx, time.Duration(rng.IntN(100))*time.Millisecond, 2*time.Second); err != nil || !ok {
+						continue
+					}
+					time.Sleep(time.Duration(rng.IntN(40)) * time.Millisecond)
+					_ = l.Unlock(ctx)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	for _, c := range cs {
+		c.Close()
+	}
+	r.sess.Close()
+	api, wh := read(t, &r.apiBuf), read(t, &r.wireBuf)
+	fs, _ := sameCommands(t, api, wh)
+	if fs["acquire/ok"] == 0 || fs["acquire/fail"] == 0 || fs["dequeue/ok"] == 0 || fs["release/ok"] == 0 {
+		t.Fatalf("the workload did not queue, give up and release: %v", fs)
+	}
+	if st := r.sess.Stats(); len(st.Unmapped) > 0 || len(st.GaveUp) > 0 {
+		t.Fatalf("the session missed commands: %+v", st)
+	}
+	if res := porcupine(t, wh); res.Valid != checker.Valid {
+		t.Fatalf("porcupine on the wire history: %v %s %s", res.Valid, res.Summary, res.Violation)
+	}
+	t.Logf("%d commands on the wire: %v", len(wh.Ops), fs)
+}
