@@ -234,16 +234,18 @@ func (s Shape) commands(sc scriptCall, attempts func(latch string) int64) ([]his
 	op := func(f, key, owner string, args map[string]int64) history.Record {
 		return history.Record{Thread: ownerThread(owner), Key: key, Owner: owner, F: f, Args: args}
 	}
+	attempt := func() int64 {
+		if l := s.latch(sc); l != "" {
+			return attempts(l)
+		}
+		return 0 // an unlock without a latch (before Redisson 3.24.0) is never a repeat
+	}
 	switch s {
 	case RLockAcquire, FencedAcquire:
 		recs := []history.Record{op("acquire", sc.key(0), sc.arg(1), map[string]int64{"lease_ms": ms(sc.arg(0))})}
 		return recs, func(v Value) []result { return []result{acquireResult(s, v)} }
 	case RLockRelease:
-		var n int64
-		if len(sc.keys) >= 3 {
-			n = attempts(sc.key(2))
-		}
-		recs := []history.Record{op("release", sc.key(0), sc.arg(2), map[string]int64{"lease_ms": ms(sc.arg(1)), "attempt": n})}
+		recs := []history.Record{op("release", sc.key(0), sc.arg(2), map[string]int64{"lease_ms": ms(sc.arg(1)), "attempt": attempt()})}
 		return recs, func(v Value) []result { return []result{releaseResult(v)} }
 	case RenewOne, RWReadRenewOne:
 		args := map[string]int64{"lease_ms": ms(sc.arg(0))}
@@ -257,11 +259,7 @@ func (s Shape) commands(sc scriptCall, attempts func(latch string) int64) ([]his
 		recs := []history.Record{op("acquire", sc.key(0), sc.arg(1), map[string]int64{"lease_ms": ms(sc.arg(0)), "read": 1})}
 		return recs, func(v Value) []result { return []result{acquireResult(RLockAcquire, v)} }
 	case RWReadRelease:
-		var n int64
-		if len(sc.keys) >= 5 {
-			n = attempts(sc.key(4))
-		}
-		recs := []history.Record{op("release", sc.key(0), sc.arg(1), map[string]int64{"attempt": n, "read": 1})}
+		recs := []history.Record{op("release", sc.key(0), sc.arg(1), map[string]int64{"attempt": attempt(), "read": 1})}
 		return recs, func(v Value) []result { return []result{releaseResult(v)} }
 	case RWReadRenewBatch:
 		var recs []history.Record
@@ -288,11 +286,7 @@ func (s Shape) commands(sc scriptCall, attempts func(latch string) int64) ([]his
 			return []result{{typ: history.Ok}}
 		}
 	case FairRelease:
-		var n int64
-		if len(sc.keys) >= 5 {
-			n = attempts(sc.key(4))
-		}
-		recs := []history.Record{op("release", sc.key(0), sc.arg(2), map[string]int64{"lease_ms": ms(sc.arg(1)), "attempt": n, "fair": 1})}
+		recs := []history.Record{op("release", sc.key(0), sc.arg(2), map[string]int64{"lease_ms": ms(sc.arg(1)), "attempt": attempt(), "fair": 1})}
 		return recs, func(v Value) []result { return []result{releaseResult(v)} }
 	case RenewBatch:
 		var recs []history.Record
@@ -331,6 +325,17 @@ func lockOfQueue(queue string) string {
 		return name[1 : len(name)-1]
 	}
 	return name
+}
+
+// latch is the unlock latch key of an unlock call (its request id), or "" for a shape or version without.
+func (s Shape) latch(sc scriptCall) string {
+	switch s {
+	case RLockRelease:
+		return sc.key(2)
+	case RWReadRelease, FairRelease:
+		return sc.key(4)
+	}
+	return ""
 }
 
 // ownerThread is the thread of a Redisson owner id <uuid>:<thread>, or a write half's <uuid>:<thread>:write

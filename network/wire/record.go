@@ -104,12 +104,12 @@ type connRecorder struct {
 // scriptOps is the state of a mapped script call: its operations, how to read its reply, and, when a WAIT
 // follows it, the reply held until the WAIT answers.
 type scriptOps struct {
-	ops     []*history.Op
-	read    func(Value) []result
-	refused func() // the call was answered with an error: it never ran
-	waited  bool
-	reply   *Value
-	done    bool
+	ops    []*history.Op
+	read   func(Value) []result
+	latch  string // an unlock's request id key: a call answered with an error never ran, so is no attempt
+	waited bool
+	reply  *Value
+	done   bool
 }
 
 // waitOf marks a WAIT that syncs a script call.
@@ -142,13 +142,7 @@ func (r *connRecorder) Command(c *Command) {
 		return
 	}
 	recs, read := script.Shape.commands(sc, r.s.attempts)
-	so := &scriptOps{read: read, refused: func() {}}
-	if script.Shape == RLockRelease && len(sc.keys) >= 3 {
-		so.refused = func() { r.s.refused(sc.keys[2]) }
-	}
-	if (script.Shape == RWReadRelease || script.Shape == FairRelease) && len(sc.keys) >= 5 {
-		so.refused = func() { r.s.refused(sc.keys[4]) }
-	}
+	so := &scriptOps{read: read, latch: script.Shape.latch(sc)}
 	for _, rec := range recs {
 		rec.Client, rec.Node, rec.Src = r.client, r.node, Src
 		so.ops = append(so.ops, r.s.rec.Invoke(rec))
@@ -159,8 +153,8 @@ func (r *connRecorder) Command(c *Command) {
 func (r *connRecorder) Reply(c *Command, v Value) {
 	switch d := c.Data.(type) {
 	case *scriptOps:
-		if v.IsError() {
-			d.refused()
+		if v.IsError() && d.latch != "" {
+			r.s.refused(d.latch)
 		}
 		if d.waited && !v.IsError() {
 			d.reply = &v // settled by the WAIT's answer
