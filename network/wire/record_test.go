@@ -169,3 +169,34 @@ func TestRecordRedissonFair(t *testing.T) {
 		}
 	}
 }
+
+// A call refused with an error never ran, so the next call with the same unlock request id is no repeat
+// (go-redis sends EVALSHA, gets NOSCRIPT, then EVAL); a call whose reply was lost may have run, so the next
+// one is a repeat.
+func TestRecordUnlockAttempts(t *testing.T) {
+	s, buf := newTestSession(t)
+	own, _ := locks.LoadScripts("redisson", "")
+	rel := func(verb, script string) string {
+		return cmd(verb, script, "3", "L", "ch", "latch:7", "0", "30000", "u:1", "publish", "9000")
+	}
+	c := NewConn(&connRecorder{s: s, client: "c1", node: "n1"}, s.now)
+	c.FromClient([]byte(rel("EVALSHA", SHA(own.Source("release")))))
+	c.FromServer([]byte("-NOSCRIPT No matching script\r\n"))
+	c.FromClient([]byte(rel("EVAL", own.Source("release"))))
+	c.Close() // its reply is lost
+	c = NewConn(&connRecorder{s: s, client: "c1", node: "n1"}, s.now)
+	c.FromClient([]byte(rel("EVAL", own.Source("release"))))
+	c.FromServer([]byte(":1\r\n"))
+	c.Close()
+	h, err := history.Read(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, o := range h.Ops {
+		got = append(got, fmt.Sprintf("%d %s", o.Invoke.Args["attempt"], o.Outcome()))
+	}
+	if fmt.Sprint(got) != "[0 fail 0 unknown 1 ok]" {
+		t.Fatalf("attempts %v", got)
+	}
+}
