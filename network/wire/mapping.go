@@ -54,13 +54,18 @@ const (
 	// FairRelease: KEYS[1] lock, KEYS[5] unlock latch; ARGV[2] lease ms, ARGV[3] owner. nil, 0 or 1 (1
 	// also for a lock that is gone).
 	FairRelease
+	// CompareDelete (the Redis docs' release, redsync's deleteScript): KEYS[1] lock; ARGV[1] owner (the
+	// value it set). 1 deleted; 0 (someone else's) or -1 (gone) not held.
+	CompareDelete
+	// CompareExpire (redsync's touchScript): KEYS[1] lock; ARGV[1] owner, ARGV[2] lease ms. 1 or 0.
+	CompareExpire
 )
 
 var shapeNames = map[Shape]string{RLockAcquire: "acquire", FencedAcquire: "fenced_acquire",
 	RLockRelease: "release", RenewBatch: "renew", RenewOne: "renew-one", RWReadAcquire: "rw_read_acquire",
 	RWReadRelease: "rw_read_release", RWReadRenewOne: "rw_read_renew", RWReadRenewBatch: "rw_read_renew-batch",
 	FairAcquireWait: "fair_acquire", FairAcquireNoWait: "fair_acquire-nowait", FairDequeue: "fair_acquire_failed",
-	FairRelease: "fair_release"}
+	FairRelease: "fair_release", CompareDelete: "compare-delete", CompareExpire: "compare-expire"}
 
 func (s Shape) String() string { return shapeNames[s] }
 
@@ -100,6 +105,10 @@ var redissonScripts = map[string]Script{
 	"d1ddef65ad80886b5d36e023c99930044ddd653a": {FairDequeue, "redisson 3.11.1–4.7.0 RedissonFairLock acquireFailedAsync"},
 	// 4.7.0's unlock, from the reference notes; the range of versions sending this text was not verified.
 	"367f80bd2e300e411fb0936d9b601e5bcb3fd4b6": {FairRelease, "redisson 4.7.0 RedissonFairLock unlockInnerAsync"},
+	// go-redsync/redsync v4 (the SHA-1s it declares beside its scripts). Its acquire is a plain SET NX PX:
+	// see Table.SetNX.
+	"e950836ed1e694540c503ef9972b8de518044d3b": {CompareDelete, "redsync v4 deleteScript"},
+	"d75bb8b5bd13532ddedd17762e772346e39b321e": {CompareExpire, "redsync v4 touchScript"},
 }
 
 // embeddedShapes maps lockcheck's own script names (locks/scripts/<set>/<name>.lua) to their shapes.
@@ -107,7 +116,7 @@ var embeddedShapes = map[string]Shape{"acquire": RLockAcquire, "fenced_acquire":
 	"release": RLockRelease, "renew": RenewBatch, "rw_write_acquire": RLockAcquire,
 	"rw_write_release": RLockRelease, "rw_read_acquire": RWReadAcquire, "rw_read_release": RWReadRelease,
 	"rw_read_renew": RWReadRenewOne, "fair_acquire": FairAcquireWait, "fair_acquire_failed": FairDequeue,
-	"fair_release": FairRelease}
+	"fair_release": FairRelease, "spec_release": CompareDelete}
 
 // Unmapped lists the lock scripts the recorder does not turn into lock commands, and why; their calls are
 // counted in Stats.Unmapped and those locks are judged at the API level. Plain commands are never mapped:
@@ -120,11 +129,19 @@ var Unmapped = []string{
 	"RSemaphore release and RCountDownLatch countDown: real Redisson's scripts reply nothing, and the models need the count after (published inside the script, seen on the wire only by a subscriber); so the semaphore and the latch are not mapped",
 	"RPermitExpirableSemaphore (pes_*): not yet mapped; its permit ids are raw bytes on the wire",
 	"forceUnlock (force_release): deletes whoever holds the lock; the models have no operation for it",
-	"naive lock (SET NX PX + DEL): DEL carries no owner",
+	"plain DEL of a lock key (the naive lock's release): it names no owner; counted as \"DEL\" in Stats.Unmapped",
+	"SET NX without PX/EX, SETNX, SET NX GET: no lease (or not a plain acquire)",
+	"redsync's touchWithSetNXScript and bsm/redislock's scripts (multi-key, token prefixes): not mapped",
 }
 
 // Table maps script SHA-1s to shapes.
-type Table struct{ bySHA map[string]Script }
+type Table struct {
+	bySHA map[string]Script
+	// SetNX maps a plain SET key value NX PX|EX to an acquire by owner value (replies OK or nil), for
+	// locks whose release is a compare-and-delete script (the Redis docs' algorithm, redsync). Off by
+	// default: a client that sets keys NX for other reasons would have them judged as locks.
+	SetNX bool
+}
 
 // NewTable knows real Redisson's RLock and RFencedLock scripts from 3.11.0 to 4.7.0 and lockcheck's own
 // redisson script set.
@@ -288,6 +305,22 @@ func (s Shape) commands(sc scriptCall, attempts func(latch string) int64) ([]his
 	case FairRelease:
 		recs := []history.Record{op("release", sc.key(0), sc.arg(2), map[string]int64{"lease_ms": ms(sc.arg(1)), "attempt": attempt(), "fair": 1})}
 		return recs, func(v Value) []result { return []result{releaseResult(v)} }
+	case CompareDelete:
+		recs := []history.Record{op("release", sc.key(0), sc.arg(0), nil)}
+		return recs, func(v Value) []result {
+			switch {
+			case v.IsError():
+				return []result{{typ: history.Fail, err: string(v.Str)}}
+			case v.Kind == Integer && v.Int == 1:
+				return []result{{typ: history.Ok, value: history.Int64(1)}}
+			case v.Kind == Integer && (v.Int == 0 || v.Int == -1):
+				return []result{{typ: history.Fail, value: history.Int64(-1)}} // not held, as the emulation records it
+			}
+			return []result{unexpected("release", v)}
+		}
+	case CompareExpire:
+		recs := []history.Record{op("renew", sc.key(0), sc.arg(0), map[string]int64{"lease_ms": ms(sc.arg(1))})}
+		return recs, func(v Value) []result { return []result{renewResult(v)} }
 	case RenewBatch:
 		var recs []history.Record
 		for i, k := range sc.keys {
@@ -325,6 +358,56 @@ func lockOfQueue(queue string) string {
 		return name[1 : len(name)-1]
 	}
 	return name
+}
+
+// plainSetNX reads SET key value NX PX ms (or EX s, options in any order) as an acquire by owner value;
+// ok false for any other SET.
+func plainSetNX(c *Command) (history.Record, bool) {
+	if c.Name != "set" || len(c.Args) < 4 {
+		return history.Record{}, false
+	}
+	var nx bool
+	var lease int64
+	for i := 2; i < len(c.Args); i++ {
+		switch strings.ToLower(string(c.Args[i])) {
+		case "nx":
+			nx = true
+		case "px", "ex":
+			if i+1 >= len(c.Args) {
+				return history.Record{}, false
+			}
+			n, err := strconv.ParseInt(string(c.Args[i+1]), 10, 64)
+			if err != nil || n <= 0 {
+				return history.Record{}, false
+			}
+			if strings.EqualFold(string(c.Args[i]), "ex") {
+				n *= 1000
+			}
+			lease = n
+			i++
+		default:
+			return history.Record{}, false // GET, KEEPTTL, XX, PXAT...: not a plain acquire
+		}
+	}
+	if !nx || lease == 0 {
+		return history.Record{}, false
+	}
+	owner := string(c.Args[1])
+	return history.Record{Thread: ownerThread(owner), Key: string(c.Args[0]), Owner: owner, F: "acquire",
+		Args: map[string]int64{"lease_ms": lease}}, true
+}
+
+// setNXResult reads SET NX's reply: OK granted, nil held by someone (recorded as the emulation does, -2).
+func setNXResult(v Value) []result {
+	switch {
+	case v.IsError():
+		return []result{{typ: history.Fail, err: string(v.Str)}}
+	case v.IsNil():
+		return []result{{typ: history.Fail, value: history.Int64(-2)}}
+	case v.Kind == Simple && string(v.Str) == "OK":
+		return []result{{typ: history.Ok}}
+	}
+	return []result{unexpected("acquire", v)}
 }
 
 // latch is the unlock latch key of an unlock call (its request id), or "" for a shape or version without.

@@ -25,7 +25,8 @@ type Session struct {
 
 	mu       sync.Mutex
 	latches  map[string]int64 // unlock latch key -> attempts seen (a repeat reuses its request id)
-	unmapped map[string]int   // SHA-1 of a script the table does not know -> calls
+	unmapped map[string]int   // SHA-1 of a script the table does not know (or "DEL") -> calls
+	plain    map[string]bool  // keys a plain SET NX PX took (Table.SetNX)
 	gaveUp   []string
 	taps     []*Tap
 	conns    int64
@@ -33,7 +34,8 @@ type Session struct {
 
 // NewSession records into rec, on clock, mapping scripts with table.
 func NewSession(rec Recorder, clock history.Clock, table *Table) *Session {
-	return &Session{rec: rec, table: table, now: clock.Now, latches: map[string]int64{}, unmapped: map[string]int{}}
+	return &Session{rec: rec, table: table, now: clock.Now, latches: map[string]int64{}, unmapped: map[string]int{},
+		plain: map[string]bool{}}
 }
 
 // Stats says what the session could not record.
@@ -80,6 +82,18 @@ func (s *Session) forgetLatch(key string) {
 	s.mu.Lock()
 	delete(s.latches, key)
 	s.mu.Unlock()
+}
+
+func (s *Session) notePlainKey(key string) {
+	s.mu.Lock()
+	s.plain[key] = true
+	s.mu.Unlock()
+}
+
+func (s *Session) plainKey(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.plain[key]
 }
 
 func (s *Session) noteUnmapped(sha string) {
@@ -129,6 +143,16 @@ func (r *connRecorder) Command(c *Command) {
 	case "del", "unlink":
 		for _, k := range c.Args {
 			r.s.forgetLatch(string(k))
+			if r.s.plainKey(string(k)) {
+				r.s.noteUnmapped("DEL") // a plain lock's release with no owner: the history misses it
+			}
+		}
+		return
+	case "set":
+		if rec, ok := plainSetNX(c); ok && r.s.table.SetNX {
+			r.s.notePlainKey(rec.Key)
+			rec.Client, rec.Node, rec.Src = r.client, r.node, Src
+			c.Data = &scriptOps{ops: []*history.Op{r.s.rec.Invoke(rec)}, read: setNXResult}
 		}
 		return
 	}

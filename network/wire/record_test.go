@@ -200,3 +200,40 @@ func TestRecordUnlockAttempts(t *testing.T) {
 		t.Fatalf("attempts %v", got)
 	}
 }
+
+// With Table.SetNX a plain SET NX PX|EX is an acquire; compare-and-delete and compare-and-expire scripts
+// (lockcheck's spec_release, redsync's by the SHA-1 it declares) are a release and a renewal; a plain DEL
+// of such a key names no owner and is counted as unmapped. Without SetNX no SET is a lock command.
+func TestRecordPlainLocks(t *testing.T) {
+	own, _ := locks.LoadScripts("redisson", "")
+	client := cmd("SET", "P", "u:1", "NX", "PX", "800") + cmd("set", "P", "v:2", "px", "800", "nx") +
+		cmd("SET", "Q", "w:3", "EX", "2", "NX") + cmd("SET", "R", "x", "NX") + cmd("SET", "R", "x", "NX", "PX", "5", "GET") +
+		cmd("EVALSHA", "d75bb8b5bd13532ddedd17762e772346e39b321e", "1", "P", "u:1", "900") +
+		cmd("EVAL", own.Source("spec_release"), "1", "P", "v:2") +
+		cmd("EVALSHA", "e950836ed1e694540c503ef9972b8de518044d3b", "1", "P", "u:1") +
+		cmd("EVALSHA", "e950836ed1e694540c503ef9972b8de518044d3b", "1", "Q", "w:3") + cmd("DEL", "Q")
+	server := "+OK\r\n$-1\r\n+OK\r\n+OK\r\n$-1\r\n:1\r\n:0\r\n:1\r\n:-1\r\n:0\r\n"
+	s, buf := newTestSession(t)
+	s.table.SetNX = true
+	h := recordBytes(t, s, buf, client, server)
+	want := strings.Join([]string{
+		"acquire P u:1 t1 map[lease_ms:800] -> ok",
+		"acquire P v:2 t2 map[lease_ms:800] -> fail -2",
+		"acquire Q w:3 t3 map[lease_ms:2000] -> ok",
+		"renew P u:1 t1 map[lease_ms:900] -> ok 1",
+		"release P v:2 t2 map[] -> fail -1",
+		"release P u:1 t1 map[] -> ok 1",
+		"release Q w:3 t3 map[] -> fail -1",
+	}, "\n")
+	if got := opsText(h); got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+	if st := s.Stats(); st.Unmapped["DEL"] != 1 {
+		t.Fatalf("unmapped %v, want the DEL of a lock key", st.Unmapped)
+	}
+	s, buf = newTestSession(t)
+	h = recordBytes(t, s, buf, cmd("SET", "P", "u:1", "NX", "PX", "800"), "+OK\r\n")
+	if len(h.Ops) != 0 {
+		t.Fatalf("a SET was recorded without SetNX: %s", opsText(h))
+	}
+}
