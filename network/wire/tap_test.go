@@ -668,3 +668,111 @@ func TestWireMatchesEmulationSetNX(t *testing.T) {
 		t.Fatalf("unmapped %v, want only the naive lock's DEL", st.Unmapped)
 	}
 }
+
+// A RESP3 client (go-redis negotiates it with HELLO 3): nulls, maps and pub/sub pushes are followed, and
+// the lock commands recorded as with RESP2.
+func TestWireRESP3(t *testing.T) {
+	r := newRig(t, "", "c1")
+	ctx := context.Background()
+	c := redis.NewClient(&redis.Options{Addr: r.links["c1"].Addr(), Password: r.node.Password(), Protocol: 3,
+		MaxRetries: -1, DisableIdentity: true, PoolSize: 1})
+	defer c.Close()
+	ps := c.Subscribe(ctx, "ch")
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	acq := redis.NewScript(r.scripts.Source("acquire"))
+	if err := acq.Run(ctx, c, []string{"k"}, 5000, "u:1").Err(); !errors.Is(err, redis.Nil) {
+		t.Fatalf("acquire: %v", err)
+	}
+	if err := c.Publish(ctx, "ch", "hello").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := ps.ReceiveMessage(ctx); err != nil || m.Payload != "hello" {
+		t.Fatalf("message %v %v", m, err)
+	}
+	if n, err := acq.Run(ctx, c, []string{"k"}, 5000, "v:2").Int64(); err != nil || n <= 0 {
+		t.Fatalf("refusal: %v %v", n, err)
+	}
+	if err := c.HGetAll(ctx, "k").Err(); err != nil { // a RESP3 map reply
+		t.Fatal(err)
+	}
+	ps.Close()
+	c.Close()
+	r.sess.Close()
+	if st := r.sess.Stats(); len(st.GaveUp) > 0 {
+		t.Fatalf("gave up: %v", st.GaveUp)
+	}
+	var got []string
+	for _, o := range read(t, &r.wireBuf).Ops {
+		if o.Complete != nil && o.Complete.Error != "" {
+			continue // NOSCRIPT before the EVAL
+		}
+		got = append(got, fmt.Sprintf("%s %s %s", o.Invoke.Owner, o.Invoke.F, o.Outcome()))
+	}
+	if fmt.Sprint(got) != "[u:1 acquire ok v:2 acquire fail]" {
+		t.Fatalf("recorded %v", got)
+	}
+}
+
+// RESP3 pushes on a connection that also carries commands (client-side caching invalidations) are not
+// taken for replies.
+func TestWireRESP3PushBetweenReplies(t *testing.T) {
+	r := newRig(t, "", "c1")
+	conn, err := net.Dial("tcp", r.links["c1"].Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	dec := wire.NewDecoder(false)
+	var got []wire.Value
+	// send writes commands and reads until n replies (and any pushes) have come back.
+	send := func(n int, cmds ...[]string) {
+		for _, c := range cmds {
+			fmt.Fprintf(conn, "*%d\r\n", len(c))
+			for _, a := range c {
+				fmt.Fprintf(conn, "$%d\r\n%s\r\n", len(a), a)
+			}
+		}
+		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		buf := make([]byte, 4096)
+		for replies := 0; replies < n; {
+			k, err := conn.Read(buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := dec.Feed(buf[:k], func(v wire.Value) {
+				got = append(got, v)
+				if v.Kind != wire.Push {
+					replies++
+				}
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	send(3, []string{"HELLO", "3", "AUTH", "default", r.node.Password()}, []string{"CLIENT", "TRACKING", "ON"}, []string{"GET", "k"})
+	admin := redistest.Client(t, r.node.Addr(), r.node.Password())
+	if err := admin.Set(context.Background(), "k", "x", 0).Err(); err != nil { // invalidates k: a push to conn
+		t.Fatal(err)
+	}
+	send(1, []string{"EVAL", r.scripts.Source("acquire"), "1", "L", "5000", "u:1"})
+	pushes := 0
+	for _, v := range got {
+		if v.Kind == wire.Push {
+			pushes++
+		}
+	}
+	if pushes == 0 {
+		t.Fatal("no invalidation push came: the test did not test pushes")
+	}
+	conn.Close()
+	r.sess.Close()
+	if st := r.sess.Stats(); len(st.GaveUp) > 0 {
+		t.Fatalf("gave up: %v", st.GaveUp)
+	}
+	wh := read(t, &r.wireBuf)
+	if len(wh.Ops) != 1 || wh.Ops[0].Outcome() != history.Ok || wh.Ops[0].Invoke.Owner != "u:1" {
+		t.Fatalf("recorded %d ops", len(wh.Ops))
+	}
+}
