@@ -2,8 +2,10 @@ package wire
 
 import (
 	"errors"
+	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/lockcheck/lockcheck/history"
@@ -55,6 +57,27 @@ func (s *Session) Stats() Stats {
 	}
 	sort.Strings(st.GaveUp)
 	return st
+}
+
+// Problem is one line saying what the wire history misses, or "" when it misses nothing: a runner prints
+// it, and should not call a run valid on a wire history that misses lock commands.
+func (st Stats) Problem() string {
+	var parts []string
+	if len(st.Unmapped) > 0 {
+		var calls []string
+		for k, n := range st.Unmapped {
+			calls = append(calls, fmt.Sprintf("%s ×%d", k, n))
+		}
+		sort.Strings(calls)
+		parts = append(parts, "calls of unknown lock scripts not recorded: "+strings.Join(calls, ", "))
+	}
+	if len(st.GaveUp) > 0 {
+		parts = append(parts, fmt.Sprintf("%d connections not followed to the end (%s)", len(st.GaveUp), st.GaveUp[0]))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "wire: " + strings.Join(parts, "; ")
 }
 
 // attempts counts a call with an unlock latch and returns how many calls with that request id came before

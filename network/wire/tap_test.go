@@ -549,6 +549,9 @@ func TestWireGivesUpOnGarbageAndSaysSo(t *testing.T) {
 	if len(st.GaveUp) != 1 || !strings.Contains(st.GaveUp[0], "c1->n1#1: client sent a command that is not an array of bulk strings") {
 		t.Fatalf("gave up: %q", st.GaveUp)
 	}
+	if p := st.Problem(); !strings.HasPrefix(p, "wire: 1 connections not followed to the end (c1->n1#1: ") {
+		t.Fatalf("problem line %q", p)
+	}
 	wh := read(t, &r.wireBuf)
 	if n := len(wh.Ops); n == 0 || wh.Ops[n-1].Outcome() != history.Ok {
 		t.Fatalf("the next connection was not recorded: %d ops", n)
@@ -664,8 +667,9 @@ func TestWireMatchesEmulationSetNX(t *testing.T) {
 	if res := porcupine(t, &spec); res.Valid != checker.Valid {
 		t.Fatalf("porcupine on the wire history: %v %s %s", res.Valid, res.Summary, res.Violation)
 	}
-	if st := r.sess.Stats(); st.Unmapped["DEL"] != 1 || len(st.Unmapped) != 1 {
-		t.Fatalf("unmapped %v, want only the naive lock's DEL", st.Unmapped)
+	if st := r.sess.Stats(); st.Unmapped["DEL"] != 1 || len(st.Unmapped) != 1 ||
+		st.Problem() != "wire: calls of unknown lock scripts not recorded: DEL ×1" {
+		t.Fatalf("unmapped %v (%q), want only the naive lock's DEL", st.Unmapped, st.Problem())
 	}
 }
 
