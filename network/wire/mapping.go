@@ -75,9 +75,9 @@ type Script struct {
 	Source string // where the text comes from: "redisson 3.19.0–4.7.0", "lockcheck redisson set", ...
 }
 
-// redissonScripts are the SHA-1s of the exact texts real Redisson sends for RLock and RFencedLock, per
-// version range: computed from the Java string literals at every release tag from 3.11.0 to 4.7.0 of
-// github.com/redisson/redisson (the 4.7.0 ones agree with the texts in the reference notes).
+// redissonScripts are the SHA-1s of the exact texts real Redisson sends for its locks, per version range:
+// computed from the Java string literals at every release tag from 3.11.0 to 4.7.0 of
+// github.com/redisson/redisson, and for 4.7.0 checked against what Redisson sent through the tap.
 var redissonScripts = map[string]Script{
 	"9401052d872adfd0179ef8c8e8c028512707629a": {RLockAcquire, "redisson 3.11.0–3.12.2 tryLockInnerAsync"},
 	"dad0f8d619e548e04f21fb48d50be5034df3adae": {RLockAcquire, "redisson 3.12.3–3.18.1 tryLockInnerAsync"},
@@ -93,7 +93,7 @@ var redissonScripts = map[string]Script{
 	// RReadWriteLock. Before 3.44.0 both unlock scripts answer 1 for a lock that no longer exists, which
 	// the read-write model cannot tell from a real release: those versions' unlocks are not mapped.
 	"6306ba3bf1f563b284bed52d305fce615c6664d9": {RLockAcquire, "redisson 3.11.0–4.7.0 RedissonWriteLock tryLockInnerAsync"},
-	"671c549ff37b5601f15631f7ddb9b60d4481ffa0": {RLockRelease, "redisson 3.44.0–4.7.0 RedissonWriteLock unlockInnerAsync"},
+	"21f5fb0f8ddfa9be5c3e0c9757c128796add75c6": {RLockRelease, "redisson 3.44.0–4.7.0 RedissonWriteLock unlockInnerAsync"},
 	"95553a6ff11176c18e71344e89d116b06fd6f753": {RWReadAcquire, "redisson 3.11.1–4.7.0 RedissonReadLock tryLockInnerAsync"},
 	"6e1b10e11ac0a3ed8e902562ecd32ce01b553039": {RWReadRelease, "redisson 3.44.0–4.7.0 RedissonReadLock unlockInnerAsync"},
 	"6563941ff57e01b8cf61e86907b80686438a2f74": {RWReadRenewOne, "redisson 3.11.0–3.43.0 RedissonReadLock renewExpirationAsync"},
@@ -101,14 +101,19 @@ var redissonScripts = map[string]Script{
 	"d6564f42b98d6eece0e940a478ee248f80b8a90a": {RWReadRenewBatch, "redisson 4.0.0–4.3.1 ReadLockTask"},
 	// RFairLock, from 3.32.0 (earlier texts differ in nil guards and the wait-time arithmetic, not mapped).
 	"d20501c26a30adf6fb0fe9883bbbcc497e6157e2": {FairAcquireNoWait, "redisson 3.32.0–4.7.0 RedissonFairLock tryLockInnerAsync (no wait)"},
+	"929defe0321e0a4c943b4244951d3a730b6eaabc": {FairAcquireWait, "redisson 3.32.0–3.44.0 RedissonFairLock tryLockInnerAsync"},
 	"8f6ed299ffd259f0539c20f89253998c0777ea75": {FairAcquireWait, "redisson 3.45.0–4.7.0 RedissonFairLock tryLockInnerAsync"},
 	"d1ddef65ad80886b5d36e023c99930044ddd653a": {FairDequeue, "redisson 3.11.1–4.7.0 RedissonFairLock acquireFailedAsync"},
-	// 4.7.0's unlock, from the reference notes; the range of versions sending this text was not verified.
-	"367f80bd2e300e411fb0936d9b601e5bcb3fd4b6": {FairRelease, "redisson 4.7.0 RedissonFairLock unlockInnerAsync"},
+	"367f80bd2e300e411fb0936d9b601e5bcb3fd4b6": {FairRelease, "redisson 3.32.0–4.7.0 RedissonFairLock unlockInnerAsync"},
 	// go-redsync/redsync v4 (the SHA-1s it declares beside its scripts). Its acquire is a plain SET NX PX:
 	// see Table.SetNX.
 	"e950836ed1e694540c503ef9972b8de518044d3b": {CompareDelete, "redsync v4 deleteScript"},
 	"d75bb8b5bd13532ddedd17762e772346e39b321e": {CompareExpire, "redsync v4 touchScript"},
+}
+
+// ignoredScripts are scripts real Redisson sends that are no lock command: not counted as unmapped.
+var ignoredScripts = map[string]string{
+	"444506ed6079843ae4590ff6caf5f677dae3a35f": "redisson MasterSlaveConnectionManager: a check when it connects",
 }
 
 // embeddedShapes maps lockcheck's own script names (locks/scripts/<set>/<name>.lua) to their shapes.
@@ -122,7 +127,7 @@ var embeddedShapes = map[string]Shape{"acquire": RLockAcquire, "fenced_acquire":
 // counted in Stats.Unmapped and those locks are judged at the API level. Plain commands are never mapped:
 // SET NX PX could be an acquire, but the naive lock's DEL names no owner, so its release cannot be.
 var Unmapped = []string{
-	"RFairLock before Redisson 3.32.0 (acquire) and other than 4.7.0's text (unlock): not verified, not mapped",
+	"RFairLock before Redisson 3.32.0: the texts differ in nil guards and wait-time arithmetic; not mapped",
 	"RReadWriteLock unlocks before Redisson 3.44.0: they answer 1 for a lock that no longer exists",
 	"RReadWriteLock read renewal of Redisson 4.4.0+ (ReadLockTask): one answer for all of a client's readers",
 	"RReadWriteLock read acquire of Redisson 3.11.0 (it may shorten the hash's pttl)",
@@ -169,6 +174,12 @@ func (t *Table) AddScripts(s *locks.Scripts) {
 			t.bySHA[SHA(s.Source(name))] = Script{shape, s.Set + " " + name + ".lua"}
 		}
 	}
+}
+
+// Ignored says whether a script is known to be no lock command.
+func (t *Table) Ignored(sha string) bool {
+	_, ok := ignoredScripts[strings.ToLower(sha)]
+	return ok
 }
 
 // Lookup finds a script by its SHA-1 (lower-case hex).

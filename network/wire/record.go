@@ -185,7 +185,9 @@ func (r *connRecorder) Command(c *Command) {
 	}
 	script, ok := r.s.table.Lookup(sc.sha)
 	if !ok {
-		r.s.noteUnmapped(sc.sha)
+		if !r.s.table.Ignored(sc.sha) {
+			r.s.noteUnmapped(sc.sha)
+		}
 		return
 	}
 	recs, read := script.Shape.commands(sc, r.s.attempts)
