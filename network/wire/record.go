@@ -191,6 +191,9 @@ func (r *connRecorder) Command(c *Command) {
 		return
 	}
 	recs, read := script.Shape.commands(sc, r.s.attempts)
+	if script.GoneIsOne {
+		read = goneIsOne(read)
+	}
 	so := &scriptOps{read: read, latch: script.Shape.latch(sc)}
 	for _, rec := range recs {
 		rec.Client, rec.Node, rec.Src = r.client, r.node, Src
@@ -232,6 +235,20 @@ func (r *connRecorder) Lost(c *Command, why error) {
 		if d.script.reply != nil {
 			d.script.complete(*d.script.reply, true) // it ran; whether a replica has it is unknown
 		}
+	}
+}
+
+// goneIsOne records an unlock's 1 as unknown: the script answers 1 both when it released the lock and
+// when the lock no longer existed.
+func goneIsOne(read func(Value) []result) func(Value) []result {
+	return func(v Value) []result {
+		res := read(v)
+		for i, r := range res {
+			if r.typ == history.Ok && r.value != nil && *r.value == 1 {
+				res[i] = result{typ: history.Unknown, err: "1: released, or the lock was already gone"}
+			}
+		}
+		return res
 	}
 }
 

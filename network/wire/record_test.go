@@ -114,7 +114,8 @@ func TestRecordLostErrorAndTransaction(t *testing.T) {
 	}
 }
 
-// Real Redisson's read-write lock scripts, by SHA-1, are read with their own KEYS/ARGV positions.
+// Real Redisson's read-write lock scripts, by SHA-1, are read with their own KEYS/ARGV positions; an
+// unlock from before 3.44.0 that answers 1 is unknown (released, or already gone).
 func TestRecordRedissonReadWrite(t *testing.T) {
 	s, buf := newTestSession(t)
 	client := cmd("EVALSHA", "95553a6ff11176c18e71344e89d116b06fd6f753", "2", "L", "{L}:u:3:rwlock_timeout", "30000", "u:3", "u:3:write") +
@@ -123,7 +124,7 @@ func TestRecordRedissonReadWrite(t *testing.T) {
 		cmd("EVALSHA", "6563941ff57e01b8cf61e86907b80686438a2f74", "2", "L", "{L}", "30000", "u:3") +
 		cmd("EVALSHA", "6e1b10e11ac0a3ed8e902562ecd32ce01b553039", "5", "L", "ch", "{L}:u:3:rwlock_timeout", "{L}", "latch:9", "0", "u:3", "publish", "9000") +
 		cmd("EVALSHA", "21f5fb0f8ddfa9be5c3e0c9757c128796add75c6", "3", "L", "ch", "latch:8", "1", "30000", "v:4:write", "publish", "9000") +
-		cmd("EVALSHA", "c17748f7fda04a4df09c2d8c647ec6acaea7c14a", "2", "L", "ch", "1", "30000", "v:4:write") // 3.21: not mapped
+		cmd("EVALSHA", "baa634f6184acc1b8f145e810a0e0e00967a3cbe", "2", "L", "ch", "1", "30000", "v:4:write") // 3.16: 1 may mean gone
 	server := "$-1\r\n:2500\r\n*2\r\n:1\r\n:0\r\n:1\r\n:1\r\n$-1\r\n:1\r\n"
 	h := recordBytes(t, s, buf, client, server)
 	want := strings.Join([]string{
@@ -134,11 +135,12 @@ func TestRecordRedissonReadWrite(t *testing.T) {
 		"renew L u:3 t0 map[lease_ms:30000 read:1] -> ok 1",
 		"release L u:3 t3 map[attempt:0 read:1] -> ok 1",
 		"release L v:4:write t4 map[attempt:0 lease_ms:30000] -> fail -1",
+		"release L v:4:write t4 map[attempt:0 lease_ms:30000] -> unknown",
 	}, "\n")
 	if got := opsText(h); got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
-	if st := s.Stats(); st.Unmapped["c17748f7fda04a4df09c2d8c647ec6acaea7c14a"] != 1 {
+	if st := s.Stats(); len(st.Unmapped) != 0 {
 		t.Fatalf("unmapped %v", st.Unmapped)
 	}
 }
