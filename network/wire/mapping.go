@@ -43,6 +43,10 @@ const (
 	// RWReadRenewBatch (3.44–4.3): KEYS[2i-1] lock hash, KEYS[2i] its prefix; ARGV[1] lease ms, ARGV[i+1]
 	// the reader. One 1 or 0 per lock.
 	RWReadRenewBatch
+	// RWReadRenewOwners (4.4.0+): KEYS[2i-1] lock hash, KEYS[2i] its prefix; ARGV[1] lease ms, then per lock
+	// a count n and n readers. One 1 (some reader still held it: all renewed) or 0 (none) per lock. With
+	// several readers a 1 does not say which held it: each reader's renewal is then unknown.
+	RWReadRenewOwners
 	// FairAcquireWait (lock, tryLock with a wait): KEYS[1] lock, KEYS[2] queue, KEYS[3] deadlines; ARGV[1]
 	// lease ms, ARGV[2] owner, ARGV[3] the waiter's slot (wait) ms, ARGV[4] client now. nil or a wait ms.
 	FairAcquireWait
@@ -63,7 +67,7 @@ const (
 
 var shapeNames = map[Shape]string{RLockAcquire: "acquire", FencedAcquire: "fenced_acquire",
 	RLockRelease: "release", RenewBatch: "renew", RenewOne: "renew-one", RWReadAcquire: "rw_read_acquire",
-	RWReadRelease: "rw_read_release", RWReadRenewOne: "rw_read_renew", RWReadRenewBatch: "rw_read_renew-batch",
+	RWReadRelease: "rw_read_release", RWReadRenewOne: "rw_read_renew", RWReadRenewBatch: "rw_read_renew-batch", RWReadRenewOwners: "rw_read_renew-owners",
 	FairAcquireWait: "fair_acquire", FairAcquireNoWait: "fair_acquire-nowait", FairDequeue: "fair_acquire_failed",
 	FairRelease: "fair_release", CompareDelete: "compare-delete", CompareExpire: "compare-expire"}
 
@@ -108,6 +112,7 @@ var redissonScripts = map[string]Script{
 	"6563941ff57e01b8cf61e86907b80686438a2f74": {Shape: RWReadRenewOne, Source: "redisson 3.11.0–3.43.0 RedissonReadLock renewExpirationAsync"},
 	"1affef780a01e1406cb1968c62918f618d10d6a3": {Shape: RWReadRenewBatch, Source: "redisson 3.44.0–3.52.0 ReadLockTask"},
 	"d6564f42b98d6eece0e940a478ee248f80b8a90a": {Shape: RWReadRenewBatch, Source: "redisson 4.0.0–4.3.1 ReadLockTask"},
+	"38d2b478dfbe264ab67c221b7e4be62245f00ba0": {Shape: RWReadRenewOwners, Source: "redisson 4.4.0–4.7.0 ReadLockTask"},
 	// RFairLock, from 3.32.0 (earlier texts differ in nil guards and the wait-time arithmetic, not mapped).
 	"d20501c26a30adf6fb0fe9883bbbcc497e6157e2": {Shape: FairAcquireNoWait, Source: "redisson 3.32.0–4.7.0 RedissonFairLock tryLockInnerAsync (no wait)"},
 	"929defe0321e0a4c943b4244951d3a730b6eaabc": {Shape: FairAcquireWait, Source: "redisson 3.32.0–3.44.0 RedissonFairLock tryLockInnerAsync"},
@@ -137,7 +142,6 @@ var embeddedShapes = map[string]Shape{"acquire": RLockAcquire, "fenced_acquire":
 // SET NX PX could be an acquire, but the naive lock's DEL names no owner, so its release cannot be.
 var Unmapped = []string{
 	"RFairLock before Redisson 3.32.0: the texts differ in nil guards and wait-time arithmetic; not mapped",
-	"RReadWriteLock read renewal of Redisson 4.4.0+ (ReadLockTask): one answer for all of a client's readers",
 	"RReadWriteLock read acquire of Redisson 3.11.0 (it may shorten the hash's pttl)",
 	"RSemaphore release and RCountDownLatch countDown: real Redisson's scripts reply nothing, and the models need the count after (published inside the script, seen on the wire only by a subscriber); so the semaphore and the latch are not mapped",
 	"RPermitExpirableSemaphore (pes_*): not yet mapped; its permit ids are raw bytes on the wire",
@@ -305,6 +309,44 @@ func (s Shape) commands(sc scriptCall, attempts func(latch string) int64) ([]his
 			recs = append(recs, r)
 		}
 		return recs, batchResults(len(recs))
+	case RWReadRenewOwners:
+		var recs []history.Record
+		var owners []int // readers per lock, in order
+		arg := 1
+		for i := 0; 2*i < len(sc.keys); i++ {
+			n, err := strconv.Atoi(sc.arg(arg))
+			if err != nil || n < 0 || arg+1+n > len(sc.argv) {
+				break // malformed: record what was readable
+			}
+			for k := 0; k < n; k++ {
+				r := op("renew", sc.keys[2*i], sc.arg(arg+1+k), map[string]int64{"lease_ms": ms(sc.arg(0)), "read": 1})
+				r.Thread = 0
+				recs = append(recs, r)
+			}
+			owners = append(owners, n)
+			arg += 1 + n
+		}
+		return recs, func(v Value) []result {
+			out := make([]result, 0, len(recs))
+			for i, n := range owners {
+				var r result
+				switch {
+				case v.IsError():
+					r = result{typ: history.Fail, err: string(v.Str)}
+				case i >= len(v.Elems):
+					r = result{typ: history.Unknown, err: "renew: unexpected reply " + v.String()}
+				default:
+					r = renewResult(v.Elems[i])
+					if r.typ == history.Ok && n > 1 {
+						r = result{typ: history.Unknown, err: "renewed for one of several readers"}
+					}
+				}
+				for range n {
+					out = append(out, r)
+				}
+			}
+			return out
+		}
 	case FairAcquireWait, FairAcquireNoWait:
 		slot := sc.arg(2)
 		if s == FairAcquireNoWait {

@@ -240,3 +240,22 @@ func TestRecordPlainLocks(t *testing.T) {
 		t.Fatalf("a SET was recorded without SetNX: %s", opsText(h))
 	}
 }
+
+// Redisson 4.4.0+ renews all of a client's readers of a lock and answers once per lock: a sole reader's 1
+// is its renewal; with several readers a 1 says only that one of them held it (each is unknown); a 0 says
+// none did.
+func TestRecordRedissonReadRenewOwners(t *testing.T) {
+	s, buf := newTestSession(t)
+	client := cmd("EVALSHA", "38d2b478dfbe264ab67c221b7e4be62245f00ba0", "6", "L", "{L}", "M", "{M}", "N", "{N}",
+		"30000", "1", "u:1", "2", "u:2", "u:3", "1", "u:4")
+	h := recordBytes(t, s, buf, client, "*3\r\n:1\r\n:1\r\n:0\r\n")
+	want := strings.Join([]string{
+		"renew L u:1 t0 map[lease_ms:30000 read:1] -> ok 1",
+		"renew M u:2 t0 map[lease_ms:30000 read:1] -> unknown",
+		"renew M u:3 t0 map[lease_ms:30000 read:1] -> unknown",
+		"renew N u:4 t0 map[lease_ms:30000 read:1] -> fail 0",
+	}, "\n")
+	if got := opsText(h); got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+}
