@@ -87,6 +87,7 @@ func FuzzRecord(f *testing.F) {
 	f.Add([]byte(cmd("EVALSHA", "49babb5a1e6a0c5f188c2ae62b93b51cdfd63e45", "1", "k", "1", "o:1")), []byte("*2\r\n:-1\r\n$1\r\nx\r\n"))
 	f.Add([]byte(cmd("SET", "k", "o:1", "NX", "PX", "-5")+cmd("SET", "k", "o", "PX")), []byte("+OK\r\n"))
 	f.Add([]byte(cmd("EVALSHA", "d1ddef65ad80886b5d36e023c99930044ddd653a", "1", "q")), []byte("_\r\n"))
+	f.Add([]byte(cmd("EVALSHA", "38d2b478dfbe264ab67c221b7e4be62245f00ba0", "4", "L", "{L}", "M", "{M}", "1", "2", "u:1", "9", "v")), []byte("*1\r\n:1\r\n"))
 	table, err := NewTable()
 	if err != nil {
 		f.Fatal(err)
