@@ -20,6 +20,7 @@ func appendRecord(b []byte, r *Record) []byte {
 	b = appendStr(b, "key", r.Key)
 	b = appendStr(b, "node", r.Node)
 	b = appendStr(b, "owner", r.Owner)
+	b = appendStr(b, "src", r.Src)
 	b = appendStr(b, "f", r.F)
 	if len(r.Args) > 0 {
 		keys := make([]string, 0, len(r.Args))

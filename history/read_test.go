@@ -73,7 +73,7 @@ func TestReadRejectsBadHistories(t *testing.T) {
 // The hand-written encoder says exactly what encoding/json would.
 func TestEncoderMatchesEncodingJSON(t *testing.T) {
 	recs := []Record{
-		{Type: Invoke, Time: 5, ID: 3, Client: "c1", Thread: 2, Key: "lock-0", Owner: "u-u:1", F: "acquire",
+		{Type: Invoke, Time: 5, ID: 3, Client: "c1", Thread: 2, Key: "lock-0", Owner: "u-u:1", Src: "wire", F: "acquire",
 			Args: map[string]int64{"wait_ms": 5000, "lease_ms": 0, "attempt": 2}},
 		{Type: Ok, Value: Int64(0)},
 		{Type: Fail, Value: Int64(-1), Error: "quote \" backslash \\ newline \n <html> & ünïcode"},

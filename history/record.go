@@ -55,6 +55,7 @@ type Record struct {
 	Key    string `json:"key,omitempty"`
 	Node   string `json:"node,omitempty"`  // the node a lock command went to (n1...)
 	Owner  string `json:"owner,omitempty"` // the lock owner id, Redisson's <uuid>:<thread>
+	Src    string `json:"src,omitempty"`   // "wire": a lock command decoded from the link, not told by the client
 	F      string `json:"f,omitempty"`     // operation (acquire, release, renew) or fault kind
 	// Args holds numeric arguments: lease_ms, wait_ms, try_at (time of the attempt that won).
 	Args  map[string]int64 `json:"args,omitempty"`
