@@ -16,6 +16,7 @@ type History struct {
 	Ops       []Operation // operations in invoke order
 	Faults    []Record
 	Sections  []Record
+	Events    []Record // workers' lost/renewed reports
 	Truncated bool // the last line was cut short (the run was killed mid-write) and was dropped
 }
 
@@ -101,6 +102,8 @@ func (h *History) add(rec Record, open map[int64]int) error {
 		h.Ops[i].Complete = &c
 	case Fault:
 		h.Faults = append(h.Faults, rec)
+	case Event:
+		h.Events = append(h.Events, rec)
 	case Section:
 		if rec.Exit < rec.Enter {
 			return fmt.Errorf("critical section exits before it enters")

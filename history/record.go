@@ -18,6 +18,7 @@ const (
 	Unknown Type = "unknown" // it may or may not have taken effect (timeout, lost connection)
 	Fault   Type = "fault"   // the nemesis started or stopped a fault
 	Section Type = "cs"      // a critical section on the harness-owned protected resource
+	Event   Type = "event"   // a worker's own report (f: lost or renewed), kept for people; checkers skip it
 )
 
 // Record is one line of history.jsonl. Times are nanoseconds since the run started, on one monotonic clock.

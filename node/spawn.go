@@ -39,3 +39,7 @@ func start(cmd *exec.Cmd) error {
 	spawnCh <- req
 	return <-req.done
 }
+
+// StartChild starts cmd as lockcheck starts its servers: in its own process group, killed with lockcheck
+// (Pdeathsig), so a lock client's worker process never outlives the run.
+func StartChild(cmd *exec.Cmd) error { return start(cmd) }
