@@ -63,7 +63,11 @@ func Analyze(path string, timeout time.Duration) (*report.Results, error) {
 		Versions: meta.Versions, StartupMs: meta.StartupMs,
 		Files: map[string]string{"dir": dir, "history": path, "results": filepath.Join(dir, "results.json"),
 			"html": filepath.Join(dir, "history.html")}}
-	if k, err := locks.Lookup(meta.Lock); err == nil && k.Broken != "" {
+	if c := meta.Client; c != nil { // a worker's run: the worker, not the Go lock of that name, is the control
+		if c.Broken != "" {
+			res.Notes = append(res.Notes, fmt.Sprintf("worker %s is a negative control: it %s; a valid verdict here means the harness missed it", c.Name, c.Broken))
+		}
+	} else if k, err := locks.Lookup(meta.Lock); err == nil && k.Broken != "" {
 		res.Notes = append(res.Notes, fmt.Sprintf("%s is a negative control: it %s; a valid verdict here means the harness missed it", k.Name, k.Broken))
 	}
 	if !finished(h) {

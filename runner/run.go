@@ -40,6 +40,7 @@ type Meta struct {
 	ScriptSet string            `json:"script_set,omitempty"`
 	Checks    Checks            `json:"checks"`
 	StartupMs int64             `json:"startup_ms,omitempty"`
+	Client    *ClientMeta       `json:"client,omitempty"` // the worker, when the clients were one
 }
 
 func clientNames(n int) []string {
@@ -143,6 +144,9 @@ func Run(ctx context.Context, o Options, stderr io.Writer) (*report.Results, err
 	if err != nil {
 		return nil, UsageError{err}
 	}
+	if o.worker, err = o.planWorker(ctx, faults, stderr); err != nil {
+		return nil, err
+	}
 	var scripts *locks.Scripts
 	if kind.Scripts != "" {
 		if scripts, err = locks.LoadScripts(kind.Scripts, o.Scripts); err != nil {
@@ -226,9 +230,6 @@ func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scr
 		return err
 	}
 	defer topo.Stop()
-	meta.StartupMs = max(topo.Startup.Milliseconds(), 1)
-	data, _ := json.Marshal(meta)
-	rec.Write(history.Record{Type: history.Meta, Time: rec.Clock.Now(), Data: data})
 	fmt.Fprintf(stderr, "lockcheck: %s on %s (%s backend, %d node(s), %d clients, started in %s), nemesis %s, seed %d, %s\n",
 		o.Lock, o.Topology, o.Backend, len(topo.Nodes), o.Clients, topo.Startup.Round(time.Millisecond),
 		o.Nemesis, o.Seed, dir)
@@ -239,13 +240,33 @@ func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scr
 	}
 	env := FaultEnv(topo, spec.Clients, o.faultParams())
 	env.Targets = targets
+	faulty := map[string]nemesis.Client{} // clients that pause and shift themselves (workers)
 	env.Client = func(c string) nemesis.Client {
+		if f := faulty[c]; f != nil {
+			return f
+		}
 		if g := gates[c]; g != nil {
 			return g
 		}
 		return nil
 	}
 
+	newClient := kind.New
+	failed := make(chan error, 1) // the first worker that died or misbehaved ends the run
+	if o.worker != nil {
+		lib := spec.ClockLib
+		if slices.Contains(plan.Faults(), "client-clock") && lib == "" {
+			if lib, err = clockshift.Library(filepath.Join(dir, "clockshift")); err != nil {
+				return err
+			}
+		}
+		newClient = o.worker.factory(o, kind, topo, dir, lib, rec, func(err error) {
+			select {
+			case failed <- err:
+			default:
+			}
+		})
+	}
 	var mcs []locks.Client
 	rcfg := locks.DefaultRedissonConfig()
 	rcfg.WatchdogTimeout, rcfg.Timeout = o.Watchdog, o.Timeout
@@ -258,14 +279,21 @@ func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scr
 		case topology.Cluster:
 			cluster = &locks.ClusterConn{Addrs: topo.ClusterAddrs(), Dialer: topo.Dialer(c)}
 		}
-		mc, err := kind.New(locks.Env{Client: c, Addrs: topo.Addrs(c), Password: topo.Password, Scripts: scripts,
+		mc, err := newClient(locks.Env{Client: c, Addrs: topo.Addrs(c), Password: topo.Password, Scripts: scripts,
 			Redisson: rcfg, Lease: o.Lease, Rec: rec, Gate: gates[c], Sentinel: sentinel, Cluster: cluster})
 		if err != nil {
-			return err
+			return err // nothing ran yet: the meta record is not written
 		}
 		defer mc.Close()
 		mcs = append(mcs, mc)
+		if f, ok := mc.(nemesis.Client); ok {
+			faulty[c] = f
+		}
 	}
+	o.worker.describe(meta)
+	meta.StartupMs = max(topo.Startup.Milliseconds(), 1)
+	data, _ := json.Marshal(meta)
+	rec.Write(history.Record{Type: history.Meta, Time: rec.Clock.Now(), Data: data})
 
 	status := report.StartStatus(stderr, rec)
 	defer status.Stop()
@@ -282,15 +310,17 @@ func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scr
 		finalHeal(env, rec)
 	}()
 	t := time.NewTimer(o.Time)
+	var runErr error
 	select {
 	case <-t.C:
 	case <-ctx.Done():
+	case runErr = <-failed:
 	}
 	t.Stop()
 	close(stop)
 	ncancel()
 	wg.Wait()
-	return nil
+	return runErr
 }
 
 // FaultEnv is what the nemesis acts on in a running topology: its links, nodes and replication.
