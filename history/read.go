@@ -17,7 +17,7 @@ type History struct {
 	Faults    []Record
 	Sections  []Record
 	Events    []Record // workers' lost/renewed reports
-	Truncated bool // the last line was cut short (the run was killed mid-write) and was dropped
+	Truncated bool     // the last line was cut short (the run was killed mid-write) and was dropped
 }
 
 // Operation is an invoked operation with its completion; Complete is nil when none was recorded, which counts as

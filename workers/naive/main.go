@@ -25,10 +25,10 @@ var compareAndDelete = redis.NewScript(`if redis.call('get', KEYS[1]) == ARGV[1]
 var compareAndExtend = redis.NewScript(`if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0`)
 
 type naive struct {
-	rdb     redis.UniversalClient
-	owner   string // per client; the thread is appended
-	lease   time.Duration
-	safe    bool
+	rdb   redis.UniversalClient
+	owner string // per client; the thread is appended
+	lease time.Duration
+	safe  bool
 }
 
 func (n *naive) value(thread int64) string { return fmt.Sprintf("%s:%d", n.owner, thread) }
