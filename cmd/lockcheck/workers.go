@@ -23,6 +23,9 @@ func addWorkerFlags(f *pflag.FlagSet, o *runner.Options) {
 // workerDefaults gives a registered worker's run its lock kind when --lock is not set, and, for a
 // fault-free run, its negative control's flags. It reports whether it handled the control defaults.
 func workerDefaults(cmd *cobra.Command, o *runner.Options) (bool, error) {
+	if o.Worker.Cmd != "" {
+		return true, nil // a user's worker: the Go lock's control flags are not its own
+	}
 	if o.Worker.Client == "" {
 		return false, nil
 	}

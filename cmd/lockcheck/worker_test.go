@@ -1,0 +1,202 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+)
+
+var (
+	workerCacheOnce sync.Once
+	workerCache     string
+)
+
+// useWorkerCache points the worker cache at one directory for this test binary, so the naive worker is
+// built once (from this tree: a cache kept across test runs could hold an older build).
+func useWorkerCache(t *testing.T) {
+	t.Helper()
+	workerCacheOnce.Do(func() {
+		d, err := os.MkdirTemp("", "lockcheck-worker-cache-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		workerCache = d
+	})
+	t.Setenv("LOCKCHECK_CACHE", workerCache)
+	t.Setenv("LOCKCHECK_WORKERS", filepath.Join("..", "..", "workers"))
+}
+
+// The protocol's negative control: the naive worker (SET NX PX, unconditional DEL) with holds longer than
+// its lease is flagged on every seed, through the real worker processes, by the model and by exclusion.
+func TestNaiveWorkerIsFlagged(t *testing.T) {
+	useWorkerCache(t)
+	for _, seed := range []string{"1", "2", "3"} {
+		t.Run("seed"+seed, func(t *testing.T) {
+			code, dir := run(t, "run", "--client", "naive", "--time", "3s", "--quiet", "1s", "--clients", "4", "--seed", seed)
+			if code != exitInvalid {
+				t.Fatalf("exit %d, want %d", code, exitInvalid)
+			}
+			flagged := map[string]bool{}
+			for _, c := range readResults(t, dir).Checkers {
+				flagged[c.Checker] = c.Valid == false
+			}
+			if !flagged["mutual-exclusion"] || !flagged["porcupine"] {
+				t.Fatalf("want exclusion and porcupine invalid: %v", flagged)
+			}
+		})
+	}
+}
+
+// Its safe twin (compare-and-delete), with a lease longer than the holds, is valid; results.json names
+// the library and version the worker gave in init_ok.
+func TestNaiveSafeWorkerIsValid(t *testing.T) {
+	useWorkerCache(t)
+	for _, seed := range []string{"1", "2"} {
+		code, dir := run(t, "run", "--client", "naive-safe", "--time", "3s", "--quiet", "1s", "--clients", "4", "--seed", seed)
+		if code != exitValid {
+			t.Fatalf("seed %s: exit %d, want %d (%s)", seed, code, exitValid, dir)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), `"client": "naive-safe 1"`) {
+			t.Fatalf("results.json does not name the worker's library and version:\n%s", b)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "clients", "c1", "stderr.log")); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A worker frozen by client-pause (SIGSTOP right after a grant) for longer than its lease: the next
+// holder overlaps it, and the frozen worker answers again after SIGCONT.
+func TestClientPauseOnWorker(t *testing.T) {
+	useWorkerCache(t)
+	code, dir := run(t, "run", "--client", "naive-safe", "--nemesis", "client-pause", "--lease", "500ms",
+		"--hold", "50ms-100ms", "--nemesis-interval", "1s", "--nemesis-duration", "2s", "--time", "8s", "--quiet", "2s",
+		"--clients", "3", "--seed", "3")
+	if code != exitInvalid {
+		t.Fatalf("exit %d, want %d (%s)", code, exitInvalid, dir)
+	}
+	for _, c := range readResults(t, dir).Checkers {
+		if c.Checker == "mutual-exclusion" && c.Valid != false {
+			t.Fatalf("exclusion: %+v", c)
+		}
+		if c.Checker == "porcupine" && c.Valid != true {
+			t.Fatalf("the safe twin's commands must stay legal under a client pause: %+v", c)
+		}
+	}
+	h, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var frozen string
+	var at int64
+	for _, f := range h.Faults {
+		if f.Phase == "frozen" && frozen == "" {
+			frozen, at = f.Targets[0], f.Time
+		}
+	}
+	if frozen == "" {
+		t.Fatal("no worker was frozen after a grant")
+	}
+	for _, o := range h.Ops {
+		if o.Invoke.Client == frozen && o.Invoke.Time > at+int64(2*time.Second) && o.Outcome() == history.Ok {
+			return
+		}
+	}
+	t.Fatalf("%s never completed an operation after its pause", frozen)
+}
+
+// A worker that exits, one that never answers and one that prints garbage each end the run with one
+// clear line naming the client, exit 255, no process left, and a history that check judges.
+func TestMisbehavingWorkers(t *testing.T) {
+	for _, tc := range []struct{ script, says string }{
+		{"exits.sh", "worker exited (exit status 3)"},
+		{"garbage.sh", "worker printed a line that is not a JSON object"},
+		{"silent.sh", "unanswered for"},
+	} {
+		t.Run(tc.script, func(t *testing.T) {
+			script, _ := filepath.Abs(filepath.Join("testdata", "workers", tc.script))
+			stderr := captureStderr(t)
+			code, dir := run(t, "run", "--client-cmd", script, "--lock", "naive", "--wait", "100ms", "--lease", "300ms",
+				"--timeout", "200ms", "--time", "20s", "--quiet", "1s", "--clients", "2", "--seed", "1")
+			out := stderr()
+			if code != exitHarness {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitHarness, out)
+			}
+			var lines []string
+			for _, l := range strings.Split(out, "\n") {
+				if strings.Contains(l, "worker") && strings.HasPrefix(l, "lockcheck: client c") {
+					lines = append(lines, l)
+				}
+			}
+			if len(lines) != 1 || !strings.Contains(lines[0], tc.says) {
+				t.Fatalf("want one error line saying %q, got %q; stderr:\n%s", tc.says, lines, out)
+			}
+			if left := processesMatching("testdata/workers/", "600.123"); len(left) > 0 {
+				t.Fatalf("worker processes left behind: %v", left)
+			}
+			if code := execute(t.Context(), []string{"check", dir}); code != exitValid && code != exitInvalid && code != exitUnknown {
+				t.Fatalf("check of the kept history: exit %d", code)
+			}
+		})
+	}
+}
+
+// captureStderr redirects os.Stderr until the returned function reads what was written.
+func captureStderr(t *testing.T) func() string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := os.Stderr
+	os.Stderr = w
+	var buf strings.Builder
+	done := make(chan struct{})
+	go func() {
+		b := make([]byte, 4096)
+		for {
+			n, err := r.Read(b)
+			buf.Write(b[:n])
+			if err != nil {
+				close(done)
+				return
+			}
+		}
+	}()
+	restore := func() { os.Stderr = old }
+	t.Cleanup(restore)
+	return func() string {
+		restore()
+		w.Close()
+		<-done
+		return buf.String()
+	}
+}
+
+// processesMatching lists live processes whose command line contains any of the strings.
+func processesMatching(subs ...string) []string {
+	var out []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || len(b) == 0 {
+			continue
+		}
+		cmd := strings.ReplaceAll(string(b), "\x00", " ")
+		for _, s := range subs {
+			if strings.Contains(cmd, s) {
+				out = append(out, e.Name()+": "+cmd)
+			}
+		}
+	}
+	return out
+}
