@@ -31,6 +31,9 @@ type Command struct {
 	// Volatile is set where a failover can lose writes no replica acknowledged (sentinel): an unsure
 	// acquire or renewal may then vanish at any moment, not only when its lease runs out.
 	Volatile bool
+	// Watchdog is set on a worker's grant kept by its library's watchdog, whose renewals the history does
+	// not see: the lease lasts at least Lease, and may last until the owner lets go.
+	Watchdog bool
 }
 
 // Outcome of a command for the model.
@@ -111,6 +114,9 @@ func apply(s MutexState, in Command, out Reply) (MutexState, bool) {
 	next, ok := applyCommand(s, in, out)
 	if ok && in.Volatile && out.Outcome == Unsure && next.Owner != "" && (in.F == "acquire" || in.F == "renew") {
 		next.Lo = min(next.Lo, in.Call) // a write no replica acknowledged may be lost to a failover at once
+	}
+	if ok && in.Watchdog && next.Owner != "" {
+		next.Hi, next.Pend = math.MaxInt64, 0 // unseen renewals may keep it as long as the owner lives
 	}
 	return next, ok
 }
