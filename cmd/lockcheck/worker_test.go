@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/locks/worker"
 )
 
 var (
@@ -199,4 +200,35 @@ func processesMatching(subs ...string) []string {
 		}
 	}
 	return out
+}
+
+// Bad worker input is one line and 254 before anything starts; a failed build is the harness's (255).
+func TestWorkerInputErrors(t *testing.T) {
+	useWorkerCache(t)
+	exits, _ := filepath.Abs(filepath.Join("testdata", "workers", "exits.sh"))
+	for _, tc := range []struct {
+		args []string
+		code int
+		says string
+	}{
+		{[]string{"--client", "nosuch"}, exitUsage, "no such worker"},
+		{[]string{"--client", "naive@2"}, exitUsage, "no such version"},
+		{[]string{"--client", "naive", "--nemesis", "client-clock"}, exitUsage, "cannot shift the clock of worker naive"},
+		{[]string{"--client", "naive", "--client-option", "novalue"}, exitUsage, "want KEY=VALUE"},
+		{[]string{"--client-cmd", exits, "--lock", "reentrant"}, exitUsage, "cannot drive lock reentrant"},
+	} {
+		stderr := captureStderr(t)
+		code, _ := run(t, append([]string{"run", "--time", "2s", "--quiet", "1s", "--clients", "1"}, tc.args...)...)
+		out := stderr()
+		if code != tc.code || !strings.Contains(out, tc.says) {
+			t.Fatalf("%v: exit %d, want %d saying %q; stderr:\n%s", tc.args, code, tc.code, tc.says, out)
+		}
+	}
+	worker.Register(worker.Spec{Name: "test-failing", Folder: "failing", Language: "sh", DefaultVersion: "9.9"})
+	t.Setenv("LOCKCHECK_WORKERS", filepath.Join("..", "..", "locks", "worker", "testdata", "workers"))
+	stderr := captureStderr(t)
+	code, _ := run(t, "run", "--client", "test-failing", "--time", "2s", "--quiet", "1s")
+	if out := stderr(); code != exitHarness || !strings.Contains(out, "building worker test-failing@9.9 failed") {
+		t.Fatalf("failed build: exit %d; stderr:\n%s", code, out)
+	}
 }
