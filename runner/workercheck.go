@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/locks"
+	"github.com/lockcheck/lockcheck/locks/worker"
 )
 
 // CheckItem is one thing worker-check tried.
@@ -21,11 +24,19 @@ type CheckItem struct {
 
 // WorkerCheck tries a worker as lockcheck will use it: the handshake, a short fault-free run on one
 // Redis (valid expected) and a client pause (the worker frozen by SIGSTOP after a grant must answer again
-// after SIGCONT). o names the worker and the lock; runs go under o.Results.
-func WorkerCheck(ctx context.Context, o Options, stderr io.Writer) []CheckItem {
+// after SIGCONT). o names the worker and the lock; runs go under o.Results. Unless lockGiven, a worker
+// that cannot drive o.Lock is tried on the first kind it names.
+func WorkerCheck(ctx context.Context, o Options, lockGiven bool, stderr io.Writer) []CheckItem {
 	base := o
 	base.Nemesis, base.Topology = "none", "single"
 	res, err := Run(ctx, base, stderr)
+	var refused worker.RefusedError
+	if res == nil && !lockGiven && errors.As(err, &refused) && len(refused.Kinds) > 0 {
+		if _, lerr := locks.Lookup(refused.Kinds[0]); lerr == nil {
+			base.Lock = refused.Kinds[0]
+			res, err = Run(ctx, base, stderr)
+		}
+	}
 	if res == nil {
 		why := "no run"
 		if err != nil {

@@ -154,12 +154,18 @@ func TestMisbehavingWorkers(t *testing.T) {
 // captureStderr redirects os.Stderr until the returned function reads what was written.
 func captureStderr(t *testing.T) func() string {
 	t.Helper()
+	return capture(t, &os.Stderr)
+}
+
+// capture redirects *f (os.Stdout or os.Stderr) until the returned function reads what was written.
+func capture(t *testing.T, f **os.File) func() string {
+	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := os.Stderr
-	os.Stderr = w
+	old := *f
+	*f = w
 	var buf strings.Builder
 	done := make(chan struct{})
 	go func() {
@@ -173,7 +179,7 @@ func captureStderr(t *testing.T) func() string {
 			}
 		}
 	}()
-	restore := func() { os.Stderr = old }
+	restore := func() { *f = old }
 	t.Cleanup(restore)
 	return func() string {
 		restore()
@@ -230,5 +236,25 @@ func TestWorkerInputErrors(t *testing.T) {
 	code, _ := run(t, "run", "--client", "test-failing", "--time", "2s", "--quiet", "1s")
 	if out := stderr(); code != exitHarness || !strings.Contains(out, "building worker test-failing@9.9 failed") {
 		t.Fatalf("failed build: exit %d; stderr:\n%s", code, out)
+	}
+}
+
+// worker-check passes a working worker on every item, and names what a broken one gets wrong.
+func TestWorkerCheck(t *testing.T) {
+	useWorkerCache(t)
+	root := t.TempDir()
+	stdout := capture(t, &os.Stdout)
+	code := execute(t.Context(), []string{"worker-check", "--client", "naive-safe", "--time", "4s", "--results", root})
+	out := stdout()
+	if code != exitValid || strings.Count(out, "✓") != 3 {
+		t.Fatalf("naive-safe: exit %d:\n%s", code, out)
+	}
+	garbage, _ := filepath.Abs(filepath.Join("testdata", "workers", "garbage.sh"))
+	stdout = capture(t, &os.Stdout)
+	code = execute(t.Context(), []string{"worker-check", "--time", "4s", "--results", root, garbage})
+	out = stdout()
+	if code != exitInvalid || !strings.Contains(out, "✓ handshake: garbage 0") ||
+		!strings.Contains(out, "✗ fault-free run: client c") || !strings.Contains(out, "not a JSON object") {
+		t.Fatalf("garbage: exit %d:\n%s", code, out)
 	}
 }

@@ -85,7 +85,7 @@ func newWorkerCheckCmd() *cobra.Command {
 			if !cmd.Flags().Changed("seed") {
 				o.Seed = time.Now().UnixNano() % 1_000_000
 			}
-			items := runner.WorkerCheck(cmd.Context(), o, os.Stderr)
+			items := runner.WorkerCheck(cmd.Context(), o, cmd.Flags().Changed("lock"), os.Stderr)
 			code := 0
 			for _, it := range items {
 				mark := "✓"

@@ -115,7 +115,10 @@ func (e *Error) Error() string {
 func (e *Error) Definite() bool { return e.sure }
 
 // RefusedError is a worker that cannot drive the run asked for (its lock kind or topology): bad input.
-type RefusedError struct{ msg string }
+type RefusedError struct {
+	msg   string
+	Kinds []string // the kinds the worker drives
+}
 
 func (e RefusedError) Error() string { return e.msg }
 
@@ -171,14 +174,14 @@ func Start(cfg Config) (*Client, error) {
 	switch {
 	case err != nil:
 	case reply.Type == sdk.TypeError && reply.Code != nil && *reply.Code == sdk.CodeNotSupported:
-		err = RefusedError{fmt.Sprintf("client %s: the worker refused the run: %s", cfg.Client, reply.Text)}
+		err = RefusedError{msg: fmt.Sprintf("client %s: the worker refused the run: %s", cfg.Client, reply.Text)}
 	case reply.Type == sdk.TypeError:
 		err = fmt.Errorf("client %s: the worker failed to start: %s", cfg.Client, reply.Text)
 	case reply.Type != "init_ok":
 		err = fmt.Errorf("client %s: worker answered init with %q", cfg.Client, reply.Type)
 	case init.Lock != nil && !slices.Contains(reply.Kinds, init.Lock.Kind):
 		err = RefusedError{fmt.Sprintf("client %s: worker %s %s cannot drive lock %s (it drives: %s; pick one with --lock)",
-			cfg.Client, reply.Library, reply.Version, init.Lock.Kind, strings.Join(reply.Kinds, ", "))}
+			cfg.Client, reply.Library, reply.Version, init.Lock.Kind, strings.Join(reply.Kinds, ", ")), reply.Kinds}
 	}
 	if err != nil {
 		c.Close()

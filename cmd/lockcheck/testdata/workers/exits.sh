@@ -1,6 +1,6 @@
 #!/bin/sh
 # A worker that completes the handshake, then exits on its first request.
-. "$(dirname "$0")/handshake.sh" exits
+LIB=exits . "$(dirname "$0")/handshake.sh"
 read -r line
 echo "exiting on: $line" >&2
 exit 3
