@@ -1,0 +1,196 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/locks"
+	"github.com/lockcheck/lockcheck/workers/sdk"
+)
+
+// The driver's mechanics are tested against this test binary run as a worker (LOCKCHECK_TEST_WORKER=1):
+// a lock that needs no Redis, whose acquire waits as long as it is told and reports events, so that
+// ordering, pauses and bounds are exact. The naive worker against real Redis is tested in cmd/lockcheck.
+func TestMain(m *testing.M) {
+	if os.Getenv("LOCKCHECK_TEST_WORKER") == "1" {
+		sdk.Serve(sdk.Worker{Library: "fake", Version: "0", Kinds: []string{"naive"}, Caps: []string{"events"},
+			Connect: func(_ context.Context, _ *sdk.Message, emit func(sdk.Message)) (sdk.Mutex, error) {
+				return &fake{emit: emit, held: map[string]int64{}}, nil
+			}})
+	}
+	os.Exit(m.Run())
+}
+
+type fake struct {
+	emit func(sdk.Message)
+	mu   sync.Mutex
+	held map[string]int64
+}
+
+func (f *fake) Acquire(_ context.Context, thread int64, keys []string, wait, _ time.Duration) (sdk.Grant, error) {
+	if keys[0] == "hang" {
+		select {}
+	}
+	time.Sleep(wait) // a slow grant, so that a later request of another thread is answered first
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if h := f.held[keys[0]]; h != 0 && h != thread {
+		return sdk.Grant{}, nil
+	}
+	f.held[keys[0]] = thread
+	f.emit(sdk.Message{Event: "renewed", Thread: thread, Key: keys[0], Text: "granted and renewed"})
+	return sdk.Grant{Granted: true, Token: 7}, nil
+}
+
+func (f *fake) Release(_ context.Context, thread int64, keys []string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.held[keys[0]] != thread {
+		return sdk.ErrNotHeld
+	}
+	delete(f.held, keys[0])
+	return nil
+}
+
+func (f *fake) Extend(context.Context, int64, []string, time.Duration) (bool, error) { return false, nil }
+
+func startFake(t *testing.T, slack time.Duration) (*Client, *bytes.Buffer, chan error) {
+	t.Helper()
+	t.Setenv("LOCKCHECK_TEST_WORKER", "1")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	failed := make(chan error, 1)
+	c, err := Start(Config{Client: "c1", Argv: []string{exe}, Dir: t.TempDir(), Rec: history.NewRecorder(&buf, history.NewClock()),
+		Init: sdk.Message{Lock: &sdk.Lock{Kind: "naive", Family: "mutex"}, Options: &sdk.Options{LeaseMs: 1000, TimeoutMs: 10}},
+		Slack: slack, OnFail: func(err error) { failed <- err }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, &buf, failed
+}
+
+func readHistory(t *testing.T, buf *bytes.Buffer) *history.History {
+	t.Helper()
+	h, err := history.Read(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// Replies are matched by msg_id, not order: a slow grant on one thread does not hold up another's
+// refusal, each is recorded with the outcome it got, and events land in the history.
+func TestRepliesMatchedByID(t *testing.T) {
+	c, buf, _ := startFake(t, time.Second)
+	ctx := context.Background()
+	slow := make(chan bool)
+	go func() {
+		ok, _ := c.Mutex([]string{"k"}, 1).TryLock(ctx, 300*time.Millisecond, 0)
+		slow <- ok
+	}()
+	time.Sleep(100 * time.Millisecond) // thread 1's request is written first
+	other := c.Mutex([]string{"k2"}, 2)
+	if ok, err := other.TryLock(ctx, 0, 0); !ok || err != nil {
+		t.Fatalf("thread 2: %v %v", ok, err)
+	}
+	if !<-slow {
+		t.Fatal("thread 1 was not granted")
+	}
+	if err := c.Mutex([]string{"k"}, 2).Unlock(ctx); err == nil || !strings.Contains(err.Error(), locks.ErrNotHeld.Error()) {
+		t.Fatalf("release by a non-holder: %v", err)
+	}
+	if tok := other.(locks.Fenced).Token(); tok != 7 {
+		t.Fatalf("token %d", tok)
+	}
+	h := readHistory(t, buf)
+	var order []int64
+	for _, o := range h.Ops {
+		if o.Invoke.F == "acquire" {
+			if o.Outcome() != history.Ok || o.Invoke.Args["lease_ms"] != 1000 {
+				t.Fatalf("acquire recorded as %+v / %+v", o.Invoke, o.Complete)
+			}
+			order = append(order, o.Invoke.Thread)
+			if o.Invoke.Thread == 2 && o.Complete.Time > h.Ops[0].Complete.Time {
+				t.Fatal("thread 2's grant completed after thread 1's slow one")
+			}
+		}
+		if o.Invoke.F == "release" && (o.Outcome() != history.Fail || o.Complete.Value == nil || *o.Complete.Value != -1) {
+			t.Fatalf("not-held release recorded as %+v", o.Complete)
+		}
+	}
+	if len(order) != 2 || order[0] != 1 {
+		t.Fatalf("acquires %v, want thread 1's invoked first", order)
+	}
+	if len(h.Events) != 2 || h.Events[0].F != "renewed" || h.Events[0].Client != "c1" {
+		t.Fatalf("events: %+v", h.Events)
+	}
+}
+
+// A request unanswered past its bound kills the worker: the pending operation ends unknown, OnFail
+// names it, and later calls fail at once, definitely.
+func TestUnansweredRequestKillsWorker(t *testing.T) {
+	c, buf, failed := startFake(t, 500*time.Millisecond)
+	_, err := c.Mutex([]string{"hang"}, 1).TryLock(context.Background(), 0, 0)
+	if err == nil || locks.Definite(err) {
+		t.Fatalf("hung acquire: %v", err)
+	}
+	select {
+	case ferr := <-failed:
+		if !strings.Contains(ferr.Error(), "client c1: worker left acquire") || !strings.Contains(ferr.Error(), "unanswered") {
+			t.Fatalf("OnFail: %v", ferr)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("OnFail not called")
+	}
+	if _, err := c.Mutex([]string{"k"}, 2).TryLock(context.Background(), 0, 0); err == nil || !locks.Definite(err) {
+		t.Fatalf("a call after the worker died: %v", err)
+	}
+	<-c.exited
+	h := readHistory(t, buf)
+	if len(h.Ops) != 1 || h.Ops[0].Outcome() != history.Unknown {
+		t.Fatalf("ops: %+v", h.Ops)
+	}
+}
+
+// Time the worker spends frozen by client-pause does not count against the bound: a request written
+// while it is frozen, answered after SIGCONT, is fine, however long the pause.
+func TestPausedTimeNotCounted(t *testing.T) {
+	c, _, failed := startFake(t, 500*time.Millisecond)
+	ctx := context.Background()
+	c.Arm()
+	if ok, err := c.Mutex([]string{"a"}, 1).TryLock(ctx, 0, 0); !ok || err != nil {
+		t.Fatalf("grant: %v %v", ok, err)
+	}
+	if !c.cfg.Gate.Granted() { // the workload's thread freezes at the gate, as with the Go clients
+		t.Fatal("the gate was not armed")
+	}
+	done := make(chan error)
+	go func() {
+		_, err := c.Mutex([]string{"b"}, 2).TryLock(ctx, 0, 0)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("a frozen worker answered: %v", err)
+	case <-time.After(1500 * time.Millisecond): // three times the bound
+	}
+	c.Resume()
+	if err := <-done; err != nil {
+		t.Fatalf("after the pause: %v", err)
+	}
+	select {
+	case err := <-failed:
+		t.Fatalf("killed for a pause: %v", err)
+	default:
+	}
+}
