@@ -58,7 +58,9 @@ func (f *fake) Release(_ context.Context, thread int64, keys []string) error {
 	return nil
 }
 
-func (f *fake) Extend(context.Context, int64, []string, time.Duration) (bool, error) { return false, nil }
+func (f *fake) Extend(context.Context, int64, []string, time.Duration) (bool, error) {
+	return false, nil
+}
 
 func startFake(t *testing.T, slack time.Duration) (*Client, *bytes.Buffer, chan error) {
 	t.Helper()
@@ -70,7 +72,7 @@ func startFake(t *testing.T, slack time.Duration) (*Client, *bytes.Buffer, chan 
 	var buf bytes.Buffer
 	failed := make(chan error, 1)
 	c, err := Start(Config{Client: "c1", Argv: []string{exe}, Dir: t.TempDir(), Rec: history.NewRecorder(&buf, history.NewClock()),
-		Init: sdk.Message{Lock: &sdk.Lock{Kind: "naive", Family: "mutex"}, Options: &sdk.Options{LeaseMs: 1000, TimeoutMs: 10}},
+		Init:  sdk.Message{Lock: &sdk.Lock{Kind: "naive", Family: "mutex"}, Options: &sdk.Options{LeaseMs: 1000, TimeoutMs: 10}},
 		Slack: slack, OnFail: func(err error) { failed <- err }})
 	if err != nil {
 		t.Fatal(err)
@@ -176,7 +178,7 @@ func TestPausedTimeNotCounted(t *testing.T) {
 	}
 	done := make(chan error)
 	go func() {
-		_, err := c.Mutex([]string{"b"}, 2).TryLock(ctx, 0, 0)
+		_, err := c.Mutex([]string{"b"}, 2).TryLock(ctx, 0, 10*time.Millisecond) // bound: 0.55 s
 		done <- err
 	}()
 	select {
