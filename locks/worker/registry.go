@@ -119,7 +119,7 @@ func CacheDir() string {
 
 // Build returns the command that starts the worker, building it on first use into
 // CacheDir()/workers/<folder>/<version>/ under a lock file, so that parallel runs build once. It says one
-// line on say while it builds. A failed build leaves nothing cached and names its log.
+// line on say while it builds. A failed build is not cached (the next use builds again) and names its log.
 func Build(ctx context.Context, s Spec, version string, say io.Writer) ([]string, error) {
 	src, err := Folder(s.Folder)
 	if err != nil {
@@ -162,8 +162,7 @@ func Build(ctx context.Context, s Spec, version string, say io.Writer) ([]string
 			err = fmt.Errorf("it left no %s", argv[0])
 		}
 	}
-	if err != nil {
-		_ = os.RemoveAll(out)
+	if err != nil { // not marked built: the next use builds afresh; the folder keeps the build's own logs
 		return nil, fmt.Errorf("building worker %s@%s failed (%v): %s; full log in %s", s.Name, version, err,
 			lastLine(logPath), logPath)
 	}
