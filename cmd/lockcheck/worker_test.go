@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -256,5 +257,36 @@ func TestWorkerCheck(t *testing.T) {
 	if code != exitInvalid || !strings.Contains(out, "✓ handshake: garbage 0") ||
 		!strings.Contains(out, "✗ fault-free run: client c") || !strings.Contains(out, "not a JSON object") {
 		t.Fatalf("garbage: exit %d:\n%s", code, out)
+	}
+}
+
+// client-clock shifts a worker's wall clock through the clock library it was started with: a script
+// worker that logs `date` sees the jump.
+func TestClientClockShiftsWorker(t *testing.T) {
+	script, _ := filepath.Abs(filepath.Join("testdata", "workers", "clock.sh"))
+	start := time.Now().Unix()
+	code, dir := run(t, "run", "--client-cmd", script, "--lock", "naive", "--nemesis", "client-clock", "--clock-bump", "1h",
+		"--nemesis-interval", "1s", "--nemesis-duration", "2s", "--hold", "50ms",
+		"--time", "5s", "--quiet", "1s", "--clients", "2", "--seed", "1")
+	if code == exitHarness || code == exitUsage {
+		t.Fatalf("exit %d", code)
+	}
+	var far int64 // the largest distance of a logged clock from the real one, in seconds
+	var logs string
+	for _, c := range []string{"c1", "c2"} {
+		b, err := os.ReadFile(filepath.Join(dir, "clients", c, "stderr.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs += string(b)
+		for _, l := range strings.Split(string(b), "\n") {
+			var v int64
+			if _, err := fmt.Sscanf(l, "clock %d", &v); err == nil {
+				far = max(far, v-start, start-v)
+			}
+		}
+	}
+	if d := time.Duration(far) * time.Second; d < 50*time.Minute || d > 70*time.Minute {
+		t.Fatalf("the workers' clocks moved at most %s, want about an hour ahead or behind:\n%s", d, logs)
 	}
 }
