@@ -132,6 +132,7 @@ func newLocksCmd() *cobra.Command {
 				k, _ := locks.Lookup(n)
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.Name, k.Family, k.Topology, k.About)
 			}
+			listWorkers(tw)
 			return tw.Flush()
 		},
 	}

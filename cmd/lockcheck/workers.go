@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -18,6 +19,19 @@ func addWorkerFlags(f *pflag.FlagSet, o *runner.Options) {
 		join(worker.Names())+" (built on first use, cached)")
 	f.StringVar(&o.Worker.Cmd, "client-cmd", "", `run your own worker: "CMD ARGS" (speaks docs/protocol.md)`)
 	f.StringArrayVar(&o.Worker.Options, "client-option", nil, "a setting passed to the worker's library, KEY=VALUE (repeatable)")
+}
+
+// listWorkers adds the registered workers to the lock listing.
+func listWorkers(w io.Writer) {
+	fmt.Fprintln(w, "\nCLIENT (--client)\tLANGUAGE\tLOCK\tWHAT")
+	for _, n := range worker.Names() {
+		s, _ := worker.Get(n)
+		clock := ""
+		if !s.ClientClock {
+			clock = " (no client-clock)"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s%s\n", s.Name, s.Language, s.Lock, s.About, clock)
+	}
 }
 
 // workerDefaults gives a registered worker's run its lock kind when --lock is not set, and, for a

@@ -50,6 +50,12 @@ func Names() []string {
 	return out
 }
 
+// Get returns the registered worker called name.
+func Get(name string) (Spec, bool) {
+	s, ok := specs[name]
+	return s, ok
+}
+
 // UnknownError is a worker name or version that does not exist (bad input).
 type UnknownError struct{ msg string }
 
