@@ -21,7 +21,8 @@ type Command struct {
 	Call   int64
 	Return int64 // math.MaxInt64 when the outcome is unknown
 	// Replay is set for a repeated unlock attempt: Redisson's unlock latch may answer it with the first
-	// attempt's result, so its answer says nothing certain.
+	// attempt's result, so its answer says nothing certain; and for a worker's release whose depth
+	// lockcheck cannot know (args.uncertain).
 	Replay bool
 	// Fair is set for the fair lock: it may refuse a free lock (someone else heads the queue), and its
 	// unlock of a lock that no longer exists answers 1.

@@ -150,6 +150,13 @@ func (l *mutex) TryLock(_ context.Context, wait, lease time.Duration) (bool, err
 	reply, ops, err := l.c.do(req, l.records("acquire", recorded, wd))
 	if err != nil {
 		settle(ops, err, false)
+		if !locks.Definite(err) { // it may hold one more than lockcheck counts
+			l.c.mu.Lock()
+			for _, k := range l.keys {
+				l.c.unsure[holdKey{l.thread, k}] = true
+			}
+			l.c.mu.Unlock()
+		}
 		return false, err
 	}
 	if reply.Granted == nil || !*reply.Granted {
@@ -171,15 +178,30 @@ func (l *mutex) TryLock(_ context.Context, wait, lease time.Duration) (bool, err
 		l.c.holds[holdKey{l.thread, k}]++
 	}
 	l.c.mu.Unlock()
+	var token *int64 // the fencing-tokens checker reads a grant's token as its value
+	if l.token != 0 {
+		token = &l.token
+	}
 	for _, op := range ops {
-		op.Ok(nil, nil)
+		op.Ok(token, nil)
 	}
 	return true, nil
 }
 
 func (l *mutex) Unlock(_ context.Context) error {
 	req := sdk.Message{Type: sdk.TypeRelease, Thread: l.thread, Keys: l.keys, Mode: l.mode}
-	_, ops, err := l.c.do(req, l.records("release", l.lease, l.wd))
+	recs := l.records("release", l.lease, l.wd)
+	l.c.mu.Lock()
+	for i, k := range l.keys {
+		// An unlock reply does not say whether the lock is still held, and lockcheck's count of holds is
+		// only sure when this is the last one and no acquire ended unknown: an outer hold that was lost
+		// (its lease ran out) makes a nested acquire a fresh grant, whose release frees the lock.
+		if h := (holdKey{l.thread, k}); l.c.holds[h] > 1 || l.c.unsure[h] {
+			recs[i].Args["uncertain"] = 1
+		}
+	}
+	l.c.mu.Unlock()
+	_, ops, err := l.c.do(req, recs)
 	notHeld := isCode(err, sdk.CodeNotHeld)
 	if notHeld || err == nil {
 		l.c.mu.Lock()
@@ -187,6 +209,7 @@ func (l *mutex) Unlock(_ context.Context) error {
 			h := holdKey{l.thread, k}
 			if notHeld || l.c.holds[h] <= 1 {
 				delete(l.c.holds, h)
+				delete(l.c.unsure, h)
 				if err == nil && i < len(ops) {
 					ops[i].Ok(history.Int64(1), nil)
 				}

@@ -73,8 +73,9 @@ type Client struct {
 	stopped     bool // SIGSTOPped by the client-pause fault
 	stoppedAt   time.Time
 	pausedTotal time.Duration
-	holds       map[holdKey]int // re-entry depth per (thread, key), for release's value
-	armed       atomic.Bool     // freeze after the next grant
+	holds       map[holdKey]int  // re-entry depth per (thread, key), for release's value
+	unsure      map[holdKey]bool // an acquire ended unknown since the depth was last zero
+	armed       atomic.Bool      // freeze after the next grant
 }
 
 type holdKey struct {
@@ -143,7 +144,7 @@ func Start(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	defer logf.Close() // the child holds its own descriptor
-	c := &Client{cfg: cfg, pending: map[int64]*call{}, holds: map[holdKey]int{}, exited: make(chan struct{})}
+	c := &Client{cfg: cfg, pending: map[int64]*call{}, holds: map[holdKey]int{}, unsure: map[holdKey]bool{}, exited: make(chan struct{})}
 	cmd := exec.Command(cfg.Argv[0], cfg.Argv[1:]...)
 	cmd.Stderr = logf
 	cmd.Env = os.Environ()
