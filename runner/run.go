@@ -260,7 +260,7 @@ func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scr
 				return err
 			}
 		}
-		newClient = o.worker.factory(o, kind, topo, dir, lib, rec, func(err error) {
+		newClient = o.worker.factory(o, kind, topo, dir, lib, rec, gates, func(err error) {
 			select {
 			case failed <- err:
 			default:

@@ -100,39 +100,79 @@ func (o Options) planWorker(ctx context.Context, faults []string, stderr io.Writ
 
 // factory starts one worker per lockcheck client, with init built from the topology: the client's own
 // proxies, the map from announced addresses to them, and the run's options. fail hears of a worker that
-// died or misbehaved.
+// died or misbehaved. All the workers start at once on the first call (a JVM takes seconds to start);
+// each call returns its client's. After a failure the workers not yet handed out are closed.
 func (p *workerPlan) factory(o Options, kind locks.Kind, topo *topology.Topology, dir, clockLib string,
-	rec *history.Recorder, fail func(error)) func(locks.Env) (locks.Client, error) {
-	return func(e locks.Env) (locks.Client, error) {
-		t := &sdk.Topology{Kind: o.Topology, NAT: topo.NAT(e.Client)}
+	rec *history.Recorder, gates map[string]*locks.Gate, fail func(error)) func(locks.Env) (locks.Client, error) {
+	type started struct {
+		c   *worker.Client
+		err error
+	}
+	var once sync.Once
+	var mu sync.Mutex
+	results := map[string]chan started{}
+	start := func(client string) (*worker.Client, error) {
+		addrs := topo.Addrs(client)
+		t := &sdk.Topology{Kind: o.Topology, NAT: topo.NAT(client)}
 		for i, n := range topo.NodeNames() {
-			if i < len(e.Addrs) {
-				t.Nodes = append(t.Nodes, sdk.Node{Name: n, Addr: e.Addrs[i]})
+			if i < len(addrs) {
+				t.Nodes = append(t.Nodes, sdk.Node{Name: n, Addr: addrs[i]})
 			}
 		}
 		if o.Topology == topology.Sentinel {
 			t.Sentinels, t.MasterName = topo.SentinelAddrs(), topo.MasterName()
 		}
-		init := sdk.Message{Client: e.Client, Seed: o.Seed, Topology: t, Password: topo.Password,
+		init := sdk.Message{Client: client, Seed: o.Seed, Topology: t, Password: topo.Password,
 			Lock: &sdk.Lock{Kind: kind.Name, Family: kind.Family},
 			Options: &sdk.Options{LeaseMs: o.Lease.Milliseconds(), WatchdogMs: o.Watchdog.Milliseconds(),
 				WaitMs: o.Wait.Milliseconds(), TimeoutMs: o.Timeout.Milliseconds()},
 			LibraryOptions: p.libOpts}
-		c, err := worker.Start(worker.Config{Client: e.Client, Argv: p.argv, Dir: dir, ClockLib: clockLib, Init: init,
-			Rec: rec, Gate: e.Gate, OnFail: fail})
-		var refused worker.RefusedError
-		if errors.As(err, &refused) {
-			return nil, UsageError{err}
+		return worker.Start(worker.Config{Client: client, Argv: p.argv, Dir: dir, ClockLib: clockLib, Init: init,
+			Rec: rec, Gate: gates[client], OnFail: fail})
+	}
+	return func(e locks.Env) (locks.Client, error) {
+		once.Do(func() {
+			mu.Lock()
+			defer mu.Unlock()
+			for c := range gates {
+				ch := make(chan started, 1)
+				results[c] = ch
+				go func() {
+					cl, err := start(c)
+					ch <- started{cl, err}
+				}()
+			}
+		})
+		mu.Lock()
+		ch := results[e.Client]
+		delete(results, e.Client)
+		mu.Unlock()
+		if ch == nil {
+			return nil, fmt.Errorf("client %s: no worker was started for it", e.Client)
 		}
-		if err != nil {
-			return nil, err
+		r := <-ch
+		if r.err != nil {
+			mu.Lock()
+			rest := results
+			results = nil
+			mu.Unlock()
+			for _, ch := range rest { // the run ends here: nobody will close these
+				if o := <-ch; o.c != nil {
+					o.c.Close()
+				}
+			}
+			var refused worker.RefusedError
+			if errors.As(r.err, &refused) {
+				return nil, UsageError{r.err}
+			}
+			return nil, r.err
 		}
 		p.mu.Lock()
 		if p.info == nil {
-			p.info = &c.Info
+			p.info = &r.c.Info
 		}
 		p.mu.Unlock()
-		return c, nil
+		return r.c, nil
 	}
 }
 
