@@ -54,12 +54,14 @@ func TestNaiveWorkerIsFlagged(t *testing.T) {
 	}
 }
 
-// Its safe twin (compare-and-delete), with a lease longer than the holds, is valid; results.json names
-// the library and version the worker gave in init_ok.
+// Its safe twin (compare-and-delete), with a lease longer than the holds, is valid, also through
+// Sentinel (the worker reaches the primary the Sentinels announce through init's nat, and authenticates
+// to them); results.json names the library and version the worker gave in init_ok.
 func TestNaiveSafeWorkerIsValid(t *testing.T) {
 	useWorkerCache(t)
-	for _, seed := range []string{"1", "2"} {
-		code, dir := run(t, "run", "--client", "naive-safe", "--time", "3s", "--quiet", "1s", "--clients", "4", "--seed", seed)
+	for _, tc := range [][]string{{"--seed", "1"}, {"--seed", "2"}, {"--seed", "1", "--topology", "sentinel"}} {
+		seed := strings.Join(tc, " ")
+		code, dir := run(t, append([]string{"run", "--client", "naive-safe", "--time", "3s", "--quiet", "1s", "--clients", "4"}, tc...)...)
 		if code != exitValid {
 			t.Fatalf("seed %s: exit %d, want %d (%s)", seed, code, exitValid, dir)
 		}

@@ -120,7 +120,7 @@ func main() {
 			switch t.Kind {
 			case "single":
 			case "sentinel":
-				opts.Addrs, opts.MasterName = t.Sentinels, t.MasterName
+				opts.Addrs, opts.MasterName, opts.SentinelPassword = t.Sentinels, t.MasterName, m.Password
 			default:
 				return nil, sdk.Errorf(sdk.CodeNotSupported, "topology "+t.Kind+": the naive lock runs on single or sentinel")
 			}
