@@ -290,7 +290,7 @@ func execute(ctx context.Context, o Options, kind locks.Kind, scripts *locks.Scr
 			faulty[c] = f
 		}
 	}
-	o.worker.describe(meta)
+	o.worker.describe(meta, stderr)
 	meta.StartupMs = max(topo.Startup.Milliseconds(), 1)
 	data, _ := json.Marshal(meta)
 	rec.Write(history.Record{Type: history.Meta, Time: rec.Clock.Now(), Data: data})

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/locks"
@@ -33,6 +34,8 @@ type ClientMeta struct {
 	Kinds   []string `json:"kinds,omitempty"`
 	Caps    []string `json:"caps,omitempty"`
 	Broken  string   `json:"broken,omitempty"` // a negative control's flaw
+	// StartupMs is how long the workers took to start and answer init (all at once).
+	StartupMs int64 `json:"startup_ms,omitempty"`
 }
 
 // workerPlan is a resolved worker: the command and what it supports.
@@ -43,6 +46,8 @@ type workerPlan struct {
 	libOpts       map[string]string
 	mu            sync.Mutex
 	info          *sdk.Message // the first init_ok
+	began         time.Time    // when the workers were started
+	ready         time.Duration
 }
 
 func (w WorkerOptions) active() bool { return w.Client != "" || w.Cmd != "" }
@@ -132,6 +137,7 @@ func (p *workerPlan) factory(o Options, kind locks.Kind, topo *topology.Topology
 	}
 	return func(e locks.Env) (locks.Client, error) {
 		once.Do(func() {
+			p.began = time.Now()
 			mu.Lock()
 			defer mu.Unlock()
 			for c := range gates {
@@ -171,19 +177,23 @@ func (p *workerPlan) factory(o Options, kind locks.Kind, topo *topology.Topology
 		if p.info == nil {
 			p.info = &r.c.Info
 		}
+		p.ready = time.Since(p.began)
 		p.mu.Unlock()
 		return r.c, nil
 	}
 }
 
-// describe names the worker in the meta record and its versions.
-func (p *workerPlan) describe(m *Meta) {
+// describe names the worker in the meta record and its versions, and says how long the workers took.
+func (p *workerPlan) describe(m *Meta, stderr io.Writer) {
 	if p == nil || p.info == nil {
 		return
 	}
 	m.Client = &ClientMeta{Name: p.name, Command: strings.Join(p.argv, " "), Library: p.info.Library,
-		Version: p.info.Version, Runtime: p.info.Runtime, Kinds: p.info.Kinds, Caps: p.info.Caps, Broken: p.spec.Broken}
+		Version: p.info.Version, Runtime: p.info.Runtime, Kinds: p.info.Kinds, Caps: p.info.Caps, Broken: p.spec.Broken,
+		StartupMs: max(p.ready.Milliseconds(), 1)}
 	m.Versions["client"] = fmt.Sprintf("%s %s", p.info.Library, p.info.Version)
+	fmt.Fprintf(stderr, "lockcheck: workers (%s %s, %s) answered init in %s\n", p.info.Library, p.info.Version,
+		p.info.Runtime, p.ready.Round(time.Millisecond))
 }
 
 // splitCommand splits a command line on spaces, keeping quoted ('...' or "...") parts whole.
