@@ -116,6 +116,7 @@ func (p *workerPlan) factory(o Options, kind locks.Kind, topo *topology.Topology
 	var once sync.Once
 	var mu sync.Mutex
 	results := map[string]chan started{}
+	readers := worker.NewReaders()
 	start := func(client string) (*worker.Client, error) {
 		addrs := topo.Addrs(client)
 		t := &sdk.Topology{Kind: o.Topology, NAT: topo.NAT(client)}
@@ -133,7 +134,7 @@ func (p *workerPlan) factory(o Options, kind locks.Kind, topo *topology.Topology
 				WaitMs: o.Wait.Milliseconds(), TimeoutMs: o.Timeout.Milliseconds()},
 			LibraryOptions: p.libOpts}
 		return worker.Start(worker.Config{Client: client, Argv: p.argv, Dir: dir, ClockLib: clockLib, Init: init,
-			Rec: rec, Gate: gates[client], OnFail: fail})
+			Rec: rec, Gate: gates[client], OnFail: fail, Readers: readers})
 	}
 	return func(e locks.Env) (locks.Client, error) {
 		once.Do(func() {

@@ -265,7 +265,7 @@ func TestWorkerCheck(t *testing.T) {
 // client-clock shifts a worker's wall clock through the clock library it was started with: a script
 // worker that logs `date` sees the jump.
 func TestClientClockShiftsWorker(t *testing.T) {
-	script, _ := filepath.Abs(filepath.Join("testdata", "workers", "clock.sh"))
+	script, _ := filepath.Abs(filepath.Join("testdata", "workers", "grant.sh"))
 	start := time.Now().Unix()
 	code, dir := run(t, "run", "--client-cmd", script, "--lock", "naive", "--nemesis", "client-clock", "--clock-bump", "1h",
 		"--nemesis-interval", "1s", "--nemesis-duration", "2s", "--hold", "50ms",
@@ -290,5 +290,33 @@ func TestClientClockShiftsWorker(t *testing.T) {
 	}
 	if d := time.Duration(far) * time.Second; d < 50*time.Minute || d > 70*time.Minute {
 		t.Fatalf("the workers' clocks moved at most %s, want about an hour ahead or behind:\n%s", d, logs)
+	}
+}
+
+// Read holds share: a worker's read release frees the lock only when it is the last reader of any
+// client, which the run's count of read holds says; recorded as "freed" whenever its own client held no
+// more, it made every read-write run with readers invalid. The set-up calls of the semaphore workload (its thread 0) go on a positive protocol thread.
+func TestWorkerRecordsReadersAndSetup(t *testing.T) {
+	script, _ := filepath.Abs(filepath.Join("testdata", "workers", "grant.sh"))
+	code, dir := run(t, "run", "--client-cmd", "env KINDS=rwlock "+script, "--lock", "rwlock", "--readers", "1:0",
+		"--check-timeout", "10s", "--time", "3s", "--quiet", "1s", "--clients", "3", "--seed", "1")
+	if code != exitValid {
+		t.Fatalf("readers only: exit %d, want %d (%s)", code, exitValid, dir)
+	}
+	_, dir = run(t, "run", "--client-cmd", "env KINDS=semaphore "+script, "--lock", "semaphore",
+		"--time", "2s", "--quiet", "1s", "--clients", "2", "--seed", "1")
+	h, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := false
+	for _, o := range h.Ops {
+		if o.Complete != nil && strings.Contains(o.Complete.Error, "thread") {
+			t.Fatalf("%s: %s", o.Invoke.F, o.Complete.Error)
+		}
+		set = set || o.Invoke.F == "lcp_set_permits" && o.Outcome() == history.Ok
+	}
+	if !set {
+		t.Fatal("no set_permits succeeded")
 	}
 }

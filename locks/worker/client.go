@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/lockcheck/lockcheck/history"
@@ -145,7 +146,7 @@ func (l *mutex) records(f string, lease time.Duration, wd bool) []history.Record
 
 func (l *mutex) TryLock(_ context.Context, wait, lease time.Duration) (bool, error) {
 	sent, recorded, wd := l.c.lease(lease)
-	req := sdk.Message{Type: sdk.TypeAcquire, Thread: l.thread, Keys: l.keys, Mode: l.mode,
+	req := sdk.Message{Type: sdk.TypeAcquire, Thread: wireThread(l.thread), Keys: l.keys, Mode: l.mode,
 		WaitMs: wait.Milliseconds(), LeaseMs: sent.Milliseconds()}
 	reply, ops, err := l.c.do(req, l.records("acquire", recorded, wd))
 	if err != nil {
@@ -178,6 +179,9 @@ func (l *mutex) TryLock(_ context.Context, wait, lease time.Duration) (bool, err
 		l.c.holds[holdKey{l.thread, k}]++
 	}
 	l.c.mu.Unlock()
+	if l.mode == "read" {
+		l.c.cfg.Readers.add(l.keys[0], 1)
+	}
 	var token *int64 // the fencing-tokens checker reads a grant's token as its value
 	if l.token != 0 {
 		token = &l.token
@@ -189,14 +193,14 @@ func (l *mutex) TryLock(_ context.Context, wait, lease time.Duration) (bool, err
 }
 
 func (l *mutex) Unlock(_ context.Context) error {
-	req := sdk.Message{Type: sdk.TypeRelease, Thread: l.thread, Keys: l.keys, Mode: l.mode}
+	req := sdk.Message{Type: sdk.TypeRelease, Thread: wireThread(l.thread), Keys: l.keys, Mode: l.mode}
 	recs := l.records("release", l.lease, l.wd)
 	l.c.mu.Lock()
 	for i, k := range l.keys {
 		// An unlock reply does not say whether the lock is still held, and lockcheck's count of holds is
 		// only sure when this is the last one and no acquire ended unknown: an outer hold that was lost
 		// (its lease ran out) makes a nested acquire a fresh grant, whose release frees the lock.
-		if h := (holdKey{l.thread, k}); l.c.holds[h] > 1 || l.c.unsure[h] {
+		if h := (holdKey{l.thread, k}); l.mode != "read" && (l.c.holds[h] > 1 || l.c.unsure[h]) {
 			recs[i].Args["uncertain"] = 1
 		}
 	}
@@ -207,6 +211,17 @@ func (l *mutex) Unlock(_ context.Context) error {
 		l.c.mu.Lock()
 		for i, k := range l.keys {
 			h := holdKey{l.thread, k}
+			if l.mode == "read" && (notHeld || l.c.holds[h] > 0) {
+				// A read release frees the lock when it was the last read hold of any client: the run's
+				// count, in the order the replies came (overlapping releases may be ordered either way).
+				if left := l.c.cfg.Readers.add(k, -1); err == nil && i < len(ops) {
+					ops[i].Ok(history.Int64(b2i(left == 0)), nil)
+				}
+				if l.c.holds[h]--; l.c.holds[h] <= 0 || notHeld {
+					delete(l.c.holds, h)
+				}
+				continue
+			}
 			if notHeld || l.c.holds[h] <= 1 {
 				delete(l.c.holds, h)
 				delete(l.c.unsure, h)
@@ -234,7 +249,11 @@ func (l *mutex) Unlock(_ context.Context) error {
 
 // counted is one semaphore, expirable semaphore or latch call on key, recorded as lcp_<type>.
 func (c *Client) counted(req sdk.Message, owner string, args map[string]int64) (sdk.Message, error) {
-	rec := history.Record{Client: c.cfg.Client, Thread: req.Thread, Key: req.Key, Owner: owner, F: "lcp_" + req.Type, Args: args}
+	thread := req.Thread
+	if thread == setupThread {
+		thread = 0
+	}
+	rec := history.Record{Client: c.cfg.Client, Thread: thread, Key: req.Key, Owner: owner, F: "lcp_" + req.Type, Args: args}
 	reply, ops, err := c.do(req, []history.Record{rec})
 	if err != nil {
 		settle(ops, err, false)
@@ -268,6 +287,27 @@ func b2i(b bool) int64 {
 
 func yes(p *bool) bool { return p != nil && *p }
 
+// Readers counts the read holds of every client of a run on each key, so that a worker's read release
+// can be recorded as freeing the lock (the last one) or not, as the read-write model expects. A nil
+// *Readers counts nothing.
+type Readers struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// NewReaders returns a run's count.
+func NewReaders() *Readers { return &Readers{n: map[string]int{}} }
+
+func (r *Readers) add(key string, d int) int {
+	if r == nil {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.n[key] = max(r.n[key]+d, 0)
+	return r.n[key]
+}
+
 type semaphore struct {
 	c      *Client
 	key    string
@@ -280,7 +320,17 @@ func (c *Client) Semaphore(key string, thread int64) locks.Semaphore {
 }
 
 func (s *semaphore) msg(t string, n int64) sdk.Message {
-	return sdk.Message{Type: t, Thread: s.thread, Key: s.key, N: n}
+	return sdk.Message{Type: t, Thread: wireThread(s.thread), Key: s.key, N: n}
+}
+
+// setupThread is the protocol thread of the workloads' set-up calls (their thread 0): threads are positive.
+const setupThread = 1 << 20
+
+func wireThread(t int64) int64 {
+	if t <= 0 {
+		return setupThread
+	}
+	return t
 }
 
 func (s *semaphore) TrySetPermits(_ context.Context, n int64) (bool, error) {

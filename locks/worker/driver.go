@@ -51,6 +51,8 @@ type Config struct {
 	// (not when Close stops it). The error names the client and what its worker did.
 	OnFail func(error)
 	Slack  time.Duration // 0: Slack
+	// Readers is the run's count of read holds, shared by all its clients (read-write locks).
+	Readers *Readers
 }
 
 // Client is one running worker.
