@@ -33,6 +33,10 @@ import (
 // 4 × timeout + 10 s).
 const Slack = 10 * time.Second
 
+// Startup is what init gets beyond the bound of a request: the worker's runtime starts first (8 JVMs on a
+// loaded 2-core machine took over 20 s).
+const Startup = 60 * time.Second
+
 // maxLine is the longest line a worker may print (1 MiB).
 const maxLine = 1 << 20
 
@@ -51,6 +55,8 @@ type Config struct {
 	// (not when Close stops it). The error names the client and what its worker did.
 	OnFail func(error)
 	Slack  time.Duration // 0: Slack
+	// Startup is init's extra time (0: Startup).
+	Startup time.Duration
 	// Readers is the run's count of read holds, shared by all its clients (read-write locks).
 	Readers *Readers
 }
@@ -130,6 +136,9 @@ func (e RefusedError) Error() string { return e.msg }
 func Start(cfg Config) (*Client, error) {
 	if cfg.Slack <= 0 {
 		cfg.Slack = Slack
+	}
+	if cfg.Startup <= 0 {
+		cfg.Startup = Startup
 	}
 	if cfg.Gate == nil {
 		cfg.Gate = locks.NewGate()
@@ -214,6 +223,9 @@ func (c *Client) call(req sdk.Message, invoke func()) (sdk.Message, error) {
 	bound := c.cfg.Slack + time.Duration(req.WaitMs+req.LeaseMs)*time.Millisecond
 	if opts != nil {
 		bound += 4 * time.Duration(opts.TimeoutMs) * time.Millisecond
+	}
+	if req.Type == sdk.TypeInit {
+		bound += c.cfg.Startup
 	}
 	cl := &call{req: req, bound: bound, done: make(chan result, 1)}
 	c.pending[req.MsgID] = cl

@@ -21,7 +21,13 @@ import (
 // a lock that needs no Redis, whose acquire waits as long as it is told and reports events, so that
 // ordering, pauses and bounds are exact. The naive worker against real Redis is tested in cmd/lockcheck.
 func TestMain(m *testing.M) {
-	if os.Getenv("LOCKCHECK_TEST_WORKER") == "1" {
+	switch os.Getenv("LOCKCHECK_TEST_WORKER") {
+	case "mute": // never answers init
+		select {}
+	case "slow": // a runtime that takes a while to start
+		time.Sleep(time.Second)
+	}
+	if os.Getenv("LOCKCHECK_TEST_WORKER") != "" {
 		sdk.Serve(sdk.Worker{Library: "fake", Version: "0", Kinds: []string{"naive"}, Caps: []string{"events"},
 			Connect: func(_ context.Context, _ *sdk.Message, emit func(sdk.Message)) (sdk.Mutex, error) {
 				return &fake{emit: emit, held: map[string]*hold{}}, nil
@@ -91,7 +97,16 @@ func (f *fake) Extend(context.Context, int64, []string, time.Duration) (bool, er
 
 func startFake(t *testing.T, slack time.Duration) (*Client, *bytes.Buffer, chan error) {
 	t.Helper()
-	t.Setenv("LOCKCHECK_TEST_WORKER", "1")
+	c, buf, failed, err := startWorker(t, "1", slack, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, buf, failed
+}
+
+func startWorker(t *testing.T, mode string, slack, startup time.Duration) (*Client, *bytes.Buffer, chan error, error) {
+	t.Helper()
+	t.Setenv("LOCKCHECK_TEST_WORKER", mode)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -100,12 +115,12 @@ func startFake(t *testing.T, slack time.Duration) (*Client, *bytes.Buffer, chan 
 	failed := make(chan error, 1)
 	c, err := Start(Config{Client: "c1", Argv: []string{exe}, Dir: t.TempDir(), Rec: history.NewRecorder(&buf, history.NewClock()),
 		Init:  sdk.Message{Lock: &sdk.Lock{Kind: "naive", Family: "mutex"}, Options: &sdk.Options{LeaseMs: 1000, TimeoutMs: 10}},
-		Slack: slack, OnFail: func(err error) { failed <- err }})
+		Slack: slack, Startup: startup, OnFail: func(err error) { failed <- err }})
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, nil, err
 	}
 	t.Cleanup(func() { c.Close() })
-	return c, &buf, failed
+	return c, &buf, failed, nil
 }
 
 func readHistory(t *testing.T, buf *bytes.Buffer) *history.History {
@@ -258,5 +273,18 @@ func TestLostOuterHoldIsNotAViolation(t *testing.T) {
 	}
 	if r := (checker.LostLock{}).Check(ctx, h); r.Valid != checker.Valid {
 		t.Fatalf("lost-lock: %s", r.Violation)
+	}
+}
+
+// init gets the start-up allowance on top of a request's bound (a runtime starts first), and a worker
+// that never answers it is killed and named.
+func TestInitBound(t *testing.T) {
+	if _, _, _, err := startWorker(t, "slow", 200*time.Millisecond, 3*time.Second); err != nil {
+		t.Fatalf("a worker that starts in 1 s within a 3 s allowance: %v", err)
+	}
+	begin := time.Now()
+	_, _, _, err := startWorker(t, "mute", 200*time.Millisecond, 300*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "client c1: worker left init") || time.Since(begin) > 5*time.Second {
+		t.Fatalf("a worker that never answers init: %v after %s", err, time.Since(begin))
 	}
 }
