@@ -53,9 +53,11 @@ func WorkerCheck(ctx context.Context, o Options, lockGiven bool, stderr io.Write
 	default:
 		items = append(items, CheckItem{"fault-free run", true, fmt.Sprintf("valid, %s", opsText(res.Checkers))})
 	}
+	// The fault freezes its client at that client's next grant: several keys and windows give it grants
+	// to freeze at even on a loaded machine.
 	pause := base
-	pause.Nemesis, pause.NemesisInterval, pause.NemesisDuration = "client-pause", time.Second, 2*time.Second
-	pause.Time = max(pause.Time, 6*time.Second)
+	pause.Nemesis, pause.NemesisInterval, pause.NemesisDuration = "client-pause", time.Second, 3*time.Second
+	pause.Time, pause.Keys = max(pause.Time, 10*time.Second), max(pause.Keys, 3)
 	res, err = Run(ctx, pause, stderr)
 	switch {
 	case err != nil:
