@@ -83,7 +83,7 @@ func TestNaiveSafeWorkerIsValid(t *testing.T) {
 func TestClientPauseOnWorker(t *testing.T) {
 	useWorkerCache(t)
 	code, dir := run(t, "run", "--client", "naive-safe", "--nemesis", "client-pause", "--lease", "500ms",
-		"--hold", "50ms-100ms", "--nemesis-interval", "1s", "--nemesis-duration", "2s", "--time", "8s", "--quiet", "2s",
+		"--hold", "50ms-100ms", "--nemesis-interval", "1s", "--nemesis-duration", "2s", "--time", "12s", "--quiet", "2s",
 		"--clients", "3", "--seed", "3")
 	if code != exitInvalid {
 		t.Fatalf("exit %d, want %d (%s)", code, exitInvalid, dir)
