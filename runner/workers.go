@@ -193,8 +193,11 @@ func (p *workerPlan) describe(m *Meta, stderr io.Writer) {
 		Version: p.info.Version, Runtime: p.info.Runtime, Kinds: p.info.Kinds, Caps: p.info.Caps, Broken: p.spec.Broken,
 		StartupMs: max(p.ready.Milliseconds(), 1)}
 	m.Versions["client"] = fmt.Sprintf("%s %s", p.info.Library, p.info.Version)
-	fmt.Fprintf(stderr, "lockcheck: workers (%s %s, %s) answered init in %s\n", p.info.Library, p.info.Version,
-		p.info.Runtime, p.ready.Round(time.Millisecond))
+	what := p.info.Library + " " + p.info.Version
+	if p.info.Runtime != "" {
+		what += ", " + p.info.Runtime
+	}
+	fmt.Fprintf(stderr, "lockcheck: workers (%s) answered init in %s\n", what, p.ready.Round(time.Millisecond))
 }
 
 // splitCommand splits a command line on spaces, keeping quoted ('...' or "...") parts whole.
