@@ -68,6 +68,9 @@ func (o Options) planWorker(ctx context.Context, faults []string, stderr io.Writ
 	if o.Backend == BackendDocker {
 		return nil, usagef("--client runs workers as local processes: not with --backend docker")
 	}
+	if o.Scripts != "" {
+		return nil, usagef("--scripts replaces the Go locks' scripts; a worker runs its library's own")
+	}
 	p := &workerPlan{name: "cmd", libOpts: map[string]string{}}
 	for _, kv := range w.Options {
 		k, v, ok := strings.Cut(kv, "=")

@@ -224,6 +224,7 @@ func TestWorkerInputErrors(t *testing.T) {
 		{[]string{"--client", "naive@2"}, exitUsage, "no such version"},
 		{[]string{"--client", "naive", "--nemesis", "client-clock"}, exitUsage, "cannot shift the clock of worker naive"},
 		{[]string{"--client", "naive", "--client-option", "novalue"}, exitUsage, "want KEY=VALUE"},
+		{[]string{"--client", "naive", "--scripts", "."}, exitUsage, "a worker runs its library's own"},
 		{[]string{"--client-cmd", exits, "--lock", "reentrant"}, exitUsage, "cannot drive lock reentrant"},
 	} {
 		stderr := captureStderr(t)
