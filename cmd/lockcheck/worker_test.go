@@ -144,7 +144,7 @@ func TestMisbehavingWorkers(t *testing.T) {
 			if len(lines) != 1 || !strings.Contains(lines[0], tc.says) {
 				t.Fatalf("want one error line saying %q, got %q; stderr:\n%s", tc.says, lines, out)
 			}
-			if left := processesMatching("testdata/workers/", "600.123"); len(left) > 0 {
+			if left := processesMatching(filepath.Dir(script)+"/", "600.123"); len(left) > 0 {
 				t.Fatalf("worker processes left behind: %v", left)
 			}
 			if code := execute(t.Context(), []string{"check", dir}); code != exitValid && code != exitInvalid && code != exitUnknown {
