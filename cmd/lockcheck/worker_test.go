@@ -18,6 +18,15 @@ var (
 	workerCache     string
 )
 
+// TestMain removes the worker cache the tests built into.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if workerCache != "" {
+		_ = os.RemoveAll(workerCache)
+	}
+	os.Exit(code)
+}
+
 // useWorkerCache points the worker cache at one directory for this test binary, so the naive worker is
 // built once (from this tree: a cache kept across test runs could hold an older build).
 func useWorkerCache(t *testing.T) {
