@@ -219,8 +219,8 @@ func Commands(h *history.History, fs ...string) []porcupine.Operation {
 		}
 		in := Command{Key: nodeKey(inv), Client: threadName(inv), F: inv.F, Owner: ownerName(inv),
 			Lease: inv.Args["lease_ms"] * int64(time.Millisecond), Call: inv.Time, Return: math.MaxInt64,
-			Replay: inv.Args["attempt"] > 0, Fair: inv.Args["fair"] == 1, Read: inv.Args["read"] == 1,
-			N: firstNonZero(inv.Args["permits"], inv.Args["count"]), Volatile: volatile}
+			Replay: inv.Args["attempt"] > 0 || inv.Args["uncertain"] == 1, Fair: inv.Args["fair"] == 1, Read: inv.Args["read"] == 1,
+			N: firstNonZero(inv.Args["permits"], inv.Args["count"]), Volatile: volatile, Watchdog: inv.Args["watchdog"] == 1}
 		out := Reply{Outcome: Unsure}
 		if c := o.Complete; c != nil && c.Type == history.Unknown {
 			in.Return = deadline(inv.Time, c.Time)

@@ -21,7 +21,8 @@ type Command struct {
 	Call   int64
 	Return int64 // math.MaxInt64 when the outcome is unknown
 	// Replay is set for a repeated unlock attempt: Redisson's unlock latch may answer it with the first
-	// attempt's result, so its answer says nothing certain.
+	// attempt's result, so its answer says nothing certain; and for a worker's release whose depth
+	// lockcheck cannot know (args.uncertain).
 	Replay bool
 	// Fair is set for the fair lock: it may refuse a free lock (someone else heads the queue), and its
 	// unlock of a lock that no longer exists answers 1.
@@ -31,6 +32,9 @@ type Command struct {
 	// Volatile is set where a failover can lose writes no replica acknowledged (sentinel): an unsure
 	// acquire or renewal may then vanish at any moment, not only when its lease runs out.
 	Volatile bool
+	// Watchdog is set on a worker's grant kept by its library's watchdog, whose renewals the history does
+	// not see: the lease lasts at least Lease, and may last until the owner lets go.
+	Watchdog bool
 }
 
 // Outcome of a command for the model.
@@ -111,6 +115,9 @@ func apply(s MutexState, in Command, out Reply) (MutexState, bool) {
 	next, ok := applyCommand(s, in, out)
 	if ok && in.Volatile && out.Outcome == Unsure && next.Owner != "" && (in.F == "acquire" || in.F == "renew") {
 		next.Lo = min(next.Lo, in.Call) // a write no replica acknowledged may be lost to a failover at once
+	}
+	if ok && in.Watchdog && next.Owner != "" {
+		next.Hi, next.Pend = math.MaxInt64, 0 // unseen renewals may keep it as long as the owner lives
 	}
 	return next, ok
 }

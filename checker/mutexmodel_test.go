@@ -135,3 +135,29 @@ func TestMutexModelKeysAreIndependent(t *testing.T) {
 	b.Input = in
 	check(t, porcupine.Ok, a, b)
 }
+
+// A worker's grant kept by its library's watchdog (renewals unseen) may outlive its lease: the owner's
+// late release and another's refusal are legal. The same commands with a fixed lease are not.
+func TestMutexModelWatchdogGrant(t *testing.T) {
+	ops := func(watchdog bool) []porcupine.Operation {
+		out := []porcupine.Operation{
+			cmd("a", "acquire", 100, 0, 1, Applied, 0),
+			cmd("b", "acquire", 100, 300, 301, Refused, -2),
+			cmd("a", "release", 100, 400, 401, Applied, 1),
+			cmd("b", "acquire", 100, 500, 501, Applied, 0),
+		}
+		for i := range out {
+			in := out[i].Input.(Command)
+			in.Watchdog = watchdog
+			out[i].Input = in
+		}
+		return out
+	}
+	check(t, porcupine.Ok, ops(true)...)
+	check(t, porcupine.Illegal, ops(false)...)
+	// Renewals keep it no longer than the owner holds it: a grant to another before the release, while
+	// the owner's release then succeeds, is still illegal.
+	late := ops(true)
+	late[1].Output = Reply{Outcome: Applied}
+	check(t, porcupine.Illegal, late...)
+}

@@ -251,10 +251,12 @@ func (q Quiescence) Check(_ context.Context, h *history.History) Result {
 	last := map[string]history.Operation{}
 	unknown := 0
 	for _, o := range h.Ops {
-		if o.Invoke.F == "available" && o.Outcome() == history.Ok {
+		// A worker's calls are lcp_<request> (locks/worker): its available read and permit calls count too.
+		f := strings.TrimPrefix(o.Invoke.F, "lcp_")
+		if f == "available" && o.Outcome() == history.Ok {
 			last[o.Invoke.Key] = o
 		}
-		if o.Outcome() == history.Unknown && (o.Invoke.F == "acquire" || o.Invoke.F == "release") {
+		if o.Outcome() == history.Unknown && (strings.HasPrefix(f, "acquire") || strings.HasPrefix(f, "release")) {
 			unknown++
 		}
 	}

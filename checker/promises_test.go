@@ -84,6 +84,18 @@ func TestGroup(t *testing.T) {
 	expect(t, Group{}, &short.h, Invalid, "returned true")
 }
 
+// A worker's semaphore calls (lcp_*) are judged at rest the same way.
+func TestQuiescenceOfWorkerCalls(t *testing.T) {
+	rest := (&hb{}).op("c1", "lcp_acquire_permits", "k", 0, 1, history.Ok, v(1), nil).
+		op("c1", "lcp_available", "k", 5, 6, history.Ok, v(2), nil)
+	expect(t, Quiescence{Permits: 2}, &rest.h, Valid, "at rest")
+	lost := (&hb{}).op("c1", "lcp_available", "k", 5, 6, history.Ok, v(1), nil)
+	expect(t, Quiescence{Permits: 2}, &lost.h, Invalid, "1 available at rest")
+	unsure := (&hb{}).op("c1", "lcp_release_permit", "k", 0, 1, history.Unknown, nil, nil).
+		op("c1", "lcp_available", "k", 5, 6, history.Ok, v(1), nil)
+	expect(t, Quiescence{Permits: 2}, &unsure.h, Unknown, "unknown outcomes")
+}
+
 func TestQuiescenceAndLatch(t *testing.T) {
 	rest := (&hb{}).op("z", "available", "k", 0, 1, history.Ok, v(2), nil)
 	expect(t, Quiescence{Permits: 2}, &rest.h, Valid, "at rest")

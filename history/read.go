@@ -19,8 +19,9 @@ type History struct {
 	Ops       []Operation // operations in invoke order
 	Faults    []Record
 	Sections  []Record
-	Ended     *Record // the end record; nil when the run never wrote one (killed, or still running)
-	Truncated bool    // the last line was cut short (the run was killed mid-write) and was dropped
+	Ended     *Record  // the end record; nil when the run never wrote one (killed, or still running)
+	Events    []Record // workers' lost/renewed reports
+	Truncated bool     // the last line was cut short (the run was killed mid-write) and was dropped
 }
 
 // MaxLine bounds a history line: the longest real record is a meta record of a few KB, and an unbounded
@@ -163,6 +164,8 @@ func (h *History) add(rec Record, open map[int64]int, n, seen int) error {
 		h.Ops[i].Complete = &c
 	case Fault:
 		h.Faults = append(h.Faults, rec)
+	case Event:
+		h.Events = append(h.Events, rec)
 	case Section:
 		if rec.Exit < rec.Enter {
 			return fmt.Errorf("critical section exits before it enters")

@@ -19,6 +19,7 @@ const (
 	Fault   Type = "fault"   // the nemesis started or stopped a fault
 	Section Type = "cs"      // a critical section on the harness-owned protected resource
 	End     Type = "end"     // last line: how the run ended (F is an EndReason); a history without it is cut short
+	Event   Type = "event"   // a worker's own report (f: lost or renewed), kept for people; checkers skip it
 )
 
 // EndReason is an end record's F: how the run ended.

@@ -44,6 +44,10 @@ func Definite(err error) bool {
 	if err == nil || errors.Is(err, ErrNotHeld) || errors.As(err, &serr) {
 		return true
 	}
+	var d interface{ Definite() bool } // an out-of-process worker's error says itself
+	if errors.As(err, &d) {
+		return d.Definite()
+	}
 	if errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrClosed) {
 		return true
 	}

@@ -51,3 +51,7 @@ func privateUmask() {
 		syscall.Umask(0o077)
 	}
 }
+
+// StartChild starts cmd as lockcheck starts its servers: in its own process group, killed with lockcheck
+// (Pdeathsig), so a lock client's worker process never outlives the run.
+func StartChild(cmd *exec.Cmd) error { return start(cmd) }

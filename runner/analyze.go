@@ -90,7 +90,11 @@ func analyze(ctx context.Context, path string, timeout time.Duration, resultsNam
 	res := &report.Results{Valid: valid, Lock: meta.Lock, Topology: meta.Topology, Nemesis: meta.Nemesis,
 		Seed: meta.Seed, Truncated: h.Truncated, Checkers: results, Faults: h.Windows(), Options: opts, Plan: plan,
 		Versions: meta.Versions, StartupMs: meta.StartupMs, Files: files}
-	if k, err := kinds.Lookup(meta.Lock); err == nil && k.Broken != "" {
+	if c := meta.Client; c != nil { // a worker's run: the worker, not the Go lock of that name, is the control
+		if c.Broken != "" {
+			res.Notes = append(res.Notes, fmt.Sprintf("worker %s is a negative control: it %s; a valid verdict here means the harness missed it", c.Name, c.Broken))
+		}
+	} else if k, err := kinds.Lookup(meta.Lock); err == nil && k.Broken != "" {
 		res.Notes = append(res.Notes, fmt.Sprintf("%s is a negative control: it %s; a valid verdict here means the harness missed it", k.Name, k.Broken))
 	}
 	endVerdict(h, res)

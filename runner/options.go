@@ -65,6 +65,8 @@ type Options struct {
 	External        string // the external backend's deployment file (YAML)
 	// ExternalFlags describe the external deployment instead of a file.
 	ExternalFlags topology.ExternalFlags
+	Worker        WorkerOptions // an out-of-process client (runner/workers.go)
+	worker        *workerPlan
 }
 
 // Backends run the nodes.
@@ -130,7 +132,8 @@ func (o Options) describe() map[string]any {
 		"persistence": o.Persistence, "scripts": o.Scripts, "check_timeout": o.CheckTimeout.String(),
 		"permits": o.Permits, "count": o.Count, "readers": o.Readers, "group": o.Group,
 		"latency": o.Latency.String(), "jitter": o.Jitter.String(), "clock_bump": o.ClockBump.String(),
-		"backend": o.Backend, "docker_image": o.DockerImage, "external": o.External}
+		"backend": o.Backend, "docker_image": o.DockerImage, "external": o.External,
+		"client": o.Worker.Client, "client_cmd": o.Worker.Cmd, "client_options": o.Worker.Options}
 }
 
 // faultParams tunes the faults from the options.

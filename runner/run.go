@@ -44,6 +44,7 @@ type Meta struct {
 	Spec      string       `json:"spec,omitempty"`
 	Checks    kinds.Checks `json:"checks"`
 	StartupMs int64        `json:"startup_ms,omitempty"`
+	Client    *ClientMeta  `json:"client,omitempty"` // the worker, when the clients were one
 }
 
 func clientNames(n int) []string {
@@ -85,6 +86,10 @@ func Run(ctx context.Context, o Options, stderr io.Writer) (*report.Results, err
 
 // Run performs the test and judges it. The returned results are nil only when the run could not start.
 func (t *Test) Run(ctx context.Context, stderr io.Writer) (*report.Results, error) {
+	var err error
+	if t.Options.worker, err = t.Options.planWorker(ctx, t.Faults, stderr); err != nil {
+		return nil, err // a worker that cannot be had, before anything starts
+	}
 	o := t.Options
 	fds, err := checkDescriptors(o, t.External)
 	if err != nil {
@@ -180,11 +185,6 @@ func execute(ctx context.Context, t *Test, dir string, rec *history.Recorder, me
 	if err := compileScripts(ctx, topo, t.Scripts); err != nil {
 		return err // before the meta record: nothing ran
 	}
-	meta.StartupMs = max(topo.Startup.Milliseconds(), 1)
-	data, _ := json.Marshal(meta)
-	rec.Write(history.Record{Type: history.Meta, Time: rec.Clock.Now(), Data: data})
-	pointLatest(dir)
-	defer watchNodes(topo, rec, stderr)()
 	fmt.Fprintf(stderr, "lockcheck: %s on %s (%s backend, %d node(s), %d clients, started in %s, %s), nemesis %s, seed %d, %s\n",
 		o.Lock, o.Topology, o.Backend, len(topo.Nodes), o.Clients, topo.Startup.Round(time.Millisecond), t.fds,
 		o.Nemesis, o.Seed, dir)
@@ -195,13 +195,33 @@ func execute(ctx context.Context, t *Test, dir string, rec *history.Recorder, me
 	}
 	env := FaultEnv(topo, spec.Clients, o.faultParams())
 	env.Targets = t.Targets
+	faulty := map[string]nemesis.Client{} // clients that pause and shift themselves (workers)
 	env.Client = func(c string) nemesis.Client {
+		if f := faulty[c]; f != nil {
+			return f
+		}
 		if g := gates[c]; g != nil {
 			return g
 		}
 		return nil
 	}
 
+	newClient := t.Clients
+	failed := make(chan error, 1) // the first worker that died or misbehaved ends the run
+	if o.worker != nil {
+		lib := spec.ClockLib
+		if slices.Contains(plan.Faults(), "client-clock") && lib == "" {
+			if lib, err = clockshift.Library(filepath.Join(dir, "clockshift")); err != nil {
+				return err
+			}
+		}
+		newClient = o.worker.factory(o, t.Kind, topo, dir, lib, rec, gates, func(err error) {
+			select {
+			case failed <- err:
+			default:
+			}
+		})
+	}
 	var mcs []locks.Client
 	defer func() { closeClients(mcs, stderr) }()
 	rcfg := locks.DefaultRedissonConfig()
@@ -215,16 +235,27 @@ func execute(ctx context.Context, t *Test, dir string, rec *history.Recorder, me
 		case topology.Cluster:
 			cluster = &locks.ClusterConn{Addrs: topo.ClusterAddrs(), Dialer: topo.Dialer(c)}
 		}
-		mc, err := t.Clients(locks.Env{Client: c, Addrs: topo.Addrs(c), Password: topo.Password, Scripts: t.Scripts,
+		mc, err := newClient(locks.Env{Client: c, Addrs: topo.Addrs(c), Password: topo.Password, Scripts: t.Scripts,
 			Redisson: rcfg, Lease: o.Lease, Rec: rec, Gate: gates[c], Sentinel: sentinel, Cluster: cluster})
 		if err != nil {
-			return err
+			return err // nothing ran yet: the meta record is not written
 		}
 		mcs = append(mcs, mc)
 		if f := t.Kind.Family; !f.Accepts(mc) { // a worker or spec of the wrong family: refuse, never panic
 			return fmt.Errorf("lock %s: client %s (%T) does not implement the %s family's %s", o.Lock, c, mc, f.Name, f.Client)
 		}
+		if f, ok := mc.(nemesis.Client); ok {
+			faulty[c] = f
+		}
 	}
+	// The meta record comes once the clients are up: a worker's library and version are known from its
+	// init_ok, and a client that cannot start leaves nothing to judge.
+	o.worker.describe(meta, stderr)
+	meta.StartupMs = max(topo.Startup.Milliseconds(), 1)
+	data, _ := json.Marshal(meta)
+	rec.Write(history.Record{Type: history.Meta, Time: rec.Clock.Now(), Data: data})
+	pointLatest(dir)
+	defer watchNodes(topo, rec, stderr)()
 
 	status := report.StartStatus(stderr, rec)
 	defer status.Stop()
@@ -245,6 +276,7 @@ func execute(ctx context.Context, t *Test, dir string, rec *history.Recorder, me
 	select {
 	case <-timer.C:
 	case <-ctx.Done():
+	case stopped = <-failed:
 	case <-rec.Failed(): // nothing more can be recorded: stop now rather than run on blind
 		stopped = fmt.Errorf("history: %w (the run stopped there; the history on disk is a checkable prefix)", rec.Err())
 		fmt.Fprintln(stderr, "lockcheck:", stopped)

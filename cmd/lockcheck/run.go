@@ -28,7 +28,11 @@ func newRunCmd() *cobra.Command {
 			if !cmd.Flags().Changed("seed") {
 				o.Seed = time.Now().UnixNano() % 1_000_000
 			}
-			if o.Nemesis == "none" || o.Nemesis == "" { // the controls' own runs are fault-free
+			handled, err := workerDefaults(cmd, &o)
+			if err != nil {
+				return err
+			}
+			if !handled && (o.Nemesis == "none" || o.Nemesis == "") { // the controls' own runs are fault-free
 				if err := controlDefaults(cmd, o.Lock); err != nil {
 					return err
 				}
@@ -87,6 +91,7 @@ func newRunCmd() *cobra.Command {
 	f.IntVar(&o.Group, "group", o.Group, "multi: keys per acquisition")
 	f.DurationVar(&o.Latency, "latency", o.Latency, "latency fault: delay each way")
 	f.DurationVar(&o.Jitter, "jitter", o.Jitter, "latency fault: jitter")
+	addWorkerFlags(f, &o)
 	f.DurationVar(&o.ClockBump, "clock-bump", o.ClockBump, "client-clock fault: how far a clock jumps (ahead or behind)")
 	return cmd
 }

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/lockcheck/lockcheck/locks/worker"
+	"github.com/lockcheck/lockcheck/runner"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// addWorkerFlags adds the flags that pick an out-of-process client (docs/protocol.md).
+func addWorkerFlags(f *pflag.FlagSet, o *runner.Options) {
+	f.StringVar(&o.Worker.Client, "client", "", "drive a real library through its worker: NAME[@VERSION], one of "+
+		join(worker.Names())+" (built on first use, cached)")
+	f.StringVar(&o.Worker.Cmd, "client-cmd", "", `run your own worker: "CMD ARGS" (speaks docs/protocol.md)`)
+	f.StringArrayVar(&o.Worker.Options, "client-option", nil, "a setting passed to the worker's library, KEY=VALUE (repeatable)")
+}
+
+// workerDefaults gives a registered worker's run its lock kind when --lock is not set, and, for a
+// fault-free run, its negative control's flags. It reports whether it handled the control defaults.
+func workerDefaults(cmd *cobra.Command, o *runner.Options) (bool, error) {
+	if o.Worker.Cmd != "" {
+		return true, nil // a user's worker: the Go lock's control flags are not its own
+	}
+	if o.Worker.Client == "" {
+		return false, nil
+	}
+	s, _, err := worker.Lookup(o.Worker.Client)
+	if err != nil {
+		return true, runner.UsageError{Err: err} // reported before anything starts
+	}
+	if !cmd.Flags().Changed("lock") && s.Lock != "" {
+		o.Lock = s.Lock
+	}
+	if o.Nemesis != "none" && o.Nemesis != "" {
+		return true, nil
+	}
+	for i := 0; i+1 < len(s.Flags); i += 2 {
+		name := strings.TrimPrefix(s.Flags[i], "--")
+		if !cmd.Flags().Changed(name) {
+			if err := cmd.Flags().Set(name, s.Flags[i+1]); err != nil {
+				return true, err
+			}
+		}
+	}
+	if s.Broken != "" {
+		fmt.Fprintf(os.Stderr, "lockcheck: worker %s is a negative control: it %s; it must be flagged (run with %s)\n",
+			s.Name, s.Broken, strings.Join(s.Flags, " "))
+	}
+	return true, nil
+}
+
+func newWorkerCheckCmd() *cobra.Command {
+	o := runner.Defaults()
+	o.Time, o.Quiet, o.Clients = 5*time.Second, time.Second, 3
+	cmd := &cobra.Command{
+		Use:   "worker-check [--client NAME | CMD ARGS...]",
+		Short: "Try a worker: handshake, a short fault-free run on one Redis, and a client pause",
+		Example: `  lockcheck worker-check --client naive-safe
+  lockcheck worker-check --lock naive ./my-worker --verbose`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			markRan(cmd)
+			if len(args) > 0 {
+				if o.Worker.Client != "" {
+					return runner.UsageError{Err: fmt.Errorf("give --client or a command, not both")}
+				}
+				o.Worker.Cmd = strings.Join(quoteAll(args), " ")
+			}
+			if o.Worker.Client == "" && o.Worker.Cmd == "" {
+				return runner.UsageError{Err: fmt.Errorf("name the worker: --client NAME or a command")}
+			}
+			if o.Worker.Client != "" {
+				s, _, err := worker.Lookup(o.Worker.Client)
+				if err != nil {
+					return runner.UsageError{Err: err}
+				}
+				if !cmd.Flags().Changed("lock") && s.Lock != "" {
+					o.Lock = s.Lock
+				}
+			}
+			if !cmd.Flags().Changed("seed") {
+				o.Seed = time.Now().UnixNano() % 1_000_000
+			}
+			items := runner.WorkerCheck(cmd.Context(), o, cmd.Flags().Changed("lock"), os.Stderr)
+			code := 0
+			for _, it := range items {
+				mark := "✓"
+				if !it.OK {
+					mark, code = "✗", 1
+				}
+				fmt.Printf("%s %s: %s\n", mark, it.Name, it.Why)
+			}
+			return exitError{code}
+		},
+	}
+	f := cmd.Flags()
+	f.SetInterspersed(false) // flags after the command are the worker's
+	f.StringVar(&o.Lock, "lock", o.Lock, "the lock kind to drive (default: the worker's own, or reentrant)")
+	f.StringVar(&o.Worker.Client, "client", "", "a registered worker, NAME[@VERSION]")
+	f.StringArrayVar(&o.Worker.Options, "client-option", nil, "a setting passed to the worker's library, KEY=VALUE")
+	f.DurationVar(&o.Time, "time", o.Time, "how long each run lasts")
+	f.DurationVar(&o.Lease, "lease", o.Lease, "lease time; 0 lets the watchdog (or the worker's default) keep the lock")
+	f.Int64Var(&o.Seed, "seed", o.Seed, "seed (default: random)")
+	f.StringVar(&o.Results, "results", o.Results, "directory of runs")
+	return cmd
+}
+
+// quoteAll keeps each argument whole through the worker command line's split.
+func quoteAll(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if strings.ContainsAny(a, " \t'\"") {
+			a = "'" + strings.ReplaceAll(a, "'", "") + "'"
+		}
+		out[i] = a
+	}
+	return out
+}

@@ -1,0 +1,500 @@
+// Package worker drives an out-of-process lock client over the lock-client protocol (LCP/1,
+// docs/protocol.md): one worker process per lockcheck client, requests on its stdin, replies and events on
+// its stdout. To the workloads, nemesis and checkers a worker is one more lock client: it implements the
+// family interfaces of package locks and records every call in the history as the Go clients record their
+// commands.
+package worker
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/locks"
+	"github.com/lockcheck/lockcheck/node"
+	"github.com/lockcheck/lockcheck/node/clockshift"
+	"github.com/lockcheck/lockcheck/workers/sdk"
+)
+
+// Slack is the fixed part of the bound on an unanswered request (docs/protocol.md: wait + lease +
+// 4 × timeout + 10 s).
+const Slack = 10 * time.Second
+
+// Startup is what init gets beyond the bound of a request: the worker's runtime starts first (8 JVMs on a
+// loaded 2-core machine took over 20 s).
+const Startup = 60 * time.Second
+
+// maxLine is the longest line a worker may print (1 MiB).
+const maxLine = 1 << 20
+
+// Config starts one worker for one lockcheck client.
+type Config struct {
+	Client string   // c1, c2, ...
+	Argv   []string // the worker command
+	Dir    string   // the run directory: stderr goes to Dir/clients/<client>/stderr.log
+	// ClockLib, when set, starts the worker with the clockshift library preloaded (the client-clock fault);
+	// its offset file is Dir/clients/<client>/clock.offset.
+	ClockLib string
+	Init     sdk.Message // the init request; type, msg_id and protocol are filled in
+	Rec      *history.Recorder
+	Gate     *locks.Gate // holds the workload's thread while the worker is frozen
+	// OnFail is called once, from the driver's goroutines, when the worker exits, prints garbage or hangs
+	// (not when Close stops it). The error names the client and what its worker did.
+	OnFail func(error)
+	Slack  time.Duration // 0: Slack
+	// Startup is init's extra time (0: Startup).
+	Startup time.Duration
+	// Readers is the run's count of read holds, shared by all its clients (read-write locks).
+	Readers *Readers
+}
+
+// Client is one running worker.
+type Client struct {
+	cfg       Config
+	cmd       *exec.Cmd
+	stdin     io.WriteCloser
+	Info      sdk.Message // init_ok
+	caps      map[string]bool
+	clockFile string
+	exited    chan struct{} // closed once the process has been reaped
+
+	wmu sync.Mutex // one line at a time on stdin
+
+	mu          sync.Mutex
+	nextID      int64
+	pending     map[int64]*call
+	dead        error // set once the worker is gone; later calls fail at once
+	closing     bool
+	stopped     bool // SIGSTOPped by the client-pause fault
+	stoppedAt   time.Time
+	pausedTotal time.Duration
+	holds       map[holdKey]int  // re-entry depth per (thread, key), for release's value
+	unsure      map[holdKey]bool // an acquire ended unknown since the depth was last zero
+	armed       atomic.Bool      // freeze after the next grant
+}
+
+type holdKey struct {
+	thread int64
+	key    string
+}
+
+type call struct {
+	req    sdk.Message
+	sent   time.Time
+	paused time.Duration // pausedTotal when sent: time frozen by lockcheck does not count
+	bound  time.Duration
+	done   chan result
+}
+
+type result struct {
+	m   sdk.Message
+	err error
+}
+
+// Error is a worker's error reply, or the loss of the worker. Definite says whether the call surely took
+// no effect (locks.Definite asks it).
+type Error struct {
+	Client string
+	Code   int // -1 for the loss of the worker
+	Text   string
+	sure   bool
+}
+
+func (e *Error) Error() string {
+	if e.Code < 0 {
+		return e.Text
+	}
+	return fmt.Sprintf("worker %s: error %d: %s", e.Client, e.Code, e.Text)
+}
+
+// Definite reports whether the call surely took no effect.
+func (e *Error) Definite() bool { return e.sure }
+
+// RefusedError is a worker that cannot drive the run asked for (its lock kind or topology): bad input.
+type RefusedError struct {
+	msg   string
+	Kinds []string // the kinds the worker drives
+}
+
+func (e RefusedError) Error() string { return e.msg }
+
+// Start spawns the worker, sends init and checks init_ok: a worker that cannot drive the lock kind is
+// stopped and named in the error.
+func Start(cfg Config) (*Client, error) {
+	if cfg.Slack <= 0 {
+		cfg.Slack = Slack
+	}
+	if cfg.Startup <= 0 {
+		cfg.Startup = Startup
+	}
+	if cfg.Gate == nil {
+		cfg.Gate = locks.NewGate()
+	}
+	if len(cfg.Argv) == 0 {
+		return nil, errors.New("worker: no command")
+	}
+	dir := filepath.Join(cfg.Dir, "clients", cfg.Client)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	logf, err := os.OpenFile(filepath.Join(dir, "stderr.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close() // the child holds its own descriptor
+	c := &Client{cfg: cfg, pending: map[int64]*call{}, holds: map[holdKey]int{}, unsure: map[holdKey]bool{}, exited: make(chan struct{})}
+	cmd := exec.Command(cfg.Argv[0], cfg.Argv[1:]...)
+	cmd.Stderr = logf
+	cmd.Env = os.Environ()
+	if cfg.ClockLib != "" {
+		c.clockFile = filepath.Join(dir, "clock.offset")
+		if err := clockshift.Set(c.clockFile, 0); err != nil {
+			return nil, err
+		}
+		cmd.Env = append(cmd.Env, clockshift.Env(cfg.ClockLib, c.clockFile)...)
+	}
+	if c.stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := node.StartChild(cmd); err != nil {
+		return nil, fmt.Errorf("client %s: start worker %q: %w", cfg.Client, strings.Join(cfg.Argv, " "), err)
+	}
+	c.cmd = cmd
+	go c.read(stdout)
+	go c.watch()
+
+	init := cfg.Init
+	init.Type, init.Protocol = sdk.TypeInit, sdk.Protocol
+	reply, err := c.call(init, nil)
+	switch {
+	case err != nil:
+	case reply.Type == sdk.TypeError && reply.Code != nil && *reply.Code == sdk.CodeNotSupported:
+		err = RefusedError{msg: fmt.Sprintf("client %s: the worker refused the run: %s", cfg.Client, reply.Text)}
+	case reply.Type == sdk.TypeError:
+		err = fmt.Errorf("client %s: the worker failed to start: %s", cfg.Client, reply.Text)
+	case reply.Type != "init_ok":
+		err = fmt.Errorf("client %s: worker answered init with %q", cfg.Client, reply.Type)
+	case init.Lock != nil && !slices.Contains(reply.Kinds, init.Lock.Kind):
+		err = RefusedError{fmt.Sprintf("client %s: worker %s %s cannot drive lock %s (it drives: %s; pick one with --lock)",
+			cfg.Client, reply.Library, reply.Version, init.Lock.Kind, strings.Join(reply.Kinds, ", ")), reply.Kinds}
+	}
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	c.Info = reply
+	c.caps = map[string]bool{}
+	for _, k := range reply.Caps {
+		c.caps[k] = true
+	}
+	return c, nil
+}
+
+// call writes req and waits for its reply. invoke, if set, runs just before the line is written (the
+// operation's invoke stamp); it does not run when the worker is already gone, and then the error is
+// definite (nothing was sent).
+func (c *Client) call(req sdk.Message, invoke func()) (sdk.Message, error) {
+	c.mu.Lock()
+	if c.dead != nil {
+		err := c.dead
+		c.mu.Unlock()
+		return sdk.Message{}, &Error{Client: c.cfg.Client, Code: -1, Text: err.Error(), sure: true}
+	}
+	c.nextID++
+	req.MsgID = c.nextID
+	opts := c.cfg.Init.Options
+	bound := c.cfg.Slack + time.Duration(req.WaitMs+req.LeaseMs)*time.Millisecond
+	if opts != nil {
+		bound += 4 * time.Duration(opts.TimeoutMs) * time.Millisecond
+	}
+	if req.Type == sdk.TypeInit {
+		bound += c.cfg.Startup
+	}
+	cl := &call{req: req, bound: bound, done: make(chan result, 1)}
+	c.pending[req.MsgID] = cl
+	cl.sent, cl.paused = time.Now(), c.pausedLocked(time.Now())
+	c.mu.Unlock()
+
+	line, _ := json.Marshal(req)
+	c.wmu.Lock()
+	if invoke != nil {
+		invoke()
+	}
+	_, werr := c.stdin.Write(append(line, '\n'))
+	c.wmu.Unlock()
+	if werr != nil {
+		// A closed pipe means the worker is gone; its exit is reported by read, which completes this call.
+		c.mu.Lock()
+		dead := c.dead
+		c.mu.Unlock()
+		if dead == nil {
+			go c.fail(fmt.Errorf("client %s: worker stopped reading its stdin: %v", c.cfg.Client, werr))
+		}
+	}
+	r := <-cl.done
+	return r.m, r.err
+}
+
+// pausedLocked is the total time the worker has spent frozen by lockcheck, up to now.
+func (c *Client) pausedLocked(now time.Time) time.Duration {
+	d := c.pausedTotal
+	if c.stopped {
+		d += now.Sub(c.stoppedAt)
+	}
+	return d
+}
+
+// read dispatches the worker's stdout: replies to their callers, events to the history. Anything that is
+// not a JSON object ends the worker.
+func (c *Client) read(stdout io.Reader) {
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 64<<10), maxLine+1)
+	for sc.Scan() {
+		line := sc.Bytes()
+		var m sdk.Message
+		if err := json.Unmarshal(line, &m); err != nil || !bytes.HasPrefix(bytes.TrimSpace(line), []byte("{")) {
+			c.fail(fmt.Errorf("client %s: worker printed a line that is not a JSON object: %q", c.cfg.Client, clip(line)))
+			break
+		}
+		if m.InReplyTo == 0 {
+			if m.Type != sdk.TypeEvent {
+				c.fail(fmt.Errorf("client %s: worker sent a %q message that answers nothing: %q", c.cfg.Client, m.Type, clip(line)))
+				break
+			}
+			c.event(m)
+			continue
+		}
+		c.mu.Lock()
+		cl := c.pending[m.InReplyTo]
+		delete(c.pending, m.InReplyTo)
+		c.mu.Unlock()
+		if cl == nil {
+			c.fail(fmt.Errorf("client %s: worker answered msg_id %d, which was not waiting for an answer", c.cfg.Client, m.InReplyTo))
+			break
+		}
+		if m.Type != sdk.TypeError && m.Type != cl.req.Type+"_ok" {
+			c.fail(fmt.Errorf("client %s: worker answered %s (msg_id %d) with %q", c.cfg.Client, cl.req.Type, m.InReplyTo, m.Type))
+			cl.done <- result{err: c.lostError()}
+			break
+		}
+		if granted(m) && c.armed.CompareAndSwap(true, false) {
+			c.freeze() // inside its critical section, as a GC pause after acquire would
+		}
+		cl.done <- result{m: m}
+	}
+	err := sc.Err()
+	waitErr := c.cmd.Wait()
+	close(c.exited)
+	c.mu.Lock()
+	closing, n := c.closing, len(c.pending)
+	c.mu.Unlock()
+	switch {
+	case errors.Is(err, bufio.ErrTooLong):
+		c.fail(fmt.Errorf("client %s: worker printed a line longer than 1 MiB", c.cfg.Client))
+	case closing:
+		c.fail(nil)
+	default:
+		status := "exit status 0"
+		if waitErr != nil {
+			status = waitErr.Error()
+		}
+		c.fail(fmt.Errorf("client %s: worker exited (%s) with %d request(s) unanswered", c.cfg.Client, status, n))
+	}
+}
+
+func clip(b []byte) string {
+	if len(b) > 120 {
+		return string(b[:120]) + "..."
+	}
+	return string(b)
+}
+
+// granted reports whether a reply grants a lock or permit (where an armed client-pause freezes it).
+func granted(m sdk.Message) bool {
+	switch m.Type {
+	case "acquire_ok", "acquire_permits_ok":
+		return m.Granted != nil && *m.Granted
+	case "acquire_permit_ok":
+		return m.Permit != nil && *m.Permit != ""
+	}
+	return false
+}
+
+// watch kills a worker that leaves a request unanswered past its bound, not counting time frozen.
+func (c *Client) watch() {
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.exited:
+			return
+		case now := <-t.C:
+			c.mu.Lock()
+			var late *call
+			var active time.Duration
+			paused := c.pausedLocked(now)
+			for _, cl := range c.pending {
+				if a := now.Sub(cl.sent) - (paused - cl.paused); a > cl.bound {
+					late, active = cl, a
+					break
+				}
+			}
+			c.mu.Unlock()
+			if late != nil {
+				c.fail(fmt.Errorf("client %s: worker left %s (msg_id %d, thread %d) unanswered for %s (bound %s)",
+					c.cfg.Client, late.req.Type, late.req.MsgID, late.req.Thread, active.Round(100*time.Millisecond), late.bound))
+				return
+			}
+		}
+	}
+}
+
+func (c *Client) lostError() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	text := "worker gone"
+	if c.dead != nil {
+		text = c.dead.Error()
+	}
+	return &Error{Client: c.cfg.Client, Code: -1, Text: text}
+}
+
+// fail ends the worker once: SIGKILL to its process group, every pending call completes with an
+// indefinite error, and OnFail hears why (err nil: a normal close).
+func (c *Client) fail(err error) {
+	c.mu.Lock()
+	if c.dead != nil {
+		c.mu.Unlock()
+		return
+	}
+	if err == nil {
+		c.dead = fmt.Errorf("client %s: worker closed", c.cfg.Client)
+	} else {
+		c.dead = err
+	}
+	pending := c.pending
+	c.pending = map[int64]*call{}
+	c.mu.Unlock()
+	c.kill()
+	for _, cl := range pending {
+		cl.done <- result{err: &Error{Client: c.cfg.Client, Code: -1, Text: c.dead.Error()}}
+	}
+	if err != nil && c.cfg.OnFail != nil {
+		c.cfg.OnFail(err)
+	}
+}
+
+// kill sends SIGKILL to the worker's process group (the worker and anything it started).
+func (c *Client) kill() {
+	if c.cmd != nil && c.cmd.Process != nil {
+		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+	}
+}
+
+// event records a worker's lost/renewed report; a log event goes to its stderr.log.
+func (c *Client) event(m sdk.Message) {
+	if m.Event == "log" {
+		if f, err := os.OpenFile(filepath.Join(c.cfg.Dir, "clients", c.cfg.Client, "stderr.log"),
+			os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
+			fmt.Fprintf(f, "event log: %s\n", m.Text)
+			f.Close()
+		}
+		return
+	}
+	key := m.Key
+	if key == "" && len(m.Keys) > 0 {
+		key = m.Keys[0]
+	}
+	c.cfg.Rec.Write(history.Record{Type: history.Event, Time: c.cfg.Rec.Clock.Now(), Client: c.cfg.Client,
+		Thread: m.Thread, Key: key, Owner: c.owner(m.Thread), F: m.Event, Detail: m.Text})
+}
+
+// Close shuts the worker down (stdin closed; SIGKILL 5 s later if it has not exited) and kills whatever
+// is left of its process group.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	c.closing = true
+	stopped := c.stopped
+	c.mu.Unlock()
+	if stopped {
+		c.cont()
+	}
+	_ = c.stdin.Close()
+	select {
+	case <-c.exited:
+	case <-time.After(5 * time.Second):
+		c.kill()
+		<-c.exited
+	}
+	c.kill() // children it left behind
+	return nil
+}
+
+// Name is the client's name in the history.
+func (c *Client) Name() string { return c.cfg.Client }
+
+// Gate holds the workload's thread while the worker is frozen.
+func (c *Client) Gate() *locks.Gate { return c.cfg.Gate }
+
+// Arm freezes the worker (SIGSTOP) right after its next grant is read, and the workload's thread at the
+// gate.
+func (c *Client) Arm() {
+	c.armed.Store(true)
+	c.cfg.Gate.Arm()
+}
+
+// Resume lets a frozen worker run (SIGCONT) and disarms it.
+func (c *Client) Resume() {
+	c.armed.Store(false)
+	c.cont()
+	c.cfg.Gate.Resume()
+}
+
+// SetClockOffset shifts the worker's wall clock (it was started with the clock library).
+func (c *Client) SetClockOffset(d time.Duration) {
+	if c.clockFile != "" {
+		_ = clockshift.Set(c.clockFile, d)
+	}
+}
+
+func (c *Client) freeze() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped || c.dead != nil {
+		return
+	}
+	if syscall.Kill(-c.cmd.Process.Pid, syscall.SIGSTOP) == nil {
+		c.stopped, c.stoppedAt = true, time.Now()
+	}
+}
+
+func (c *Client) cont() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.stopped {
+		return
+	}
+	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGCONT)
+	c.pausedTotal += time.Since(c.stoppedAt)
+	c.stopped = false
+}
+
+// Pid is the worker's process id (its process group's too).
+func (c *Client) Pid() int { return c.cmd.Process.Pid }

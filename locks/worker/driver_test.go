@@ -1,0 +1,290 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/locks"
+	"github.com/lockcheck/lockcheck/workers/sdk"
+)
+
+// The driver's mechanics are tested against this test binary run as a worker (LOCKCHECK_TEST_WORKER=1):
+// a lock that needs no Redis, whose acquire waits as long as it is told and reports events, so that
+// ordering, pauses and bounds are exact. The naive worker against real Redis is tested in cmd/lockcheck.
+func TestMain(m *testing.M) {
+	switch os.Getenv("LOCKCHECK_TEST_WORKER") {
+	case "mute": // never answers init
+		select {}
+	case "slow": // a runtime that takes a while to start
+		time.Sleep(time.Second)
+	}
+	if os.Getenv("LOCKCHECK_TEST_WORKER") != "" {
+		sdk.Serve(sdk.Worker{Library: "fake", Version: "0", Kinds: []string{"naive"}, Caps: []string{"events"},
+			Connect: func(_ context.Context, _ *sdk.Message, emit func(sdk.Message)) (sdk.Mutex, error) {
+				return &fake{emit: emit, held: map[string]*hold{}}, nil
+			}})
+	}
+	os.Exit(m.Run())
+}
+
+// fake is a re-entrant lock with leases, in the worker's memory.
+type fake struct {
+	emit func(sdk.Message)
+	mu   sync.Mutex
+	held map[string]*hold
+}
+
+type hold struct {
+	thread int64
+	n      int
+	until  time.Time
+}
+
+// get is the live hold on key, after expiring a lapsed one.
+func (f *fake) get(key string) *hold {
+	if h := f.held[key]; h != nil && time.Now().After(h.until) {
+		delete(f.held, key)
+	}
+	return f.held[key]
+}
+
+func (f *fake) Acquire(_ context.Context, thread int64, keys []string, wait, lease time.Duration) (sdk.Grant, error) {
+	if keys[0] == "hang" {
+		select {}
+	}
+	time.Sleep(wait) // a slow grant, so that a later request of another thread is answered first
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h := f.get(keys[0])
+	if h != nil && h.thread != thread {
+		return sdk.Grant{}, nil
+	}
+	if h == nil {
+		h = &hold{thread: thread}
+		f.held[keys[0]] = h
+	}
+	h.n++
+	h.until = time.Now().Add(lease)
+	f.emit(sdk.Message{Event: "renewed", Thread: thread, Key: keys[0], Text: "granted and renewed"})
+	return sdk.Grant{Granted: true, Token: 7}, nil
+}
+
+func (f *fake) Release(_ context.Context, thread int64, keys []string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h := f.get(keys[0])
+	if h == nil || h.thread != thread {
+		return sdk.ErrNotHeld
+	}
+	if h.n--; h.n == 0 {
+		delete(f.held, keys[0])
+	}
+	return nil
+}
+
+func (f *fake) Extend(context.Context, int64, []string, time.Duration) (bool, error) {
+	return false, nil
+}
+
+func startFake(t *testing.T, slack time.Duration) (*Client, *bytes.Buffer, chan error) {
+	t.Helper()
+	c, buf, failed, err := startWorker(t, "1", slack, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, buf, failed
+}
+
+func startWorker(t *testing.T, mode string, slack, startup time.Duration) (*Client, *bytes.Buffer, chan error, error) {
+	t.Helper()
+	t.Setenv("LOCKCHECK_TEST_WORKER", mode)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	failed := make(chan error, 1)
+	c, err := Start(Config{Client: "c1", Argv: []string{exe}, Dir: t.TempDir(), Rec: history.NewRecorder(&buf, history.NewClock()),
+		Init:  sdk.Message{Lock: &sdk.Lock{Kind: "naive", Family: "mutex"}, Options: &sdk.Options{LeaseMs: 1000, TimeoutMs: 10}},
+		Slack: slack, Startup: startup, OnFail: func(err error) { failed <- err }})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, &buf, failed, nil
+}
+
+func readHistory(t *testing.T, buf *bytes.Buffer) *history.History {
+	t.Helper()
+	h, err := history.Read(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// Replies are matched by msg_id, not order: a slow grant on one thread does not hold up another's
+// refusal, each is recorded with the outcome it got, and events land in the history.
+func TestRepliesMatchedByID(t *testing.T) {
+	c, buf, _ := startFake(t, time.Second)
+	ctx := context.Background()
+	slow := make(chan bool)
+	go func() {
+		ok, _ := c.Mutex([]string{"k"}, 1).TryLock(ctx, 300*time.Millisecond, 0)
+		slow <- ok
+	}()
+	time.Sleep(100 * time.Millisecond) // thread 1's request is written first
+	other := c.Mutex([]string{"k2"}, 2)
+	if ok, err := other.TryLock(ctx, 0, 0); !ok || err != nil {
+		t.Fatalf("thread 2: %v %v", ok, err)
+	}
+	if !<-slow {
+		t.Fatal("thread 1 was not granted")
+	}
+	if err := c.Mutex([]string{"k"}, 2).Unlock(ctx); err == nil || !strings.Contains(err.Error(), locks.ErrNotHeld.Error()) {
+		t.Fatalf("release by a non-holder: %v", err)
+	}
+	if tok := other.(locks.Fenced).Token(); tok != 7 {
+		t.Fatalf("token %d", tok)
+	}
+	h := readHistory(t, buf)
+	var order []int64
+	for _, o := range h.Ops {
+		if o.Invoke.F == "acquire" {
+			if o.Outcome() != history.Ok || o.Invoke.Args["lease_ms"] != 1000 {
+				t.Fatalf("acquire recorded as %+v / %+v", o.Invoke, o.Complete)
+			}
+			order = append(order, o.Invoke.Thread)
+			if o.Invoke.Thread == 2 && o.Complete.Time > h.Ops[0].Complete.Time {
+				t.Fatal("thread 2's grant completed after thread 1's slow one")
+			}
+		}
+		if o.Invoke.F == "release" && (o.Outcome() != history.Fail || o.Complete.Value == nil || *o.Complete.Value != -1) {
+			t.Fatalf("not-held release recorded as %+v", o.Complete)
+		}
+	}
+	if len(order) != 2 || order[0] != 1 {
+		t.Fatalf("acquires %v, want thread 1's invoked first", order)
+	}
+	if len(h.Events) != 2 || h.Events[0].F != "renewed" || h.Events[0].Client != "c1" {
+		t.Fatalf("events: %+v", h.Events)
+	}
+}
+
+// A request unanswered past its bound kills the worker: the pending operation ends unknown, OnFail
+// names it, and later calls fail at once, definitely.
+func TestUnansweredRequestKillsWorker(t *testing.T) {
+	c, buf, failed := startFake(t, 500*time.Millisecond)
+	_, err := c.Mutex([]string{"hang"}, 1).TryLock(context.Background(), 0, 0)
+	if err == nil || locks.Definite(err) {
+		t.Fatalf("hung acquire: %v", err)
+	}
+	select {
+	case ferr := <-failed:
+		if !strings.Contains(ferr.Error(), "client c1: worker left acquire") || !strings.Contains(ferr.Error(), "unanswered") {
+			t.Fatalf("OnFail: %v", ferr)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("OnFail not called")
+	}
+	if _, err := c.Mutex([]string{"k"}, 2).TryLock(context.Background(), 0, 0); err == nil || !locks.Definite(err) {
+		t.Fatalf("a call after the worker died: %v", err)
+	}
+	<-c.exited
+	h := readHistory(t, buf)
+	if len(h.Ops) != 1 || h.Ops[0].Outcome() != history.Unknown {
+		t.Fatalf("ops: %+v", h.Ops)
+	}
+}
+
+// Time the worker spends frozen by client-pause does not count against the bound: a request written
+// while it is frozen, answered after SIGCONT, is fine, however long the pause.
+func TestPausedTimeNotCounted(t *testing.T) {
+	c, _, failed := startFake(t, 500*time.Millisecond)
+	ctx := context.Background()
+	c.Arm()
+	if ok, err := c.Mutex([]string{"a"}, 1).TryLock(ctx, 0, 0); !ok || err != nil {
+		t.Fatalf("grant: %v %v", ok, err)
+	}
+	if !c.cfg.Gate.Granted() { // the workload's thread freezes at the gate, as with the Go clients
+		t.Fatal("the gate was not armed")
+	}
+	done := make(chan error)
+	go func() {
+		_, err := c.Mutex([]string{"b"}, 2).TryLock(ctx, 0, 10*time.Millisecond) // bound: 0.55 s
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("a frozen worker answered: %v", err)
+	case <-time.After(1500 * time.Millisecond): // three times the bound
+	}
+	c.Resume()
+	if err := <-done; err != nil {
+		t.Fatalf("after the pause: %v", err)
+	}
+	select {
+	case err := <-failed:
+		t.Fatalf("killed for a pause: %v", err)
+	default:
+	}
+}
+
+// A re-entrant hold whose outer lease ran out: the nested acquire is a fresh grant and its release frees
+// the lock, which lockcheck's count of holds cannot know. The history must not accuse the server of it
+// (the release's depth is recorded as uncertain); recorded as "still held" it made porcupine and
+// lost-lock report valid Redisson runs under client-pause as invalid.
+func TestLostOuterHoldIsNotAViolation(t *testing.T) {
+	c, buf, _ := startFake(t, time.Second)
+	ctx := context.Background()
+	outer := c.Mutex([]string{"k"}, 1)
+	if ok, _ := outer.TryLock(ctx, 0, 100*time.Millisecond); !ok {
+		t.Fatal("outer grant")
+	}
+	time.Sleep(150 * time.Millisecond) // the outer lease runs out
+	other := c.Mutex([]string{"k"}, 2)
+	if ok, _ := other.TryLock(ctx, 0, time.Second); !ok {
+		t.Fatal("another owner after the lease")
+	}
+	if err := other.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := outer.TryLock(ctx, 0, time.Second); !ok { // nested, to lockcheck; a fresh grant, to the lock
+		t.Fatal("nested grant")
+	}
+	if err := outer.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := outer.Unlock(ctx); !errors.Is(err, locks.ErrNotHeld) {
+		t.Fatalf("outer release: %v", err)
+	}
+	h := readHistory(t, buf)
+	if res := porcupine.CheckOperations(checker.MutexModel.ToModel(), checker.MutexOps(h)); res != true {
+		t.Fatal("porcupine: no legal order")
+	}
+	if r := (checker.LostLock{}).Check(ctx, h); r.Valid != checker.Valid {
+		t.Fatalf("lost-lock: %s", r.Violation)
+	}
+}
+
+// init gets the start-up allowance on top of a request's bound (a runtime starts first), and a worker
+// that never answers it is killed and named.
+func TestInitBound(t *testing.T) {
+	if _, _, _, err := startWorker(t, "slow", 200*time.Millisecond, 3*time.Second); err != nil {
+		t.Fatalf("a worker that starts in 1 s within a 3 s allowance: %v", err)
+	}
+	begin := time.Now()
+	_, _, _, err := startWorker(t, "mute", 200*time.Millisecond, 300*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "client c1: worker left init") || time.Since(begin) > 5*time.Second {
+		t.Fatalf("a worker that never answers init: %v after %s", err, time.Since(begin))
+	}
+}

@@ -1,0 +1,227 @@
+package worker
+
+import (
+	"context"
+	"debug/elf"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/lockcheck/lockcheck/kinds"
+)
+
+// Spec is one registered worker: a folder under workers/ whose build.sh VERSION OUTDIR leaves OUTDIR/run.
+type Spec struct {
+	Name     string
+	About    string
+	Folder   string // under workers/; builds are cached per folder and version
+	Language string
+	// DefaultVersion is the version built when none is asked for; "" reads Folder/DEFAULT_VERSION.
+	DefaultVersion string
+	Versions       []string // when set, the only versions there are
+	Args           []string // passed to OUTDIR/run
+	// ClientClock says whether the client-clock fault can shift the worker's clock (its runtime reads
+	// time through libc; a Go binary does not).
+	ClientClock bool
+	// Lock is the lock kind a run drives when --lock is not given.
+	Lock string
+	// Broken is set on negative controls: what is wrong; Flags are the fault-free run that shows it.
+	Broken string
+	Flags  []string
+}
+
+var specs = map[string]Spec{}
+
+// Register adds a worker, and lists it among the client providers that `lockcheck locks` shows.
+func Register(s Spec) {
+	specs[s.Name] = s
+	about := s.About + " (" + s.Language
+	if !s.ClientClock {
+		about += "; no client-clock"
+	}
+	kinds.RegisterProvider(kinds.Provider{Name: s.Name, About: about + ")", Locks: []string{s.Lock}, Broken: s.Broken})
+}
+
+// Names lists the registered workers.
+func Names() []string {
+	var out []string
+	for n := range specs {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Get returns the registered worker called name.
+func Get(name string) (Spec, bool) {
+	s, ok := specs[name]
+	return s, ok
+}
+
+// UnknownError is a worker name or version that does not exist (bad input).
+type UnknownError struct{ msg string }
+
+func (e UnknownError) Error() string { return e.msg }
+
+// Lookup finds NAME[@VERSION]: the spec and the version (the default when none is given).
+func Lookup(arg string) (Spec, string, error) {
+	name, version, _ := strings.Cut(arg, "@")
+	s, ok := specs[name]
+	if !ok {
+		return Spec{}, "", UnknownError{fmt.Sprintf("--client %s: no such worker (have: %s; or run your own with --client-cmd)",
+			name, strings.Join(Names(), ", "))}
+	}
+	if version == "" {
+		version = s.DefaultVersion
+	}
+	if version == "" {
+		dir, err := Folder(s.Folder)
+		if err == nil {
+			b, rerr := os.ReadFile(filepath.Join(dir, "DEFAULT_VERSION"))
+			err = rerr
+			version = strings.TrimSpace(string(b))
+		}
+		if err != nil || version == "" {
+			return Spec{}, "", UnknownError{fmt.Sprintf("--client %s: no version given and no default (%v): use %s@VERSION", name, err, name)}
+		}
+	}
+	if len(s.Versions) > 0 && !slices.Contains(s.Versions, version) {
+		return Spec{}, "", UnknownError{fmt.Sprintf("--client %s@%s: no such version (have: %s)", name, version, strings.Join(s.Versions, ", "))}
+	}
+	return s, version, nil
+}
+
+// Folder finds workers/<folder>: under $LOCKCHECK_WORKERS, the working directory, beside the executable
+// (bin/../workers) or the source tree lockcheck was built from.
+func Folder(folder string) (string, error) {
+	var roots []string
+	if r := os.Getenv("LOCKCHECK_WORKERS"); r != "" {
+		roots = append(roots, r)
+	}
+	roots = append(roots, "workers")
+	if exe, err := os.Executable(); err == nil {
+		roots = append(roots, filepath.Join(filepath.Dir(exe), "..", "workers"))
+	}
+	if _, file, _, ok := runtime.Caller(0); ok {
+		roots = append(roots, filepath.Join(filepath.Dir(file), "..", "..", "workers"))
+	}
+	for _, r := range roots {
+		d := filepath.Join(r, folder)
+		if _, err := os.Stat(filepath.Join(d, "build.sh")); err == nil {
+			return filepath.Abs(d)
+		}
+	}
+	return "", fmt.Errorf("no workers/%s/build.sh found (run from a lockcheck checkout or set LOCKCHECK_WORKERS)", folder)
+}
+
+// CacheDir is $LOCKCHECK_CACHE, or ~/.cache/lockcheck.
+func CacheDir() string {
+	if d := os.Getenv("LOCKCHECK_CACHE"); d != "" {
+		return d
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "lockcheck")
+	}
+	return filepath.Join(os.TempDir(), "lockcheck-cache")
+}
+
+// Build returns the command that starts the worker, building it on first use into
+// CacheDir()/workers/<folder>/<version>/ under a lock file, so that parallel runs build once. It says one
+// line on say while it builds. A failed build is not cached (the next use builds again) and names its log.
+func Build(ctx context.Context, s Spec, version string, say io.Writer) ([]string, error) {
+	src, err := Folder(s.Folder)
+	if err != nil {
+		return nil, err
+	}
+	base := filepath.Join(CacheDir(), "workers", s.Folder)
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return nil, err
+	}
+	out := filepath.Join(base, version)
+	argv := append([]string{filepath.Join(out, "run")}, s.Args...)
+	lock, err := os.OpenFile(out+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return nil, err
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	if _, err := os.Stat(filepath.Join(out, ".built")); err == nil {
+		return argv, nil
+	}
+	_ = os.RemoveAll(out) // a build that died half-way
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(say, "lockcheck: building worker %s@%s into %s (first use; cached after)\n", s.Name, version, out)
+	logPath := out + ".build.log"
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(src, "build.sh"), version, out)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = src, logf, logf
+	err = cmd.Run()
+	logf.Close()
+	if err == nil {
+		if _, serr := os.Stat(argv[0]); serr != nil {
+			err = fmt.Errorf("it left no %s", argv[0])
+		}
+	}
+	if err != nil { // not marked built: the next use builds afresh; the folder keeps the build's own logs
+		return nil, fmt.Errorf("building worker %s@%s failed (%v): %s; full log in %s", s.Name, version, err,
+			lastLine(logPath), logPath)
+	}
+	return argv, os.WriteFile(filepath.Join(out, ".built"), nil, 0o644)
+}
+
+func lastLine(path string) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// Shiftable reports whether the client-clock fault can shift the clock of the program argv starts: not a
+// Go binary (its runtime reads the clock through the vDSO itself) nor a statically linked one (nothing to
+// preload into). A script or another dynamic executable is taken to read time through libc.
+func Shiftable(argv []string) (bool, string) {
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return true, "" // found out when it starts
+	}
+	f, err := elf.Open(path)
+	if err != nil {
+		return true, "" // not ELF: a script, whose interpreter is
+	}
+	defer f.Close()
+	if f.Section(".go.buildinfo") != nil || f.Section(".note.go.buildid") != nil {
+		return false, path + " is a Go binary, which reads the clock without libc"
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return true, ""
+		}
+	}
+	return false, path + " is statically linked"
+}
+
+func init() {
+	flags := []string{"--lease", "300ms", "--hold", "400ms-1s"}
+	Register(Spec{Name: "naive", Folder: "naive", Language: "go", Versions: []string{"1"}, DefaultVersion: "1",
+		Lock: "naive", Flags: flags, About: "reference worker: SET NX PX, unconditional DEL (negative control of the protocol)",
+		Broken: "lets a holder that outlives its lease delete the next holder's lock"})
+	Register(Spec{Name: "naive-safe", Folder: "naive", Language: "go", Versions: []string{"1"}, DefaultVersion: "1",
+		Args: []string{"--safe"}, Lock: "naive", // with a lease longer than the holds (the defaults), it is safe
+		About: "reference worker: SET NX PX, compare-and-delete release (the control's safe twin)"})
+	Register(Spec{Name: "redisson", Folder: "redisson", Language: "java", ClientClock: true, Lock: "reentrant",
+		About: "Redisson (Java): the real library, built with Maven per version"})
+}

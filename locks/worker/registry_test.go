@@ -1,0 +1,103 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func testCache(t *testing.T) string {
+	t.Helper()
+	cache := t.TempDir()
+	t.Setenv("LOCKCHECK_CACHE", cache)
+	t.Setenv("LOCKCHECK_WORKERS", filepath.Join("testdata", "workers"))
+	return cache
+}
+
+// Parallel first uses build once (the lock file), and a cached build starts without building.
+func TestBuildOnceInParallel(t *testing.T) {
+	cache := testCache(t)
+	s := Spec{Name: "counting", Folder: "counting", Versions: []string{"7"}}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var said bytes.Buffer
+	errs := make([]error, 3)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var out bytes.Buffer
+			_, errs[i] = Build(context.Background(), s, "7", &out)
+			mu.Lock()
+			said.Write(out.Bytes())
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(cache, "workers", "counting", "builds.count"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "\n"); n != 1 {
+		t.Fatalf("built %d times, want once", n)
+	}
+	if n := strings.Count(said.String(), "building worker counting@7"); n != 1 {
+		t.Fatalf("said it was building %d times: %q", n, said.String())
+	}
+	argv, err := Build(context.Background(), s, "7", &said)
+	if err != nil || !strings.HasSuffix(argv[0], filepath.Join("counting", "7", "run")) {
+		t.Fatalf("cached build: %v %v", argv, err)
+	}
+}
+
+// A failed build names the version, its last line and its log, and is not cached: the next use builds
+// again.
+func TestBuildFailure(t *testing.T) {
+	testCache(t)
+	s := Spec{Name: "failing", Folder: "failing"}
+	for range 2 {
+		var said bytes.Buffer
+		_, err := Build(context.Background(), s, "9.9", &said)
+		if err == nil || !strings.Contains(err.Error(), "failing@9.9") || !strings.Contains(err.Error(), "version 9.9 not found") ||
+			!strings.Contains(err.Error(), "build.log") {
+			t.Fatalf("error: %v", err)
+		}
+		if !strings.Contains(said.String(), "building worker failing@9.9") {
+			t.Fatalf("a failed build was cached: %q", said.String())
+		}
+	}
+}
+
+func TestLookup(t *testing.T) {
+	var unknown UnknownError
+	for _, arg := range []string{"nosuch", "naive@2"} {
+		if _, _, err := Lookup(arg); !errors.As(err, &unknown) {
+			t.Fatalf("%s: %v, want an UnknownError", arg, err)
+		}
+	}
+	s, v, err := Lookup("naive-safe")
+	if err != nil || v != "1" || s.Folder != "naive" || len(s.Args) != 1 {
+		t.Fatalf("naive-safe: %+v %s %v", s, v, err)
+	}
+}
+
+// A Go binary (this test) cannot have its clock shifted through LD_PRELOAD; a dynamic C program can.
+func TestShiftable(t *testing.T) {
+	exe, _ := os.Executable()
+	if ok, why := Shiftable([]string{exe}); ok || !strings.Contains(why, "Go binary") {
+		t.Fatalf("go binary: %v %q", ok, why)
+	}
+	if ok, why := Shiftable([]string{"sh"}); !ok {
+		t.Fatalf("sh: %q", why)
+	}
+}

@@ -1,0 +1,239 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/kinds"
+	"github.com/lockcheck/lockcheck/locks"
+	"github.com/lockcheck/lockcheck/locks/worker"
+	"github.com/lockcheck/lockcheck/topology"
+	"github.com/lockcheck/lockcheck/workers/sdk"
+)
+
+// WorkerOptions pick an out-of-process lock client (docs/protocol.md) instead of the Go one.
+type WorkerOptions struct {
+	Client  string   // --client NAME[@VERSION]: a registered worker, built on first use
+	Cmd     string   // --client-cmd "CMD ARGS": any worker command
+	Options []string // --client-option k=v: the library's own settings
+}
+
+// ClientMeta names the worker of a run in its meta record, from its init_ok.
+type ClientMeta struct {
+	Name    string   `json:"name"` // the registered name, or "cmd"
+	Command string   `json:"command"`
+	Library string   `json:"library"`
+	Version string   `json:"version"`
+	Runtime string   `json:"runtime,omitempty"`
+	Kinds   []string `json:"kinds,omitempty"`
+	Caps    []string `json:"caps,omitempty"`
+	Broken  string   `json:"broken,omitempty"` // a negative control's flaw
+	// StartupMs is how long the workers took to start and answer init (all at once).
+	StartupMs int64 `json:"startup_ms,omitempty"`
+}
+
+// workerPlan is a resolved worker: the command and what it supports.
+type workerPlan struct {
+	name, version string
+	spec          worker.Spec
+	argv          []string
+	libOpts       map[string]string
+	mu            sync.Mutex
+	info          *sdk.Message // the first init_ok
+	began         time.Time    // when the workers were started
+	ready         time.Duration
+}
+
+func (w WorkerOptions) active() bool { return w.Client != "" || w.Cmd != "" }
+
+// planWorker checks the worker flags against the faults and builds the worker if it is not cached. It
+// returns nil when the run uses the Go clients.
+func (o Options) planWorker(ctx context.Context, faults []string, stderr io.Writer) (*workerPlan, error) {
+	w := o.Worker
+	if !w.active() {
+		if len(w.Options) > 0 {
+			return nil, usagef("--client-option is for a worker: give --client or --client-cmd")
+		}
+		return nil, nil
+	}
+	if w.Client != "" && w.Cmd != "" {
+		return nil, usagef("--client and --client-cmd both name a worker: give one")
+	}
+	if o.Backend == BackendDocker {
+		return nil, usagef("--client runs workers as local processes: not with --backend docker")
+	}
+	if o.Scripts != "" {
+		return nil, usagef("--scripts replaces the Go locks' scripts; a worker runs its library's own")
+	}
+	p := &workerPlan{name: "cmd", libOpts: map[string]string{}}
+	for _, kv := range w.Options {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usagef("--client-option %q: want KEY=VALUE", kv)
+		}
+		p.libOpts[k] = v
+	}
+	clock := slices.Contains(faults, "client-clock")
+	if w.Cmd != "" {
+		argv, err := splitCommand(w.Cmd)
+		if err != nil || len(argv) == 0 {
+			return nil, usagef("--client-cmd %q: want a command line", w.Cmd)
+		}
+		if ok, why := worker.Shiftable(argv); clock && !ok {
+			return nil, usagef("--nemesis client-clock cannot shift this worker's clock: %s", why)
+		}
+		p.argv = argv
+		return p, nil
+	}
+	spec, version, err := worker.Lookup(w.Client)
+	if err != nil {
+		return nil, UsageError{err}
+	}
+	if clock && !spec.ClientClock {
+		return nil, usagef("--nemesis client-clock cannot shift the clock of worker %s (%s: its runtime does not read time through libc)",
+			spec.Name, spec.Language)
+	}
+	p.name, p.version, p.spec = spec.Name, version, spec
+	if p.argv, err = worker.Build(ctx, spec, version, stderr); err != nil {
+		return nil, err // a failed build is the harness's (255)
+	}
+	return p, nil
+}
+
+// factory starts one worker per lockcheck client, with init built from the topology: the client's own
+// proxies, the map from announced addresses to them, and the run's options. fail hears of a worker that
+// died or misbehaved. All the workers start at once on the first call (a JVM takes seconds to start);
+// each call returns its client's. After a failure the workers not yet handed out are closed.
+func (p *workerPlan) factory(o Options, kind *kinds.Kind, topo *topology.Topology, dir, clockLib string,
+	rec *history.Recorder, gates map[string]*locks.Gate, fail func(error)) func(locks.Env) (locks.Client, error) {
+	type started struct {
+		c   *worker.Client
+		err error
+	}
+	var once sync.Once
+	var mu sync.Mutex
+	results := map[string]chan started{}
+	readers := worker.NewReaders()
+	start := func(client string) (*worker.Client, error) {
+		addrs := topo.Addrs(client)
+		t := &sdk.Topology{Kind: o.Topology, NAT: topo.NAT(client)}
+		for i, n := range topo.NodeNames() {
+			if i < len(addrs) {
+				t.Nodes = append(t.Nodes, sdk.Node{Name: n, Addr: addrs[i]})
+			}
+		}
+		if o.Topology == topology.Sentinel {
+			t.Sentinels, t.MasterName = topo.SentinelAddrs(), topo.MasterName()
+		}
+		init := sdk.Message{Client: client, Seed: o.Seed, Topology: t, Password: topo.Password,
+			Lock: &sdk.Lock{Kind: kind.Name, Family: kind.Family.Name},
+			Options: &sdk.Options{LeaseMs: o.Lease.Milliseconds(), WatchdogMs: o.Watchdog.Milliseconds(),
+				WaitMs: o.Wait.Milliseconds(), TimeoutMs: o.Timeout.Milliseconds()},
+			LibraryOptions: p.libOpts}
+		return worker.Start(worker.Config{Client: client, Argv: p.argv, Dir: dir, ClockLib: clockLib, Init: init,
+			Rec: rec, Gate: gates[client], OnFail: fail, Readers: readers})
+	}
+	return func(e locks.Env) (locks.Client, error) {
+		once.Do(func() {
+			p.began = time.Now()
+			mu.Lock()
+			defer mu.Unlock()
+			for c := range gates {
+				ch := make(chan started, 1)
+				results[c] = ch
+				go func() {
+					cl, err := start(c)
+					ch <- started{cl, err}
+				}()
+			}
+		})
+		mu.Lock()
+		ch := results[e.Client]
+		delete(results, e.Client)
+		mu.Unlock()
+		if ch == nil {
+			return nil, fmt.Errorf("client %s: no worker was started for it", e.Client)
+		}
+		r := <-ch
+		if r.err != nil {
+			mu.Lock()
+			rest := results
+			results = nil
+			mu.Unlock()
+			for _, ch := range rest { // the run ends here: nobody will close these
+				if o := <-ch; o.c != nil {
+					o.c.Close()
+				}
+			}
+			var refused worker.RefusedError
+			if errors.As(r.err, &refused) {
+				return nil, UsageError{r.err}
+			}
+			return nil, r.err
+		}
+		p.mu.Lock()
+		if p.info == nil {
+			p.info = &r.c.Info
+		}
+		p.ready = time.Since(p.began)
+		p.mu.Unlock()
+		return r.c, nil
+	}
+}
+
+// describe names the worker in the meta record and its versions, and says how long the workers took.
+func (p *workerPlan) describe(m *Meta, stderr io.Writer) {
+	if p == nil || p.info == nil {
+		return
+	}
+	m.Client = &ClientMeta{Name: p.name, Command: strings.Join(p.argv, " "), Library: p.info.Library,
+		Version: p.info.Version, Runtime: p.info.Runtime, Kinds: p.info.Kinds, Caps: p.info.Caps, Broken: p.spec.Broken,
+		StartupMs: max(p.ready.Milliseconds(), 1)}
+	m.Versions["client"] = fmt.Sprintf("%s %s", p.info.Library, p.info.Version)
+	what := p.info.Library + " " + p.info.Version
+	if p.info.Runtime != "" {
+		what += ", " + p.info.Runtime
+	}
+	fmt.Fprintf(stderr, "lockcheck: workers (%s) answered init in %s\n", what, p.ready.Round(time.Millisecond))
+}
+
+// splitCommand splits a command line on spaces, keeping quoted ('...' or "...") parts whole.
+func splitCommand(s string) ([]string, error) {
+	var out []string
+	var cur strings.Builder
+	var quote rune
+	in := false
+	for _, r := range s {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			cur.WriteRune(r)
+		case r == '\'' || r == '"':
+			quote, in = r, true
+		case r == ' ' || r == '\t':
+			if in {
+				out = append(out, cur.String())
+				cur.Reset()
+				in = false
+			}
+		default:
+			cur.WriteRune(r)
+			in = true
+		}
+	}
+	if quote != 0 {
+		return nil, fmt.Errorf("unclosed quote")
+	}
+	if in {
+		out = append(out, cur.String())
+	}
+	return out, nil
+}
