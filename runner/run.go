@@ -152,6 +152,11 @@ func execute(ctx context.Context, t *Test, dir string, rec *history.Recorder, me
 		return err
 	}
 	defer topo.Stop()
+	if t.Kind.Prepare != nil { // before the meta record: a failure leaves nothing to judge
+		if err := t.Kind.Prepare(ctx, topo.Addrs(spec.Clients[0])[0], topo.Password); err != nil {
+			return UsageError{err}
+		}
+	}
 	meta.StartupMs = max(topo.Startup.Milliseconds(), 1)
 	data, _ := json.Marshal(meta)
 	rec.Write(history.Record{Type: history.Meta, Time: rec.Clock.Now(), Data: data})
