@@ -65,8 +65,7 @@ func (s *Spec) LoadScripts(ctx context.Context, addr, password string) error {
 			if !errors.As(err, &rerr) {
 				return fmt.Errorf("%s: operation %s: SCRIPT LOAD on %s: %v", s.Path, name, addr, err)
 			}
-			return fmt.Errorf("%s: operation %s: script %s does not compile: %s", s.Path, name, op.Source,
-				oneLine(err.Error()))
+			return fmt.Errorf("%s: operation %s: %s does not compile: %s", s.Path, name, op.where(), oneLine(err.Error()))
 		}
 	}
 	return nil
@@ -296,4 +295,12 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// where names the script in errors: its file, or inline.
+func (op *Op) where() string {
+	if op.Source == "inline" {
+		return "its inline script"
+	}
+	return "script " + op.Source
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
@@ -198,7 +199,13 @@ func parse(b []byte, path, dir string) (*Spec, error) {
 	for _, f := range fo.fields {
 		allowedPH[f] = true
 	}
-	for name, ro := range r.Operations {
+	names := make([]string, 0, len(r.Operations))
+	for name := range r.Operations {
+		names = append(names, name)
+	}
+	sort.Strings(names) // one error, the same each time
+	for _, name := range names {
+		ro := r.Operations[name]
 		canon := name
 		if a, ok := opAlias[name]; ok {
 			canon = a
