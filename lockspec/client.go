@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockcheck/lockcheck/history"
@@ -105,6 +106,7 @@ type client struct {
 	scripts map[string]*redis.Script
 	sh      *shared
 	wd      *watchdog
+	holds   atomic.Int64
 }
 
 func (s *Spec) newClient(e locks.Env, sh *shared) *client {
@@ -303,4 +305,14 @@ func (op *Op) where() string {
 		return "its inline script"
 	}
 	return "script " + op.Source
+}
+
+// usesToken reports whether the operation passes {{token}}, which then names the hold in Redis.
+func (op *Op) usesToken() bool {
+	for _, t := range append(append([]template{}, op.Keys...), op.Argv...) {
+		if t.uses("token") {
+			return true
+		}
+	}
+	return false
 }

@@ -3,6 +3,7 @@ package lockspec
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"time"
 
@@ -18,8 +19,9 @@ type mutex struct {
 	thread   int64
 	acquireO *Op
 	releaseO *Op
-	read     bool // a read-write lock's read half (recorded with args.read)
-	write    bool // its write half (recorded owner <id>:<thread>:write, as the family expects)
+	read     bool   // a read-write lock's read half (recorded with args.read)
+	write    bool   // its write half (recorded owner <id>:<thread>:write, as the family expects)
+	hold     string // ".<n>", this hold's number, where the acquire names holds by {{token}}
 	mu       sync.Mutex
 	token    string
 	lease    time.Duration
@@ -33,16 +35,28 @@ var (
 
 // Mutex hands out the spec's mutex on keys[0].
 func (c *client) Mutex(keys []string, thread int64) locks.Mutex {
-	return &mutex{c: c, key: keys[0], thread: thread, acquireO: c.s.Ops["acquire"], releaseO: c.s.Ops["release"]}
+	return c.newMutex(&mutex{key: keys[0], thread: thread, acquireO: c.s.Ops["acquire"], releaseO: c.s.Ops["release"]})
+}
+
+// newMutex numbers the hold when the acquire stores {{token}}: each hold is then its own owner to the
+// checkers, as it is to Redis, so a thread refused by its own earlier hold (one whose acquire timed out
+// but ran) is no re-entry the model would expect to be granted. A lock that names holders by {{owner}}
+// alone is one owner per thread. The workload makes a new lock value for each acquisition.
+func (c *client) newMutex(l *mutex) *mutex {
+	l.c = c
+	if l.acquireO.usesToken() {
+		l.hold = "." + strconv.FormatInt(c.holds.Add(1), 10)
+	}
+	return l
 }
 
 func (l *mutex) Key() string { return l.key }
 
 func (l *mutex) Owner() string {
 	if l.write {
-		return l.c.owner(l.thread) + ":write"
+		return l.c.owner(l.thread) + l.hold + ":write"
 	}
-	return l.c.owner(l.thread)
+	return l.c.owner(l.thread) + l.hold
 }
 
 func (l *mutex) call(op *Op, f string, lease time.Duration) call {
@@ -97,13 +111,13 @@ func (l *mutex) extend(ctx context.Context) (bool, error) {
 type rwClient struct{ *client }
 
 func (c rwClient) ReadLock(key string, thread int64) locks.Mutex {
-	return &mutex{c: c.client, key: key, thread: thread, read: true, acquireO: c.s.Ops["read_acquire"],
-		releaseO: c.s.Ops["read_release"]}
+	return c.newMutex(&mutex{key: key, thread: thread, read: true, acquireO: c.s.Ops["read_acquire"],
+		releaseO: c.s.Ops["read_release"]})
 }
 
 func (c rwClient) WriteLock(key string, thread int64) locks.Mutex {
-	return &mutex{c: c.client, key: key, thread: thread, write: true, acquireO: c.s.Ops["write_acquire"],
-		releaseO: c.s.Ops["write_release"]}
+	return c.newMutex(&mutex{key: key, thread: thread, write: true, acquireO: c.s.Ops["write_acquire"],
+		releaseO: c.s.Ops["write_release"]})
 }
 
 // watchdog renews, every spec watchdog period, each hold taken without a lease, until it is released or
