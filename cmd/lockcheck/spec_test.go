@@ -120,7 +120,9 @@ func TestLockSpecBrokenTwinFlagged(t *testing.T) {
 // A bad spec is refused before anything starts: exit 254 and one line naming the file and operation.
 func TestLockSpecBadSpec(t *testing.T) {
 	bin := buildBinary(t)
-	spec := writeSpec(t, "setnx.yaml", func(s string) string { return strings.Replace(s, `"{{token}}", "{{lease_ms}}"`, `"{{tokn}}", "{{lease_ms}}"`, 1) })
+	spec := writeSpec(t, "setnx.yaml", func(s string) string {
+		return strings.Replace(s, `"{{token}}", "{{lease_ms}}"`, `"{{tokn}}", "{{lease_ms}}"`, 1)
+	})
 	root := t.TempDir()
 	code, out, errs := runBinary(t, bin, "run", "--lock-spec", spec, "--time", "3s", "--quiet", "1s", "--results", root)
 	if code != exitUsage {
