@@ -24,3 +24,14 @@ func useLockSpec(cmd *cobra.Command, path string, o *runner.Options) error {
 	o.Lock = k.Name
 	return nil
 }
+
+// listLockSpec registers a spec's lock for `lockcheck locks --lock-spec FILE`.
+func listLockSpec(path string) error {
+	if path == "" {
+		return nil
+	}
+	if _, err := lockspec.Register(path); err != nil {
+		return runner.UsageError{Err: err}
+	}
+	return nil
+}

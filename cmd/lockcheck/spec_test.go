@@ -181,3 +181,29 @@ func TestLockSpecScriptSyntaxError(t *testing.T) {
 		t.Fatalf("redis-server on port %s outlived the refused run", port)
 	}
 }
+
+// `lockcheck locks --lock-spec FILE` lists the spec's lock with its family; a bad spec is bad input.
+func TestLocksListsASpecLock(t *testing.T) {
+	if err := listLockSpec(filepath.Join("..", "..", "examples", "locks", "rwlock.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := writeLocks(&b); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, line := range strings.Split(b.String(), "\n") {
+		if f := strings.Fields(line); len(f) > 2 && f[0] == "rwlock-zset" {
+			found = f[1] == "rwlock"
+		}
+	}
+	if !found {
+		t.Fatalf("rwlock-zset is not listed as an rwlock:\n%s", b.String())
+	}
+	if err := listLockSpec("nope.yaml"); err == nil || !strings.Contains(err.Error(), "nope.yaml") {
+		t.Fatalf("a missing spec: %v", err)
+	}
+	if code := execute(t.Context(), []string{"locks", "--lock-spec", "nope.yaml"}); code != exitUsage {
+		t.Fatalf("exit %d", code)
+	}
+}
