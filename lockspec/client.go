@@ -107,6 +107,15 @@ type client struct {
 	sh      *shared
 	wd      *watchdog
 	holds   atomic.Int64
+	broken  atomic.Int64 // commands in a row whose outcome is unknown
+}
+
+// backoff is how long an acquire waits after a command whose outcome is unknown: retry_delay, doubling
+// with each such command in a row, at most 1 s, as client libraries back off a broken connection.
+// Without it every client spins on a killed node and each spin is one more unknown outcome.
+func (c *client) backoff() time.Duration {
+	n := min(max(c.broken.Load()-1, 0), 10)
+	return max(min(c.s.RetryDelay<<n, time.Second), c.s.RetryDelay)
 }
 
 func (s *Spec) newClient(e locks.Env, sh *shared) *client {
@@ -203,10 +212,12 @@ func (c *client) run(ctx context.Context, x call) (Outcome, int64, error) {
 		if locks.Definite(err) {
 			op.Fail(nil, err)
 		} else {
+			c.broken.Add(1)
 			op.Unknown(err)
 		}
 		return "", 0, err
 	}
+	c.broken.Store(0)
 	out, ok := x.op.Reply.classify(reply)
 	if !ok {
 		err := fmt.Errorf("%s: %w: %s", x.op.Name, ErrNoMatch, describe(reply))
@@ -271,12 +282,18 @@ func (c *client) acquire(ctx context.Context, x call, wait time.Duration) (bool,
 	for {
 		out, n, err := c.run(ctx, x)
 		switch {
-		case err != nil && (locks.Definite(err) || errors.Is(err, ErrNoMatch) || !c.s.RetryAmbiguous):
+		case err != nil && (locks.Definite(err) || errors.Is(err, ErrNoMatch)):
+			return false, err
+		case err != nil && !c.s.RetryAmbiguous:
+			sleepCtx(ctx, c.backoff()) // the connection just broke: no spinning on a dead node
 			return false, err
 		case err == nil && out == Granted:
 			return true, nil
 		}
 		d := c.s.RetryDelay
+		if err != nil {
+			d = c.backoff()
+		}
 		if out == TTL && n >= 0 && time.Duration(n)*time.Millisecond < d {
 			d = max(time.Duration(n)*time.Millisecond, time.Millisecond)
 		}
