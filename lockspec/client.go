@@ -30,8 +30,12 @@ func (s *Spec) Kind() kinds.Kind {
 		about = fmt.Sprintf("a %s from the lock spec %s", s.Family.Name, s.Path)
 	}
 	sh := &shared{permits: map[string]int64{}}
+	prepare := func(ctx context.Context, addr, password string) error {
+		sh.reset() // once per run, before its clients
+		return s.LoadScripts(ctx, addr, password)
+	}
 	return kinds.Kind{Name: s.Name, About: about, Family: s.Family, Watchdog: s.WatchdogEvery > 0,
-		Topology: topology.Single, Broken: s.Broken, Flags: s.Flags, Prepare: s.LoadScripts,
+		Topology: topology.Single, Broken: s.Broken, Flags: s.Flags, Prepare: prepare,
 		New: func(e locks.Env) (locks.Client, error) {
 			c := s.newClient(e, sh)
 			switch s.Family {
@@ -86,6 +90,12 @@ func (s *Spec) opNames() []string {
 type shared struct {
 	mu      sync.Mutex
 	permits map[string]int64
+}
+
+func (sh *shared) reset() {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.permits = map[string]int64{}
 }
 
 func (sh *shared) capacity(key string) int64 {
