@@ -160,3 +160,29 @@ func TestSemaphoreRecords(t *testing.T) {
 		t.Fatalf("recorded %v, want %v", got, want)
 	}
 }
+
+// The template values of a call: the key and its hash tag, owner, token, lease in ms and in whole seconds
+// rounded up, the capacity; a now_ms token is the client's clock.
+func TestTemplateValues(t *testing.T) {
+	c := &client{s: &Spec{Token: "now_ms"}, id: "abc", sh: &shared{permits: map[string]int64{"k": 3}}}
+	v := c.values(call{key: "k", thread: 2, token: "tok", lease: 1500 * time.Millisecond})
+	for name, want := range map[string]string{"key": "k", "tag": "{k}", "owner": "abc:2", "token": "tok",
+		"lease_ms": "1500", "lease_s": "2", "permits": "3", "n": "1"} {
+		if v[name] != want {
+			t.Errorf("{{%s}} = %q, want %q", name, v[name], want)
+		}
+	}
+	if v := c.values(call{lease: 200 * time.Millisecond}); v["lease_s"] != "1" {
+		t.Errorf("a 200ms lease in seconds: %s", v["lease_s"])
+	}
+	for _, s := range []string{v["now_ms"], c.newToken()} {
+		ms, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || time.Since(time.UnixMilli(ms)).Abs() > time.Minute {
+			t.Errorf("%q is not the client's clock in ms", s)
+		}
+	}
+	c.s.Token = "random"
+	if a, b := c.newToken(), c.newToken(); len(a) != 32 || a == b {
+		t.Errorf("random tokens %q %q", a, b)
+	}
+}
