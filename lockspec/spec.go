@@ -210,7 +210,7 @@ func parse(b []byte, path, dir string) (*Spec, error) {
 		if a, ok := opAlias[name]; ok {
 			canon = a
 		}
-		if !contains2(fo.required, canon) && !contains2(fo.optional, canon) {
+		if !listed(fo.required, canon) && !listed(fo.optional, canon) {
 			return nil, fmt.Errorf("operation %s: not an operation of a %s (have: %s)", name, fam,
 				strings.Join(append(append([]string{}, fo.required...), fo.optional...), ", "))
 		}
@@ -330,7 +330,7 @@ func parseOp(name string, ro *rawOp, dir string, allowed map[string]bool) (*Op, 
 	return op, nil
 }
 
-func contains2(ss []string, s string) bool {
+func listed(ss []string, s string) bool {
 	for _, x := range ss {
 		if x == s {
 			return true
