@@ -95,6 +95,18 @@ func TestMutexRecords(t *testing.T) {
 	if a2.Owner() == a.Owner() {
 		t.Fatalf("two holds of one thread share the owner %s", a.Owner())
 	}
+	// A lock that stores {{owner}} instead is one owner per thread, as it is to Redis.
+	byOwner := strings.ReplaceAll(base, "{{token}}", "{{owner}}")
+	s, err := Parse([]byte(byOwner), "t.yaml", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s.newClient(locks.Env{Client: "c9", Addrs: []string{"127.0.0.1:1"}, Redisson: locks.DefaultRedissonConfig()},
+		&shared{permits: map[string]int64{}})
+	defer c.Close()
+	if o1, o2 := c.Mutex([]string{"k"}, 1).Owner(), c.Mutex([]string{"k"}, 1).Owner(); o1 != o2 || o1 != c.id+":1" {
+		t.Fatalf("owners %s and %s, want %s:1", o1, o2, c.id)
+	}
 	h := hist()
 	got := outcomes(h)
 	if len(got) != 4 || got[0] != "acquire ok 1" || got[2] != "release fail -1" || got[3] != "release ok 1" ||

@@ -56,6 +56,9 @@ func TestSpecErrors(t *testing.T) {
 		{"unclosed placeholder", `keys: ["{{key}}"]
     argv: ["{{token}}"`, `keys: ["{{key"]
     argv: ["{{token}}"`, "t.yaml: operation acquire: keys[1]: template \"{{key\": {{ without }}"},
+		{"hash tag in braces", `keys: ["{{key}}"]
+    argv: ["{{token}}"`, `keys: ["{{{key}}}:x"]
+    argv: ["{{token}}"`, "t.yaml: operation acquire: keys[1]: template \"{{{key}}}:x\": for the key as a hash tag write {{tag}}"},
 		{"placeholder of another family", `argv: ["{{lease_ms}}"]`, `argv: ["{{permits}}"]`,
 			"t.yaml: operation extend: argv[1]: {{permits}} has no value in this family's operations"},
 		{"missing operation", "  release:\n", "  relase:\n", "t.yaml: operation relase: not an operation of a mutex (have: acquire, release, extend)"},

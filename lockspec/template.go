@@ -48,6 +48,9 @@ func parseTemplate(s string) (template, error) {
 			return t, fmt.Errorf("template %q: {{ without }}", s)
 		}
 		name := strings.TrimSpace(rest[i+2 : i+2+j])
+		if strings.HasPrefix(name, "{") {
+			return t, fmt.Errorf("template %q: for the key as a hash tag write {{tag}} ({lock-0})", s)
+		}
 		if !known(name) {
 			return t, fmt.Errorf("template %q: unknown placeholder {{%s}} (have: %s)", s, name, strings.Join(Placeholders, ", "))
 		}
