@@ -54,8 +54,22 @@ func Register(path string) (*kinds.Kind, error) {
 	if err != nil {
 		return nil, err
 	}
-	kinds.Register(s.Kind())
+	specMu.Lock()
+	specNames[s.Name] = true
+	specMu.Unlock()
+	kinds.Register(s.Kind()) // a spec registered again (another run in this process) replaces its kind
 	return kinds.Lookup(s.Name)
+}
+
+var (
+	specMu    sync.Mutex
+	specNames = map[string]bool{} // the kinds registered from specs, told apart from the built-in ones
+)
+
+func registered(name string) bool {
+	specMu.Lock()
+	defer specMu.Unlock()
+	return specNames[name]
 }
 
 // LoadScripts compiles every script of the spec on the node at addr (SCRIPT LOAD), so that a script that

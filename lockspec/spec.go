@@ -156,7 +156,7 @@ func parse(b []byte, path, dir string) (*Spec, error) {
 	if !nameRE.MatchString(s.Name) {
 		return nil, fmt.Errorf("name %q: want lower-case letters, digits, '.', '_' or '-' (it names the results directory)", s.Name)
 	}
-	if _, err := kinds.Lookup(s.Name); err == nil {
+	if _, err := kinds.Lookup(s.Name); err == nil && !registered(s.Name) {
 		return nil, fmt.Errorf("name %q is a built-in lock: choose another", s.Name)
 	}
 	fam := strings.ToLower(r.Family)

@@ -224,3 +224,16 @@ func TestTemplates(t *testing.T) {
 		t.Fatal("uses")
 	}
 }
+
+// A spec may be registered again (a second run in one process) but never take a built-in lock's name.
+func TestRegisterAgain(t *testing.T) {
+	for range 2 {
+		k, err := Register("../examples/locks/setnx.yaml")
+		if err != nil || k.Name != "setnx" {
+			t.Fatalf("%v %v", k, err)
+		}
+	}
+	if _, err := Parse([]byte(strings.Replace(base, "name: t-lock", "name: reentrant", 1)), "t.yaml", ""); err == nil {
+		t.Fatal("a spec took a built-in lock's name")
+	}
+}

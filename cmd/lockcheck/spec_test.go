@@ -207,3 +207,25 @@ func TestLocksListsASpecLock(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 }
+
+// The example read-write lock and semaphore are valid fault-free, judged by their families' models.
+func TestLockSpecRWAndSemaphoreValid(t *testing.T) {
+	for _, ex := range []string{"rwlock.yaml", "semaphore.yaml"} {
+		t.Run(ex, func(t *testing.T) {
+			code, dir := run(t, "run", "--lock-spec", filepath.Join("..", "..", "examples", "locks", ex), "--time", "4s",
+				"--quiet", "1s", "--clients", "4", "--seed", "1")
+			r := readResults(t, dir)
+			if code != exitValid {
+				t.Fatalf("exit %d: %+v", code, r)
+			}
+			if len(r.Checkers) < 3 {
+				t.Fatalf("checkers %+v", r.Checkers)
+			}
+			for _, c := range r.Checkers {
+				if c.Valid != true {
+					t.Fatalf("%s: %v", c.Checker, c.Valid)
+				}
+			}
+		})
+	}
+}
