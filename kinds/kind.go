@@ -1,6 +1,7 @@
 package kinds
 
 import (
+	"context"
 	"fmt"
 	"sort"
 
@@ -25,6 +26,12 @@ type Kind struct {
 	// Broken is set on negative controls: what is wrong, and Flags are the fault-free run that shows it.
 	Broken string
 	Flags  []string
+	// Prepare, when set, runs once on the first node right after start-up, before anything is recorded or
+	// any client made (a spec lock's SCRIPT LOAD); its error is bad input and stops the run.
+	Prepare func(ctx context.Context, addr, password string) error
+	// Source names the spec file a user-defined kind came from; its histories record it, so that
+	// `lockcheck check` judges them by their family without the kind being registered.
+	Source string
 }
 
 // Checks are what the kind's checkers need, recorded in the history so that it can be judged alone.

@@ -110,6 +110,7 @@ func (t *Test) Run(ctx context.Context, stderr io.Writer) (*report.Results, erro
 	if t.Scripts != nil {
 		meta.ScriptSet = t.Scripts.Set
 	}
+	meta.Spec = t.Kind.Source
 
 	active.Store(rec)
 	runErr := execute(ctx, t, dir, rec, &meta, stderr)
@@ -184,6 +185,11 @@ func execute(ctx context.Context, t *Test, dir string, rec *history.Recorder, me
 	}
 	if err := compileScripts(ctx, topo, t.Scripts); err != nil {
 		return err // before the meta record: nothing ran
+	}
+	if t.Kind.Prepare != nil { // before the meta record: a failure leaves nothing to judge
+		if err := t.Kind.Prepare(ctx, topo.Addrs(spec.Clients[0])[0], topo.Password); err != nil {
+			return UsageError{err}
+		}
 	}
 	fmt.Fprintf(stderr, "lockcheck: %s on %s (%s backend, %d node(s), %d clients, started in %s, %s), nemesis %s, seed %d, %s\n",
 		o.Lock, o.Topology, o.Backend, len(topo.Nodes), o.Clients, topo.Startup.Round(time.Millisecond), t.fds,

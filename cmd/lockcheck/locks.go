@@ -12,15 +12,21 @@ import (
 )
 
 func newLocksCmd() *cobra.Command {
-	return &cobra.Command{
+	var spec string
+	cmd := &cobra.Command{
 		Use:   "locks",
 		Short: "List the locks lockcheck can test, what each supports, and the client workers",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			markRan(cmd)
+			if err := listLockSpec(spec); err != nil {
+				return err
+			}
 			return writeLocks(os.Stdout)
 		},
 	}
+	cmd.Flags().StringVar(&spec, "lock-spec", "", "also list the lock of this spec file (validated as run does)")
+	return cmd
 }
 
 // writeLocks prints every kind with its family, topology and what it supports, then the client providers.

@@ -14,6 +14,7 @@ import (
 
 func newRunCmd() *cobra.Command {
 	o := runner.Defaults()
+	var lockSpec string
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Start Redis, drive a lock under faults, record the history and judge it",
@@ -27,6 +28,9 @@ func newRunCmd() *cobra.Command {
 			markRan(cmd)
 			if !cmd.Flags().Changed("seed") {
 				o.Seed = time.Now().UnixNano() % 1_000_000
+			}
+			if err := useLockSpec(cmd, lockSpec, &o); err != nil {
+				return err
 			}
 			handled, err := workerDefaults(cmd, &o)
 			if err != nil {
@@ -55,6 +59,7 @@ func newRunCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Lock, "lock", o.Lock, "lock to test: "+join(kinds.KindNames()))
+	f.StringVar(&lockSpec, "lock-spec", "", "YAML file describing your own Lua lock (see examples/locks/), instead of --lock")
 	f.StringVar(&o.Backend, "backend", o.Backend, "where the nodes run: process (child processes), docker (containers, testcontainers-go) or external (a deployment you started: --external)")
 	f.StringVar(&o.DockerImage, "docker-image", o.DockerImage, "the Redis image of --backend docker (lockcheck images builds the default)")
 	f.StringVar(&o.External, "external", "", "YAML file describing the deployment of --backend external")

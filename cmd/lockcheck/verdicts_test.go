@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,15 +20,35 @@ import (
 	"github.com/lockcheck/lockcheck/history"
 )
 
-// buildBinary builds lockcheck for the tests that need a real process (signals, crashes, pipes).
+// buildBinary builds lockcheck once per test binary, for the tests that need a real process (signals,
+// crashes, pipes, resource limits); TestMain removes it.
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "lockcheck")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "lockcheck-bin-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binDir = dir
+		bin := filepath.Join(dir, "lockcheck")
+		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("build: %v\n%s", err, out)
+			return
+		}
+		binPath = bin
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
 	}
-	return bin
+	return binPath
 }
+
+var (
+	binOnce         sync.Once
+	binDir, binPath string
+	binErr          error
+)
 
 // liveRun is a lockcheck run started as a process, with its stderr collected line by line.
 type liveRun struct {

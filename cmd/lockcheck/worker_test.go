@@ -24,6 +24,9 @@ func TestMain(m *testing.M) {
 	if workerCache != "" {
 		_ = os.RemoveAll(workerCache)
 	}
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
 	os.Exit(code)
 }
 

@@ -1,0 +1,5 @@
+-- Compare-and-delete: only the holder's token deletes the key.
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
