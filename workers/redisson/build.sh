@@ -50,8 +50,16 @@ cat >"$out/run.tmp" <<'RUN'
 #!/bin/sh
 # Starts the lockcheck Redisson worker (LCP/1 on stdin/stdout, logs on stderr). The environment, with
 # JAVA_TOOL_OPTIONS and LD_PRELOAD (the clock fault), passes through to the JVM.
+# The --add-opens are for Redisson before 3.13, whose default codec (FST) reflects into the JDK's classes
+# as the Java 8 it was written for allowed; newer versions do not need them, and they change nothing there.
 dir=$(cd "$(dirname "$0")" && pwd)
-exec "${JAVA_HOME:+$JAVA_HOME/bin/}java" -XX:+UseSerialGC -Xss512k -Xmx256m -XX:TieredStopAtLevel=1 \
+opens=
+for p in java.lang java.lang.reflect java.util java.util.concurrent java.util.concurrent.atomic java.math java.net \
+	java.text java.time java.io java.nio sun.nio.ch; do
+	opens="$opens --add-opens java.base/$p=ALL-UNNAMED"
+done
+exec "${JAVA_HOME:+$JAVA_HOME/bin/}java" -XX:+UseSerialGC -Xss512k -Xmx256m -XX:TieredStopAtLevel=1 $opens \
+	--add-opens java.sql/java.sql=ALL-UNNAMED \
 	-Dorg.slf4j.simpleLogger.showDateTime=true -Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS \
 	-jar "$dir/worker.jar" "$@"
 RUN

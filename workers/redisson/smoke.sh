@@ -9,12 +9,13 @@ if [ $# -lt 2 ]; then
 	exit 2
 fi
 exec python3 - "$@" <<'PY'
-import json, os, queue, subprocess, sys, threading, time, uuid
+import json, os, shutil, subprocess, sys, tempfile, threading, time, uuid
 
 run, addr = sys.argv[1], sys.argv[2]
 password = sys.argv[3] if len(sys.argv) > 3 else ""
 prefix = "smoke-" + uuid.uuid4().hex[:8]
 failures = 0
+logs = tempfile.mkdtemp(prefix=prefix + "-")
 
 
 def check(ok, what):
@@ -29,7 +30,7 @@ class Worker:
 
     def __init__(self, kind, watchdog_ms=30000, library_options=None):
         self.p = subprocess.Popen(["sh", "-c", "exec " + run], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=open(os.path.join(os.environ.get("TMPDIR", "/tmp"), prefix + "-" + kind + ".stderr"), "w"),
+                                  stderr=open(os.path.join(logs, "%s-%d.stderr" % (kind, time.monotonic_ns())), "w"),
                                   text=True, bufsize=1)
         self.next, self.replies, self.order, self.garbage = 1, {}, [], []
         self.cv = threading.Condition()
@@ -59,8 +60,11 @@ class Worker:
     def send(self, req):
         req = dict(req, msg_id=self.next)
         self.next += 1
-        self.p.stdin.write(json.dumps(req) + "\n")
-        self.p.stdin.flush()
+        try:
+            self.p.stdin.write(json.dumps(req) + "\n")
+            self.p.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            pass  # the worker is gone: wait() answers "none"
         return req["msg_id"]
 
     def wait(self, mid, timeout=30):
@@ -272,6 +276,10 @@ if "expirable-semaphore" in kinds:
 if "latch" in kinds:
     latch()
 watchdog()
-print("smoke: %s" % ("all checks passed" if failures == 0 else "%d check(s) failed" % failures))
+if failures:
+    print("smoke: %d check(s) failed; the workers' stderr is in %s" % (failures, logs))
+else:
+    shutil.rmtree(logs, ignore_errors=True)
+    print("smoke: all checks passed")
 sys.exit(1 if failures else 0)
 PY

@@ -82,6 +82,8 @@ final class Options {
 
     private static void invoke(Method m, Object target, Object arg, String name) throws Worker.Failure {
         try {
+            // The declaring class may be package-private (BaseConfig in 3.11) though the setter is public.
+            m.setAccessible(true);
             m.invoke(target, arg);
         } catch (InvocationTargetException e) {
             throw new Worker.Failure(Worker.MALFORMED, "library option " + name + ": " + e.getCause().getMessage());

@@ -219,6 +219,7 @@ final class Worker {
                 clients.add(Redisson.create(c));
             }
         } catch (Exception e) {
+            e.printStackTrace();
             for (RedissonClient r : clients) {
                 r.shutdown(0, 1, TimeUnit.SECONDS);
             }
