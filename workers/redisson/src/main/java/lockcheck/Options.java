@@ -11,8 +11,8 @@ import java.util.Map;
 
 /**
  * Redisson settings by name, through reflection: setters come and go across versions (fairLockWaitTimeout
- * since 3.46, checkLockSyncedSlaves since 3.17, the NatMapper since 3.16), so the worker asks the classes it
- * runs with instead of compiling against one version's.
+ * since 3.46, checkLockSyncedSlaves since 3.17, a NatMapper in 3.16.6 but not 3.11.6), so the worker asks
+ * the classes it runs with instead of compiling against one version's.
  */
 final class Options {
     private static final Object NO = new Object();
@@ -132,10 +132,11 @@ final class Options {
 
     /**
      * Makes server (a Sentinel or Cluster config) dial every address a node or Sentinel announces through nat,
-     * i.e. through this client's own proxies: a NatMapper where the version has one (3.16+, in org.redisson.api,
-     * later org.redisson.config), else the older natMap of "host:port" strings.
+     * i.e. through this client's own proxies: a NatMapper where the version has one (in org.redisson.api, later
+     * org.redisson.config), else the older natMap, which Cluster mode keys by "host:port" (Sentinel mode by host
+     * only, which cannot tell lockcheck's proxies apart: refused).
      */
-    static void nat(Object server, Map<String, String> nat) throws Worker.Failure {
+    static void nat(Object server, Map<String, String> nat, boolean sentinel) throws Worker.Failure {
         if (nat.isEmpty()) {
             return;
         }
@@ -147,6 +148,12 @@ final class Options {
             } catch (ClassNotFoundException e) {
                 // try the next
             }
+        }
+        if (mapper == null && sentinel) {
+            // Before NatMapper, Sentinel mode's natMap maps a host to a host and keeps the port, and every
+            // lockcheck proxy is on 127.0.0.1: the announced addresses cannot be mapped to the client's links.
+            throw new Worker.Failure(Worker.NOT_SUPPORTED, "redisson " + Worker.version() + " has no NatMapper and its "
+                    + "Sentinel natMap maps hosts only, not ports: the sentinel topology needs a version with NatMapper");
         }
         try {
             if (mapper != null) {

@@ -172,7 +172,7 @@ final class Worker {
                 }
                 Object s = c.useSentinelServers().setMasterName(str(topo, "master_name"))
                         .addSentinelAddress(sentinels.toArray(new String[0]));
-                Options.nat(s, nat);
+                Options.nat(s, nat, true);
                 configs.add(c);
                 servers.add(s);
                 break;
@@ -183,7 +183,7 @@ final class Worker {
                 }
                 Config c = new Config();
                 Object s = c.useClusterServers().addNodeAddress(nodes.toArray(new String[0]));
-                Options.nat(s, nat);
+                Options.nat(s, nat, false);
                 configs.add(c);
                 servers.add(s);
                 break;
