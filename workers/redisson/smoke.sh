@@ -3,6 +3,7 @@
 # Redis at ADDR (127.0.0.1:PORT): the handshake, acquire/release with contention on every lock kind the
 # worker lists, the watchdog, a lease, error codes, concurrency of threads, shutdown and EOF. One worker
 # process per kind, as lockcheck runs one per client. Prints one line per check; exits 1 on a failure.
+# ADDR may instead be an init "topology" object in JSON (sentinel, cluster, with its nat), used as it is.
 # Needs python3. Keys are fresh per run (smoke-<random>-...), so a shared Redis is fine.
 if [ $# -lt 2 ]; then
 	echo "usage: smoke.sh RUN ADDR [PASSWORD]" >&2
@@ -12,6 +13,7 @@ exec python3 - "$@" <<'PY'
 import json, os, shutil, subprocess, sys, tempfile, threading, time, uuid
 
 run, addr = sys.argv[1], sys.argv[2]
+topology = json.loads(addr) if addr.lstrip().startswith("{") else {"kind": "single", "nodes": [{"name": "n1", "addr": addr}]}
 password = sys.argv[3] if len(sys.argv) > 3 else ""
 prefix = "smoke-" + uuid.uuid4().hex[:8]
 failures = 0
@@ -37,7 +39,7 @@ class Worker:
         threading.Thread(target=self.read, daemon=True).start()
         self.t0 = time.monotonic()
         self.init = self.call({"type": "init", "protocol": 1, "client": "c1", "seed": 1,
-                               "topology": {"kind": "single", "nodes": [{"name": "n1", "addr": addr}]},
+                               "topology": topology,
                                "password": password, "lock": {"kind": kind, "family": family(kind)},
                                "options": {"lease_ms": 0, "watchdog_ms": watchdog_ms, "wait_ms": 1000, "timeout_ms": 3000},
                                "library_options": library_options or {}}, timeout=60)
