@@ -243,6 +243,43 @@ def watchdog():
     check(code == 0, "worker exited 0 on stdin EOF (got %s)" % code)
 
 
+def pause_redis(ms):
+    """CLIENT PAUSE on the single node: every command waits ms, as on a stalled server."""
+    import socket
+    host, port = addr.rsplit(":", 1)
+    s = socket.create_connection((host, int(port)), 5)
+    cmds = ([["AUTH", password]] if password else []) + [["CLIENT", "PAUSE", str(ms), "ALL"]]
+    for c in cmds:
+        s.sendall(("*%d\r\n" % len(c) + "".join("$%d\r\n%s\r\n" % (len(x.encode()), x) for x in c)).encode())
+        reply = s.recv(256)
+        if not reply.startswith(b"+OK"):
+            raise RuntimeError("%s: %r" % (c[0], reply))
+    s.close()
+
+
+def stalled():
+    """Error codes that need a stalled server: a timeout, and a late not-held answer that is not trusted."""
+    k = [prefix + "-stall"]
+    w = Worker("reentrant", library_options={"retryAttempts": "0"})
+    r = acq(w, 1, k, wait=3000)
+    check(r.get("granted") is True, "stalled: thread 1 acquires")
+    pause_redis(1500)
+    t = time.monotonic()
+    r = rel(w, 2, k)
+    took = time.monotonic() - t
+    # Answered after the server's 1.5 s stall, so Redisson might have resent an unlock that had applied.
+    check(r.get("code") == 13 and took >= 1.4, "stalled: a not-held answer after %.1f s is error 13, not 40 (%s)"
+          % (took, r.get("code")))
+    w.close()
+    w = Worker("reentrant", library_options={"retryAttempts": "0", "timeout": "500"})
+    check(acq(w, 1, [prefix + "-stall2"], wait=3000).get("granted") is True, "stalled: a worker with timeout 500 ms acquires")
+    pause_redis(2000)
+    r = acq(w, 2, [prefix + "-stall2"])
+    check(r.get("type") == "error" and r.get("code") == 0, "stalled: a command that times out is error 0 (%s)" % r)
+    time.sleep(2)
+    w.close()
+
+
 def bad_init():
     w = Worker("reentrant", library_options={"noSuchSetting": "1"})
     check(w.init.get("type") == "error" and w.init.get("code") == 10, "init with an unknown library option is error 10 (%s)" % w.init.get("text"))
@@ -278,6 +315,8 @@ if "expirable-semaphore" in kinds:
 if "latch" in kinds:
     latch()
 watchdog()
+if topology["kind"] == "single":
+    stalled()
 if failures:
     print("smoke: %d check(s) failed; the workers' stderr is in %s" % (failures, logs))
 else:

@@ -70,6 +70,18 @@ final class Options {
         }
     }
 
+    /** The value of a numeric getter (getTimeout, ...) of the config, or dflt when it has none. */
+    static long getMs(Object config, String name, long dflt) {
+        try {
+            Method m = config.getClass().getMethod("get" + Character.toUpperCase(name.charAt(0)) + name.substring(1));
+            m.setAccessible(true);
+            Object v = m.invoke(config);
+            return v instanceof Number ? ((Number) v).longValue() : dflt;
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            return dflt;
+        }
+    }
+
     private static List<Method> setters(Class<?> c, String name) {
         List<Method> out = new ArrayList<>();
         for (Method m : c.getMethods()) {

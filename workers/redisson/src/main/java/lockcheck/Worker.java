@@ -60,11 +60,14 @@ final class Worker {
 
     private final List<RedissonClient> clients;
     private final String kind;
+    /** A not-held answer that took this long or longer is not trusted as definite (see run). */
+    private final long notHeldWithinMs;
     private final Map<Long, ExecutorService> threads = new ConcurrentHashMap<>();
 
-    private Worker(List<RedissonClient> clients, String kind) {
+    private Worker(List<RedissonClient> clients, String kind, long notHeldWithinMs) {
         this.clients = clients;
         this.kind = kind;
+        this.notHeldWithinMs = notHeldWithinMs;
     }
 
     private static Method method(Class<?> c, String name, Class<?>... params) {
@@ -225,7 +228,12 @@ final class Worker {
             }
             throw new Failure(UNAVAILABLE, "cannot start Redisson: " + text(e));
         }
-        return new Worker(clients, kind);
+        // Redisson resends a command only after a response timeout or a retry delay, so an unlock answered
+        // sooner than both was sent once. Retry delays start at 1 s (retryInterval before 4.x, jittered
+        // retryDelay after).
+        long within = Math.min(1000, Options.getMs(servers.get(0), "timeout", 3000));
+        within = Math.min(within, Options.getMs(servers.get(0), "retryInterval", within));
+        return new Worker(clients, kind, Math.max(within, 1));
     }
 
     private static String uri(String addr) {
@@ -323,15 +331,25 @@ final class Worker {
 
     private void run(Map<String, Object> msg, Object id, String type) {
         Map<String, Object> res;
+        long start = System.nanoTime();
         try {
             res = handle(type, msg);
         } catch (Throwable e) {
             int code = code(e);
+            String text = text(e);
+            long tookMs = (System.nanoTime() - start) / 1_000_000;
+            if (code == NOT_HELD && tookMs >= notHeldWithinMs) {
+                // A resent unlock whose first copy did apply finds the lock gone and says "not held": without
+                // an unlock latch that keeps its request id across resends (3.52 / 4.3), that answer is wrong,
+                // and a definite one would tell the checkers the lock was still held.
+                code = CRASH;
+                text += " (after " + tookMs + " ms: Redisson may have resent an unlock that had applied)";
+            }
             if (code == CRASH) {
                 Main.log(type + " " + id + " failed:");
                 e.printStackTrace();
             }
-            Main.sendError(id, code, text(e));
+            Main.sendError(id, code, text);
             return;
         }
         Map<String, Object> ok = Main.reply(type + "_ok", id);
