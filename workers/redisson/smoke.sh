@@ -278,6 +278,21 @@ def stalled():
     check(r.get("type") == "error" and r.get("code") == 0, "stalled: a command that times out is error 0 (%s)" % r)
     time.sleep(2)
     w.close()
+    if "expirable-semaphore" not in kinds:
+        return
+    k = prefix + "-stall-pes"
+    w = Worker("expirable-semaphore", library_options={"retryAttempts": "0"})
+    w.call({"type": "set_permits", "thread": 1, "key": k, "n": 1})
+    p = w.call({"type": "acquire_permit", "thread": 1, "key": k, "wait_ms": 3000, "lease_ms": 10000}).get("permit")
+    check(w.call({"type": "release_permit", "thread": 1, "key": k, "permit": p}).get("released") is True,
+          "stalled: a permit is released")
+    pause_redis(1500)
+    r = w.call({"type": "release_permit", "thread": 1, "key": k, "permit": p})
+    check(r.get("code") == 13, "stalled: released=false after a stall is error 13 (%s)" % r)
+    pause_redis(1500)
+    r = w.call({"type": "set_permits", "thread": 1, "key": k, "n": 1})
+    check(r.get("code") == 13, "stalled: set=false after a stall is error 13 (%s)" % r)
+    w.close()
 
 
 def bad_init():

@@ -352,10 +352,23 @@ final class Worker {
             Main.sendError(id, code, text);
             return;
         }
+        long tookMs = (System.nanoTime() - start) / 1_000_000;
+        String said = REFUSALS.get(type);
+        if (said != null && Boolean.FALSE.equals(res.get(said)) && tookMs >= notHeldWithinMs) {
+            // The same doubt as a late not-held: a resent tryRelease / trySetPermits / trySetCount whose first
+            // copy applied answers false.
+            Main.sendError(id, CRASH, type + " answered " + said + "=false after " + tookMs
+                    + " ms: Redisson may have resent a call that had applied");
+            return;
+        }
         Map<String, Object> ok = Main.reply(type + "_ok", id);
         ok.putAll(res);
         Main.send(ok);
     }
+
+    /** Requests whose false answer means "it did not apply", and the reply field that carries it. */
+    private static final Map<String, String> REFUSALS = Map.of("release_permit", "released", "set_permits", "set",
+            "set_count", "set");
 
     private Map<String, Object> handle(String type, Map<String, Object> m) throws Exception {
         Map<String, Object> r = new LinkedHashMap<>();
