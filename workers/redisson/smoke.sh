@@ -304,6 +304,10 @@ def bad_init():
         w.p.kill()
         code = None
     check(code not in (0, None), "the worker exits non-zero after a refused init (%s)" % code)
+    w = Worker("no-such-kind")
+    check(w.init.get("type") == "error" and w.init.get("code") == 10, "init with an unknown lock kind is error 10 (%s)" % w.init.get("text"))
+    w.p.kill()
+    w.p.wait()
     w = Worker("reentrant", library_options={"retryAttempts": "2", "timeout": "2000"})
     check(w.init.get("type") == "init_ok", "init with retryAttempts and timeout as library options")
     kinds = w.init.get("kinds", [])
