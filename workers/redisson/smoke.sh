@@ -275,7 +275,10 @@ def stalled():
     check(acq(w, 1, [prefix + "-stall2"], wait=3000).get("granted") is True, "stalled: a worker with timeout 500 ms acquires")
     pause_redis(2000)
     r = acq(w, 2, [prefix + "-stall2"])
-    check(r.get("type") == "error" and r.get("code") == 0, "stalled: a command that times out is error 0 (%s)" % r)
+    # 0, or 13 where Redisson itself fails on the way (3.27.2 throws a NullPointerException in handleNoSync
+    # on a response timeout): either way indefinite, never a definite code or an answer.
+    check(r.get("type") == "error" and r.get("code") in (0, 13),
+          "stalled: a command that times out is an indefinite error, 0 or 13 (%s: %s)" % (r.get("code"), r.get("text", "")[:120]))
     time.sleep(2)
     w.close()
     if "expirable-semaphore" not in kinds:
