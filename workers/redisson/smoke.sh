@@ -298,6 +298,27 @@ def stalled():
     w.close()
 
 
+def paused():
+    """A frozen worker (SIGSTOP, as lockcheck's client-pause) stops its watchdog: its lock lapses, another
+    client takes it, and the thawed worker learns at unlock that it no longer holds it."""
+    import signal
+    k = [prefix + "-pause"]
+    a, b = Worker("reentrant", watchdog_ms=1000), Worker("reentrant", watchdog_ms=1000)
+    check(acq(a, 1, k, wait=3000).get("granted") is True, "pause: client A acquires (watchdog 1 s)")
+    os.kill(a.p.pid, signal.SIGSTOP)
+    try:
+        t = time.monotonic()
+        r = acq(b, 1, k, wait=10000)
+        check(r.get("granted") is True, "pause: client B acquires %.1f s into A's freeze" % (time.monotonic() - t))
+    finally:
+        os.kill(a.p.pid, signal.SIGCONT)
+    r = rel(a, 1, k)
+    check(r.get("type") == "error" and r.get("code") in (13, 40), "pause: thawed A's unlock says not held (%s)" % r.get("code"))
+    check(ok(rel(b, 1, k)), "pause: B releases")
+    a.close()
+    b.close()
+
+
 def bad_init():
     w = Worker("reentrant", library_options={"noSuchSetting": "1"})
     check(w.init.get("type") == "error" and w.init.get("code") == 10, "init with an unknown library option is error 10 (%s)" % w.init.get("text"))
@@ -337,6 +358,7 @@ if "expirable-semaphore" in kinds:
 if "latch" in kinds:
     latch()
 watchdog()
+paused()
 if topology["kind"] == "single":
     stalled()
 if failures:
