@@ -53,20 +53,23 @@ cat >"$out/run.tmp" <<'RUN'
 # The --add-opens are for Redisson before 3.13, whose default codec (FST) reflects into the JDK's classes
 # as the Java 8 it was written for allowed; newer versions do not need them, and they change nothing there.
 dir=$(cd "$(dirname "$0")" && pwd)
-opens=
+# Options are prepended to the arguments (set --), so that a directory with spaces survives.
+set -- -Dorg.slf4j.simpleLogger.showDateTime=true -Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS \
+	-jar "$dir/worker.jar" "$@"
 for p in java.lang java.lang.reflect java.util java.util.concurrent java.util.concurrent.atomic java.math java.net \
 	java.text java.time java.io java.nio sun.nio.ch; do
-	opens="$opens --add-opens java.base/$p=ALL-UNNAMED"
+	set -- --add-opens "java.base/$p=ALL-UNNAMED" "$@"
 done
+set -- --add-opens java.sql/java.sql=ALL-UNNAMED "$@"
 # worker.jsa (made by build.sh) is a class-data archive of the classes a start-up loads: a quicker start.
+if [ -n "${LOCKCHECK_CDS_DUMP:-}" ]; then
+	set -- "-XX:ArchiveClassesAtExit=$LOCKCHECK_CDS_DUMP" "$@"
+elif [ -f "$dir/worker.jsa" ]; then
+	set -- "-XX:SharedArchiveFile=$dir/worker.jsa" "$@"
+fi
 # The JVM's own messages go to stderr: by default they would go to stdout, which is the protocol's.
-cds=
-[ -f "$dir/worker.jsa" ] && [ -z "${LOCKCHECK_CDS_DUMP:-}" ] && cds=-XX:SharedArchiveFile=$dir/worker.jsa
-exec "${JAVA_HOME:+$JAVA_HOME/bin/}java" $cds ${LOCKCHECK_CDS_DUMP:+-XX:ArchiveClassesAtExit=$LOCKCHECK_CDS_DUMP} \
-	-Xlog:disable -Xlog:all=warning:stderr -XX:+UseSerialGC -Xss512k -Xmx256m -XX:TieredStopAtLevel=1 $opens \
-	--add-opens java.sql/java.sql=ALL-UNNAMED \
-	-Dorg.slf4j.simpleLogger.showDateTime=true -Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS \
-	-jar "$dir/worker.jar" "$@"
+exec "${JAVA_HOME:+$JAVA_HOME/bin/}java" -Xlog:disable -Xlog:all=warning:stderr \
+	-XX:+UseSerialGC -Xss512k -Xmx256m -XX:TieredStopAtLevel=1 "$@"
 RUN
 chmod +x "$out/run.tmp"
 # The archive: one start-up whose init fails at once (nothing listens on port 1) loads most of what a real
