@@ -124,6 +124,9 @@ def mutex(kind, keys, other):
     if kind == "fenced":
         check(isinstance(r.get("token"), int), "fenced: the grant carries a token (%s)" % r.get("token"))
         t1 = r.get("token", 0)
+    if kind == "redlock" and topology["kind"] == "redlock":
+        held = [redis(n["addr"], "EXISTS", keys[0]) == b":1\r\n" for n in topology["nodes"]]
+        check(all(held), "redlock: %s is held on every master %s" % (keys[0], held))
     r = acq(w, 2, other, wait=200)
     check(r.get("granted") is False, "%s: thread 2 is refused %s while thread 1 holds it %s" % (kind, other, r))
     r = acq(w, 1, keys, wait=3000)
@@ -243,18 +246,24 @@ def watchdog():
     check(code == 0, "worker exited 0 on stdin EOF (got %s)" % code)
 
 
-def pause_redis(ms):
-    """CLIENT PAUSE on the single node: every command waits ms, as on a stalled server."""
+def redis(address, *cmd):
+    """One command on a node (after AUTH), its raw RESP reply."""
     import socket
-    host, port = addr.rsplit(":", 1)
+    host, port = address.rsplit(":", 1)
     s = socket.create_connection((host, int(port)), 5)
-    cmds = ([["AUTH", password]] if password else []) + [["CLIENT", "PAUSE", str(ms), "ALL"]]
-    for c in cmds:
+    reply = b""
+    for c in ([["AUTH", password]] if password else []) + [list(cmd)]:
         s.sendall(("*%d\r\n" % len(c) + "".join("$%d\r\n%s\r\n" % (len(x.encode()), x) for x in c)).encode())
         reply = s.recv(256)
-        if not reply.startswith(b"+OK"):
+        if reply.startswith(b"-"):
             raise RuntimeError("%s: %r" % (c[0], reply))
     s.close()
+    return reply
+
+
+def pause_redis(ms):
+    """CLIENT PAUSE on the single node: every command waits ms, as on a stalled server."""
+    redis(addr, "CLIENT", "PAUSE", str(ms), "ALL")
 
 
 def stalled():
@@ -348,7 +357,9 @@ for kind in ("reentrant", "fair", "fenced"):
 if "multi" in kinds:
     mutex("multi", [prefix + "-m1", prefix + "-m2"], [prefix + "-m2", prefix + "-m3"])
 if "redlock" in kinds:
-    mutex("redlock", [prefix + "-r1", prefix + "-r2", prefix + "-r3"], [prefix + "-r1", prefix + "-r2", prefix + "-r3"])
+    # On a redlock topology the usual group: one key on every master; elsewhere several keys on one node.
+    rk = [prefix + "-r1"] if topology["kind"] == "redlock" else [prefix + "-r1", prefix + "-r2", prefix + "-r3"]
+    mutex("redlock", rk, rk)
 if "rwlock" in kinds:
     rwlock()
 if "semaphore" in kinds:

@@ -508,16 +508,12 @@ final class Worker {
                 return c.getMultiLock(members);
             }
             case "redlock": {
-                // On redlock, one key on every master, each through its own Redisson; elsewhere the keys on one.
+                // Every key on every master, each master through its own Redisson (the usual group is one key
+                // on each of N masters); on a one-node topology, the keys on that node.
                 List<RLock> members = new ArrayList<>();
-                if (clients.size() > 1) {
-                    String key = one(keys);
-                    for (RedissonClient rc : clients) {
-                        members.add(rc.getLock(key));
-                    }
-                } else {
+                for (RedissonClient rc : clients) {
                     for (String k : keys) {
-                        members.add(c.getLock(k));
+                        members.add(rc.getLock(k));
                     }
                 }
                 return new RedissonRedLock(members.toArray(new RLock[0]));
