@@ -1,4 +1,4 @@
-"""smoke.py KIND RUNCMD ADDR PASSWORD: drives one LCP/1 mutex worker end to end against a real Redis.
+"""smoke.py KIND RUNCMD ADDR[,ADDR...] PASSWORD: drives one LCP/1 mutex worker end to end against a real Redis.
 
 Checks init, acquire/release/extend, a refused acquire by a second thread, a grant to a waiting thread
 while another request is in flight, a lease that ends, release of a lock not held (error 40), malformed and
@@ -77,6 +77,13 @@ def expect(reply, typ, what, **fields):
     ok(what)
 
 
+def topology(addr):
+    """ADDR is one host:port (topology single) or several, comma-separated (redlock: independent masters)."""
+    addrs = addr.split(",")
+    nodes = [{"name": "n%d" % (i + 1), "addr": a} for i, a in enumerate(addrs)]
+    return {"kind": "redlock" if len(addrs) > 1 else "single", "nodes": nodes}
+
+
 def main():
     kind, cmd, addr, password = sys.argv[1:5]
     w = Worker(cmd)
@@ -84,7 +91,7 @@ def main():
     k = lambda n: "smoke-%s-%s" % (run, n)
     t0 = time.time()
     r = w.call({"type": "init", "protocol": 1, "client": "c1", "seed": 1,
-                "topology": {"kind": "single", "nodes": [{"name": "n1", "addr": addr}]},
+                "topology": topology(addr),
                 "password": password, "lock": {"kind": kind, "family": "mutex"},
                 "options": {"lease_ms": 0, "watchdog_ms": 30000, "wait_ms": 5000, "timeout_ms": 3000},
                 "library_options": {}}, timeout=60)
