@@ -5,6 +5,7 @@ per acquire (pottery keeps the owner's UUID on the instance and asks users to "i
 time", #408), kept per (thread, key) so release and extend use that owner's UUID.
 """
 
+import inspect
 import platform
 import sys
 
@@ -24,8 +25,9 @@ ReleaseUnlockedLock = _exc.ReleaseUnlockedLock
 ExtendUnlockedLock = _exc.ExtendUnlockedLock
 TooManyExtensions = _exc.TooManyExtensions
 
-# pottery 1.x counted auto_release_time in milliseconds, later ones in seconds: its own default (10 s) says which.
-_MS = getattr(Redlock, "_AUTO_RELEASE_TIME", 10) >= 1000
+# pottery before 3.0 counted auto_release_time in milliseconds, 3.x in seconds: the default it declares (10 s,
+# as 10000 or 10) says which.
+_MS = (inspect.signature(Redlock.__init__).parameters["auto_release_time"].default or 10) >= 1000
 
 
 def _version(dist):

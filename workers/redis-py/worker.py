@@ -119,7 +119,7 @@ class RedisPy(lcp.Backend):
         if self.supports_replace_ttl:
             # The lease restarts at lease_ms, as redsync's and pottery's extends do.
             return lk.extend(seconds, replace_ttl=True)
-        # Before replace_ttl (redis-py < 3.4? see README), extend only adds to the remaining TTL.
+        # redis-py 2.x has no replace_ttl: its extend adds to the remaining TTL (see README).
         return lk.extend(seconds)
 
     def classify(self, exc):
