@@ -2,8 +2,9 @@
 
 Freezes the given redis-server processes (SIGSTOP; a majority of the masters on redlock) while the worker
 holds a lock, and checks that its release fails as indefinite (code 0, timeout: the command may run when
-Redis resumes, and here it does), never as a definite code; then resumes them and checks that the lock was
-in fact released. Exits 1 on the first failure. Used by test.sh.
+Redis resumes), never as a definite code; then resumes them and says whether the release did run (with
+redis-py 3+ it does: the script was sent; redis-py 2.10.6 times out on WATCH and never sends the DEL).
+Exits 1 on the first failure. Used by test.sh.
 """
 
 import json
@@ -41,10 +42,13 @@ def main():
     if r.get("type") != "error" or r.get("code") != 0:
         fail("release while Redis is frozen: want error code 0 (timeout, indefinite), got %s" % json.dumps(r))
     ok("release while %d redis-server(s) frozen: code 0 after %.1fs (%s)" % (len(pids), took, r.get("text")))
-    # The frozen servers ran the release once resumed: the indefinite answer was the honest one.
-    expect(w.call({"type": "acquire", "thread": 2, "keys": [key], "wait_ms": 3000, "lease_ms": 5000}),
-           "acquire_ok", "thread 2 acquires once Redis resumes (the release did run)", granted=True)
-    expect(w.call({"type": "release", "thread": 2, "keys": [key]}), "release_ok", "thread 2 releases")
+    # Either outcome is possible after a timeout, which is why only an indefinite code is right.
+    r = w.call({"type": "acquire", "thread": 2, "keys": [key], "wait_ms": 3000, "lease_ms": 5000})
+    if r.get("type") != "acquire_ok":
+        fail("acquire after Redis resumed: %s" % json.dumps(r))
+    ok("after Redis resumed, the timed-out release %s" % ("had run" if r.get("granted") else "had not run"))
+    if r.get("granted"):
+        expect(w.call({"type": "release", "thread": 2, "keys": [key]}), "release_ok", "thread 2 releases")
     expect(w.call({"type": "shutdown"}), "shutdown_ok", "shutdown")
     if w.p.wait(5) != 0:
         fail("worker exited non-zero")

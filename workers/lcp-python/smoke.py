@@ -23,6 +23,7 @@ class Worker(object):
         self.replies = {}
         self.cv = threading.Condition()
         self.bad = []
+        self.eof = False
         self.next_id = 1
         threading.Thread(target=self.read, daemon=True).start()
 
@@ -37,6 +38,9 @@ class Worker(object):
             with self.cv:
                 self.replies[m.get("in_reply_to")] = m
                 self.cv.notify_all()
+        with self.cv:
+            self.eof = True
+            self.cv.notify_all()
 
     def send(self, msg):
         mid = self.next_id
@@ -50,6 +54,8 @@ class Worker(object):
         end = time.time() + timeout
         with self.cv:
             while mid not in self.replies:
+                if self.eof:
+                    fail("the worker closed stdout (exit %s) before replying to msg %d" % (self.p.wait(), mid))
                 left = end - time.time()
                 if left <= 0:
                     fail("no reply to msg %d within %ds" % (mid, timeout))

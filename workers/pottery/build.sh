@@ -39,6 +39,11 @@ if ! "$out/venv/bin/python" -m pip install --disable-pip-version-check --no-inpu
 	fi
 	exit 1
 fi
+# A release that installs but does not import (a dependency it forgot to declare) is a failed build.
+if ! "$out/venv/bin/python" -c "import pottery" >>"$log" 2>&1; then
+	echo "build.sh: pottery $version installed but does not import on $("$out/venv/bin/python" -V 2>&1): $(tail -1 "$log")" >&2
+	exit 1
+fi
 cp "$here/worker.py" "$here/../lcp-python/lcp.py" "$out/"
 echo "$version" >"$out/VERSION"
 # run last, through a rename: its presence means the build is complete.

@@ -36,6 +36,24 @@ def _version(dist):
     return getattr(sys.modules.get(dist), "__version__", "unknown")
 
 
+class _Master(redis.Redis):
+    """One master's client, on a pool shared by every Redlock, that notes the Redis errors of its calls.
+
+    pottery swallows a master's Redis error (a "no" from that master), and only some versions say which in the
+    exception they raise: these notes tell a definite "not held" from one where a master may have run it."""
+
+    def __init__(self, pool):
+        redis.Redis.__init__(self, connection_pool=pool)
+        self.errors = []
+
+    def execute_command(self, *args, **options):
+        try:
+            return redis.Redis.execute_command(self, *args, **options)
+        except redis.exceptions.RedisError as e:
+            self.errors.append(e)
+            raise
+
+
 def _seconds(ms):
     return int(ms) if _MS else ms / 1000.0
 
@@ -46,8 +64,8 @@ class Pottery(lcp.Backend):
     caps = ("extend",)
 
     def __init__(self):
-        self.masters = []
-        self.locks = {}  # (thread, key) -> the Redlock of that owner's last grant
+        self.masters = []  # one client per master; each Redlock gets its own _Master views of their pools
+        self.locks = {}  # (thread, key) -> (Redlock, its _Masters) of that owner's last grant
         self.default_lease_ms = 30000
         self.lib_kw = {}
 
@@ -97,10 +115,11 @@ class Pottery(lcp.Backend):
         return _version("pottery"), "python %s, redis-py %s" % (platform.python_version(), _version("redis"))
 
     def _new(self, key, lease_ms):
-        return Redlock(key=key, masters=self.masters, auto_release_time=_seconds(lease_ms), **self.lib_kw)
+        masters = [_Master(m.connection_pool) for m in self.masters]
+        return Redlock(key=key, masters=masters, auto_release_time=_seconds(lease_ms), **self.lib_kw), masters
 
     def acquire(self, thread, keys, wait_ms, lease_ms):
-        lk = self._new(keys[0], lease_ms or self.default_lease_ms)
+        lk, masters = self._new(keys[0], lease_ms or self.default_lease_ms)
         # blocking=False is one round over the masters; otherwise pottery retries (random delay up to 0.2 s)
         # until timeout. A master's Redis error counts as not acquired there (raise_on_redis_errors=False).
         if wait_ms > 0:
@@ -108,42 +127,49 @@ class Pottery(lcp.Backend):
         else:
             granted = lk.acquire(blocking=False)
         if granted:
-            self.locks[(thread, keys[0])] = lk
+            self.locks[(thread, keys[0])] = (lk, masters)
         return {"granted": bool(granted)}
 
     def _held(self, thread, key):
-        lk = self.locks.get((thread, key))
+        held = self.locks.get((thread, key))
         # An owner that never acquired this key gets a fresh Redlock (no UUID), so pottery itself says not held.
-        return lk if lk is not None else self._new(key, self.default_lease_ms)
+        return held if held is not None else self._new(key, self.default_lease_ms)
+
+    def _call(self, fn, masters):
+        """Runs a Redlock's release or extend, turning pottery's "not held" into 40 only when every master
+        answered."""
+        for m in masters:
+            del m.errors[:]
+        try:
+            fn()
+        except (ReleaseUnlockedLock, ExtendUnlockedLock) as e:
+            errs = [err for m in masters for err in m.errors]
+            text = "%s: %s" % (type(e).__name__, _key(e))
+            if not errs:
+                raise lcp.Error(lcp.NOT_HELD, text + ": no quorum of the masters held this owner's UUID")
+            # Some masters failed: the command may have run there with its reply lost.
+            text += " (redis errors: %s)" % ", ".join("%s: %s" % (type(x).__name__, x) for x in errs)
+            timeout = any(isinstance(x, redis.exceptions.TimeoutError) for x in errs)
+            raise lcp.Error(lcp.TIMEOUT if timeout else lcp.CRASH, text)
 
     def release(self, thread, keys):
-        self._held(thread, keys[0]).release()
+        lk, masters = self._held(thread, keys[0])
+        self._call(lk.release, masters)
 
     def extend(self, thread, keys, lease_ms):
         # pottery's extend() takes no duration: it restarts the lease at the instance's auto_release_time
         # (a public attribute), so a different lease_ms is set there first, as the lease-aware model expects.
-        lk = self._held(thread, keys[0])
+        lk, masters = self._held(thread, keys[0])
         if lease_ms:
             lk.auto_release_time = _seconds(lease_ms)
         try:
-            lk.extend()
+            self._call(lk.extend, masters)
         except TooManyExtensions:
             return False  # pottery refused before sending anything: the lock may still be held, not extended
         return True
 
     def classify(self, exc):
-        text = "%s: %s" % (type(exc).__name__, exc)
-        if hasattr(exc, "key") and hasattr(exc, "masters"):  # pottery's errors print every master's repr
-            text = "%s: %s (%d masters)" % (type(exc).__name__, exc.key, len(exc.masters))
-        if isinstance(exc, (ReleaseUnlockedLock, ExtendUnlockedLock)):
-            errs = getattr(exc, "redis_errors", None) or []
-            if not errs:
-                # Every master answered, and no quorum of them held this owner's UUID.
-                return lcp.NOT_HELD, text
-            # Some masters failed: the call may have run on them with its reply lost.
-            if any(isinstance(e, redis.exceptions.TimeoutError) for e in errs):
-                return lcp.TIMEOUT, text + " (redis errors: %s)" % ", ".join(type(e).__name__ for e in errs)
-            return lcp.CRASH, text + " (redis errors: %s)" % ", ".join(type(e).__name__ for e in errs)
+        text = "%s: %s" % (type(exc).__name__, _key(exc) if _key(exc) is not None else exc)
         if isinstance(exc, redis.exceptions.TimeoutError):
             return lcp.TIMEOUT, text
         return lcp.CRASH, text
@@ -154,6 +180,11 @@ class Pottery(lcp.Backend):
                 m.connection_pool.disconnect()
             except Exception:
                 pass
+
+
+def _key(exc):
+    # pottery's errors print every master's repr: name the key instead (key from 2.x, _key in 1.x).
+    return getattr(exc, "key", None) or getattr(exc, "_key", None)
 
 
 if __name__ == "__main__":
