@@ -1,7 +1,8 @@
 #!/bin/sh
 # test.sh WORKER VERSION...: builds workers/WORKER (redis-py or pottery) at each VERSION from PyPI and tests it
 # end to end against real redis-servers on loopback with a password: smoke.sh on one node (and, for pottery, on
-# three independent masters), then faults.py (Redis frozen during a release: the answer must be indefinite).
+# three independent masters), then faults.py (Redis frozen during a release: the answer must be indefinite)
+# and, for redis-py, sentinel.py (a sentinel topology whose master is dialled through nat).
 # Prints the build time, cache size and time to init_ok per version. OUT=DIR keeps the builds (default: a
 # temporary directory, removed). Exit 0 when every version passes.
 set -eu
@@ -58,6 +59,7 @@ for v in "$@"; do
 		python3 "$here/faults.py" "$worker" "$dir/run" "$addrs" "$pw" "$pid1,$pid2" || ok=0
 	else
 		python3 "$here/faults.py" "$worker" "$dir/run" "$one" "$pw" "$pid1" || ok=0
+		python3 "$here/sentinel.py" "$worker" "$dir/run" "$one" "$pw" || ok=0
 	fi
 	if [ $ok = 1 ]; then echo "PASS $worker $v"; else echo "FAIL $worker $v (worker stderr: $SMOKE_STDERR)"; failed=1; fi
 done
