@@ -170,7 +170,9 @@ class _Server(object):
             if not isinstance(mid, int) or isinstance(mid, bool):
                 log("lcp: request without an integer msg_id, ignored:", raw[:200])
                 continue
-            if t == "init":
+            if not isinstance(t, str):
+                self.error(mid, MALFORMED, "a request needs a type (a string)")
+            elif t == "init":
                 if self.ready:
                     self.error(mid, MALFORMED, "init: already initialised")
                     continue
