@@ -1,0 +1,222 @@
+"""lcp: the lock-client protocol (LCP/1, docs/protocol.md) for Python workers.
+
+A worker supplies a Backend (init, acquire, release, extend); serve() does the rest: JSON lines on stdin and
+stdout, one OS thread per protocol thread (so libraries that keep their token in threading.local, as
+redis-py's Lock does, see one owner per protocol thread), one lock around stdout, and exit 0 on shutdown or
+when stdin closes. It depends on nothing outside the standard library, so it runs on every Python and every
+version of the library under test.
+"""
+
+import json
+import os
+import queue
+import sys
+import threading
+import traceback
+
+# Protocol error codes (docs/protocol.md, "Errors").
+TIMEOUT = 0
+NOT_SUPPORTED = 10
+UNAVAILABLE = 11
+MALFORMED = 12
+CRASH = 13
+INTERRUPTED = 14
+NOT_HELD = 40
+
+
+class Error(Exception):
+    """A reply of type error with this code; anything else a backend raises is mapped by its classify."""
+
+    def __init__(self, code, text):
+        Exception.__init__(self, text)
+        self.code = code
+        self.text = text
+
+
+class Backend(object):
+    """What a worker implements. Each method runs on the OS thread of its protocol thread."""
+
+    library = ""
+    kinds = ()
+    caps = ()
+
+    def init(self, msg):
+        """Connects as msg says; returns (version, runtime). Raise Error to refuse."""
+        raise NotImplementedError
+
+    def acquire(self, thread, keys, wait_ms, lease_ms):
+        """Returns a dict of reply fields: granted, and token / valid_ms when the library says."""
+        raise NotImplementedError
+
+    def release(self, thread, keys):
+        raise NotImplementedError
+
+    def extend(self, thread, keys, lease_ms):
+        """Returns True when the library says it extended."""
+        raise NotImplementedError
+
+    def classify(self, exc):
+        """Maps a library exception onto (code, text). The default, crash, is the indefinite one."""
+        return CRASH, "%s: %s" % (type(exc).__name__, exc)
+
+    def close(self):
+        pass
+
+
+def log(*args):
+    sys.stderr.write(" ".join(str(a) for a in args) + "\n")
+    sys.stderr.flush()
+
+
+class _Server(object):
+    def __init__(self, backend, out):
+        self.backend = backend
+        self.out = out
+        self.out_lock = threading.Lock()
+        self.threads = {}
+        self.ready = False
+
+    def send(self, msg):
+        line = json.dumps(msg, separators=(",", ":")) + "\n"
+        with self.out_lock:
+            self.out.write(line)
+            self.out.flush()
+
+    def error(self, msg_id, code, text):
+        self.send({"type": "error", "in_reply_to": msg_id, "code": code, "text": str(text)[:2000]})
+
+    def handle_init(self, msg):
+        b = self.backend
+        mid = msg.get("msg_id")
+        try:
+            version, runtime = b.init(msg)
+        except Error as e:
+            self.error(mid, e.code, e.text)
+            return False
+        except Exception as e:  # the library failed to start: say so in one line, and exit
+            log(traceback.format_exc())
+            code, text = b.classify(e)
+            self.error(mid, code, "init: " + text)
+            return False
+        self.send({"type": "init_ok", "in_reply_to": mid, "library": b.library, "version": version,
+                   "runtime": runtime, "kinds": list(b.kinds), "caps": list(b.caps)})
+        self.ready = True
+        return True
+
+    def run_request(self, msg):
+        b = self.backend
+        mid = msg["msg_id"]
+        t = msg["type"]
+        try:
+            keys = msg.get("keys")
+            if not isinstance(keys, list) or len(keys) != 1 or not isinstance(keys[0], str):
+                raise Error(NOT_SUPPORTED if isinstance(keys, list) and len(keys) > 1 else MALFORMED,
+                            "%s needs keys: one lock name (got %r)" % (t, keys))
+            if t == "acquire":
+                if msg.get("mode") is not None:
+                    raise Error(NOT_SUPPORTED, "mode %r: this worker drives mutexes only" % msg.get("mode"))
+                reply = b.acquire(msg["thread"], keys, _ms(msg, "wait_ms"), _ms(msg, "lease_ms"))
+            elif t == "release":
+                b.release(msg["thread"], keys)
+                reply = {}
+            else:
+                reply = {"extended": bool(b.extend(msg["thread"], keys, _ms(msg, "lease_ms")))}
+        except Error as e:
+            self.error(mid, e.code, e.text)
+            return
+        except Exception as e:
+            code, text = b.classify(e)
+            if code == CRASH:
+                log(traceback.format_exc())
+            self.error(mid, code, text)
+            return
+        reply["type"] = t + "_ok"
+        reply["in_reply_to"] = mid
+        self.send(reply)
+
+    def dispatch(self, msg):
+        thread = msg.get("thread")
+        if not isinstance(thread, int) or isinstance(thread, bool) or thread <= 0:
+            self.error(msg["msg_id"], MALFORMED, "%s needs thread: a positive integer" % msg["type"])
+            return
+        q = self.threads.get(thread)
+        if q is None:
+            q = queue.Queue()
+            self.threads[thread] = q
+            th = threading.Thread(target=self.loop, args=(q,), name="lcp-thread-%d" % thread)
+            th.daemon = True  # shutdown does not wait for a call blocked in the library
+            th.start()
+        q.put(msg)
+
+    def loop(self, q):
+        while True:
+            self.run_request(q.get())
+
+    def serve(self, stdin):
+        for raw in stdin:
+            raw = raw.strip()
+            if not raw:
+                continue
+            try:
+                msg = json.loads(raw)
+            except ValueError as e:
+                log("lcp: not JSON, ignored:", raw[:200], e)
+                continue
+            if not isinstance(msg, dict):
+                log("lcp: not a JSON object, ignored:", raw[:200])
+                continue
+            mid = msg.get("msg_id")
+            t = msg.get("type")
+            if not isinstance(mid, int) or isinstance(mid, bool):
+                log("lcp: request without an integer msg_id, ignored:", raw[:200])
+                continue
+            if not isinstance(t, str):
+                self.error(mid, MALFORMED, "a request needs a type (a string)")
+            elif t == "init":
+                if self.ready:
+                    self.error(mid, MALFORMED, "init: already initialised")
+                    continue
+                if not self.handle_init(msg):
+                    return 1
+            elif not self.ready:
+                self.error(mid, MALFORMED, "%s before init" % t)
+            elif t == "shutdown":
+                self.send({"type": "shutdown_ok", "in_reply_to": mid})
+                return 0
+            elif t in ("acquire", "release", "extend"):
+                if t == "extend" and "extend" not in self.backend.caps:
+                    self.error(mid, NOT_SUPPORTED, "extend: not supported by this worker")
+                    continue
+                self.dispatch(msg)
+            else:
+                self.error(mid, NOT_SUPPORTED, "%s: not supported by this worker (family mutex)" % t)
+        return 0
+
+
+def _ms(msg, field):
+    v = msg.get(field, 0)
+    if v is None:
+        return 0
+    if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+        raise Error(MALFORMED, "%s must be a non-negative integer (got %r)" % (field, v))
+    return v
+
+
+def serve(backend):
+    """Serves LCP/1 on stdin/stdout until shutdown or end of input, then exits the process."""
+    # The protocol owns stdout: keep a private handle on it and point fd 1 and sys.stdout at stderr,
+    # so a stray print or a library's warning cannot corrupt the stream.
+    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    stdin = os.fdopen(sys.stdin.fileno(), "r", encoding="utf-8", errors="replace")
+    srv = _Server(backend, out)
+    rc = srv.serve(stdin)
+    try:
+        backend.close()
+    except Exception as e:
+        log("lcp: close:", e)
+    out.flush()
+    sys.stderr.flush()
+    # Threads may be blocked inside the library (a paused or partitioned node): do not wait for them.
+    os._exit(rc)

@@ -1,0 +1,175 @@
+"""The lockcheck worker for redis-py's Lock (redis.lock.Lock), speaking LCP/1 (docs/protocol.md).
+
+One Redis client (its connection pool) per worker; one Lock object per (thread, key), made at acquire, so
+release and extend use the token the library keeps for that owner. Each protocol thread runs on its own OS
+thread (lcp.py), which is what redis-py's default thread_local token storage assumes.
+"""
+
+import inspect
+import platform
+import sys
+
+import lcp
+
+import redis
+import redis.lock
+
+try:
+    from importlib.metadata import version as _dist_version
+except ImportError:  # pragma: no cover - Python < 3.8
+    _dist_version = None
+
+LockError = redis.exceptions.LockError
+# LockNotOwnedError came with redis-py 3.x; before it, a lost lock was a plain LockError.
+LockNotOwnedError = getattr(redis.exceptions, "LockNotOwnedError", LockError)
+
+# LockError texts (2.10.6 to 8.x) that say, before or instead of any effect, that this owner does not hold the lock.
+_NOT_HELD = ("unlocked lock", "no longer owned", "not owned", "already unlocked")
+
+
+def _version():
+    if _dist_version is not None:
+        return _dist_version("redis")
+    return redis.__version__
+
+
+def _lock_class(opts):
+    """redis.lock.Lock, the class named in redis-py's docs; library_options lock_class=lua picks the
+    LuaLock that redis-py 2.x's r.lock() chose on servers with scripting (3.0 made Lock the Lua one)."""
+    name = opts.get("lock_class", "")
+    if name in ("", "Lock", "lock"):
+        return redis.lock.Lock
+    if name.lower() in ("lua", "lualock") and hasattr(redis.lock, "LuaLock"):
+        return redis.lock.LuaLock
+    raise lcp.Error(lcp.NOT_SUPPORTED, "library option lock_class=%r: this redis-py has %s" % (
+        name, ", ".join(n for n in ("Lock", "LuaLock") if hasattr(redis.lock, n))))
+
+
+class RedisPy(lcp.Backend):
+    library = "redis-py"
+    kinds = ("redis-py", "mutex")
+    caps = ("extend",)
+
+    def __init__(self):
+        self.client = None
+        self.locks = {}  # (thread, key) -> the Lock object of that owner's last grant
+        self.default_lease_ms = 30000
+        self.sleep = 0.1
+        self.lock_class = redis.lock.Lock
+        self.supports_replace_ttl = False
+
+    def init(self, msg):
+        topo = msg.get("topology") or {}
+        lock = msg.get("lock") or {}
+        opts = msg.get("options") or {}
+        lib = msg.get("library_options") or {}
+        if lock.get("family", "mutex") != "mutex" or lock.get("kind", "redis-py") not in self.kinds:
+            raise lcp.Error(lcp.NOT_SUPPORTED, "lock %s/%s: redis-py's Lock is a mutex (kinds: %s)" % (
+                lock.get("family"), lock.get("kind"), ", ".join(self.kinds)))
+        self.lock_class = _lock_class(lib)
+        self.sleep = float(lib.get("sleep", "0.1"))
+        lease = opts.get("lease_ms") or opts.get("watchdog_ms") or 30000
+        self.default_lease_ms = int(lease)
+        timeout = (opts.get("timeout_ms") or 3000) / 1000.0
+        kw = dict(password=msg.get("password") or None, socket_timeout=timeout,
+                  socket_connect_timeout=timeout)
+        nodes = topo.get("nodes") or []
+        kind = topo.get("kind", "single")
+        if kind == "single":
+            if not nodes:
+                raise lcp.Error(lcp.MALFORMED, "init: topology single needs one node")
+            host, port = _split(nodes[0]["addr"])
+            self.client = redis.StrictRedis(host=host, port=port, **kw)
+        elif kind == "sentinel":
+            self.client = _sentinel_client(topo, msg.get("password") or None, kw)
+        else:
+            # redis-py's Lock talks to one server: Redlock over independent masters is pottery's job, and
+            # Cluster (RedisCluster, address_remap from 5.0) is not wired here.
+            raise lcp.Error(lcp.NOT_SUPPORTED, "topology %r: the redis-py worker runs on single or sentinel" % kind)
+        self.client.ping()  # a bad address or password fails the start, in one line
+        self.supports_replace_ttl = "replace_ttl" in inspect.signature(self.lock_class.extend).parameters
+        return _version(), "python %s" % platform.python_version()
+
+    def _new_lock(self, key, lease_ms):
+        return self.lock_class(self.client, key, timeout=lease_ms / 1000.0, sleep=self.sleep)
+
+    def acquire(self, thread, keys, wait_ms, lease_ms):
+        lease_ms = lease_ms or self.default_lease_ms
+        lk = self._new_lock(keys[0], lease_ms)
+        # blocking=False is one SET NX PX; otherwise redis-py polls every `sleep` until blocking_timeout.
+        if wait_ms > 0:
+            granted = lk.acquire(blocking=True, blocking_timeout=wait_ms / 1000.0)
+        else:
+            granted = lk.acquire(blocking=False)
+        if granted:
+            self.locks[(thread, keys[0])] = lk
+        return {"granted": bool(granted)}
+
+    def _held(self, thread, key):
+        lk = self.locks.get((thread, key))
+        # An owner that never acquired this key gets a fresh Lock, so the library itself says it is not held.
+        return lk if lk is not None else self._new_lock(key, self.default_lease_ms)
+
+    def release(self, thread, keys):
+        self._held(thread, keys[0]).release()
+
+    def extend(self, thread, keys, lease_ms):
+        lk = self._held(thread, keys[0])
+        seconds = (lease_ms or int(lk.timeout * 1000 if lk.timeout else self.default_lease_ms)) / 1000.0
+        if self.supports_replace_ttl:
+            # The lease restarts at lease_ms, as redsync's and pottery's extends do.
+            return lk.extend(seconds, replace_ttl=True)
+        # redis-py 2.x has no replace_ttl: its extend adds to the remaining TTL (see README).
+        return lk.extend(seconds)
+
+    def classify(self, exc):
+        text = "%s: %s" % (type(exc).__name__, exc)
+        if isinstance(exc, LockNotOwnedError) and LockNotOwnedError is not LockError:
+            return lcp.NOT_HELD, text
+        if isinstance(exc, LockError) and any(s in str(exc) for s in _NOT_HELD):
+            return lcp.NOT_HELD, text
+        if isinstance(exc, redis.exceptions.TimeoutError):
+            return lcp.TIMEOUT, text
+        # ConnectionError stays indefinite: redis-py before 4 resends a command once after a connection
+        # error, so even a refused reconnect may follow a command that ran.
+        return lcp.CRASH, text
+
+    def close(self):
+        try:
+            if self.client is not None:
+                self.client.connection_pool.disconnect()
+        except Exception:
+            pass
+
+
+def _split(addr):
+    host, _, port = addr.rpartition(":")
+    return host, int(port)
+
+
+def _sentinel_client(topo, password, kw):
+    """A master client found through the Sentinels, with every announced address mapped through nat.
+
+    redis-py's Sentinel has no address_remap (Cluster has, from 5.0), so this subclass remaps what
+    discover_master returns: the one place redis-py turns a Sentinel answer into an address to dial."""
+    import redis.sentinel
+
+    nat = dict((k, v) for k, v in (topo.get("nat") or {}).items())
+
+    class RemappedSentinel(redis.sentinel.Sentinel):
+        def discover_master(self, service_name):
+            host, port = redis.sentinel.Sentinel.discover_master(self, service_name)
+            mapped = nat.get("%s:%s" % (host, port))
+            return _split(mapped) if mapped else (host, port)
+
+    sentinels = [_split(a) for a in topo.get("sentinels") or []]
+    if not sentinels:
+        raise lcp.Error(lcp.MALFORMED, "init: topology sentinel needs sentinels")
+    skw = dict(password=password, socket_timeout=kw["socket_timeout"],
+               socket_connect_timeout=kw["socket_connect_timeout"])
+    s = RemappedSentinel(sentinels, sentinel_kwargs=skw, **kw)
+    return s.master_for(topo.get("master_name") or "lockcheck", redis_class=redis.StrictRedis)
+
+
+if __name__ == "__main__":
+    sys.exit(lcp.serve(RedisPy()))
