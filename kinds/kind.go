@@ -29,6 +29,9 @@ type Kind struct {
 	// Prepare, when set, runs once on the first node right after start-up, before anything is recorded or
 	// any client made (a spec lock's SCRIPT LOAD); its error is bad input and stops the run.
 	Prepare func(ctx context.Context, addr, password string) error
+	// WorkerOnly marks a kind that only a worker's library implements (a third-party lock): it has no Go
+	// client, and a run of it needs --client.
+	WorkerOnly bool
 	// Source names the spec file a user-defined kind came from; its histories record it, so that
 	// `lockcheck check` judges them by their family without the kind being registered.
 	Source string

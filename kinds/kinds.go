@@ -1,6 +1,8 @@
 package kinds
 
 import (
+	"errors"
+
 	"github.com/lockcheck/lockcheck/locks"
 	"github.com/lockcheck/lockcheck/topology"
 )
@@ -20,6 +22,10 @@ func init() {
 	Register(Kind{Name: "reentrant", About: "Redisson RLock: reentrant hash lock, watchdog, pub/sub wake-up",
 		Family: Mutex, Reentrant: true, Watchdog: true, Scripts: "redisson", Topology: topology.Single,
 		New: redisson(locks.VariantLock)})
+	Register(Kind{Name: "mutex", About: "a library's own lock (redsync, redislock, node-redlock, redis-py, pottery): through its worker, --client",
+		Family: Mutex, Topology: topology.Single, WorkerOnly: true, New: func(locks.Env) (locks.Client, error) {
+			return nil, errors.New("lock mutex has no Go client: drive it with --client")
+		}})
 	Register(Kind{Name: "naive", About: "negative control: SET NX PX, unconditional DEL, fixed lease, no watchdog",
 		Family: Mutex, Topology: topology.Single, New: locks.NaiveClients,
 		Broken: "lets a holder that outlives its lease delete the next holder's lock", Flags: []string{"--lease", "300ms", "--hold", "400ms-1s"}})

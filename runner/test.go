@@ -51,6 +51,9 @@ func NewTest(o Options) (*Test, error) {
 	if err != nil {
 		return nil, UsageError{err}
 	}
+	if kind.WorkerOnly && !o.Worker.active() {
+		return nil, usagef("--lock %s is a library's own lock: drive it through that library's worker, --client NAME (lockcheck locks lists them)", o.Lock)
+	}
 	var ext *topology.External
 	if o.Backend == BackendExternal {
 		var e topology.External

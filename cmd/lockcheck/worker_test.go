@@ -234,9 +234,9 @@ func TestWorkerInputErrors(t *testing.T) {
 	}{
 		{[]string{"--client", "nosuch"}, exitUsage, "no such worker"},
 		{[]string{"--client", "naive@2"}, exitUsage, "no such version"},
-		{[]string{"--client", "naive", "--nemesis", "client-clock"}, exitUsage, "cannot shift the clock of worker naive"},
+		{[]string{"--client", "naive", "--nemesis", "client-clock", "--time", "11s"}, exitUsage, "cannot shift the clock of worker naive"},
 		{[]string{"--client", "naive", "--client-option", "novalue"}, exitUsage, "want KEY=VALUE"},
-		{[]string{"--client", "naive", "--scripts", "."}, exitUsage, "a worker runs its library's own"},
+		{[]string{"--client", "naive", "--scripts", "."}, exitUsage, "runs no scripts"},
 		{[]string{"--client-cmd", exits, "--lock", "reentrant"}, exitUsage, "cannot drive lock reentrant"},
 	} {
 		stderr := captureStderr(t)

@@ -224,4 +224,8 @@ func init() {
 		About: "reference worker: SET NX PX, compare-and-delete release (the control's safe twin)"})
 	Register(Spec{Name: "redisson", Folder: "redisson", Language: "java", ClientClock: true, Lock: "reentrant",
 		About: "Redisson (Java): the real library, built with Maven per version"})
+	Register(Spec{Name: "redis-py", Folder: "redis-py", Language: "python", ClientClock: true, Lock: "mutex",
+		About: "redis-py's Lock (Python): SET NX PX, Lua release and extend; single and sentinel"})
+	Register(Spec{Name: "pottery", Folder: "pottery", Language: "python", ClientClock: true, Lock: "mutex",
+		About: "pottery's Redlock (Python) over the masters; single and redlock"})
 }
