@@ -256,12 +256,12 @@ const handlers = { acquire, release, extend };
 let clients = null;
 let exiting = false;
 
-function exit() {
+function exit(code = 0) {
   if (exiting) return;
   exiting = true;
   // Release nothing: close the connections and go.
   for (const c of clients || []) c.disconnect();
-  process.exit(0);
+  process.exit(code);
 }
 
 async function handle(m) {
@@ -283,12 +283,12 @@ async function handle(m) {
         kinds: KINDS, caps: cfg.using ? ['watchdog', 'events'] : ['extend'] });
     } catch (e) {
       error(e);
-      exit();
+      exit(1);
     }
     return;
   }
   // After the replies already decided (setImmediate), so that a quick answer is not cut off.
-  if (m.type === 'shutdown') { reply({}); setImmediate(exit); return; }
+  if (m.type === 'shutdown') { reply({}); setImmediate(() => exit(0)); return; }
   if (!cfg) { error(new ProtoError(MALFORMED, 'no init yet')); return; }
   const h = handlers[m.type];
   if (!h) { error(new ProtoError(NOT_SUPPORTED, `request ${m.type}: this worker drives the mutex family (acquire, release, extend)`)); return; }
@@ -303,4 +303,4 @@ rlines.on('line', (line) => {
   if (!m || typeof m !== 'object' || typeof m.type !== 'string') { log('malformed request: not an object with a type'); return; }
   handle(m).catch((e) => log(`unhandled: ${e.stack || e}`));
 });
-rlines.on('close', exit);
+rlines.on('close', () => exit(0));

@@ -1,0 +1,41 @@
+#!/bin/sh
+# faults.sh RUNCMD: starts three password-protected redis-servers on free loopback ports (stopped on exit)
+# and checks the worker (RUNCMD, run by sh -c) on the `redlock` topology: a grant on every master, a
+# definite refusal, a quorum with one master frozen (SIGSTOP), error 0 (timeout, indefinite) rather than a
+# refusal with two frozen, a release retried once they are back; init errors (wrong password, unknown
+# option, another family); and with a 5.x redlock, using(): the lock kept by its auto-extension and a
+# `lost` event once another owner takes it. Needs node and redis-server.
+set -eu
+if [ $# -ne 1 ]; then
+	echo "usage: faults.sh RUNCMD" >&2
+	exit 2
+fi
+here=$(cd "$(dirname "$0")" && pwd)
+dir=$(mktemp -d "${TMPDIR:-/tmp}/node-redlock-faults.XXXXXX")
+pids=
+cleanup() {
+	for p in $pids; do kill -CONT "$p" 2>/dev/null || true; kill "$p" 2>/dev/null || true; done
+	rm -rf "$dir"
+}
+trap cleanup EXIT INT TERM
+password=faults-$$
+args=
+for i in 1 2 3; do
+	port=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
+	redis-server --port "$port" --bind 127.0.0.1 --requirepass "$password" --save '' --appendonly no \
+		--dir "$dir" --logfile "$dir/redis-$i.log" >/dev/null &
+	pids="$pids $!"
+	args="$args 127.0.0.1:$port=$!"
+done
+for a in $args; do
+	port=${a#127.0.0.1:}
+	port=${port%%=*}
+	i=0
+	until redis-cli -p "$port" -a "$password" --no-auth-warning ping >/dev/null 2>&1; do
+		i=$((i + 1))
+		[ $i -lt 100 ] || { echo "faults.sh: redis-server on $port did not start" >&2; exit 2; }
+		sleep 0.1
+	done
+done
+# shellcheck disable=SC2086 # the addresses are one word each
+node "$here/test/faults.js" "$1" "$password" $args
