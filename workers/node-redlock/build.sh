@@ -22,6 +22,13 @@ case $version in
 	exit 2
 	;;
 esac
+case $version in
+[45].*) ;;
+*)
+	echo "build.sh: redlock $version: the worker drives the 4.x and 5.x APIs only" >&2
+	exit 1
+	;;
+esac
 for tool in node npm; do
 	command -v $tool >/dev/null || { echo "build.sh: $tool is not installed; it runs the node-redlock worker" >&2; exit 3; }
 done
@@ -50,13 +57,6 @@ if [ "$got" != "$version" ]; then
 	echo "build.sh: npm installed redlock $got for '$version': give an exact version" >&2
 	exit 1
 fi
-case $got in
-[45].*) ;;
-*)
-	echo "build.sh: redlock $got: the worker drives the 4.x and 5.x APIs only" >&2
-	exit 1
-	;;
-esac
 cp "$here/worker.js" "$out/worker.js"
 echo "$version" >"$out/VERSION"
 # run last, through a rename: its presence means the build is complete.

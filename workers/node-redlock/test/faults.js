@@ -109,9 +109,32 @@ async function usingLost(rs) {
   w.kill();
 }
 
+// Sentinel announces the master at GHOST, where nothing listens; init's nat maps it to the first server.
+async function sentinelNat(rs) {
+  const topo = (nat) => ({ kind: 'sentinel', nodes: [{ name: 'n1', addr: nodes[0].addr }], sentinels: [process.env.SENTINEL],
+    master_name: 'lockcheck', nat });
+  const initS = (w, nat) => w.req({ type: 'init', protocol: 1, client: 'c1', topology: topo(nat), password,
+    lock: { kind: 'mutex', family: 'mutex' }, options: { timeout_ms: TIMEOUT } }, 60000);
+  let w = worker(runcmd);
+  let m = await initS(w, {});
+  check('sentinel without nat: the announced master is unreachable, init is an error', m.type === 'error', m);
+  w.kill();
+  w = worker(runcmd);
+  m = await initS(w, { [process.env.GHOST]: nodes[0].addr });
+  check('sentinel with nat: init_ok', m.type === 'init_ok', m);
+  m = await w.req({ type: 'acquire', thread: 1, keys: [k('s')], wait_ms: 0, lease_ms: 5000 });
+  const v = await rs[0].cmd('EXISTS', k('s'));
+  check('sentinel: thread 1 acquires s, written on the server nat maps the master to', granted(m) && v === 1, { m, v });
+  m = await w.req({ type: 'release', thread: 1, keys: [k('s')] });
+  check('sentinel: thread 1 releases s', m.type === 'release_ok', m);
+  await w.req({ type: 'shutdown' });
+  w.kill();
+}
+
 (async () => {
   const rs = await Promise.all(nodes.map((n) => redis(n.addr, password)));
   await initFailures();
+  if (process.env.SENTINEL) await sentinelNat(rs);
   await redlockFaults(rs);
   await usingLost(rs);
   for (const r of rs) r.close();
