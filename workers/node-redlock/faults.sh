@@ -15,6 +15,7 @@ dir=$(mktemp -d "${TMPDIR:-/tmp}/node-redlock-faults.XXXXXX")
 pids=
 cleanup() {
 	for p in $pids; do kill -CONT "$p" 2>/dev/null || true; kill "$p" 2>/dev/null || true; done
+	for p in $pids; do wait "$p" 2>/dev/null || true; done # they write their last lines to $dir on the way out
 	rm -rf "$dir"
 }
 trap cleanup EXIT INT TERM

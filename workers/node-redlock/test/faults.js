@@ -80,6 +80,32 @@ async function redlockFaults(rs) {
   w.kill();
 }
 
+// client-pause as lockcheck does it: SIGSTOP the holder's worker past its lease while another takes the lock.
+async function pauseBeyondLease(rs) {
+  const a = worker(runcmd), b = worker(runcmd);
+  const [ia, ib] = await Promise.all([init(a, 'redlock', { retryDelay: '50' }), init(b, 'redlock', { retryDelay: '50' })]);
+  check('two workers: init_ok', ia.type === 'init_ok' && ib.type === 'init_ok', { ia, ib });
+  let m = await a.req({ type: 'acquire', thread: 1, keys: [k('p')], wait_ms: 0, lease_ms: 500 });
+  check('worker A acquires p with a 500 ms lease', granted(m), m);
+  a.signal('SIGSTOP');
+  try {
+    m = await b.req({ type: 'acquire', thread: 1, keys: [k('p')], wait_ms: 3000, lease_ms: 10000 });
+    check('A frozen: worker B, waiting, acquires p once the lease ran out', granted(m), m);
+  } finally {
+    a.signal('SIGCONT');
+  }
+  const val = await rs[0].cmd('GET', k('p'));
+  m = await a.req({ type: 'extend', thread: 1, keys: [k('p')], lease_ms: 10000 });
+  check('A resumed: extend p is not extended', m.type === 'extend_ok' && m.extended === false, m);
+  m = await a.req({ type: 'release', thread: 1, keys: [k('p')] });
+  check('A resumed: release p is 40', code(m, 40), m);
+  const after = await Promise.all(rs.map((r) => r.cmd('GET', k('p'))));
+  check("B's p untouched on every master", after.every((v) => v === val), { val, after });
+  await b.req({ type: 'release', thread: 1, keys: [k('p')] });
+  a.kill();
+  b.kill();
+}
+
 // 5.x using(): auto-extension while held, and a lost event once the lock is taken from under it.
 async function usingLost(rs) {
   const w = worker(runcmd);
@@ -136,6 +162,7 @@ async function sentinelNat(rs) {
   await initFailures();
   if (process.env.SENTINEL) await sentinelNat(rs);
   await redlockFaults(rs);
+  await pauseBeyondLease(rs);
   await usingLost(rs);
   for (const r of rs) r.close();
   console.log(failed() ? `${failed()} check(s) failed` : 'all checks passed');

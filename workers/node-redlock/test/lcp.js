@@ -74,6 +74,8 @@ function worker(runcmd) {
       w.stdin.write(JSON.stringify({ ...body, msg_id: id }) + '\n');
     });
   };
+  st.pid = w.pid; // sh -c execs a single command, and run execs node: this is the worker's own process
+  st.signal = (sig) => { if (!st.exited) w.kill(sig); };
   st.kill = () => { if (!st.exited) w.kill('SIGKILL'); };
   st.waitExit = async (ms) => { for (let i = 0; i < ms / 50 && !st.exited; i++) await sleep(50); return st.exited; };
   return st;
