@@ -103,6 +103,7 @@ function init(m) {
     clients, settings, using, timeout,
     // lease_ms 0: the run's --lease, else its watchdog period, as a fixed TTL.
     defaultLease: o.lease_ms > 0 ? o.lease_ms : (o.watchdog_ms > 0 ? o.watchdog_ms : 30000),
+    watchdog: o.watchdog_ms > 0 ? o.watchdog_ms : 30000, // using()'s duration
     // tryLock with a wait: redlock retries retryCount times, retryDelay (± retryJitter) apart; an explicit
     // retryCount wins over wait_ms.
     retriesFor: (waitMs) => settings.retryCount ?? Math.floor(Math.max(0, waitMs || 0) / Math.max(1, retryDelay)),
@@ -168,7 +169,11 @@ async function acquire(m) {
   const lease = m.lease_ms > 0 ? m.lease_ms : cfg.defaultLease;
   const errs = [];
   const rl = redlock({ ...cfg.settings, retryCount: cfg.retriesFor(m.wait_ms) }, errs);
-  if (cfg.using) return acquireUsing(m, id, key, lease, rl, errs);
+  if (cfg.using) {
+    // using() keeps the lock past any duration, as a watchdog does: a fixed lease is not what it gives.
+    if (m.lease_ms > 0) throw new ProtoError(NOT_SUPPORTED, 'with using=true the library extends the lock itself: lease_ms must be 0 (its duration is watchdog_ms)');
+    return acquireUsing(m, id, key, cfg.watchdog, rl, errs);
+  }
   try {
     // 4.x: lock(resource, ttl); 5.x: acquire([resources], duration). The Lock keeps the random value.
     const lock = V5 ? await rl.acquire([key], lease) : await rl.lock(key, lease);
@@ -187,6 +192,13 @@ function acquireUsing(m, id, key, lease, rl, errs) {
     let end;
     const ended = new Promise((r) => { end = r; });
     const h = { rl, errs };
+    // using() extends through lock.extend, i.e. this instance's extend: each success is a renewed event.
+    const extend = rl.extend.bind(rl);
+    rl.extend = async (...a) => {
+      const l = await extend(...a);
+      send({ type: 'event', event: 'renewed', thread: m.thread, key, text: `using() extended it by ${a[1]} ms` });
+      return l;
+    };
     h.done = rl.using([key], lease, async (signal) => {
       signal.addEventListener('abort', () => {
         const why = signal.error ? signal.error.message : 'aborted';

@@ -8,11 +8,11 @@ const k = (n) => prefix + n;
 const { check, failed } = checks();
 const TIMEOUT = 500;
 
-function init(w, kind, library_options = {}, topoNodes = nodes) {
+function init(w, kind, library_options = {}, topoNodes = nodes, options = {}) {
   return w.req({ type: 'init', protocol: 1, client: 'c1', seed: 1,
     topology: { kind, nodes: topoNodes.map((n, i) => ({ name: `n${i + 1}`, addr: n.addr })) }, password,
     lock: { kind: 'node-redlock', family: 'mutex' },
-    options: { lease_ms: 0, watchdog_ms: 30000, wait_ms: 1000, timeout_ms: TIMEOUT }, library_options }, 60000);
+    options: { lease_ms: 0, watchdog_ms: 30000, wait_ms: 1000, timeout_ms: TIMEOUT, ...options }, library_options }, 60000);
 }
 
 async function initFailures() {
@@ -109,7 +109,7 @@ async function pauseBeyondLease(rs) {
 // 5.x using(): auto-extension while held, and a lost event once the lock is taken from under it.
 async function usingLost(rs) {
   const w = worker(runcmd);
-  let m = await init(w, 'redlock', { using: 'true', retryDelay: '50', automaticExtensionThreshold: '300' });
+  let m = await init(w, 'redlock', { using: 'true', retryDelay: '50', automaticExtensionThreshold: '300' }, nodes, { watchdog_ms: 600 });
   if (m.type === 'error') {
     check(`using=true refused at init on a 4.x redlock (error 10): ${m.text}`, m.code === 10, m);
     w.kill();
@@ -117,15 +117,21 @@ async function usingLost(rs) {
   }
   check('using=true: init_ok with watchdog and events caps', (m.caps || []).includes('events') && (m.caps || []).includes('watchdog'), m);
   m = await w.req({ type: 'acquire', thread: 1, keys: [k('u')], wait_ms: 0, lease_ms: 600 });
-  check('using: thread 1 acquires u with a 600 ms duration', granted(m), m);
+  check('using: a fixed lease is error 10 (using() keeps the lock)', code(m, 10), m);
+  m = await w.req({ type: 'acquire', thread: 1, keys: [k('u')], wait_ms: 0, lease_ms: 0 });
+  check('using: thread 1 acquires u (duration: watchdog_ms, 600 ms)', granted(m), m);
   await sleep(1500);
   const pttl = await Promise.all(rs.map((r) => r.cmd('PTTL', k('u'))));
   check('1.5 s later u is still held on every master (using() extended it)', pttl.every((t) => t > 0), pttl);
+  const renewed = w.events.filter((e) => e.event === 'renewed' && e.key === k('u')).length;
+  check(`using: its extensions reported as renewed events (${renewed})`, renewed >= 2, w.events);
+  w.events.length = 0;
   m = await w.req({ type: 'extend', thread: 1, keys: [k('u')], lease_ms: 600 });
   check('using: an explicit extend is error 10', code(m, 10), m);
   await Promise.all(rs.map((r) => r.cmd('SET', k('u'), 'someone-else', 'PX', '10000')));
-  for (let i = 0; i < 60 && !w.events.length; i++) await sleep(100);
-  const ev = w.events[0] || {};
+  const lost = () => w.events.find((e) => e.event === 'lost');
+  for (let i = 0; i < 60 && !lost(); i++) await sleep(100);
+  const ev = lost() || {};
   check('u taken on every master: a lost event for thread 1 on u', ev.event === 'lost' && ev.thread === 1 && ev.key === k('u'), w.events);
   m = await w.req({ type: 'release', thread: 1, keys: [k('u')] });
   check('using: release after the loss is error 40', code(m, 40), m);
