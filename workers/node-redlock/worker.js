@@ -284,6 +284,7 @@ async function handle(m) {
     send({ type: 'error', in_reply_to: m.msg_id, code, text: e.message || String(e) });
   };
   if (m.type === 'init') {
+    if (cfg) { error(new ProtoError(MALFORMED, 'init twice')); return; }
     try {
       clients = init(m);
       // Reachable with this password? One PING each, bounded: a worker that cannot start says so at init.
@@ -306,6 +307,10 @@ async function handle(m) {
   if (!h) { error(new ProtoError(NOT_SUPPORTED, `request ${m.type}: this worker drives the mutex family (acquire, release, extend)`)); return; }
   try { reply(await h(m)); } catch (e) { error(e); }
 }
+
+// A library promise nobody awaits must not take the worker down (Node's default): log it. A request it
+// leaves unanswered is lockcheck's to time out.
+process.on('unhandledRejection', (e) => log(`unhandled rejection: ${(e && e.stack) || e}`));
 
 const rlines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
 rlines.on('line', (line) => {
