@@ -22,13 +22,6 @@ case $version in
 	exit 2
 	;;
 esac
-case $version in
-[45].*) ;;
-*)
-	echo "build.sh: redlock $version: the worker drives the 4.x and 5.x APIs only" >&2
-	exit 1
-	;;
-esac
 for tool in node npm; do
 	command -v $tool >/dev/null || { echo "build.sh: $tool is not installed; it runs the node-redlock worker" >&2; exit 3; }
 done
@@ -43,7 +36,9 @@ printf '{"name":"lockcheck-node-redlock-worker","private":true}\n' >"$out/packag
 if ! (cd "$out" && npm install --no-audit --no-fund --ignore-scripts --save-exact --loglevel=error \
 	"redlock@$version" "ioredis@$ioredis") >"$log" 2>&1; then
 	if grep -q "ETARGET\|No matching version" "$log"; then
-		echo "build.sh: npm has no redlock $version (npm view redlock versions lists those it has)" >&2
+		# The registry's own words: "No matching version found for redlock@9.9.9."
+		why=$(sed -n 's/^npm error notarget \(No matching version.*[^.]\)\.*$/\1/p' "$log" | head -n 1)
+		echo "build.sh: npm: ${why:-no redlock $version}; unknown version (npm view redlock versions lists them)" >&2
 	elif grep -q "ENOTFOUND\|EAI_AGAIN\|ECONNREFUSED\|ETIMEDOUT" "$log"; then
 		echo "build.sh: the npm registry is not reachable (see $log)" >&2
 	else
@@ -57,6 +52,14 @@ if [ "$got" != "$version" ]; then
 	echo "build.sh: npm installed redlock $got for '$version': give an exact version" >&2
 	exit 1
 fi
+# After the install, so that a version npm does not have gets the registry's answer.
+case $got in
+[45].*) ;;
+*)
+	echo "build.sh: redlock $got: the worker drives the 4.x and 5.x APIs only" >&2
+	exit 1
+	;;
+esac
 cp "$here/worker.js" "$out/worker.js"
 echo "$version" >"$out/VERSION"
 # run last, through a rename: its presence means the build is complete.
