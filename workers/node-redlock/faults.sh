@@ -3,7 +3,8 @@
 # and checks the worker (RUNCMD, run by sh -c) on the `redlock` topology: a grant on every master, a
 # definite refusal, a quorum with one master frozen (SIGSTOP), error 0 (timeout, indefinite) rather than a
 # refusal with two frozen, a release retried once they are back; init errors (wrong password, unknown
-# option, another family); on `sentinel`, the master Sentinel announces reached through init's nat; and with a 5.x redlock, using(): the lock kept by its auto-extension and a
+# option, another family); on `sentinel`, the master Sentinel announces reached through init's nat; the
+# worker under lockcheck's clock library (client-clock) judging its lock expired; and with a 5.x redlock, using(): the lock kept by its auto-extension and a
 # `lost` event once another owner takes it. Needs node and redis-server.
 set -eu
 if [ $# -ne 1 ]; then
@@ -59,5 +60,12 @@ until redis-cli -p "$sport" -a "$password" --no-auth-warning ping >/dev/null 2>&
 	[ $i -lt 100 ] || { echo "faults.sh: redis-sentinel on $sport did not start" >&2; exit 2; }
 	sleep 0.1
 done
+# lockcheck's clock library (client-clock), when a C compiler is there: the worker started under it.
+src=$here/../../node/clockshift/csrc/clockshift.c
+if command -v "${CC:-cc}" >/dev/null && [ -f "$src" ] && "${CC:-cc}" -O2 -fPIC -shared -o "$dir/libclockshift.so" "$src"; then
+	export CLOCKSHIFT_LIB="$dir/libclockshift.so" CLOCKSHIFT_FILE="$dir/clock"
+else
+	echo "faults.sh: no C compiler or no clockshift.c: the client-clock check is skipped" >&2
+fi
 # shellcheck disable=SC2086 # the addresses are one word each
 SENTINEL=127.0.0.1:$sport GHOST=127.0.0.1:$ghost node "$here/test/faults.js" "$1" "$password" $args

@@ -106,6 +106,28 @@ async function pauseBeyondLease(rs) {
   b.kill();
 }
 
+// client-clock: the worker under lockcheck's clock library (LD_PRELOAD); its clock jumps a minute ahead
+// mid-hold, and redlock, which keeps validity on Date.now(), judges its own lock expired.
+async function clientClock(rs) {
+  const fs = require('fs');
+  fs.writeFileSync(process.env.CLOCKSHIFT_FILE, Buffer.alloc(8)); // offset 0 ns
+  const w = worker(`LD_PRELOAD=${process.env.CLOCKSHIFT_LIB} LOCKCHECK_CLOCK_FILE=${process.env.CLOCKSHIFT_FILE} ${runcmd}`);
+  let m = await init(w, 'single', {}, nodes.slice(0, 1));
+  check('client-clock: init_ok under the clock library', m.type === 'init_ok', m);
+  m = await w.req({ type: 'acquire', thread: 1, keys: [k('t')], wait_ms: 0, lease_ms: 20000 });
+  check('client-clock: thread 1 acquires t for 20 s', granted(m), m);
+  const b = Buffer.alloc(8);
+  b.writeBigInt64LE(60n * 1000000000n);
+  fs.writeFileSync(process.env.CLOCKSHIFT_FILE, b); // the worker maps the file: it sees this at once
+  m = await w.req({ type: 'extend', thread: 1, keys: [k('t')], lease_ms: 20000 });
+  const pttl = await rs[0].cmd('PTTL', k('t'));
+  check('clock 60 s ahead: extend t is not extended (redlock: already expired) though Redis still has it',
+    m.type === 'extend_ok' && m.extended === false && pttl > 10000, { m, pttl });
+  await w.req({ type: 'shutdown' });
+  w.kill();
+  await rs[0].cmd('DEL', k('t'));
+}
+
 // 5.x using(): auto-extension while held, and a lost event once the lock is taken from under it.
 async function usingLost(rs) {
   const w = worker(runcmd);
@@ -169,6 +191,7 @@ async function sentinelNat(rs) {
   if (process.env.SENTINEL) await sentinelNat(rs);
   await redlockFaults(rs);
   await pauseBeyondLease(rs);
+  if (process.env.CLOCKSHIFT_LIB) await clientClock(rs);
   await usingLost(rs);
   for (const r of rs) r.close();
   console.log(failed() ? `${failed()} check(s) failed` : 'all checks passed');
