@@ -134,6 +134,7 @@ function kindOf(e) {
 // A call the library failed: definite only when every node's answer was definite. Returns null for a
 // plain refusal (no error but "no"), or the protocol error to answer.
 async function failure(err, errs) {
+  if (err instanceof ProtoError) return err;
   if (V5 && err instanceof mod.ExecutionError && Array.isArray(err.attempts) && err.attempts.length) {
     // Each attempt's stats settle when every node has answered: wait (bounded) so late errors count.
     const all = Promise.all(err.attempts).catch(() => {});
@@ -164,19 +165,59 @@ function slot(m) {
 
 function validMs(lock) { const v = lock.expiration - Date.now(); return v > 0 ? v : undefined; }
 
+// lockcheck kills a worker that leaves a request unanswered past wait + lease + 4 × timeout + 10 s, and
+// redlock has no deadline of its own: each of its retries can wait a timeout for a node that does not
+// answer. So a call gets about the time its retries take when the nodes answer, and one still running
+// then is answered error 0 (it may yet take effect); onLate gets its result if it comes.
+function deadline(m, retries) {
+  const delay = cfg.settings.retryDelay ?? 200, jitter = cfg.settings.retryJitter ?? 100;
+  const natural = retries < 0 ? Infinity : retries * (delay + jitter) + 2 * cfg.timeout + 1000;
+  const kill = (m.wait_ms || 0) + (m.lease_ms || 0) + 4 * cfg.timeout + 10000;
+  return Math.max(1000, Math.min(natural, kill - 2000));
+}
+
+async function within(ms, what, p, onLate) {
+  let late = false, timer;
+  const expired = new Promise((_, reject) => {
+    timer = setTimeout(() => {
+      late = true;
+      reject(new ProtoError(TIMEOUT, `${what}: redlock still retrying after ${ms} ms (it may yet take effect)`));
+    }, ms);
+  });
+  p.then((v) => { if (late) onLate(v); }, (e) => { if (late) log(`${what}, answered as a timeout, ended: ${e.message}`); });
+  try { return await Promise.race([p, expired]); } finally { clearTimeout(timer); }
+}
+
 async function acquire(m) {
   const id = slot(m), key = m.keys[0];
   const lease = m.lease_ms > 0 ? m.lease_ms : cfg.defaultLease;
   const errs = [];
-  const rl = redlock({ ...cfg.settings, retryCount: cfg.retriesFor(m.wait_ms) }, errs);
+  const retries = cfg.retriesFor(m.wait_ms);
+  const rl = redlock({ ...cfg.settings, retryCount: retries }, errs);
+  const ms = deadline(m, retries);
   if (cfg.using) {
     // using() keeps the lock past any duration, as a watchdog does: a fixed lease is not what it gives.
     if (m.lease_ms > 0) throw new ProtoError(NOT_SUPPORTED, 'with using=true the library extends the lock itself: lease_ms must be 0 (its duration is watchdog_ms)');
-    return acquireUsing(m, id, key, cfg.watchdog, rl, errs);
+    const h = { rl, errs };
+    try {
+      return await within(ms, 'acquire', acquireUsing(m, id, key, cfg.watchdog, h), () => {
+        if (held.get(id) && held.get(id).using === h) held.delete(id);
+        h.end(); // answered already: the routine ends and using() releases
+        log(`acquire ${m.msg_id}: a late grant, released`);
+      });
+    } catch (e) {
+      const f = await failure(e, errs);
+      if (f) throw f;
+      return { granted: false };
+    }
   }
   try {
     // 4.x: lock(resource, ttl); 5.x: acquire([resources], duration). The Lock keeps the random value.
-    const lock = V5 ? await rl.acquire([key], lease) : await rl.lock(key, lease);
+    const lock = await within(ms, 'acquire', V5 ? rl.acquire([key], lease) : Promise.resolve(rl.lock(key, lease)), (late) => {
+      // Answered already: nobody holds this grant; let it go rather than leave it to its TTL.
+      log(`acquire ${m.msg_id}: a late grant, released`);
+      Promise.resolve(V5 ? rl.release(late) : rl.unlock(late)).catch(() => {});
+    });
     held.set(id, { lock });
     return { granted: true, valid_ms: validMs(lock) };
   } catch (e) {
@@ -187,11 +228,12 @@ async function acquire(m) {
 }
 
 // 5.x using(): the routine holds the lock until the release request ends it; an abort is a lost event.
-function acquireUsing(m, id, key, lease, rl, errs) {
+function acquireUsing(m, id, key, lease, h) {
+  const { rl, errs } = h;
+  let end;
+  const ended = new Promise((r) => { end = r; });
+  h.end = end;
   return new Promise((resolve, reject) => {
-    let end;
-    const ended = new Promise((r) => { end = r; });
-    const h = { rl, errs };
     // using() extends through lock.extend, i.e. this instance's extend: each success is a renewed event.
     const extend = rl.extend.bind(rl);
     rl.extend = async (...a) => {
@@ -208,7 +250,6 @@ function acquireUsing(m, id, key, lease, rl, errs) {
       resolve({ granted: true });
       await ended;
     });
-    h.end = end;
     h.done.catch(async (e) => {
       if (held.get(id) && held.get(id).using === h) return; // a release failure: the release request answers it
       const f = await failure(e, errs);
@@ -223,14 +264,17 @@ async function release(m) {
   if (!h) throw new ProtoError(NOT_HELD, `thread ${m.thread} holds no lock on ${m.keys[0]} from this worker`);
   let errs = [];
   try {
+    // 4.x unlock tries once; 5.x release retries as acquire does.
+    const ms = deadline(m, V5 ? (cfg.settings.retryCount ?? 10) : 0);
+    const gone = () => { if (held.get(id) === h) held.delete(id); };
     if (h.using) {
       h.using.errs.length = 0; // from here on its errors are the release's
       errs = h.using.errs;
       h.using.end();
-      await h.using.done;
+      await within(ms, 'release', h.using.done, gone);
     } else {
       const rl = redlock(cfg.settings, errs);
-      await (V5 ? rl.release(h.lock) : rl.unlock(h.lock));
+      await within(ms, 'release', Promise.resolve(V5 ? rl.release(h.lock) : rl.unlock(h.lock)), gone);
     }
     held.delete(id);
     return {};
@@ -254,7 +298,10 @@ async function extend(m) {
   const rl = redlock(cfg.settings, errs);
   try {
     // 4.x extends the Lock in place; 5.x returns a new Lock (the old one is marked expired).
-    const lock = await rl.extend(h.lock, lease);
+    const ms = deadline(m, cfg.settings.retryCount ?? 10);
+    const lock = await within(ms, 'extend', Promise.resolve(rl.extend(h.lock, lease)), (late) => {
+      if (held.get(id) === h) held.set(id, { lock: late });
+    });
     held.set(id, { lock });
     return { extended: true, valid_ms: validMs(lock) };
   } catch (e) {

@@ -36,8 +36,10 @@ async function initFailures() {
 
 async function redlockFaults(rs) {
   const w = worker(runcmd);
-  const m0 = await init(w, 'redlock', { retryCount: '2', retryDelay: '50' });
-  check(`redlock over 3 masters: init_ok (${m0.version})`, m0.type === 'init_ok', m0);
+  const w2 = worker(runcmd); // retryCount from wait_ms: 100 tries, 10 ms apart
+  const [m0, m2] = await Promise.all([init(w, 'redlock', { retryCount: '2', retryDelay: '50' }),
+    init(w2, 'redlock', { retryDelay: '10', retryJitter: '0' })]);
+  check(`redlock over 3 masters: init_ok (${m0.version})`, m0.type === 'init_ok' && m2.type === 'init_ok', { m0, m2 });
   const acq = (thread, key, lease_ms = 10000) => w.req({ type: 'acquire', thread, keys: [k(key)], wait_ms: 0, lease_ms });
   let m = await acq(1, 'a');
   const vals = await Promise.all(rs.map((r) => r.cmd('GET', k('a'))));
@@ -53,6 +55,13 @@ async function redlockFaults(rs) {
     process.kill(nodes[1].pid, 'SIGSTOP');
     m = await acq(4, 'c');
     check('two masters frozen: acquire c is error 0 (timeout, indefinite), not a refusal', code(m, 0), m);
+    // 100 tries of a 500 ms timeout each would outlast lockcheck's patience (wait + lease + 4 × timeout
+    // + 10 s = 14 s): the worker answers when the tries would have ended had the nodes answered.
+    const t0 = Date.now();
+    m = await w2.req({ type: 'acquire', thread: 1, keys: [k('c2')], wait_ms: 1000, lease_ms: 1000 });
+    const took = Date.now() - t0;
+    check(`two masters frozen, retries for a 1 s wait: error 0 after ${took} ms, within lockcheck's bound`,
+      code(m, 0) && took < 1000 + 1000 + 4 * TIMEOUT + 10000 - 1000, m);
     m = await w.req({ type: 'extend', thread: 1, keys: [k('a')], lease_ms: 10000 });
     check('two masters frozen: extend a is error 0', code(m, 0), m);
     m = await w.req({ type: 'release', thread: 3, keys: [k('b')] });
@@ -76,8 +85,9 @@ async function redlockFaults(rs) {
     check('5.x: the failed extend left a held: thread 1 releases it', m.type === 'release_ok' && aLeft.every((v) => v === 0), { m, aLeft });
   }
   await w.req({ type: 'shutdown' });
-  check('stdout held only JSON objects', w.badLines.length === 0, w.badLines);
+  check('stdout held only JSON objects', w.badLines.length === 0 && w2.badLines.length === 0, [w.badLines, w2.badLines]);
   w.kill();
+  w2.kill();
 }
 
 // client-pause as lockcheck does it: SIGSTOP the holder's worker past its lease while another takes the lock.
