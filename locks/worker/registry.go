@@ -228,4 +228,6 @@ func init() {
 		About: "redis-py's Lock (Python): SET NX PX, Lua release and extend; single and sentinel"})
 	Register(Spec{Name: "pottery", Folder: "pottery", Language: "python", ClientClock: true, Lock: "mutex",
 		About: "pottery's Redlock (Python) over the masters; single and redlock"})
+	Register(Spec{Name: "node-redlock", Folder: "node-redlock", Language: "node", ClientClock: true, Lock: "mutex",
+		About: "npm redlock (Node.js), 4.x and 5.x APIs over ioredis; single, redlock, sentinel, cluster"})
 }
