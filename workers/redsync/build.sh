@@ -39,8 +39,9 @@ log=$out/build.log
 cd "$work"
 # The registry's answer first, so that an unknown version is one clear line.
 if ! go mod download -json "$module@$version" >"$work/dl.json" 2>>"$log"; then
-	why=$(sed -n 's/.*"Error": "\(.*\)".*/\1/p' "$work/dl.json" | head -n 1)
-	echo "build.sh: redsync $version is not on the Go module proxy: ${why:-see $log}" >&2
+	# go's JSON error may hold an escaped newline before the server's words: keep the first line.
+	why=$(sed -n 's/.*"Error": "\(.*\)".*/\1/p' "$work/dl.json" | head -n 1 | sed 's/\\n.*//')
+	printf 'build.sh: redsync %s is not on the Go module proxy: %s\n' "$version" "${why:-see $log}" >&2
 	exit 1
 fi
 dir=$(sed -n 's/.*"Dir": "\(.*\)".*/\1/p' "$work/dl.json")
