@@ -5,6 +5,8 @@
 # (Refresh: extend false; Release: ErrLockNotHeld, 40),
 # concurrent threads, malformed and unsupported requests, shutdown and EOF. One line per check; exit 1
 # on a failure. Keys are fresh per run, so a shared Redis is fine. Needs python3.
+# ADDR may also be several addresses, a,b,c (a redlock topology: independent masters, one PASSWORD), or an
+# init "topology" object in JSON (e.g. sentinel, with its nat), used as it is.
 if [ $# -ne 3 ]; then
 	echo "usage: smoke.sh RUNCMD ADDR PASSWORD" >&2
 	exit 2
@@ -13,6 +15,12 @@ exec python3 - "$@" <<'PY'
 import json, re, subprocess, sys, threading, time, uuid
 
 run, addr, password = sys.argv[1:4]
+if addr.lstrip().startswith("{"):
+    topology = json.loads(addr)
+elif "," in addr:
+    topology = {"kind": "redlock", "nodes": [{"name": "n%d" % (i + 1), "addr": a} for i, a in enumerate(addr.split(","))]}
+else:
+    topology = {"kind": "single", "nodes": [{"name": "n1", "addr": addr}]}
 prefix = "smoke-" + uuid.uuid4().hex[:8]
 failures = 0
 
@@ -32,7 +40,7 @@ class Worker:
         threading.Thread(target=self.read, daemon=True).start()
         t0 = time.monotonic()
         self.init = self.call({"type": "init", "protocol": 1, "client": "c1", "seed": 1,
-                               "topology": {"kind": "single", "nodes": [{"name": "n1", "addr": addr}]},
+                               "topology": topology,
                                "password": password, "lock": {"kind": kind, "family": family},
                                "options": {"lease_ms": lease_ms, "watchdog_ms": 30000, "wait_ms": 1000, "timeout_ms": 2000},
                                "library_options": {}}, timeout=60)
