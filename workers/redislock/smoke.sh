@@ -4,7 +4,8 @@
 # a second thread refused, extend, release, release of a lock never taken (40), a lock lost to expiry
 # (Refresh: extend false; Release: ErrLockNotHeld, 40),
 # concurrent threads, malformed and unsupported requests, shutdown and EOF. One line per check; exit 1
-# on a failure. Keys are fresh per run, so a shared Redis is fine. Needs python3.
+# on a failure. Keys are fresh per run; with redis-cli installed it also pauses the Redis for 3.5 s (CLIENT
+# PAUSE: a timeout must be 0) and checks Redlock's quorum. Needs python3.
 # ADDR may also be several addresses, a,b,c (a redlock topology: independent masters, one PASSWORD), or an
 # init "topology" object in JSON (e.g. sentinel, with its nat), used as it is.
 if [ $# -ne 3 ]; then
@@ -12,7 +13,7 @@ if [ $# -ne 3 ]; then
 	exit 2
 fi
 exec python3 - "$@" <<'PY'
-import json, re, subprocess, sys, threading, time, uuid
+import json, re, shutil, subprocess, sys, threading, time, uuid
 
 run, addr, password = sys.argv[1:4]
 if addr.lstrip().startswith("{"):
@@ -32,7 +33,7 @@ def check(ok, what):
 
 
 class Worker:
-    def __init__(self, kind, family="mutex", lease_ms=0):
+    def __init__(self, kind, family="mutex", lease_ms=0, topo=None, timeout_ms=2000):
         self.p = subprocess.Popen(["sh", "-c", "exec " + run], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   text=True, bufsize=1)
         self.next, self.replies, self.arrival, self.garbage = 1, {}, [], []
@@ -40,9 +41,9 @@ class Worker:
         threading.Thread(target=self.read, daemon=True).start()
         t0 = time.monotonic()
         self.init = self.call({"type": "init", "protocol": 1, "client": "c1", "seed": 1,
-                               "topology": topology,
+                               "topology": topo or topology,
                                "password": password, "lock": {"kind": kind, "family": family},
-                               "options": {"lease_ms": lease_ms, "watchdog_ms": 30000, "wait_ms": 1000, "timeout_ms": 2000},
+                               "options": {"lease_ms": lease_ms, "watchdog_ms": 30000, "wait_ms": 1000, "timeout_ms": timeout_ms},
                                "library_options": {}}, timeout=60)
         self.startup = time.monotonic() - t0
 
@@ -148,6 +149,62 @@ check(r.get("granted") is True, "thread 2's waiting acquire is granted once thre
 for n in range(5):
     rel(w, 10 + n, "%s-%d" % (k, n))
 rel(w, 2, k)
+
+# Redlock: the grant is a majority of the masters, checked from outside with redis-cli.
+nodes = [n["addr"] for n in topology.get("nodes", [])] if topology.get("kind") == "redlock" else []
+if len(nodes) >= 3 and shutil.which("redis-cli"):
+    def cli(a, *args):
+        h, p = a.rsplit(":", 1)
+        return subprocess.run(["redis-cli", "-h", h, "-p", p, "-a", password, "--no-auth-warning", *args],
+                              capture_output=True, text=True).stdout.strip()
+    quorum = len(nodes) // 2 + 1
+    k = prefix + "-q"
+    check(acq(w, 1, k, lease_ms=5000).get("granted") is True and all(cli(a, "EXISTS", k) == "1" for a in nodes),
+          "redlock: a grant sets the key on all %d masters" % len(nodes))
+    rel(w, 1, k)
+    check(all(cli(a, "EXISTS", k) == "0" for a in nodes), "redlock: the release deletes it on all of them")
+    for held, want in ((len(nodes) - quorum, True), (quorum, False)):
+        k = "%s-q%d" % (prefix, held)
+        for a in nodes[:held]:
+            cli(a, "SET", k, "someone-else", "PX", "5000")
+        r = acq(w, 1, k, lease_ms=5000)
+        check(r.get("granted") is want, "redlock: %d of %d masters held by another: granted %s: %s" % (held, len(nodes), want, r))
+        if want:
+            rel(w, 1, k)
+        check(all(cli(a, "EXISTS", k) == "0" for a in nodes[held:]), "redlock: nothing left on the free masters")
+
+# A Redis that stops answering: the call may have run there, so 0 (timeout, indefinite), not a refusal.
+# timeout_ms 300: go-redis retries a read timeout 3 times, which must all fit in the 4 s pause.
+if topology.get("kind") == "single" and shutil.which("redis-cli"):
+    a = topology["nodes"][0]["addr"]
+    h, p = a.rsplit(":", 1)
+    k = prefix + "-t"
+    wt = Worker("mutex", timeout_ms=300)
+    check(acq(wt, 1, k, lease_ms=10000).get("granted") is True, "thread 1 acquires " + k)
+    t0 = time.monotonic()
+    subprocess.run(["redis-cli", "-h", h, "-p", p, "-a", password, "--no-auth-warning", "CLIENT", "PAUSE", "4000", "ALL"],
+                   capture_output=True)
+    r = ext(wt, 1, k, lease_ms=10000)
+    check(r.get("type") == "error" and r.get("code") == 0 and time.monotonic() - t0 < 4,
+          "extend while Redis is paused past timeout_ms: 0 within the pause: %s" % (r.get("text") or r))
+    time.sleep(max(0, 4.5 - (time.monotonic() - t0)))
+    check(rel(wt, 1, k).get("type") == "release_ok", "thread 1 releases once Redis answers again")
+    wt.p.stdin.close()
+    wt.p.wait(5)
+
+# A master nobody listens on: the command was never sent, so 11 (unavailable, definite).
+import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+dead = "127.0.0.1:%d" % s.getsockname()[1]
+s.close()
+wd = Worker("mutex", topo={"kind": "single", "nodes": [{"name": "n1", "addr": dead}]})
+r = acq(wd, 1, prefix + "-dead")
+# 0 would be honest too (a library that bounds the attempt by a deadline while go-redis retries the dial),
+# but the answer should be 11.
+check(r.get("type") == "error" and r.get("code") in (0, 11), "acquire on a closed port: 11 (or 0): %s" % r.get("text"))
+wd.p.stdin.close()
+wd.p.wait(5)
 
 r = w.call({"type": "acquire", "thread": 1, "keys": [k, k + "x"], "wait_ms": 0, "lease_ms": 1000})
 check(r.get("type") == "error" and r.get("code") == 10, "two keys: 10 not-supported: %s" % r.get("text"))

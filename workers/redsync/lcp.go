@@ -76,8 +76,10 @@ type protoError struct {
 
 func (e *protoError) Error() string { return e.text }
 
+// fail makes an error reply; its text is one line (go-multierror's are several).
 func fail(code int, format string, args ...any) *protoError {
-	return &protoError{code, fmt.Sprintf(format, args...)}
+	text := strings.Join(strings.Fields(fmt.Sprintf(format, args...)), " ")
+	return &protoError{code, text}
 }
 
 var stdout struct {
