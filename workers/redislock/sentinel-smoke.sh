@@ -131,9 +131,12 @@ try:
     k1, k2 = "sentinel-smoke-a-%d" % time.time_ns(), "sentinel-smoke-b-%d" % time.time_ns()
     a1 = call({"type": "acquire", "thread": 1, "keys": [k1], "wait_ms": 0, "lease_ms": 20000})
     check(a1.get("granted") is True and cli(master, "EXISTS", k1) == "1", "acquire on the first master %d" % master)
-    cli(sentinel, "SENTINEL", "FAILOVER", "lockcheck")
+    # Sentinel learns of the replica from the master's INFO (every 10 s): until then FAILOVER says NOGOODSLAVE.
+    check(wait_for(lambda: cli(sentinel, "SENTINEL", "FAILOVER", "lockcheck") == "OK", 30), "SENTINEL FAILOVER accepted")
+    # Done once the old master is a replica too: before that it still takes writes (the asynchronous window).
     check(wait_for(lambda: cli(sentinel, "SENTINEL", "get-master-addr-by-name", "lockcheck").split("\n")[-1:] == [str(replica)]
-                   and cli(replica, "ROLE").startswith("master")), "Sentinel promoted %d" % replica)
+                   and cli(replica, "ROLE").startswith("master") and cli(master, "ROLE").startswith("slave"), 30),
+          "Sentinel promoted %d and demoted %d" % (replica, master))
     a2 = {}
     end = time.monotonic() + 20
     while time.monotonic() < end and a2.get("granted") is not True:
