@@ -3,6 +3,7 @@
 # Redis at ADDR (127.0.0.1:PORT) that requires PASSWORD: the handshake and its start-up time, acquire,
 # a second thread refused, extend, release, release of a lock never taken (40), a lock lost to expiry
 # (Refresh: extend false; Release: ErrLockNotHeld, 40),
+# a worker process stopped (SIGSTOP, as client-pause) past its lease while another process takes the lock,
 # concurrent threads, malformed and unsupported requests, shutdown and EOF. One line per check; exit 1
 # on a failure. Keys are fresh per run; with redis-cli installed it also pauses the Redis for 3.5 s (CLIENT
 # PAUSE: a timeout must be 0) and checks Redlock's quorum. Needs python3.
@@ -13,7 +14,7 @@ if [ $# -ne 3 ]; then
 	exit 2
 fi
 exec python3 - "$@" <<'PY'
-import json, re, shutil, subprocess, sys, threading, time, uuid
+import json, os, re, shutil, subprocess, sys, tempfile, threading, time, uuid
 
 run, addr, password = sys.argv[1:4]
 if addr.lstrip().startswith("{"):
@@ -24,6 +25,7 @@ else:
     topology = {"kind": "single", "nodes": [{"name": "n1", "addr": addr}]}
 prefix = "smoke-" + uuid.uuid4().hex[:8]
 failures = 0
+logs = tempfile.mkdtemp(prefix=prefix + "-")  # each worker's stderr; kept when a check fails
 
 
 def check(ok, what):
@@ -35,6 +37,7 @@ def check(ok, what):
 class Worker:
     def __init__(self, kind, family="mutex", lease_ms=0, topo=None, timeout_ms=2000):
         self.p = subprocess.Popen(["sh", "-c", "exec " + run], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=open(os.path.join(logs, "worker-%d.stderr" % time.monotonic_ns()), "w"),
                                   text=True, bufsize=1)
         self.next, self.replies, self.arrival, self.garbage = 1, {}, [], []
         self.cv = threading.Condition()
@@ -119,8 +122,7 @@ check(r.get("type") == "error" and r.get("code") == 40, "extend by thread 3, whi
 # A lease that runs out while another thread takes the lock: what the library says to its old holder.
 k = prefix + "-lost"
 check(acq(w, 1, k, lease_ms=300).get("granted") is True, "thread 1 acquires %s with a 300 ms lease" % k)
-time.sleep(0.6)
-check(acq(w, 2, k, lease_ms=5000).get("granted") is True, "thread 2 takes it once the lease ran out")
+check(acq(w, 2, k, wait_ms=3000, lease_ms=5000).get("granted") is True, "thread 2 takes it once the lease ran out")
 m = re.match(r"v4\.0\.(\d+)$", version)
 buggy = lib == "redsync" and m is not None and int(m.group(1)) <= 3
 r = ext(w, 1, k, lease_ms=300)
@@ -134,6 +136,28 @@ if buggy:
 else:
     check(r.get("type") == "error" and r.get("code") == 40, "thread 1's release of its lost lock: 40: %s" % r.get("text"))
 check(rel(w, 2, k).get("type") == "release_ok", "thread 2 still held it and releases")
+
+# client-pause as lockcheck does it: SIGSTOP one worker process past its lease while another process takes the
+# lock, then SIGCONT. What the library tells the paused holder is what its application would act on.
+import signal
+wa, wb = Worker("mutex"), Worker("mutex")
+k = prefix + "-pause"
+check(acq(wa, 1, k, lease_ms=500).get("granted") is True, "worker A acquires %s with a 500 ms lease" % k)
+wa.p.send_signal(signal.SIGSTOP)
+r = acq(wb, 1, k, wait_ms=5000, lease_ms=10000)
+wa.p.send_signal(signal.SIGCONT)
+check(r.get("granted") is True, "worker B takes it while A is stopped")
+r = ext(wa, 1, k, lease_ms=500)
+if buggy:
+    check(r.get("extended") is True, "redsync %s: resumed A's Extend says extended while B holds it (the bug): %s" % (version, r))
+else:
+    check(r.get("type") == "extend_ok" and r.get("extended") is False, "resumed A's extend: extended false: %s" % r)
+r = rel(wa, 1, k)
+check(r.get("type") == ("release_ok" if buggy else "error") and (buggy or r.get("code") == 40), "resumed A's release: %s" % r)
+check(rel(wb, 1, k).get("type") == "release_ok", "B still held it and releases")
+for x in (wa, wb):
+    x.p.stdin.close()
+    x.p.wait(5)
 
 # Threads run concurrently: a waiting acquire does not hold up another thread's requests.
 k = prefix + "-c"
@@ -234,6 +258,10 @@ except subprocess.TimeoutExpired:
     w.p.kill()
 check(rc == 0, "exit 0 when stdin closes (%s)" % rc)
 
+if failures:
+    print("workers' stderr: " + logs)
+else:
+    shutil.rmtree(logs, ignore_errors=True)
 print("%d failure(s)" % failures)
 sys.exit(1 if failures else 0)
 PY
