@@ -29,7 +29,7 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 rm -f "$out/run"
 work=$(mktemp -d "${TMPDIR:-/tmp}/lockcheck-redislock-build.XXXXXX")
-export GOMODCACHE="$out/.modcache" GOFLAGS=-modcacherw CGO_ENABLED=0
+export GOMODCACHE="$out/.modcache" GOFLAGS="${GOFLAGS:-} -modcacherw" CGO_ENABLED=0
 cleanup() { rm -rf "$work" "$GOMODCACHE"; }
 trap cleanup EXIT INT TERM
 # Only the .go files: a fresh go.mod lets the library's own go.mod choose its go-redis, as a user's would.

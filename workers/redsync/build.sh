@@ -29,7 +29,7 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 rm -f "$out/run"
 work=$(mktemp -d "${TMPDIR:-/tmp}/lockcheck-redsync-build.XXXXXX")
-export GOMODCACHE="$out/.modcache" GOFLAGS=-modcacherw CGO_ENABLED=0
+export GOMODCACHE="$out/.modcache" GOFLAGS="${GOFLAGS:-} -modcacherw" CGO_ENABLED=0
 cleanup() { rm -rf "$work" "$GOMODCACHE"; }
 trap cleanup EXIT INT TERM
 # Only the .go files: a fresh go.mod lets the library's own go.mod choose its go-redis, as a user's would.
@@ -45,9 +45,10 @@ if ! go mod download -json "$module@$version" >"$work/dl.json" 2>>"$log"; then
 	exit 1
 fi
 dir=$(sed -n 's/.*"Dir": "\(.*\)".*/\1/p' "$work/dl.json")
-# go-redis v9's pool appeared in a later v4 release; older ones get go-redis v8's (pool_goredis8.go).
+# The go-redis v9 pool (github.com/redis/go-redis/v9) is there from v4.8.0; v4.6-v4.7 have one on the
+# go-redis/redis/v9 beta instead, and older ones none: those get go-redis v8's pool (pool_goredis8.go).
 tags=
-if [ ! -d "$dir/redis/goredis/v9" ]; then
+if ! grep -qs '"github.com/redis/go-redis/v9"' "$dir/redis/goredis/v9/goredis.go"; then
 	[ -d "$dir/redis/goredis/v8" ] || { echo "build.sh: redsync $version has neither a go-redis v9 nor a v8 pool" >&2; exit 1; }
 	tags=goredis8
 	rm -f pool_goredis9.go

@@ -158,7 +158,7 @@ func serve(in io.Reader, initFn func(*request) (map[string]any, *protoError), ha
 	}
 }
 
-// leaves flattens an error tree: errors.Join, fmt's %w, and hashicorp/go-multierror (redsync before v4.5).
+// leaves flattens an error tree: errors.Join, fmt's %w, hashicorp/go-multierror (redsync before v4.5).
 func leaves(err error) []error {
 	if err == nil {
 		return nil
@@ -176,6 +176,14 @@ func leaves(err error) []error {
 			out = append(out, leaves(c)...)
 		}
 		return out
+	}
+	// redsync v4.6-v4.17's RedisError{Node, Err} has no Unwrap: descend into a struct's Err field.
+	if v := reflect.Indirect(reflect.ValueOf(err)); v.Kind() == reflect.Struct {
+		if f := v.FieldByName("Err"); f.IsValid() && f.CanInterface() {
+			if inner, ok := f.Interface().(error); ok && inner != nil {
+				return leaves(inner)
+			}
+		}
 	}
 	return []error{err}
 }
