@@ -177,7 +177,7 @@ func leaves(err error) []error {
 		}
 		return out
 	}
-	// redsync v4.6-v4.17's RedisError{Node, Err} has no Unwrap: descend into a struct's Err field.
+	// redsync's RedisError{Node, Err} (v4.8 on) had no Unwrap before v4.12/v4.13: descend into an Err field.
 	if v := reflect.Indirect(reflect.ValueOf(err)); v.Kind() == reflect.Struct {
 		if f := v.FieldByName("Err"); f.IsValid() && f.CanInterface() {
 			if inner, ok := f.Interface().(error); ok && inner != nil {
