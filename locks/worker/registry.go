@@ -230,4 +230,9 @@ func init() {
 		About: "pottery's Redlock (Python) over the masters; single and redlock"})
 	Register(Spec{Name: "node-redlock", Folder: "node-redlock", Language: "node", ClientClock: true, Lock: "mutex",
 		About: "npm redlock (Node.js), 4.x and 5.x APIs over ioredis; single, redlock, sentinel, cluster"})
+	// The Go libraries' workers are static binaries (one per library version): no client-clock.
+	Register(Spec{Name: "redsync", Folder: "redsync", Language: "go", Lock: "mutex",
+		About: "go-redsync/redsync v4 (Go): Redlock over the masters, one pool per node; single and redlock"})
+	Register(Spec{Name: "redislock", Folder: "redislock", Language: "go", Lock: "mutex",
+		About: "bsm/redislock (Go): SET NX PX, Lua release and refresh; single and sentinel"})
 }

@@ -1,0 +1,72 @@
+#!/bin/sh
+# build.sh VERSION OUTDIR: builds the lockcheck redsync worker against github.com/go-redsync/redsync/v4 at
+# VERSION ("" or "default": DEFAULT_VERSION) from the Go module proxy, and leaves OUTDIR/worker (a static
+# binary, CGO_ENABLED=0) and OUTDIR/run, which starts it (docs/protocol.md). The build runs in a private
+# copy of this folder with a private module cache under OUTDIR, removed afterwards; go's output goes to
+# OUTDIR/build.log. A failure is one line on stderr and a non-zero exit: 2 usage, 1 anything else.
+set -eu
+module=github.com/go-redsync/redsync/v4
+here=$(cd "$(dirname "$0")" && pwd)
+if [ $# -ne 2 ] || [ -z "$2" ]; then
+	echo "usage: build.sh VERSION OUTDIR" >&2
+	exit 2
+fi
+version=$1
+out=$2
+if [ -z "$version" ] || [ "$version" = default ]; then
+	version=$(cat "$here/DEFAULT_VERSION")
+fi
+case $version in
+v4.*) ;;
+*)
+	echo "build.sh: '$version' is not a redsync v4 version (expected e.g. v4.0.3 or $(cat "$here/DEFAULT_VERSION"))" >&2
+	exit 2
+	;;
+esac
+command -v go >/dev/null || { echo "build.sh: go is not installed; it builds the redsync worker" >&2; exit 1; }
+
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+rm -f "$out/run"
+work=$(mktemp -d "${TMPDIR:-/tmp}/lockcheck-redsync-build.XXXXXX")
+export GOMODCACHE="$out/.modcache" GOFLAGS="${GOFLAGS:-} -modcacherw" CGO_ENABLED=0
+cleanup() { rm -rf "$work" "$GOMODCACHE"; }
+trap cleanup EXIT INT TERM
+# Only the .go files: a fresh go.mod lets the library's own go.mod choose its go-redis, as a user's would.
+cp "$here"/*.go "$work/"
+log=$out/build.log
+: >"$log"
+cd "$work"
+# The registry's answer first, so that an unknown version is one clear line.
+if ! go mod download -json "$module@$version" >"$work/dl.json" 2>>"$log"; then
+	# go's JSON error may hold an escaped newline before the server's words: keep the first line.
+	why=$(sed -n 's/.*"Error": "\(.*\)".*/\1/p' "$work/dl.json" | head -n 1 | sed 's/\\n.*//')
+	printf 'build.sh: redsync %s is not on the Go module proxy: %s\n' "$version" "${why:-see $log}" >&2
+	exit 1
+fi
+dir=$(sed -n 's/.*"Dir": "\(.*\)".*/\1/p' "$work/dl.json")
+# The go-redis v9 pool (github.com/redis/go-redis/v9) is there from v4.8.0; v4.6-v4.7 have one on the
+# go-redis/redis/v9 beta instead, and older ones none: those get go-redis v8's pool (pool_goredis8.go).
+tags=
+if ! grep -qs '"github.com/redis/go-redis/v9"' "$dir/redis/goredis/v9/goredis.go"; then
+	[ -d "$dir/redis/goredis/v8" ] || { echo "build.sh: redsync $version has neither a go-redis v9 nor a v8 pool" >&2; exit 1; }
+	tags=goredis8
+	rm -f pool_goredis9.go
+else
+	rm -f pool_goredis8.go
+fi
+if ! { go mod init lockcheck.local/workers/redsync && go mod edit -require="$module@$version" && go mod tidy && go build -trimpath -tags "$tags" -o "$out/worker.tmp" .; } >>"$log" 2>&1; then
+	echo "build.sh: the worker does not build against redsync $version (see $log)" >&2
+	exit 1
+fi
+mv "$out/worker.tmp" "$out/worker"
+cp go.mod go.sum "$out/"
+echo "$version" >"$out/VERSION"
+# run last, through a rename: its presence means the build is complete.
+cat >"$out/run.tmp" <<'RUN'
+#!/bin/sh
+# Starts the lockcheck redsync worker (LCP/1 on stdin/stdout, logs on stderr).
+exec "$(dirname "$0")/worker" "$@"
+RUN
+chmod +x "$out/run.tmp"
+mv "$out/run.tmp" "$out/run"
