@@ -129,6 +129,12 @@ func TestEveryKindsClientsImplementItsFamily(t *testing.T) {
 	cfg.Timeout = time.Second
 	for _, name := range kinds.KindNames() {
 		k, _ := kinds.Lookup(name)
+		if k.WorkerOnly {
+			if _, err := k.New(locks.Env{Client: "c1"}); err == nil {
+				t.Errorf("%s: a worker-only kind made a Go client", name)
+			}
+			continue
+		}
 		c, err := k.New(locks.Env{Client: "c1", Addrs: []string{n.Addr(), n.Addr(), n.Addr()}, Password: n.Password(),
 			Scripts: scripts, Redisson: cfg, Rec: rec, Gate: locks.NewGate()})
 		if err != nil {

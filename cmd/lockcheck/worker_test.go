@@ -237,6 +237,7 @@ func TestWorkerInputErrors(t *testing.T) {
 		{[]string{"--client", "naive", "--nemesis", "client-clock", "--time", "11s"}, exitUsage, "cannot shift the clock of worker naive"},
 		{[]string{"--client", "naive", "--client-option", "novalue"}, exitUsage, "want KEY=VALUE"},
 		{[]string{"--client", "naive", "--scripts", "."}, exitUsage, "runs no scripts"},
+		{[]string{"--lock", "mutex"}, exitUsage, "a library's own lock"},
 		{[]string{"--client-cmd", exits, "--lock", "reentrant"}, exitUsage, "cannot drive lock reentrant"},
 	} {
 		stderr := captureStderr(t)
