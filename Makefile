@@ -32,6 +32,10 @@ test: deps
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 20m ./...
 	$(GO) test -run '^$$' -fuzz FuzzRead -fuzztime 10s ./history/
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 10s ./lockspec/
+	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 10s ./locks/worker/
+	$(GO) test -run '^$$' -fuzz FuzzServe -fuzztime 10s ./workers/sdk/
+	$(GO) test -run '^$$' -fuzz FuzzDecoder -fuzztime 10s ./network/wire/
 
 # Speed targets, each printed beside its yardstick as a ratio.
 bench: deps

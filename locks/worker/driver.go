@@ -268,8 +268,8 @@ func (c *Client) read(stdout io.Reader) {
 	sc.Buffer(make([]byte, 64<<10), maxLine+1)
 	for sc.Scan() {
 		line := sc.Bytes()
-		var m sdk.Message
-		if err := json.Unmarshal(line, &m); err != nil || !bytes.HasPrefix(bytes.TrimSpace(line), []byte("{")) {
+		m, err := decode(line)
+		if err != nil {
 			c.fail(fmt.Errorf("client %s: worker printed a line that is not a JSON object: %q", c.cfg.Client, clip(line)))
 			break
 		}
@@ -317,6 +317,16 @@ func (c *Client) read(stdout io.Reader) {
 		}
 		c.fail(fmt.Errorf("client %s: worker exited (%s) with %d request(s) unanswered", c.cfg.Client, status, n))
 	}
+}
+
+// decode reads one line of a worker's stdout: a JSON object, or an error.
+func decode(line []byte) (sdk.Message, error) {
+	var m sdk.Message
+	if !bytes.HasPrefix(bytes.TrimSpace(line), []byte("{")) {
+		return m, errors.New("not a JSON object")
+	}
+	err := json.Unmarshal(line, &m)
+	return m, err
 }
 
 func clip(b []byte) string {
