@@ -11,7 +11,7 @@ import (
 // hold (no watchdog, and the hold outlasts a third of the lease), else 0.
 func (w *mutexWorker) extending(l locks.Mutex, hold time.Duration) (locks.Extender, time.Duration) {
 	x, ok := l.(locks.Extender)
-	if !ok || w.RW || w.Group > 1 {
+	if !ok || !w.Extend || w.RW || w.Group > 1 {
 		return nil, 0
 	}
 	lease := x.ExtendLease()

@@ -68,6 +68,7 @@ type Mutex struct {
 	RW        bool    // clients are read-write locks
 	ReadRatio float64 // with RW: share of acquisitions that read
 	Seed      int64
+	Extend    bool // the application extends long holds of locks with no watchdog (workloads/extend.go)
 }
 
 // Validate rejects nonsense options.
