@@ -129,6 +129,9 @@ func TestEveryKindsClientsImplementItsFamily(t *testing.T) {
 	cfg.Timeout = time.Second
 	for _, name := range kinds.KindNames() {
 		k, _ := kinds.Lookup(name)
+		if k.WorkerOnly {
+			continue // no Go client: its worker's clients are tested in cmd/lockcheck
+		}
 		c, err := k.New(locks.Env{Client: "c1", Addrs: []string{n.Addr(), n.Addr(), n.Addr()}, Password: n.Password(),
 			Scripts: scripts, Redisson: cfg, Rec: rec, Gate: locks.NewGate()})
 		if err != nil {
