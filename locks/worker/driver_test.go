@@ -101,7 +101,7 @@ func (f *fake) Extend(_ context.Context, thread int64, keys []string, lease time
 		return os.Getenv("LOCKCHECK_TEST_WORKER") == "buggy-extend", nil
 	}
 	h.until = time.Now().Add(lease)
-	if keys[0] == "doomed" { // the library's own renewal found it lost, reported before this reply
+	if keys[0] == "doomed" || os.Getenv("LOCKCHECK_TEST_WORKER") == "lose-on-extend" { // the library's own renewal found it lost, reported before this reply
 		f.emit(sdk.Message{Event: "lost", Thread: thread, Key: keys[0], Text: "renewal failed"})
 	}
 	return true, nil

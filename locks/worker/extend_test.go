@@ -7,7 +7,9 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/locks"
+	"github.com/lockcheck/lockcheck/workloads"
 )
 
 // An extend is recorded as the model's renew: a holder's extend is legal, a refused one after the lease
@@ -86,5 +88,42 @@ func TestLostEventReachesHolder(t *testing.T) {
 	}
 	if ok, _ := l.TryLock(ctx, 0, time.Second); !ok || x.Lost() {
 		t.Fatalf("a fresh grant: ok %v, still lost %v", ok, x.Lost())
+	}
+}
+
+// The mutex workload extends a long hold before each write and writes nothing once the library reports
+// the hold lost, even when its extend said "extended" (node-redlock 5's using() keeps running after its
+// abort signal). The same run with no lost event writes.
+func TestWorkloadStopsWritingWhenLost(t *testing.T) {
+	for _, mode := range []string{"1", "lose-on-extend"} {
+		t.Run(mode, func(t *testing.T) {
+			c, buf, failed, err := startWorker(t, mode, time.Second, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := workloads.Mutex{Keys: 1, Group: 1, Wait: 50 * time.Millisecond, Lease: 300 * time.Millisecond,
+				Hold: workloads.Range{Min: 400 * time.Millisecond, Max: 400 * time.Millisecond}, Extend: true, Seed: 1}
+			stop := make(chan struct{})
+			time.AfterFunc(time.Second, func() { close(stop) })
+			m.Run(context.Background(), stop, []locks.Client{c}, c.cfg.Rec, workloads.NewResource(c.cfg.Rec))
+			select {
+			case err := <-failed:
+				t.Fatal(err)
+			default:
+			}
+			h := readHistory(t, buf)
+			renews := 0
+			for _, o := range h.Ops {
+				if o.Invoke.F == "renew" && o.Complete != nil && o.Complete.Type == history.Ok {
+					renews++
+				}
+			}
+			if renews == 0 {
+				t.Fatal("no extend was made: the run proved nothing")
+			}
+			if lost := mode == "lose-on-extend"; lost != (len(h.Sections) == 0) {
+				t.Fatalf("mode %s: %d critical sections after %d extends", mode, len(h.Sections), renews)
+			}
+		})
 	}
 }
