@@ -160,7 +160,7 @@ func mutexWorkload(rw bool) func(k *Kind, p Params) (Workload, error) {
 			group = p.Group
 		}
 		w := workloads.Mutex{Keys: k.KeyCount(p), Group: group, Wait: p.Wait, Lease: p.Lease, Hold: p.Hold,
-			Reentry: p.Reentry, Reentrant: k.Reentrant, RW: rw, ReadRatio: read, Seed: p.Seed}
+			Reentry: p.Reentry, Reentrant: k.Reentrant, RW: rw, ReadRatio: read, Seed: p.Seed, Extend: k.AppExtends}
 		if err := w.Validate(); err != nil {
 			return nil, err
 		}

@@ -32,6 +32,9 @@ type Kind struct {
 	// WorkerOnly marks a kind that only a worker's library implements (a third-party lock): it has no Go
 	// client, and a run of it needs --client.
 	WorkerOnly bool
+	// AppExtends marks a kind whose libraries leave renewal to the application: the workload extends long
+	// holds itself (the negative controls keep outliving their lease).
+	AppExtends bool
 	// Source names the spec file a user-defined kind came from; its histories record it, so that
 	// `lockcheck check` judges them by their family without the kind being registered.
 	Source string

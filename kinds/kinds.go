@@ -23,7 +23,7 @@ func init() {
 		Family: Mutex, Reentrant: true, Watchdog: true, Scripts: "redisson", Topology: topology.Single,
 		New: redisson(locks.VariantLock)})
 	Register(Kind{Name: "mutex", About: "a library's own lock (redsync, redislock, node-redlock, redis-py, pottery): through its worker, --client",
-		Family: Mutex, Topology: topology.Single, WorkerOnly: true, New: func(locks.Env) (locks.Client, error) {
+		Family: Mutex, Topology: topology.Single, WorkerOnly: true, AppExtends: true, New: func(locks.Env) (locks.Client, error) {
 			return nil, errors.New("lock mutex has no Go client: drive it with --client")
 		}})
 	Register(Kind{Name: "naive", About: "negative control: SET NX PX, unconditional DEL, fixed lease, no watchdog",

@@ -68,6 +68,7 @@ type Mutex struct {
 	RW        bool    // clients are read-write locks
 	ReadRatio float64 // with RW: share of acquisitions that read
 	Seed      int64
+	Extend    bool // the application extends long holds of locks with no watchdog (workloads/extend.go)
 }
 
 // Validate rejects nonsense options.
@@ -173,13 +174,18 @@ func (w *mutexWorker) loop(ctx context.Context) {
 		if v, ok := l.(locks.Validity); ok && !v.ValidUntil().IsZero() {
 			e.Until = w.rec.Clock.At(v.ValidUntil())
 		}
+		hold := w.Hold.Draw(w.rng)
+		if x, lease := w.extending(l, hold); x != nil {
+			w.extendingHold(ctx, x, e, keys, hold, lease)
+			w.unlock(ctx, l, 0)
+			continue
+		}
 		var secs []*Section
 		for _, k := range keys {
 			e.Key = k
 			secs = append(secs, w.res.Enter(e))
 		}
 		frozen(w.c, w.rec)
-		hold := w.Hold.Draw(w.rng)
 		if w.Reentrant && w.rng.Float64() < w.Reentry {
 			sleep(ctx, hold/2)
 			if ok, _ := w.tryLock(ctx, l, 1); ok {

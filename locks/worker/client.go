@@ -177,6 +177,7 @@ func (l *mutex) TryLock(_ context.Context, wait, lease time.Duration) (bool, err
 	l.c.mu.Lock()
 	for _, k := range l.keys {
 		l.c.holds[holdKey{l.thread, k}]++
+		delete(l.c.lost, holdKey{l.thread, k})
 	}
 	l.c.mu.Unlock()
 	if l.mode == "read" {

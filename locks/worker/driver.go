@@ -83,6 +83,7 @@ type Client struct {
 	pausedTotal time.Duration
 	holds       map[holdKey]int  // re-entry depth per (thread, key), for release's value
 	unsure      map[holdKey]bool // an acquire ended unknown since the depth was last zero
+	lost        map[holdKey]bool // a lost event came since the last grant
 	armed       atomic.Bool      // freeze after the next grant
 }
 
@@ -155,7 +156,7 @@ func Start(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	defer logf.Close() // the child holds its own descriptor
-	c := &Client{cfg: cfg, pending: map[int64]*call{}, holds: map[holdKey]int{}, unsure: map[holdKey]bool{}, exited: make(chan struct{})}
+	c := &Client{cfg: cfg, pending: map[int64]*call{}, holds: map[holdKey]int{}, unsure: map[holdKey]bool{}, lost: map[holdKey]bool{}, exited: make(chan struct{})}
 	cmd := exec.Command(cfg.Argv[0], cfg.Argv[1:]...)
 	cmd.Stderr = logf
 	cmd.Env = os.Environ()
@@ -431,6 +432,13 @@ func (c *Client) event(m sdk.Message) {
 	key := m.Key
 	if key == "" && len(m.Keys) > 0 {
 		key = m.Keys[0]
+	}
+	if m.Event == "lost" { // the workload stops touching the resource (locks.Extender.Lost)
+		c.mu.Lock()
+		for _, k := range append([]string{m.Key}, m.Keys...) {
+			c.lost[holdKey{m.Thread, k}] = true
+		}
+		c.mu.Unlock()
 	}
 	c.cfg.Rec.Write(history.Record{Type: history.Event, Time: c.cfg.Rec.Clock.Now(), Client: c.cfg.Client,
 		Thread: m.Thread, Key: key, Owner: c.owner(m.Thread), F: m.Event, Detail: m.Text})

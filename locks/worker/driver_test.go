@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 		time.Sleep(time.Second)
 	}
 	if os.Getenv("LOCKCHECK_TEST_WORKER") != "" {
-		sdk.Serve(sdk.Worker{Library: "fake", Version: "0", Kinds: []string{"naive"}, Caps: []string{"events"},
+		sdk.Serve(sdk.Worker{Library: "fake", Version: "0", Kinds: []string{"naive"}, Caps: []string{"events", "extend"},
 			Connect: func(_ context.Context, _ *sdk.Message, emit func(sdk.Message)) (sdk.Mutex, error) {
 				return &fake{emit: emit, held: map[string]*hold{}}, nil
 			}})
@@ -91,8 +91,20 @@ func (f *fake) Release(_ context.Context, thread int64, keys []string) error {
 	return nil
 }
 
-func (f *fake) Extend(context.Context, int64, []string, time.Duration) (bool, error) {
-	return false, nil
+// Extend moves the holder's lease. In mode buggy-extend it says extended on a lock it does not hold, as
+// redsync up to v4.0.3 did.
+func (f *fake) Extend(_ context.Context, thread int64, keys []string, lease time.Duration) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h := f.get(keys[0])
+	if h == nil || h.thread != thread {
+		return os.Getenv("LOCKCHECK_TEST_WORKER") == "buggy-extend", nil
+	}
+	h.until = time.Now().Add(lease)
+	if keys[0] == "doomed" || os.Getenv("LOCKCHECK_TEST_WORKER") == "lose-on-extend" { // the library's own renewal found it lost, reported before this reply
+		f.emit(sdk.Message{Event: "lost", Thread: thread, Key: keys[0], Text: "renewal failed"})
+	}
+	return true, nil
 }
 
 func startFake(t *testing.T, slack time.Duration) (*Client, *bytes.Buffer, chan error) {
