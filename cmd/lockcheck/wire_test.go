@@ -20,9 +20,9 @@ func porcupineOf(t *testing.T, dir string) (valid any, records string) {
 	}
 	var r struct {
 		Checkers []struct {
-			Checker string `json:"checker"`
-			Valid   any    `json:"valid"`
-			Summary string `json:"summary"`
+			Checker string          `json:"checker"`
+			Valid   any             `json:"valid"`
+			Summary string          `json:"summary"`
 			Details json.RawMessage `json:"details"` // each checker's own shape
 		} `json:"checkers"`
 	}
