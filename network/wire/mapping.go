@@ -150,7 +150,7 @@ var Unmapped = []string{
 	"RPermitExpirableSemaphore (pes_*): not yet mapped; its permit ids are raw bytes on the wire",
 	"forceUnlock (force_release): deletes whoever holds the lock; the models have no operation for it",
 	"plain DEL of a lock key (the naive lock's release): it names no owner; counted as \"DEL\" in Stats.Unmapped",
-	"SET NX without PX/EX, SETNX, SET NX GET: no lease (or not a plain acquire)",
+	"SET NX without PX/EX, SETNX, SET NX GET: no lease (or not a plain acquire); with Table.SetNX counted as \"SET NX\" in Stats.Unmapped",
 	"redsync's touchWithSetNXScript and bsm/redislock's scripts (multi-key, token prefixes): not mapped",
 }
 
