@@ -21,6 +21,9 @@ type Linearizable struct {
 	Model   porcupine.NondeterministicModel
 	Convert func(h *history.History) []porcupine.Operation
 	Timeout time.Duration
+	// Level, when set, names the records Convert judged ("wire" or "client"): reported in the details and,
+	// for wire records, the summary, so a verdict says whether it is about what reached Redis.
+	Level func(h *history.History) string
 
 	info  porcupine.LinearizationInfo
 	model porcupine.Model
@@ -39,6 +42,19 @@ func (l *Linearizable) Check(_ context.Context, h *history.History) Result {
 	took := time.Since(begin)
 	l.info, l.ran = info, true
 	parts := l.model.Partition(ops)
+	out := l.verdict(res, info, ops, parts, took)
+	if l.Level != nil {
+		level := l.Level(h)
+		out.Details.(map[string]any)["records"] = level
+		if level == "wire" {
+			out.Summary += " (wire records)"
+		}
+	}
+	return out
+}
+
+func (l *Linearizable) verdict(res porcupine.CheckResult, info porcupine.LinearizationInfo, ops []porcupine.Operation,
+	parts [][]porcupine.Operation, took time.Duration) Result {
 	details := map[string]any{"operations": len(ops), "keys": len(parts), "check_ms": took.Milliseconds(),
 		"unknown_operations": countUnknown(ops)}
 	switch res {

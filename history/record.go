@@ -22,6 +22,16 @@ const (
 	Event   Type = "event"   // a worker's own report (f: lost or renewed), kept for people; checkers skip it
 )
 
+// The wire recorder's verdict on itself, an event record with Client WireClient written when a worker
+// run's taps stopped: F WireComplete when every lock command on every client link was recorded (records
+// with Src "wire"), else WireIncomplete with the Detail saying what is missing.
+const (
+	WireSrc        = "wire" // Record.Src of the wire recorder's records (network/wire.Src)
+	WireClient     = "wire"
+	WireComplete   = "wire-complete"
+	WireIncomplete = "wire-incomplete"
+)
+
 // EndReason is an end record's F: how the run ended.
 type EndReason string
 

@@ -73,9 +73,41 @@ func (f *Family) Accepts(c locks.Client) bool {
 
 // Checkers composes the family's checkers for a run: porcupine on its commands, its promises, statistics.
 func (f *Family) Checkers(c Checks, timeout time.Duration) (*checker.Linearizable, []checker.Checker) {
-	lin := &checker.Linearizable{Label: "porcupine", Timeout: timeout, Model: f.Model, Convert: f.Commands}
-	out := append([]checker.Checker{lin}, f.Promises(c)...)
-	return lin, append(out, checker.Stats{})
+	lin := &checker.Linearizable{Label: "porcupine", Timeout: timeout, Model: f.Model,
+		Convert: func(h *history.History) []porcupine.Operation { return f.Commands(judged(h)) },
+		Level:   RecordLevel}
+	out := []checker.Checker{lin}
+	for _, p := range append(f.Promises(c), checker.Stats{}) {
+		out = append(out, clientRecords{p})
+	}
+	return lin, out
+}
+
+// RecordLevel is the level of records porcupine judges: "wire", the lock commands decoded from the links,
+// when the run recorded them completely (history.WireComplete); else "client", the records the clients
+// wrote (the Go emulation's lock commands, or a worker's API calls). Never a mix: a wire history missing
+// a command (a release) could make a legal run look illegal, and one that is complete holds every command.
+func RecordLevel(h *history.History) string {
+	if h.WireComplete() {
+		return history.WireSrc
+	}
+	return "client"
+}
+
+// judged is the history porcupine judges: its wire records (Src "wire") or the clients' own (Src "").
+func judged(h *history.History) *history.History {
+	if h.WireComplete() {
+		return h.OnlySrc(history.WireSrc)
+	}
+	return h.OnlySrc("")
+}
+
+// clientRecords runs a checker on the clients' own records: the promises and statistics are about what
+// the application saw, and the wire records would count each command twice.
+type clientRecords struct{ checker.Checker }
+
+func (c clientRecords) Check(ctx context.Context, h *history.History) checker.Result {
+	return c.Checker.Check(ctx, h.OnlySrc(""))
 }
 
 var families []*Family

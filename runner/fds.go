@@ -36,6 +36,9 @@ func descriptorsNeeded(o Options, ext *topology.External) (int, string) {
 	if ext != nil { // the proxies, if any, are the toxiproxy server's
 		nodes, sentinels, perConn, listener = len(ext.Nodes), len(ext.Sentinels), 1, 0
 	}
+	if ext == nil && o.Worker.active() { // the wire tap behind each link: its listener and two ends per connection
+		perConn, listener = perConn+2, listener+1
+	}
 	perLink := (locks.DefaultPoolSize+1)*perConn + listener
 	need := o.Clients*nodes*perLink + (nodes+sentinels)*nodeFDs + baseFDs
 	how := fmt.Sprintf("%d clients × %d node(s) × %d", o.Clients, nodes, perLink)

@@ -38,6 +38,10 @@ func TestDescriptorsNeededCoversMeasuredPeaks(t *testing.T) {
 	if need, _ := descriptorsNeeded(o, nil); need != 200*16+40+64 {
 		t.Errorf("single, 200 clients: need %d", need)
 	}
+	o.Worker.Client = "naive" // a worker's links each have a wire tap behind them: a listener, two more per connection
+	if need, _ := descriptorsNeeded(o, nil); need != 200*27+40+64 {
+		t.Errorf("single, 200 worker clients: need %d", need)
+	}
 }
 
 // A soft limit below the need is raised to the hard limit when that is enough.

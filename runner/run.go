@@ -169,6 +169,14 @@ func execute(ctx context.Context, t *Test, dir string, rec *history.Recorder, me
 	}
 	var topo *topology.Topology
 	var err error
+	var wr *wireRecording
+	if o.worker != nil && ext == nil { // a worker's lock commands, from its links (runner/wire.go)
+		if wr, err = newWireRecording(o.worker, rec, spec.Kind); err != nil {
+			return err
+		}
+		spec.Front = wr.front
+		defer wr.finish(rec, stderr) // after the clients and the topology stopped
+	}
 	if ext != nil {
 		topo, err = topology.Attach(ctx, *ext, spec.Clients, runID())
 	} else {
@@ -260,6 +268,9 @@ func execute(ctx context.Context, t *Test, dir string, rec *history.Recorder, me
 	meta.StartupMs = max(topo.Startup.Milliseconds(), 1)
 	data, _ := json.Marshal(meta)
 	rec.Write(history.Record{Type: history.Meta, Time: rec.Clock.Now(), Data: data})
+	if wr != nil {
+		wr.open()
+	}
 	pointLatest(dir)
 	defer watchNodes(topo, rec, stderr)()
 

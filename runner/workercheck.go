@@ -127,7 +127,7 @@ func resumedAfterPause(path string) (bool, string) {
 		if w.Kind != "client-pause" {
 			continue
 		}
-		for _, o := range h.Ops {
+		for _, o := range h.OnlySrc("").Ops { // the worker's answers, not its commands on the wire
 			at, ok := frozen[o.Invoke.Client]
 			if ok && at >= w.Start && o.Complete != nil && o.Complete.Type == history.Ok && o.Invoke.Time >= w.End {
 				return true, fmt.Sprintf("%s froze after a grant and answered again after the pause", o.Invoke.Client)

@@ -86,7 +86,7 @@ func (t *Topology) startCluster(ctx context.Context, s Spec) error {
 	if err := t.formCluster(ctx); err != nil {
 		return err
 	}
-	return t.clientLinks(s.Clients)
+	return t.clientLinks(s.Clients, s.Front)
 }
 
 func (t *Topology) portOf(client, name string) string {

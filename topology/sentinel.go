@@ -101,7 +101,7 @@ func (t *Topology) startSentinel(ctx context.Context, s Spec) error {
 			return fmt.Errorf("sentinel %s never saw the quorum and both replicas: %w", sn.Name(), err)
 		}
 	}
-	return t.clientLinks(s.Clients)
+	return t.clientLinks(s.Clients, s.Front)
 }
 
 // admin connects straight to addr (no proxy), for the harness's own commands.

@@ -40,6 +40,9 @@ type Spec struct {
 	Persistence string
 	ClockLib    string       // clockshift library every node preloads ("" for none): needed by the clock fault
 	Runtime     node.Runtime // how servers run: nil for processes, or containers (node/docker)
+	// Front, when set, is put between each client's proxy and the node it reaches (the wire recorder): it
+	// gets the node's address and returns the one the proxy should forward to instead.
+	Front func(client, node, addr string) (string, error)
 }
 
 // Topology is a running deployment.
@@ -133,7 +136,7 @@ func startTry(ctx context.Context, s Spec, retries int) (_ *Topology, err error)
 	}); err != nil {
 		return nil, err
 	}
-	if err := t.clientLinks(s.Clients); err != nil {
+	if err := t.clientLinks(s.Clients, s.Front); err != nil {
 		return nil, err
 	}
 	t.Startup = time.Since(begin)
@@ -174,12 +177,19 @@ func (t *Topology) addFront(prefix, name string, port int, tagger network.Tagger
 	return p, tap, nil
 }
 
-// clientLinks puts a proxy between every client and every node.
-func (t *Topology) clientLinks(clients []string) error {
+// clientLinks puts a proxy between every client and every node, behind it front's tap when set.
+func (t *Topology) clientLinks(clients []string, front func(client, node, addr string) (string, error)) error {
 	for _, nd := range t.Nodes {
 		t.nodeAt[nd.Addr()] = nd.Name()
 		for _, c := range clients {
-			l, err := t.proxies.Add(c+"->"+nd.Name(), nd.Addr())
+			upstream := nd.Addr()
+			if front != nil {
+				var err error
+				if upstream, err = front(c, nd.Name(), upstream); err != nil {
+					return err
+				}
+			}
+			l, err := t.proxies.Add(c+"->"+nd.Name(), upstream)
 			if err != nil {
 				return err
 			}

@@ -123,6 +123,9 @@ var redissonScripts = map[string]Script{
 	// see Table.SetNX.
 	"e950836ed1e694540c503ef9972b8de518044d3b": {Shape: CompareDelete, Source: "redsync v4 deleteScript"},
 	"d75bb8b5bd13532ddedd17762e772346e39b321e": {Shape: CompareExpire, Source: "redsync v4 touchScript"},
+	// lockcheck's reference worker (workers/naive): the safe twin's release, and extend.
+	"2e47b373b4dbd63ee966d2eb9fe24ed6a138ad4e": {Shape: CompareDelete, Source: "lockcheck naive worker compareAndDelete"},
+	"e95849a1757fe494b3c802dc09b717d0c074eb21": {Shape: CompareExpire, Source: "lockcheck naive worker compareAndExtend"},
 }
 
 // ignoredScripts are scripts real Redisson sends that are no lock command: not counted as unmapped.
@@ -147,7 +150,7 @@ var Unmapped = []string{
 	"RPermitExpirableSemaphore (pes_*): not yet mapped; its permit ids are raw bytes on the wire",
 	"forceUnlock (force_release): deletes whoever holds the lock; the models have no operation for it",
 	"plain DEL of a lock key (the naive lock's release): it names no owner; counted as \"DEL\" in Stats.Unmapped",
-	"SET NX without PX/EX, SETNX, SET NX GET: no lease (or not a plain acquire)",
+	"SET NX without PX/EX, SETNX, SET NX GET: no lease (or not a plain acquire); with Table.SetNX counted as \"SET NX\" in Stats.Unmapped",
 	"redsync's touchWithSetNXScript and bsm/redislock's scripts (multi-key, token prefixes): not mapped",
 }
 

@@ -176,6 +176,14 @@ func (r *connRecorder) Command(c *Command) {
 			r.s.notePlainKey(rec.Key)
 			rec.Client, rec.Node, rec.Src = r.client, r.node, Src
 			c.Data = &scriptOps{ops: []*history.Op{r.s.rec.Invoke(rec)}, read: setNXResult}
+		} else if r.s.table.SetNX && setsNX(c) {
+			// An acquire the history would miss (no lease, GET...): its release would then look illegal.
+			r.s.noteUnmapped("SET NX")
+		}
+		return
+	case "setnx":
+		if r.s.table.SetNX {
+			r.s.noteUnmapped("SET NX")
 		}
 		return
 	}
@@ -236,6 +244,16 @@ func (r *connRecorder) Lost(c *Command, why error) {
 			d.script.complete(*d.script.reply, true) // it ran; whether a replica has it is unknown
 		}
 	}
+}
+
+// setsNX says whether a SET carries NX.
+func setsNX(c *Command) bool {
+	for _, a := range c.Args[min(2, len(c.Args)):] {
+		if strings.EqualFold(string(a), "nx") {
+			return true
+		}
+	}
+	return false
 }
 
 // goneIsOne records an unlock's 1 as unknown: the script answers 1 both when it released the lock and

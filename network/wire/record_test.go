@@ -231,8 +231,8 @@ func TestRecordPlainLocks(t *testing.T) {
 	if got := opsText(h); got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
-	if st := s.Stats(); st.Unmapped["DEL"] != 1 {
-		t.Fatalf("unmapped %v, want the DEL of a lock key", st.Unmapped)
+	if st := s.Stats(); st.Unmapped["DEL"] != 1 || st.Unmapped["SET NX"] != 2 {
+		t.Fatalf("unmapped %v, want the DEL of a lock key and the two SET NX that are no plain acquire", st.Unmapped)
 	}
 	s, buf = newTestSession(t)
 	h = recordBytes(t, s, buf, cmd("SET", "P", "u:1", "NX", "PX", "800"), "+OK\r\n")
