@@ -21,7 +21,9 @@ func ownerLabels() map[string]string {
 	return map[string]string{PIDLabel: strconv.Itoa(os.Getpid()), HostLabel: host, StartLabel: procStart(os.Getpid())}
 }
 
-// procStart is a process's start time from /proc/<pid>/stat (field 22), or "" if there is no such process.
+// procStart is a process's start time from /proc/<pid>/stat (field 22), or "" if there is no such process
+// or it has died: a zombie nobody reaped yet (a killed lockcheck's child, where PID 1 does not reap) still
+// has its /proc entry and start time, but no longer owns anything.
 func procStart(pid int) string {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
@@ -30,7 +32,7 @@ func procStart(pid int) string {
 	s := string(b)
 	// The command name (field 2) is in parentheses and may hold spaces: count fields after its end.
 	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(fields) < 20 {
+	if len(fields) < 20 || fields[0] == "Z" || fields[0] == "X" {
 		return ""
 	}
 	return fields[19]
