@@ -1,58 +1,7 @@
 #!/bin/sh
 # build.sh VERSION OUTDIR: installs redis-py VERSION ("" or "default": DEFAULT_VERSION) from PyPI into a
-# virtualenv in OUTDIR and leaves OUTDIR/run, which starts the worker (docs/protocol.md). pip's own output
-# goes to OUTDIR/build.log; a failure is one line on stderr and a non-zero exit.
+# virtualenv in OUTDIR and leaves OUTDIR/run, which starts the worker (docs/protocol.md); the steps are shared
+# with the other Python workers (../lcp-python/build-venv.sh).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-lib=redis
-if [ $# -ne 2 ] || [ -z "$2" ]; then
-	echo "usage: build.sh VERSION OUTDIR" >&2
-	exit 2
-fi
-version=$1
-if [ -z "$version" ] || [ "$version" = default ]; then
-	version=$(cat "$here/DEFAULT_VERSION")
-fi
-case $version in
-*[!0-9A-Za-z.+-]* | [!0-9]*)
-	echo "build.sh: '$version' is not a redis-py version (expected e.g. 5.3.1 or 2.10.6)" >&2
-	exit 2
-	;;
-esac
-py=${PYTHON:-python3}
-command -v "$py" >/dev/null || { echo "build.sh: $py is not installed; it runs the redis-py worker" >&2; exit 3; }
-mkdir -p "$2"
-out=$(cd "$2" && pwd)
-rm -f "$out/run"
-log=$out/build.log
-: >"$log"
-if [ ! -x "$out/venv/bin/python" ] && ! "$py" -m venv "$out/venv" >>"$log" 2>&1; then
-	echo "build.sh: $py -m venv failed (see $log)" >&2
-	exit 1
-fi
-# --no-deps is not used: the library's own dependencies (async-timeout etc.) come at the versions pip picks.
-if ! "$out/venv/bin/python" -m pip install --disable-pip-version-check --no-input -q "$lib==$version" >>"$log" 2>&1; then
-	if grep -qi "no matching distribution\|could not find a version" "$log"; then
-		echo "build.sh: PyPI has no $lib $version (or is not reachable): unknown version" >&2
-	else
-		echo "build.sh: pip failed to install $lib $version (see $log)" >&2
-	fi
-	exit 1
-fi
-# A release that installs but does not import (a dependency it forgot to declare) is a failed build.
-if ! "$out/venv/bin/python" -c "import redis" >>"$log" 2>&1; then
-	echo "build.sh: redis $version installed but does not import on $("$out/venv/bin/python" -V 2>&1): $(tail -1 "$log")" >&2
-	exit 1
-fi
-cp "$here/worker.py" "$here/../lcp-python/lcp.py" "$out/"
-echo "$version" >"$out/VERSION"
-# run last, through a rename: its presence means the build is complete.
-cat >"$out/run.tmp" <<'RUN'
-#!/bin/sh
-# Starts the lockcheck redis-py worker (LCP/1 on stdin/stdout, logs on stderr). -u: unbuffered; -s/-E: no
-# user site or PYTHON* variables, so only the venv's packages load. LD_PRELOAD (the clock fault) passes through.
-dir=$(cd "$(dirname "$0")" && pwd)
-exec "$dir/venv/bin/python" -u -s -E "$dir/worker.py" "$@"
-RUN
-chmod +x "$out/run.tmp"
-mv "$out/run.tmp" "$out/run"
+exec sh "$here/../lcp-python/build-venv.sh" redis-py redis redis "$here" "$@"

@@ -158,7 +158,8 @@ func serve(in io.Reader, initFn func(*request) (map[string]any, *protoError), ha
 	}
 }
 
-// leaves flattens an error tree: errors.Join, fmt's %w, hashicorp/go-multierror (redsync before v4.5).
+// leaves flattens an error tree: errors.Join, fmt's %w, hashicorp/go-multierror (redsync before v4.5). Shared by the
+// Go library workers: redislock's lcp.go links here, and each build.sh copies it into its module.
 func leaves(err error) []error {
 	if err == nil {
 		return nil

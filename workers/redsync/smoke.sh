@@ -2,7 +2,8 @@
 # smoke.sh RUNCMD ADDR PASSWORD: checks this LCP/1 worker (RUNCMD, e.g. OUTDIR/run) end to end against one
 # Redis at ADDR (127.0.0.1:PORT) that requires PASSWORD: the handshake and its start-up time, acquire,
 # a second thread refused, extend, release, release of a lock never taken (40), a lock lost to expiry
-# (extend false, release 40; redsync v4.0.0-v4.0.3 say "extended"/released: the bug fixed in v4.0.4),
+# (extend false, release 40; redsync v4.0.0-v4.0.3 say "extended"/released: the bug fixed in v4.0.4;
+# redislock: Refresh false, Release ErrLockNotHeld). Shared by the Go library workers (redislock links here),
 # a worker process stopped (SIGSTOP, as client-pause) past its lease while another process takes the lock,
 # concurrent threads, malformed and unsupported requests, shutdown and EOF. One line per check; exit 1
 # on a failure. Keys are fresh per run; with redis-cli installed it also pauses the Redis for 3.5 s (CLIENT
@@ -224,8 +225,8 @@ dead = "127.0.0.1:%d" % s.getsockname()[1]
 s.close()
 wd = Worker("mutex", topo={"kind": "single", "nodes": [{"name": "n1", "addr": dead}]})
 r = acq(wd, 1, prefix + "-dead")
-# 0 is honest too: later redsync v4 releases bound each attempt (expiry x 0.05) and go-redis v9 retries the dial
-# until then, so the library answers "context deadline exceeded".
+# 0 is honest too: a library that bounds each attempt (later redsync v4: expiry x 0.05) while go-redis v9
+# retries the dial answers "context deadline exceeded".
 check(r.get("type") == "error" and r.get("code") in (0, 11), "acquire on a closed port: 11 (or 0): %s" % r.get("text"))
 wd.p.stdin.close()
 wd.p.wait(5)
