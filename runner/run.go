@@ -138,10 +138,7 @@ func (t *Test) Run(ctx context.Context, stderr io.Writer) (*report.Results, erro
 	if aerr != nil {
 		return nil, aerr
 	}
-	if err := noteRanOut(rec, res, dir); err != nil && runErr == nil {
-		runErr = err
-	}
-	return res, runErr
+	return res, noteRanOut(rec, res, dir) // runErr is nil here: a run's own error returned above
 }
 
 // execute brings the topology up, runs the workload and the nemesis, heals, and tears everything down.

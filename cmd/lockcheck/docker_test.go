@@ -69,10 +69,7 @@ func TestDockerNaiveIsFlagged(t *testing.T) {
 // them.
 func TestDockerKill9ThenClean(t *testing.T) {
 	dockertest.Require(t)
-	bin := filepath.Join(t.TempDir(), "lockcheck")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t)
 	root := t.TempDir()
 	cmd := exec.Command(bin, "run", "--backend", "docker", "--topology", "redlock", "--nodes", "3", "--time", "60s",
 		"--results", root, "--seed", "5")

@@ -165,10 +165,7 @@ func TestBadInputExits254(t *testing.T) {
 
 // kill -9 of lockcheck takes its redis-server with it, and the partial history still gets a verdict, never valid.
 func TestKill9LeavesNoRedisAndPartialHistoryChecks(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "lockcheck")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t)
 	root := t.TempDir()
 	cmd := exec.Command(bin, "run", "--time", "60s", "--nemesis", "partition", "--nemesis-interval", "1s",
 		"--results", root, "--seed", "3")
