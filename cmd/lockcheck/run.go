@@ -15,6 +15,7 @@ import (
 func newRunCmd() *cobra.Command {
 	o := runner.Defaults()
 	var lockSpec string
+	var dryRun bool
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Start Redis, drive a lock under faults, record the history and judge it",
@@ -46,6 +47,10 @@ func newRunCmd() *cobra.Command {
 			}
 			if cmd.Flags().Changed("nodes") && o.Nodes < 1 { // likewise
 				return runner.UsageError{Err: fmt.Errorf("--nodes must be at least 1, got %d", o.Nodes)}
+			}
+			if dryRun { // every check that needs no process: what a suite does to each of its entries first
+				_, err := runner.NewTest(o)
+				return err
 			}
 			res, err := runner.Run(cmd.Context(), o, os.Stderr)
 			if res != nil {
@@ -97,6 +102,7 @@ func newRunCmd() *cobra.Command {
 	f.DurationVar(&o.Latency, "latency", o.Latency, "latency fault: delay each way")
 	f.DurationVar(&o.Jitter, "jitter", o.Jitter, "latency fault: jitter")
 	addWorkerFlags(f, &o)
+	f.BoolVar(&dryRun, "dry-run", false, "check the flags and make the fault plan, start nothing")
 	f.DurationVar(&o.ClockBump, "clock-bump", o.ClockBump, "client-clock fault: how far a clock jumps (ahead or behind)")
 	return cmd
 }

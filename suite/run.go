@@ -1,0 +1,316 @@
+package suite
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/report"
+)
+
+// Config says how to run a suite.
+type Config struct {
+	Exe       string // the lockcheck binary that performs each run
+	Dir       string // the suite's results directory
+	Parallel  int
+	Repeat    int  // rounds of the whole matrix; 0 with UntilFail: until one fails
+	UntilFail bool // stop after the first case that misses its expectation
+	KeepAll   bool // keep every run's directory, not only those that missed their expectation
+	Progress  io.Writer
+}
+
+// Outcome is one case's run, as suite.json keeps it.
+type Outcome struct {
+	Case
+	Round      int     `json:"round"`
+	Exit       int     `json:"exit"`
+	Verdict    string  `json:"verdict"` // valid, invalid, unknown, or error (no verdict: the run failed)
+	Met        bool    `json:"met"`
+	Violation  string  `json:"violation,omitempty"` // the first violation, or the run's error line
+	FirstNs    int64   `json:"first_violation_ns,omitempty"`
+	Seconds    float64 `json:"seconds"`
+	Dir        string  `json:"dir,omitempty"` // the run's directory, relative to the suite's; empty when not kept
+	Lock       string  `json:"lock,omitempty"`
+	Topology   string  `json:"topology,omitempty"`
+	Nemesis    string  `json:"nemesis,omitempty"`
+	ClientName string  `json:"client,omitempty"`
+}
+
+// Report is suite.json.
+type Report struct {
+	Name     string    `json:"name"`
+	File     string    `json:"file,omitempty"`
+	Shard    string    `json:"shard,omitempty"`
+	Started  time.Time `json:"started"`
+	Seconds  float64   `json:"seconds"`
+	Outcomes []Outcome `json:"outcomes"`
+	Stopped  string    `json:"stopped,omitempty"` // why the suite stopped early (interrupted, until-fail)
+	dir      string    // where it is written: the page's links are relative to it
+}
+
+// Failed counts the outcomes that missed their expectation.
+func (r *Report) Failed() int {
+	n := 0
+	for _, o := range r.Outcomes {
+		if !o.Met {
+			n++
+		}
+	}
+	return n
+}
+
+// Run performs the cases, Parallel at a time, and writes suite.json and index.html into cfg.Dir as it goes
+// (so an interrupted suite keeps what it ran). The context's end stops the runs in flight (each gets one
+// SIGINT and ends as its own Ctrl-C does) and starts no more.
+func Run(ctx context.Context, s *Suite, shard string, cfg Config) (*Report, error) {
+	if err := os.MkdirAll(filepath.Join(cfg.Dir, "runs"), 0o755); err != nil {
+		return nil, err
+	}
+	rep := &Report{Name: s.Name, File: s.Path, Shard: shard, Started: time.Now()}
+	var mu sync.Mutex
+	save := func() error {
+		rep.Seconds = time.Since(rep.Started).Seconds()
+		if err := rep.Write(cfg.Dir); err != nil {
+			return err
+		}
+		return WritePage(cfg.Dir, rep)
+	}
+	if err := save(); err != nil {
+		return nil, err
+	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	par := max(cfg.Parallel, 1)
+	rounds := max(cfg.Repeat, 1)
+	if cfg.UntilFail && cfg.Repeat == 0 {
+		rounds = int(^uint(0) >> 1)
+	}
+	jobs := make(chan Outcome)
+	var wg sync.WaitGroup
+	var saveErr error
+	for w := 0; w < par; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for o := range jobs {
+				o = runCase(ctx, cfg, o)
+				if ctx.Err() != nil { // stopped by the suite's end (Ctrl-C, until-fail): not a result; its directory stays
+					continue
+				}
+				mu.Lock()
+				rep.Outcomes = append(rep.Outcomes, o)
+				if err := save(); err != nil && saveErr == nil {
+					saveErr = err
+				}
+				if cfg.Progress != nil {
+					mark := "ok  "
+					if !o.Met {
+						mark = "FAIL"
+					}
+					fmt.Fprintf(cfg.Progress, "%s %-50s %-8s (want %s) %5.1fs\n", mark, roundID(o), o.Verdict, o.Case.expectText(), o.Seconds)
+				}
+				if !o.Met && cfg.UntilFail {
+					rep.Stopped = "until-fail: " + roundID(o) + " missed its expectation"
+					stop()
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+feed:
+	for r := 1; r <= rounds; r++ {
+		for _, c := range s.Cases {
+			select {
+			case <-ctx.Done():
+				break feed
+			case jobs <- Outcome{Case: c, Round: r}:
+			}
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if ctx.Err() != nil && rep.Stopped == "" {
+		rep.Stopped = "interrupted"
+	}
+	if err := save(); err != nil {
+		return rep, err
+	}
+	return rep, saveErr
+}
+
+func (c Case) expectText() string { return strings.Join(c.Expect, " or ") }
+
+func roundID(o Outcome) string {
+	if o.Round > 1 {
+		return fmt.Sprintf("%s#%d", o.ID, o.Round)
+	}
+	return o.ID
+}
+
+// runDirName is a case's directory under runs/: its id with the slashes made safe.
+func runDirName(o Outcome) string {
+	return strings.NewReplacer("/", "_", "#", "_r").Replace(roundID(o))
+}
+
+// runCase performs one run as a child lockcheck in its own process group, so a terminal's Ctrl-C reaches
+// it only through the suite (once), and it dies (with its own teardown) when the suite dies.
+func runCase(ctx context.Context, cfg Config, o Outcome) Outcome {
+	rel := filepath.Join("runs", runDirName(o))
+	dir := filepath.Join(cfg.Dir, rel)
+	_ = os.RemoveAll(dir) // a rerun into the same suite directory
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		o.Verdict, o.Exit, o.Violation = "error", 255, err.Error()
+		return o
+	}
+	out, err := os.Create(filepath.Join(dir, "output.txt"))
+	if err != nil {
+		o.Verdict, o.Exit, o.Violation = "error", 255, err.Error()
+		return o
+	}
+	defer out.Close()
+	args := append([]string{"run"}, o.Args...)
+	args = append(args, "--results", dir)
+	cmd := exec.Command(cfg.Exe, args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	began := time.Now()
+	if err := cmd.Start(); err != nil {
+		o.Verdict, o.Exit, o.Violation = "error", 255, err.Error()
+		return o
+	}
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			_ = cmd.Process.Signal(syscall.SIGINT) // once: the run tears down and keeps its history
+		case <-done:
+		}
+	}()
+	err = cmd.Wait()
+	close(done)
+	o.Seconds = time.Since(began).Seconds()
+	o.Exit = 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		o.Exit = ee.ExitCode()
+		if o.Exit < 0 {
+			o.Exit = 255
+		}
+	} else if err != nil {
+		o.Exit = 255
+	}
+	o.Verdict = "error"
+	if res, runDir := readRun(dir); res != nil {
+		o.Verdict = res.Valid.String()
+		o.Lock, o.Topology, o.Nemesis = res.Lock, res.Topology, strings.Join(res.Nemesis, ",")
+		o.ClientName = res.Versions["client"]
+		o.Violation, o.FirstNs = firstViolation(res)
+		o.Dir = filepath.Join(rel, runDir)
+	}
+	if o.Verdict == "error" || o.Exit > 2 {
+		o.Verdict = "error"
+		o.Violation = lastLine(filepath.Join(dir, "output.txt"))
+	}
+	o.Met = o.Verdict != "error" && o.Case.Met(verdicts[o.Verdict])
+	if o.Met && !cfg.KeepAll {
+		_ = os.RemoveAll(dir)
+		o.Dir = ""
+	} else if o.Dir == "" {
+		o.Dir = rel
+	}
+	return o
+}
+
+// readRun finds the run directory lockcheck made under dir and reads its results.json.
+func readRun(dir string) (*report.Results, string) {
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "results.json"))
+		if err != nil {
+			continue
+		}
+		var r report.Results
+		if json.Unmarshal(b, &r) == nil {
+			return &r, e.Name()
+		}
+	}
+	return nil, ""
+}
+
+func firstViolation(r *report.Results) (string, int64) {
+	var msg string
+	at := int64(-1)
+	for _, c := range r.Checkers {
+		if c.Valid == checker.Invalid && c.Violation != "" && (at < 0 || c.At < at) {
+			msg, at = c.Checker+": "+c.Violation, c.At
+		}
+	}
+	if at < 0 {
+		for _, c := range r.Checkers {
+			if c.Valid == checker.Unknown {
+				return c.Checker + ": " + c.Summary, 0
+			}
+		}
+		return "", 0
+	}
+	return msg, at
+}
+
+func lastLine(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	var last string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if t := strings.TrimSpace(sc.Text()); t != "" {
+			last = t
+		}
+	}
+	return last
+}
+
+// Write writes suite.json into dir, atomically.
+func (r *Report) Write(dir string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, ".suite.json.tmp")
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dir, "suite.json"))
+}
+
+// ReadReport reads a suite.json.
+func ReadReport(path string) (*Report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	return &r, nil
+}

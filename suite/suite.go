@@ -1,0 +1,304 @@
+// Package suite runs a matrix of lockcheck runs from a YAML file: entries (a lock, a client or a lock spec)
+// crossed with topologies, nemeses and seeds, each with the verdict it is expected to get. It shards the
+// matrix stably, repeats it, writes JUnit and a suite page, and merges the results of many shards.
+package suite
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lockcheck/lockcheck/checker"
+	"gopkg.in/yaml.v3"
+)
+
+// File is a suite file as written.
+type File struct {
+	Name     string  `yaml:"name"`
+	Defaults Entry   `yaml:"defaults"`
+	Entries  []Entry `yaml:"entries"`
+}
+
+// Entry is one row of the matrix. Unset fields take the file's defaults.
+type Entry struct {
+	Name       string            `yaml:"name"`
+	Lock       string            `yaml:"lock"`
+	Client     string            `yaml:"client"`
+	LockSpec   string            `yaml:"lock-spec"`
+	Topologies []string          `yaml:"topologies"`
+	Nemeses    []string          `yaml:"nemeses"`
+	Seeds      Seeds             `yaml:"seeds"`
+	Time       string            `yaml:"time"`
+	Flags      map[string]string `yaml:"flags"`
+	Expect     Expect            `yaml:"expect"`
+}
+
+// Seeds is a list of seeds, or a count n meaning 1..n.
+type Seeds []int64
+
+func (s *Seeds) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		c, err := strconv.Atoi(n.Value)
+		if err != nil || c < 1 {
+			return fmt.Errorf("line %d: seeds: want a count of at least 1 or a list of seeds, got %q", n.Line, n.Value)
+		}
+		for i := 1; i <= c; i++ {
+			*s = append(*s, int64(i))
+		}
+		return nil
+	}
+	var l []int64
+	if err := n.Decode(&l); err != nil {
+		return fmt.Errorf("line %d: seeds: want a count or a list of integers", n.Line)
+	}
+	*s = l
+	return nil
+}
+
+// Expect is the set of verdicts an entry may get: one (valid) or a list ([valid, unknown]).
+type Expect []checker.Validity
+
+func (e *Expect) UnmarshalYAML(n *yaml.Node) error {
+	var words []string
+	if n.Kind == yaml.ScalarNode {
+		words = []string{n.Value}
+	} else if err := n.Decode(&words); err != nil {
+		return fmt.Errorf("line %d: expect: want valid, invalid, unknown or a list of them", n.Line)
+	}
+	for _, w := range words {
+		v, ok := verdicts[w]
+		if !ok {
+			return fmt.Errorf("line %d: expect: %q is not valid, invalid or unknown", n.Line, w)
+		}
+		*e = append(*e, v)
+	}
+	return nil
+}
+
+var verdicts = map[string]checker.Validity{"valid": checker.Valid, "invalid": checker.Invalid, "unknown": checker.Unknown}
+
+func (e Expect) String() string {
+	var s []string
+	for _, v := range e {
+		s = append(s, v.String())
+	}
+	return strings.Join(s, " or ")
+}
+
+// Case is one run of the matrix.
+type Case struct {
+	ID     string   `json:"id"` // entry/topology/nemesis/seed: stable, and the shard key
+	Entry  string   `json:"entry"`
+	Args   []string `json:"args"` // lockcheck run's arguments (without --results)
+	Seed   int64    `json:"seed"`
+	Expect []string `json:"expect"`
+	expect Expect
+}
+
+// Suite is a parsed, expanded suite.
+type Suite struct {
+	Name  string
+	Path  string
+	Cases []Case
+}
+
+var entryName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// Load reads and expands a suite file. Paths in it (lock-spec) are relative to the file. Every error names
+// the file and, where it has one, the entry.
+func Load(path string) (*Suite, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var f File
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("suite %s: %s", path, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	if f.Name == "" {
+		f.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	}
+	if len(f.Entries) == 0 {
+		return nil, fmt.Errorf("suite %s: no entries", path)
+	}
+	s := &Suite{Name: f.Name, Path: path}
+	seen := map[string]bool{}
+	for i, e := range f.Entries {
+		if e.Name == "" {
+			return nil, fmt.Errorf("suite %s: entry %d has no name", path, i+1)
+		}
+		if !entryName.MatchString(e.Name) {
+			return nil, fmt.Errorf("suite %s: entry %q: a name is letters, digits, '.', '_' and '-'", path, e.Name)
+		}
+		if seen[e.Name] {
+			return nil, fmt.Errorf("suite %s: entry %q appears twice", path, e.Name)
+		}
+		seen[e.Name] = true
+		cases, err := expand(f.Defaults, e, filepath.Dir(path))
+		if err != nil {
+			return nil, fmt.Errorf("suite %s: entry %q: %w", path, e.Name, err)
+		}
+		s.Cases = append(s.Cases, cases...)
+	}
+	return s, nil
+}
+
+func expand(d, e Entry, base string) ([]Case, error) {
+	or := func(a, b []string) []string {
+		if len(a) > 0 {
+			return a
+		}
+		return b
+	}
+	if e.Lock == "" && e.Client == "" && e.LockSpec == "" {
+		e.Lock, e.Client, e.LockSpec = d.Lock, d.Client, d.LockSpec
+	}
+	if e.Lock != "" && e.LockSpec != "" {
+		return nil, errors.New("give lock or lock-spec, not both")
+	}
+	topos, nems := or(e.Topologies, d.Topologies), or(e.Nemeses, d.Nemeses)
+	if len(topos) == 0 {
+		topos = []string{""} // the lock's own
+	}
+	if len(nems) == 0 {
+		nems = []string{"none"}
+	}
+	seeds := e.Seeds
+	if len(seeds) == 0 {
+		seeds = d.Seeds
+	}
+	if len(seeds) == 0 {
+		seeds = Seeds{1}
+	}
+	expect := e.Expect
+	if len(expect) == 0 {
+		expect = d.Expect
+	}
+	if len(expect) == 0 {
+		expect = Expect{checker.Valid}
+	}
+	tm := e.Time
+	if tm == "" {
+		tm = d.Time
+	}
+	flags := map[string]string{}
+	for k, v := range d.Flags {
+		flags[k] = v
+	}
+	for k, v := range e.Flags {
+		flags[k] = v
+	}
+	for _, k := range []string{"lock", "client", "lock-spec", "topology", "nemesis", "seed", "time", "results"} {
+		if _, ok := flags[k]; ok {
+			return nil, fmt.Errorf("flags: %s is a field of its own (not a flag)", k)
+		}
+	}
+	var common []string
+	if e.Lock != "" {
+		common = append(common, "--lock", e.Lock)
+	}
+	if e.Client != "" {
+		common = append(common, "--client", e.Client)
+	}
+	if e.LockSpec != "" {
+		p := e.LockSpec
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(base, p)
+		}
+		common = append(common, "--lock-spec", p)
+	}
+	if tm != "" {
+		if _, err := time.ParseDuration(tm); err != nil {
+			return nil, fmt.Errorf("time: %v", err)
+		}
+		common = append(common, "--time", tm)
+	}
+	keys := make([]string, 0, len(flags))
+	for k := range flags {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		common = append(common, "--"+k+"="+flags[k])
+	}
+	var words []string
+	for _, v := range expect {
+		words = append(words, v.String())
+	}
+	var out []Case
+	for _, t := range topos {
+		for _, n := range nems {
+			for _, seed := range seeds {
+				args := slices.Clone(common)
+				if t != "" {
+					args = append(args, "--topology", t)
+				}
+				args = append(args, "--nemesis", n, "--seed", strconv.FormatInt(seed, 10))
+				id := fmt.Sprintf("%s/%s/%s/%d", e.Name, or1(t, "default"), strings.ReplaceAll(n, ",", "+"), seed)
+				out = append(out, Case{ID: id, Entry: e.Name, Args: args, Seed: seed, Expect: words, expect: expect})
+			}
+		}
+	}
+	return out, nil
+}
+
+func or1(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// Shard keeps the cases of shard i of n (1-based), split by a hash of each case's id: every case lands in
+// exactly one shard, and adding an entry moves no other case to another shard.
+func (s *Suite) Shard(i, n int) {
+	var keep []Case
+	for _, c := range s.Cases {
+		if ShardOf(c.ID, n) == i {
+			keep = append(keep, c)
+		}
+	}
+	s.Cases = keep
+}
+
+// ShardOf is the 1-based shard of a case id among n.
+func ShardOf(id string, n int) int {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return int(h.Sum32()%uint32(n)) + 1
+}
+
+// ParseShard reads "i/n".
+func ParseShard(s string) (int, int, error) {
+	a, b, ok := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || n < 1 || i < 1 || i > n {
+		return 0, 0, fmt.Errorf("--shard %q: want i/n with 1 <= i <= n", s)
+	}
+	return i, n, nil
+}
+
+// Met reports whether a verdict is one the case expects.
+func (c Case) Met(v checker.Validity) bool {
+	if len(c.expect) == 0 { // read back from suite.json
+		for _, w := range c.Expect {
+			if verdicts[w] == v {
+				return true
+			}
+		}
+		return false
+	}
+	return slices.Contains(c.expect, v)
+}
