@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/lockcheck
 APT     := DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: all build demo test bench deps vet clean images docker-engine compose-up compose-down
+.PHONY: all build demo smoke test bench deps vet clean images docker-engine compose-up compose-down
 
 all: build
 
@@ -27,6 +27,10 @@ bin/libclockshift.so: node/clockshift/csrc/clockshift.c
 # the lock), 30 seconds, then the verdict. Exit code 0 valid, 1 invalid, 2 unknown.
 demo: deps build
 	./$(BIN) run --lock reentrant --nemesis partition,kill --persistence always --time 30s
+
+# The smoke suite (about 2 minutes): every Go lock fault-free, the naive control, three safe faulted runs.
+smoke: deps build
+	./$(BIN) suite examples/suites/smoke.yaml --junit results/smoke.xml
 
 test: deps
 	$(GO) vet ./...
