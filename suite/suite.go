@@ -302,3 +302,10 @@ func (c Case) Met(v checker.Validity) bool {
 	}
 	return slices.Contains(c.expect, v)
 }
+
+// NewCase is a case made in code (lockcheck compare) rather than from a file; it expects any verdict: its
+// outcome is a finding, not a pass or a failure.
+func NewCase(id, entry string, seed int64, args []string) Case {
+	return Case{ID: id, Entry: entry, Args: args, Seed: seed, Expect: []string{"valid", "invalid", "unknown"},
+		expect: Expect{checker.Valid, checker.Invalid, checker.Unknown}}
+}

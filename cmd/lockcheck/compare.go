@@ -1,0 +1,103 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/lockcheck/lockcheck/compare"
+	"github.com/lockcheck/lockcheck/runner"
+	"github.com/lockcheck/lockcheck/suite"
+	"github.com/spf13/cobra"
+)
+
+func newCompareCmd() *cobra.Command {
+	var (
+		locks, scenarios, results string
+		seeds, parallel           int
+		quick                     bool
+		clients, specs            []string
+	)
+	cmd := &cobra.Command{
+		Use:   "compare",
+		Short: "Redlock or a single node? Every lock under every scenario of the reference table, measured beside its prediction",
+		Args:  cobra.NoArgs,
+		Example: `  lockcheck compare --quick
+  lockcheck compare --seeds 5
+  lockcheck compare --quick --client redsync --lock-spec examples/locks/setnx.yaml`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if seeds < 1 {
+				return runner.UsageError{Err: fmt.Errorf("--seeds must be at least 1, got %d", seeds)}
+			}
+			ls, ss, err := compare.Select(locks, scenarios, quick)
+			if err != nil {
+				return runner.UsageError{Err: err}
+			}
+			for _, c := range clients { // a user's library: a row of its own, with no prediction
+				ls = append(ls, compare.Lock{Name: c, Args: []string{"--client", c}, Lease: []string{"--lease", "2s"}, What: "--client " + c})
+			}
+			for _, p := range specs {
+				name := strings.TrimSuffix(filepath.Base(p), filepath.Ext(p))
+				ls = append(ls, compare.Lock{Name: name, Args: []string{"--lock-spec", p}, Lease: []string{"--lease", "2s"}, What: "--lock-spec " + p})
+			}
+			s := compare.Suite(ls, ss, seeds, nil)
+			for _, c := range s.Cases {
+				if err := dryRun(cmd, c.Args); err != nil {
+					return runner.UsageError{Err: fmt.Errorf("compare: %s: %s", c.ID, oneLine(err))}
+				}
+			}
+			markRan(cmd)
+			exe, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			if results == "" {
+				results = filepath.Join("results", "compare", time.Now().Format("20060102T150405"))
+			}
+			fmt.Fprintf(os.Stderr, "lockcheck: compare: %d locks × %d scenarios × %d seeds = %d runs, %d at a time, into %s\n",
+				len(ls), len(ss), seeds, len(s.Cases), max(parallel, 1), results)
+			rep, err := suite.Run(cmd.Context(), s, "", suite.Config{Exe: exe, Dir: results, Parallel: parallel, KeepAll: true, Progress: os.Stderr})
+			if err != nil {
+				return err
+			}
+			t := compare.Build(results, rep, ls, ss, seeds)
+			t.Text(os.Stdout)
+			if err := t.JSON(filepath.Join(results, "compare.json")); err != nil {
+				return err
+			}
+			md, err := os.Create(filepath.Join(results, "compare.md"))
+			if err != nil {
+				return err
+			}
+			t.Markdown(md, rep.Started)
+			if err := md.Close(); err != nil {
+				return err
+			}
+			if err := t.WritePage(results); err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stdout, "\n(details: %s: compare.md, compare.json, index.html)\n", results)
+			if rep.Stopped != "" || !t.Complete() {
+				return exitError{exitUnknown} // a cell could not be decided
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&locks, "locks", "", "rows, comma-separated (default all: naive, rlock-single, rlock-sentinel, rlock-cluster, redisson-redlock, redlock-spec, fenced)")
+	f.StringVar(&scenarios, "scenarios", "", "columns, comma-separated (S1, S4, S5, S6, S7; default all measured)")
+	f.IntVar(&seeds, "seeds", 5, "seeds per cell (1..N)")
+	f.BoolVar(&quick, "quick", false, "naive, rlock-single, rlock-sentinel, redlock-spec and fenced over S1, S4, S5, S6, S7, one seed (unless --seeds)")
+	f.StringSliceVar(&clients, "client", nil, "add a worker's lock as a row (NAME[@VERSION]; repeatable)")
+	f.StringSliceVar(&specs, "lock-spec", nil, "add a spec lock as a row (repeatable)")
+	f.IntVar(&parallel, "parallel", defaultParallel(), "runs at a time")
+	f.StringVar(&results, "results", "", "directory (default results/compare/TIME)")
+	cmd.PreRun = func(cmd *cobra.Command, _ []string) {
+		if quick && !cmd.Flags().Changed("seeds") {
+			seeds = 1
+		}
+	}
+	return cmd
+}

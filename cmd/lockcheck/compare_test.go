@@ -1,0 +1,70 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// compare puts every lock, built-in or a user's spec, in one table over the same scenarios and seeds; each
+// cell links to its runs, and the files a design doc needs are written.
+func TestCompareTable(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cmp")
+	spec := filepath.Join("..", "..", "examples", "locks", "setnx.yaml")
+	code, out, errs := runSuite(t, "compare", "--locks", "naive,rlock-sentinel", "--scenarios", "S4,S6", "--seeds", "1",
+		"--lock-spec", spec, "--results", dir)
+	if code != exitValid && code != exitUnknown {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	var tab struct {
+		Cells []struct {
+			Lock, Scenario, Measured, Predicted string
+			Runs                                []string
+		} `json:"cells"`
+		Costs []struct{ Lock string } `json:"costs"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "compare.json"))
+	if err != nil || json.Unmarshal(b, &tab) != nil {
+		t.Fatalf("compare.json: %v", err)
+	}
+	if len(tab.Cells) != 6 || len(tab.Costs) != 3 {
+		t.Fatalf("%d cells, %d cost rows; want 3 locks × 2 scenarios", len(tab.Cells), len(tab.Costs))
+	}
+	for _, c := range tab.Cells {
+		switch {
+		case c.Scenario == "S6" && c.Lock != "rlock-sentinel":
+			if c.Measured != "n/a" {
+				t.Errorf("%s/%s: a failover on one node is n/a, got %s", c.Lock, c.Scenario, c.Measured)
+			}
+		case len(c.Runs) != 1:
+			t.Errorf("%s/%s: %d runs linked", c.Lock, c.Scenario, len(c.Runs))
+		default:
+			if _, err := os.Stat(filepath.Join(dir, c.Runs[0], "history.jsonl")); err != nil {
+				t.Errorf("%s/%s: its run is not kept: %v", c.Lock, c.Scenario, err)
+			}
+			if c.Lock == "naive" && c.Predicted != "violates" || c.Lock == "setnx" && c.Predicted != "" {
+				t.Errorf("%s/%s: prediction %q", c.Lock, c.Scenario, c.Predicted)
+			}
+		}
+	}
+	for _, f := range []string{"compare.md", "index.html"} {
+		if b, err := os.ReadFile(filepath.Join(dir, f)); err != nil || !strings.Contains(string(b), "setnx") {
+			t.Errorf("%s: %v, or no row for the spec lock", f, err)
+		}
+	}
+	if !strings.Contains(out, "S2 not measured") {
+		t.Error("the table does not name the scenarios it cannot measure")
+	}
+}
+
+// A scenario lockcheck cannot express yet, or a lock it does not know, is bad input, said in one line.
+func TestCompareBadInput(t *testing.T) {
+	for _, args := range [][]string{{"--scenarios", "S2"}, {"--scenarios", "S99"}, {"--locks", "nosuch"}, {"--seeds", "0"}} {
+		code, _, errs := runSuite(t, append([]string{"compare", "--results", t.TempDir()}, args...)...)
+		if code != exitUsage || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+			t.Errorf("%v: exit %d, %q; want 254 and one line", args, code, errs)
+		}
+	}
+}

@@ -1,0 +1,180 @@
+// Package compare measures the Redlock-or-single-node question: every lock of a list meets every scenario of
+// the reference table (Kleppmann/antirez, S1–S11) on the same seeds and fault plans, through the suite
+// engine, and the outcome of each cell is set beside what the literature predicts.
+package compare
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/lockcheck/lockcheck/suite"
+)
+
+// Class is the reference table's column a lock belongs to; its predictions are per class.
+type Class string
+
+const (
+	OneNode       Class = "1N"  // SET NX PX on one master (also Redisson's RLock on one node)
+	Replicated    Class = "RS"  // Redisson RLock on master+replicas with WAIT
+	Redlock       Class = "RL"  // spec Redlock over independent masters
+	RedissonRL    Class = "RRL" // Redisson RedissonRedLock
+	Fenced        Class = "F"   // a lock plus a resource that refuses stale tokens
+	ThirdParty    Class = ""    // a user's lock or client: no prediction
+	Violates            = "violates"
+	Safe                = "safe"
+	Mitigated           = "mitigated" // the reference expects it safe in the common case, unsafe in named corners
+	NotApplicable       = "n/a"
+)
+
+// Lock is one row: how to run it and which column of the reference it is.
+type Lock struct {
+	Name  string
+	Class Class
+	Args  []string // run flags naming the lock, client or spec, and its topology
+	// Lease makes its lease 2 s, however the lock spells it (--watchdog for a watchdog lock,
+	// --lease for a fixed one), so the scenarios' faults outlast it alike.
+	Lease      []string
+	Replicated bool // on sentinel or cluster: failover scenarios apply
+	What       string
+	Renews     bool // a watchdog renews its lease, so holds may outlast it
+	// Judge names the checkers whose invalid verdict counts as a violation of this lock; empty: any. A fenced
+	// lock is judged by its resource (a lost lock whose stale writes are refused is what fencing is for).
+	Judge []string
+}
+
+// Scenario is one column: a fault schedule that hits the lock where the reference says, and the predictions.
+type Scenario struct {
+	ID, Name string
+	Args     []string         // the fault schedule (run flags)
+	Time     string           // run length: at least the schedule's minimum
+	Needs    func(Lock) bool  // nil: every lock; else the locks the scenario applies to
+	Predict  map[Class]string // the reference's outcome per class
+	Quick    bool             // in --quick
+	Why      string           // how the schedule realises the scenario
+}
+
+// Locks are the default rows.
+var Locks = []Lock{
+	{Name: "naive", Class: OneNode, Args: []string{"--lock", "naive"}, Lease: []string{"--lease", "2s"}, What: "SET NX PX, unconditional DEL, one node"},
+	{Name: "rlock-single", Renews: true, Class: OneNode, Args: []string{"--lock", "reentrant", "--topology", "single"}, Lease: []string{"--watchdog", "2s"}, What: "Redisson RLock (emulation) on one node"},
+	{Name: "rlock-sentinel", Renews: true, Class: Replicated, Args: []string{"--lock", "reentrant", "--topology", "sentinel"}, Lease: []string{"--watchdog", "2s"}, Replicated: true, What: "Redisson RLock on Sentinel, WAIT for a replica"},
+	{Name: "rlock-cluster", Renews: true, Class: Replicated, Args: []string{"--lock", "reentrant", "--topology", "cluster"}, Lease: []string{"--watchdog", "2s"}, Replicated: true, What: "Redisson RLock on Cluster, WAIT for a replica"},
+	{Name: "redisson-redlock", Renews: true, Class: RedissonRL, Args: []string{"--lock", "redlock", "--topology", "redlock"}, Lease: []string{"--watchdog", "2s"}, What: "Redisson RedissonRedLock over 5 masters"},
+	{Name: "redlock-spec", Class: Redlock, Args: []string{"--lock", "redlock-spec", "--topology", "redlock"}, Lease: []string{"--lease", "2s"}, What: "Redlock as the Redis docs specify, 5 masters"},
+	{Name: "fenced", Renews: true, Class: Fenced, Args: []string{"--lock", "fenced", "--topology", "single"}, Lease: []string{"--watchdog", "2s"}, What: "Redisson RFencedLock, the resource refuses stale tokens",
+		Judge: []string{"mutual-exclusion", "fencing-tokens"}},
+}
+
+// QuickLocks are the rows of --quick.
+var QuickLocks = []string{"naive", "rlock-single", "rlock-sentinel", "redlock-spec", "fenced"}
+
+// Scenarios are the columns lockcheck's faults can express today (S1, S4, S5, S6, S7); Unmeasured names the
+// rest and why.
+var Scenarios = []Scenario{
+	{ID: "S1", Name: "pause after acquire", Quick: true, Time: "8s",
+		Args:    []string{"--nemesis", "client-pause", "--nemesis-interval", "1s", "--nemesis-duration", "4s"},
+		Why:     "client-pause: a client freezes right after a grant, watchdog included, for 4 s (leases are 2 s)",
+		Predict: map[Class]string{OneNode: Violates, Replicated: Violates, Redlock: Violates, RedissonRL: Violates, Fenced: Safe}},
+	{ID: "S4", Name: "clock jump on a node", Quick: true, Time: "8s",
+		Args:    []string{"--nemesis", "clock", "--nemesis-interval", "1s", "--nemesis-duration", "1s"},
+		Why:     "clock: a majority of the nodes' wall clocks jump ahead by a minute (clockshift), so their leases end",
+		Predict: map[Class]string{OneNode: Violates, Replicated: Violates, Redlock: Violates, RedissonRL: Violates, Fenced: Safe}},
+	{ID: "S5", Name: "crash and fast restart, no persistence", Quick: true, Time: "8s",
+		Args:    []string{"--nemesis", "kill", "--persistence", "none", "--nemesis-interval", "1s", "--nemesis-duration", "200ms", "--hold", "1300ms-1900ms"},
+		Why:     "kill: SIGKILL of one node, restarted empty at once (down about 1.1 s here, before Sentinel would promote a replica), while holds last 1.3-1.9 s of a 2 s lease",
+		Predict: map[Class]string{OneNode: Violates, Replicated: Violates, Redlock: Violates, RedissonRL: Violates, Fenced: Safe}},
+	{ID: "S6", Name: "failover, asynchronous replication", Quick: true, Time: "12s",
+		Args:    []string{"--nemesis", "failover", "--nemesis-interval", "2s", "--nemesis-duration", "6s"},
+		Needs:   func(l Lock) bool { return l.Replicated },
+		Why:     "failover: the primary is cut from its replicas and Sentinels while some clients still reach it; a replica is promoted",
+		Predict: map[Class]string{OneNode: Violates, Replicated: Mitigated, Redlock: Safe, RedissonRL: Safe, Fenced: Safe}},
+	{ID: "S7", Name: "holder partitioned from Redis", Quick: true, Time: "10s",
+		Args:    []string{"--nemesis", "partition", "--nemesis-interval", "1s", "--nemesis-duration", "4s", "--hold", "3s-5s"},
+		Needs:   func(l Lock) bool { return l.Renews },
+		Why:     "partition: a minority of clients lose every link for 4 s while holds last 3-5 s on 2 s leases kept by renewal, so renewals fail and leases end while they hold (locks that do not renew cannot hold past their lease at all: n/a)",
+		Predict: map[Class]string{OneNode: Violates, Replicated: Violates, Redlock: Violates, RedissonRL: Violates, Fenced: Safe}},
+}
+
+// Unmeasured are the reference's scenarios no fault of lockcheck expresses yet, with what is missing.
+var Unmeasured = map[string]string{
+	"S2":  "a pause during acquisition (replies held in the kernel until after the lease) needs the client's replies held at its proxies",
+	"S3":  "a delay between holder and resource needs a delayed write path to the protected resource",
+	"S8":  "a clock that runs fast (a rate) needs a drift mode in the clock library",
+	"S9":  "client wall-clock skew on Redisson's PES and fair lock: client-clock on those locks (not in this table's rows)",
+	"S10": "a fencing-token regression needs a failover that loses the last INCR on a replicated fenced lock",
+	"S11": "an extend after the lease lapsed needs a trigger that delays one extend past another client's hold",
+}
+
+// Select picks locks and scenarios by name ("" = the defaults or --quick's).
+func Select(lockNames, scenarioIDs string, quick bool) ([]Lock, []Scenario, error) {
+	var ls []Lock
+	names := split(lockNames)
+	if len(names) == 0 && quick {
+		names = QuickLocks
+	}
+	for _, l := range Locks {
+		if len(names) == 0 || slices.Contains(names, l.Name) {
+			ls = append(ls, l)
+		}
+	}
+	for _, n := range names {
+		if !slices.ContainsFunc(Locks, func(l Lock) bool { return l.Name == n }) {
+			return nil, nil, fmt.Errorf("--locks: no lock %q (have %s)", n, strings.Join(lockNamesOf(Locks), ", "))
+		}
+	}
+	var ss []Scenario
+	ids := split(scenarioIDs)
+	for _, id := range ids {
+		if why, ok := Unmeasured[id]; ok {
+			return nil, nil, fmt.Errorf("--scenarios: %s is not measured yet: %s", id, why)
+		}
+		if !slices.ContainsFunc(Scenarios, func(s Scenario) bool { return s.ID == id }) {
+			return nil, nil, fmt.Errorf("--scenarios: no scenario %q (S1 to S11)", id)
+		}
+	}
+	for _, s := range Scenarios {
+		if (len(ids) == 0 && (!quick || s.Quick)) || slices.Contains(ids, s.ID) {
+			ss = append(ss, s)
+		}
+	}
+	return ls, ss, nil
+}
+
+func lockNamesOf(ls []Lock) []string {
+	var out []string
+	for _, l := range ls {
+		out = append(out, l.Name)
+	}
+	return out
+}
+
+func split(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Suite is the matrix as a suite: one case per lock, scenario and seed, each expecting any verdict (the cells
+// are findings, not failures). A scenario that does not apply to a lock has no case.
+func Suite(ls []Lock, ss []Scenario, seeds int, extra []string) *suite.Suite {
+	s := &suite.Suite{Name: "compare"}
+	for _, l := range ls {
+		for _, sc := range ss {
+			if sc.Needs != nil && !sc.Needs(l) {
+				continue
+			}
+			for seed := 1; seed <= seeds; seed++ {
+				args := slices.Concat(l.Args, l.Lease, sc.Args, []string{"--time", sc.Time, "--quiet", "1s"}, extra,
+					[]string{"--seed", strconv.Itoa(seed)})
+				s.Cases = append(s.Cases, suite.NewCase(fmt.Sprintf("%s/%s/%d", l.Name, sc.ID, seed), l.Name, int64(seed), args))
+			}
+		}
+	}
+	return s
+}

@@ -1,0 +1,374 @@
+package compare
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/report"
+	"github.com/lockcheck/lockcheck/suite"
+)
+
+// Cell is one lock under one scenario over the seeds.
+type Cell struct {
+	Lock       string   `json:"lock"`
+	Scenario   string   `json:"scenario"`
+	Seeds      int      `json:"seeds"`
+	Violations int      `json:"violations"`
+	Unknown    int      `json:"unknown"`
+	Errors     int      `json:"errors"`
+	MedianTTFV float64  `json:"median_first_violation_s,omitempty"` // seconds into the run
+	Measured   string   `json:"measured"`                           // violates, safe, undecided, n/a
+	Predicted  string   `json:"predicted,omitempty"`
+	Agrees     *bool    `json:"agrees,omitempty"`
+	Runs       []string `json:"runs,omitempty"` // each seed's run directory, relative to the report
+}
+
+// Cost is what a lock costs, over all its runs: acquire latency, throughput and availability under faults.
+type Cost struct {
+	Lock        string  `json:"lock"`
+	AcquireP50  float64 `json:"acquire_p50_ms"`
+	AcquireP99  float64 `json:"acquire_p99_ms"`
+	OpsPerSec   float64 `json:"ops_per_sec"`
+	Available   float64 `json:"acquires_ok_during_faults"` // share of acquires invoked inside a fault window that were granted
+	HealToGrant float64 `json:"heal_to_first_grant_s"`     // median, after each fault's end, until the next grant
+}
+
+// Table is the comparison: compare.json.
+type Table struct {
+	Seeds      int               `json:"seeds"`
+	Locks      []Lock            `json:"-"`
+	Scenarios  []Scenario        `json:"-"`
+	Cells      []Cell            `json:"cells"`
+	Costs      []Cost            `json:"costs"`
+	Unmeasured map[string]string `json:"unmeasured"`
+}
+
+// Build reads each outcome's run and fills the table.
+func Build(dir string, rep *suite.Report, ls []Lock, ss []Scenario, seeds int) *Table {
+	t := &Table{Seeds: seeds, Locks: ls, Scenarios: ss, Unmeasured: Unmeasured}
+	type acc struct {
+		p50, p99, rate, avail, heal []float64
+	}
+	costs := map[string]*acc{}
+	for _, l := range ls {
+		costs[l.Name] = &acc{}
+		for _, sc := range ss {
+			c := Cell{Lock: l.Name, Scenario: sc.ID, Predicted: sc.Predict[l.Class]}
+			if sc.Needs != nil && !sc.Needs(l) {
+				c.Measured = NotApplicable
+				t.Cells = append(t.Cells, c)
+				continue
+			}
+			var ttfv []float64
+			for _, o := range rep.Outcomes {
+				if o.Entry != l.Name || !strings.HasPrefix(o.ID, l.Name+"/"+sc.ID+"/") {
+					continue
+				}
+				c.Seeds++
+				c.Runs = append(c.Runs, o.Dir)
+				r := readResults(filepath.Join(dir, o.Dir))
+				verdict, at := judge(o, r, l.Judge)
+				switch verdict {
+				case "invalid":
+					c.Violations++
+					ttfv = append(ttfv, float64(at)/1e9)
+				case "unknown":
+					c.Unknown++
+				case "valid":
+				default:
+					c.Errors++
+				}
+				a := costs[l.Name]
+				if r != nil {
+					if p50, p99, rate, ok := statsOf(r); ok {
+						a.p50, a.p99, a.rate = append(a.p50, p50), append(a.p99, p99), append(a.rate, rate)
+					}
+				}
+				if av, heal, ok := availability(filepath.Join(dir, o.Dir, "history.jsonl")); ok {
+					a.avail = append(a.avail, av)
+					if heal >= 0 {
+						a.heal = append(a.heal, heal)
+					}
+				}
+			}
+			switch {
+			case c.Seeds == 0:
+				c.Measured = "not run"
+			case c.Violations > 0:
+				c.Measured = Violates
+				c.MedianTTFV = median(ttfv)
+			case c.Unknown > 0 || c.Errors > 0:
+				c.Measured = "undecided"
+			default:
+				c.Measured = Safe
+			}
+			if c.Predicted != "" && c.Predicted != NotApplicable && (c.Measured == Violates || c.Measured == Safe) {
+				agree := c.Measured == c.Predicted || (c.Predicted == Mitigated && c.Measured == Safe)
+				c.Agrees = &agree
+			}
+			t.Cells = append(t.Cells, c)
+		}
+	}
+	for _, l := range ls {
+		a := costs[l.Name]
+		t.Costs = append(t.Costs, Cost{Lock: l.Name, AcquireP50: median(a.p50), AcquireP99: median(a.p99),
+			OpsPerSec: median(a.rate), Available: median(a.avail), HealToGrant: median(a.heal)})
+	}
+	return t
+}
+
+// judge is a run's verdict for the table: the run's own, or, for a lock judged by some checkers only, the
+// worst of those; and the time of the first violation that counts.
+func judge(o suite.Outcome, r *report.Results, only []string) (string, int64) {
+	if r == nil {
+		return o.Verdict, o.FirstNs
+	}
+	v := checker.Valid
+	at := int64(-1)
+	for _, c := range r.Checkers {
+		if len(only) > 0 && !slices.Contains(only, c.Checker) {
+			continue
+		}
+		v = checker.Worst(v, c.Valid)
+		if c.Valid == checker.Invalid && (at < 0 || c.At < at) {
+			at = c.At
+		}
+	}
+	if len(only) == 0 {
+		v = r.Valid
+	}
+	return v.String(), max(at, 0)
+}
+
+// Complete reports whether every cell that ran was decided.
+func (t *Table) Complete() bool {
+	for _, c := range t.Cells {
+		if c.Measured == "undecided" || c.Measured == "not run" {
+			return false
+		}
+	}
+	return true
+}
+
+func readResults(dir string) *report.Results {
+	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		return nil
+	}
+	var r report.Results
+	if json.Unmarshal(b, &r) != nil {
+		return nil
+	}
+	return &r
+}
+
+// statsOf reads the stats checker's acquire latency and rate.
+func statsOf(r *report.Results) (p50, p99, rate float64, ok bool) {
+	for _, c := range r.Checkers {
+		if c.Checker != "stats" {
+			continue
+		}
+		b, _ := json.Marshal(c.Details)
+		var d struct {
+			Rate float64                    `json:"ops_per_sec"`
+			ByF  map[string]checker.OpStats `json:"by_f"`
+		}
+		if json.Unmarshal(b, &d) != nil {
+			return 0, 0, 0, false
+		}
+		for _, f := range []string{"tryLock", "lock", "acquire"} {
+			if s, ok := d.ByF[f]; ok {
+				return s.P50ms, s.P99ms, d.Rate, true
+			}
+		}
+		return 0, 0, d.Rate, true
+	}
+	return 0, 0, 0, false
+}
+
+// availability is the share of application acquires invoked inside a fault window that were granted, and
+// the median time from each window's end to the next grant (-1 when no window ended before a grant).
+func availability(path string) (float64, float64, bool) {
+	h, err := history.ReadFile(path)
+	if err != nil {
+		return 0, 0, false
+	}
+	ws := h.Windows()
+	var in, ok int
+	var grants []int64
+	for _, o := range h.Ops {
+		if o.Invoke.Src != "" || o.Invoke.F != "tryLock" {
+			continue
+		}
+		granted := o.Outcome() == history.Ok // a refused tryLock is a fail
+		if granted {
+			grants = append(grants, o.Complete.Time)
+		}
+		for _, w := range ws {
+			if o.Invoke.Time >= w.Start && o.Invoke.Time < w.End {
+				in++
+				if granted {
+					ok++
+				}
+				break
+			}
+		}
+	}
+	if len(ws) == 0 || in == 0 {
+		return 0, 0, false
+	}
+	sort.Slice(grants, func(i, j int) bool { return grants[i] < grants[j] })
+	var heals []float64
+	for _, w := range ws {
+		if i, _ := slices.BinarySearch(grants, w.End); i < len(grants) {
+			heals = append(heals, float64(grants[i]-w.End)/1e9)
+		}
+	}
+	heal := -1.0
+	if len(heals) > 0 {
+		heal = median(heals)
+	}
+	return float64(ok) / float64(in), heal, true
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// cellText is a cell in words: "3/5 at 2.1s" or "0/5", with the prediction and a mark where they disagree.
+func (c Cell) text() string {
+	var m string
+	switch c.Measured {
+	case Violates:
+		m = fmt.Sprintf("%d/%d at %.1fs", c.Violations, c.Seeds, c.MedianTTFV)
+	case Safe:
+		m = fmt.Sprintf("0/%d", c.Seeds)
+	case "undecided":
+		m = fmt.Sprintf("%d/%d, %d unknown", c.Violations, c.Seeds, c.Unknown+c.Errors)
+	default:
+		return c.Measured
+	}
+	if c.Predicted != "" {
+		m += " (ref: " + c.Predicted + ")"
+	}
+	if c.Agrees != nil && !*c.Agrees {
+		m += " ≠"
+	}
+	return m
+}
+
+func num(f float64, format string) string {
+	if math.IsNaN(f) {
+		return "-"
+	}
+	return fmt.Sprintf(format, f)
+}
+
+// Text prints the terminal table.
+func (t *Table) Text(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	head := []string{"LOCK"}
+	for _, s := range t.Scenarios {
+		head = append(head, s.ID+" "+s.Name)
+	}
+	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	for _, row := range t.rows() {
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "LOCK\tACQUIRE P50\tP99\tOPS/S\tGRANTED DURING FAULTS\tHEAL TO GRANT")
+	for _, c := range t.Costs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Lock, num(c.AcquireP50, "%.1fms"), num(c.AcquireP99, "%.1fms"),
+			num(c.OpsPerSec, "%.0f"), num(c.Available*100, "%.0f%%"), num(c.HealToGrant, "%.2fs"))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\ncells: violations/seeds, median time to first violation; (ref: ...) the reference's prediction, ≠ where the measurement disagrees\n")
+	var ids []string
+	for id := range t.Unmeasured {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return len(ids[i]) < len(ids[j]) || len(ids[i]) == len(ids[j]) && ids[i] < ids[j] })
+	for _, id := range ids {
+		fmt.Fprintf(w, "%s not measured: %s\n", id, t.Unmeasured[id])
+	}
+}
+
+func (t *Table) rows() [][]string {
+	var out [][]string
+	for _, l := range t.Locks {
+		row := []string{l.Name}
+		for _, s := range t.Scenarios {
+			for _, c := range t.Cells {
+				if c.Lock == l.Name && c.Scenario == s.ID {
+					row = append(row, c.text())
+				}
+			}
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+// Markdown writes the table for a design document.
+func (t *Table) Markdown(w io.Writer, when time.Time) {
+	fmt.Fprintf(w, "# lockcheck compare, %d seed(s), %s\n\n", t.Seeds, when.Format("2006-01-02"))
+	head := []string{"lock"}
+	for _, s := range t.Scenarios {
+		head = append(head, s.ID+" "+s.Name)
+	}
+	fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat(" --- |", len(head)))
+	for _, row := range t.rows() {
+		fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
+	}
+	fmt.Fprintf(w, "\n| lock | acquire p50 | p99 | ops/s | granted during faults | heal to grant |\n| --- | --- | --- | --- | --- | --- |\n")
+	for _, c := range t.Costs {
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", c.Lock, num(c.AcquireP50, "%.1f ms"), num(c.AcquireP99, "%.1f ms"),
+			num(c.OpsPerSec, "%.0f"), num(c.Available*100, "%.0f%%"), num(c.HealToGrant, "%.2f s"))
+	}
+	fmt.Fprintln(w, "\nScenarios as lockcheck runs them:")
+	for _, s := range t.Scenarios {
+		fmt.Fprintf(w, "- %s, %s: %s (`%s`)\n", s.ID, s.Name, s.Why, strings.Join(s.Args, " "))
+	}
+}
+
+// JSON writes compare.json (NaN figures as null).
+func (t *Table) JSON(path string) error {
+	clean := *t
+	clean.Costs = nil
+	for _, c := range t.Costs {
+		for _, f := range []*float64{&c.AcquireP50, &c.AcquireP99, &c.OpsPerSec, &c.Available, &c.HealToGrant} {
+			if math.IsNaN(*f) {
+				*f = -1
+			}
+		}
+		clean.Costs = append(clean.Costs, c)
+	}
+	for i := range clean.Cells {
+		if math.IsNaN(clean.Cells[i].MedianTTFV) {
+			clean.Cells[i].MedianTTFV = 0
+		}
+	}
+	b, err := json.MarshalIndent(clean, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}
