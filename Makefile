@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/lockcheck
 APT     := DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: all build demo smoke test bench deps vet clean images docker-engine compose-up compose-down
+.PHONY: all build demo smoke repro test bench deps vet clean images docker-engine compose-up compose-down
 
 all: build
 
@@ -31,6 +31,10 @@ demo: deps build
 # The smoke suite (about 2 minutes): every Go lock fault-free, the naive control, three safe faulted runs.
 smoke: deps build
 	./$(BIN) suite examples/suites/smoke.yaml --junit results/smoke.xml
+
+# The catalog of reproduced bugs (lockcheck repro list), both sides of each on 3 seeds, with JUnit.
+repro: deps build
+	./$(BIN) repro --all --seeds 3 --junit results/repro.xml
 
 test: deps
 	$(GO) vet ./...

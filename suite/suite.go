@@ -26,6 +26,19 @@ type File struct {
 	Name     string  `yaml:"name"`
 	Defaults Entry   `yaml:"defaults"`
 	Entries  []Entry `yaml:"entries"`
+	Repro    *Repro  `yaml:"repro"` // a catalog entry (lockcheck repro): what bug its entries reproduce
+}
+
+// Repro describes a reproduced bug: its entries are named buggy (the affected version) and fixed (the fix,
+// or for a design limit the mitigation).
+type Repro struct {
+	Issue    string `yaml:"issue"`    // the upstream issue or pull request
+	Library  string `yaml:"library"`  // redisson, redsync, ... or "design" for a limit no version fixes
+	Summary  string `yaml:"summary"`  // one line
+	Affected string `yaml:"affected"` // versions
+	FixedIn  string `yaml:"fixed"`    // version, or the mitigation
+	Kind     string `yaml:"kind"`     // safety, liveness or api
+	Checker  string `yaml:"checker"`  // the checker that must catch it
 }
 
 // Entry is one row of the matrix. Unset fields take the file's defaults.
@@ -109,6 +122,7 @@ type Suite struct {
 	Name  string
 	Path  string
 	Cases []Case
+	Repro *Repro
 }
 
 var entryName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
@@ -120,6 +134,11 @@ func Load(path string) (*Suite, error) {
 	if err != nil {
 		return nil, err
 	}
+	return Parse(path, b, filepath.Dir(path))
+}
+
+// Parse reads a suite from its text; base is the directory its relative paths start from.
+func Parse(path string, b []byte, base string) (*Suite, error) {
 	var f File
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
@@ -129,10 +148,13 @@ func Load(path string) (*Suite, error) {
 	if f.Name == "" {
 		f.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	}
+	if f.Repro != nil && (len(f.Entries) != 2 || f.Entries[0].Name != "buggy" || f.Entries[1].Name != "fixed") {
+		return nil, fmt.Errorf("suite %s: a repro entry has two entries, buggy and fixed", path)
+	}
 	if len(f.Entries) == 0 {
 		return nil, fmt.Errorf("suite %s: no entries", path)
 	}
-	s := &Suite{Name: f.Name, Path: path}
+	s := &Suite{Name: f.Name, Path: path, Repro: f.Repro}
 	seen := map[string]bool{}
 	for i, e := range f.Entries {
 		if e.Name == "" {
@@ -145,7 +167,7 @@ func Load(path string) (*Suite, error) {
 			return nil, fmt.Errorf("suite %s: entry %q appears twice", path, e.Name)
 		}
 		seen[e.Name] = true
-		cases, err := expand(f.Defaults, e, filepath.Dir(path))
+		cases, err := expand(f.Defaults, e, base)
 		if err != nil {
 			return nil, fmt.Errorf("suite %s: entry %q: %w", path, e.Name, err)
 		}
@@ -308,4 +330,15 @@ func (c Case) Met(v checker.Validity) bool {
 func NewCase(id, entry string, seed int64, args []string) Case {
 	return Case{ID: id, Entry: entry, Args: args, Seed: seed, Expect: []string{"valid", "invalid", "unknown"},
 		expect: Expect{checker.Valid, checker.Invalid, checker.Unknown}}
+}
+
+// WithSeed is the case for another seed of the same run.
+func (c Case) WithSeed(seed int64) Case {
+	c.Args = slices.Clone(c.Args)
+	if i := slices.Index(c.Args, "--seed"); i >= 0 && i+1 < len(c.Args) {
+		c.Args[i+1] = strconv.FormatInt(seed, 10)
+	}
+	c.ID = strings.TrimSuffix(c.ID, "/"+strconv.FormatInt(c.Seed, 10)) + "/" + strconv.FormatInt(seed, 10)
+	c.Seed = seed
+	return c
 }

@@ -88,6 +88,6 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCmd(), newCheckCmd(), newLocksCmd(), newImagesCmd(), newCleanCmd(), newWorkerCheckCmd(), newSuiteCmd(), newMergeCmd(), newCompareCmd())
+	root.AddCommand(newRunCmd(), newCheckCmd(), newLocksCmd(), newImagesCmd(), newCleanCmd(), newWorkerCheckCmd(), newSuiteCmd(), newMergeCmd(), newCompareCmd(), newReproCmd())
 	return root
 }

@@ -1,0 +1,164 @@
+// Package repro is the catalog of reproduced lock bugs: each entry a suite file (catalog/*.yaml) whose two
+// entries run the buggy and the fixed version on the same seeds and schedule.
+package repro
+
+import (
+	"embed"
+	"fmt"
+	"io"
+	"math"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/lockcheck/lockcheck/suite"
+)
+
+//go:embed catalog/*.yaml
+var catalog embed.FS
+
+// List returns every catalog entry, by name.
+func List() ([]*suite.Suite, error) {
+	files, err := catalog.ReadDir("catalog")
+	if err != nil {
+		return nil, err
+	}
+	var out []*suite.Suite
+	for _, f := range files {
+		s, err := Get(strings.TrimSuffix(f.Name(), ".yaml"))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// Get loads one entry.
+func Get(name string) (*suite.Suite, error) {
+	b, err := catalog.ReadFile(path.Join("catalog", name+".yaml"))
+	if err != nil {
+		var names []string
+		files, _ := catalog.ReadDir("catalog")
+		for _, f := range files {
+			names = append(names, strings.TrimSuffix(f.Name(), ".yaml"))
+		}
+		return nil, fmt.Errorf("no repro %q (lockcheck repro list: %s)", name, strings.Join(names, ", "))
+	}
+	s, err := suite.Parse("repro "+name, b, ".")
+	if err != nil {
+		return nil, err
+	}
+	if s.Repro == nil {
+		return nil, fmt.Errorf("repro %s: no repro block", name)
+	}
+	return s, nil
+}
+
+// Reseed gives both sides seeds 1..n.
+func Reseed(s *suite.Suite, n int) {
+	var cases []suite.Case
+	for _, c := range s.Cases {
+		if c.Seed != 1 {
+			continue
+		}
+		for seed := 1; seed <= n; seed++ {
+			cases = append(cases, c.WithSeed(int64(seed)))
+		}
+	}
+	s.Cases = cases
+}
+
+// WithVersion runs only the buggy side, with the library at version v: "is mine affected?".
+func WithVersion(s *suite.Suite, v string) error {
+	var cases []suite.Case
+	for _, c := range s.Cases {
+		if c.Entry != "buggy" {
+			continue
+		}
+		i := slices.Index(c.Args, "--client")
+		if i < 0 {
+			return fmt.Errorf("--version: repro %s does not run a library's worker", s.Name)
+		}
+		lib, _, _ := strings.Cut(c.Args[i+1], "@")
+		c.Args = slices.Clone(c.Args)
+		c.Args[i+1] = lib + "@" + v
+		cases = append(cases, c)
+	}
+	s.Cases = cases
+	return nil
+}
+
+// Side is one side's tally.
+type Side struct {
+	Entry, What      string
+	Runs, Caught     int
+	Unknown          int
+	MedianFirst      float64
+	Expected, Passed bool
+}
+
+// Tally sums the outcomes per side. The buggy side passes when at least 80% of its seeds were caught (4 of
+// 5); the fixed side when every seed was valid.
+func Tally(rep *suite.Report) []Side {
+	by := map[string]*Side{}
+	firsts := map[string][]float64{}
+	for _, o := range rep.Outcomes {
+		s := by[o.Entry]
+		if s == nil {
+			s = &Side{Entry: o.Entry, What: describe(o.Args), Expected: true}
+			by[o.Entry] = s
+		}
+		s.Runs++
+		switch o.Verdict {
+		case "invalid":
+			s.Caught++
+			firsts[o.Entry] = append(firsts[o.Entry], float64(o.FirstNs)/1e9)
+		case "unknown":
+			s.Unknown++
+		}
+	}
+	var out []Side
+	for name, s := range by {
+		f := firsts[name]
+		sort.Float64s(f)
+		s.MedianFirst = math.NaN()
+		if len(f) > 0 {
+			s.MedianFirst = f[len(f)/2]
+		}
+		if name == "buggy" {
+			s.Passed = s.Caught*5 >= s.Runs*4
+		} else {
+			s.Passed = s.Caught == 0 && s.Unknown == 0
+		}
+		out = append(out, *s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Entry < out[j].Entry })
+	return out
+}
+
+func describe(args []string) string {
+	for _, f := range []string{"--client", "--lock"} {
+		if i := slices.Index(args, f); i >= 0 && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return "?"
+}
+
+// Print writes one line per side.
+func Print(w io.Writer, sides []Side) {
+	for _, s := range sides {
+		mark := "as expected"
+		if !s.Passed {
+			mark = "NOT as expected"
+		}
+		first := "-"
+		if !math.IsNaN(s.MedianFirst) {
+			first = fmt.Sprintf("%.1fs", s.MedianFirst)
+		}
+		fmt.Fprintf(w, "%-6s %-22s caught %d/%d (unknown %d), median first violation %s: %s\n",
+			s.Entry, s.What, s.Caught, s.Runs, s.Unknown, first, mark)
+	}
+}
