@@ -137,20 +137,19 @@
 
   const specs = []
   const n = d.rate.ok.length
-  const perSec = (a) => a.map((v, i) => ({ x: i + 0.5, y: v }))
+  // Per-second counts as a stacked step area: bin i covers [i, i+1); a last point closes the final step.
+  const perSec = (a) => a.map((v, i) => ({ x: i, y: v })).concat(a.length ? [{ x: Math.max(d.duration, a.length - 1), y: a[a.length - 1] }] : [])
+  const area = (label, values, color, fill) => ({ label, data: perSec(values), stepped: 'after', fill, borderColor: color, backgroundColor: color + 'bb', borderWidth: 1, pointRadius: 0 })
   specs.push(['rate', {
-    type: 'bar',
+    type: 'line',
     data: {
       datasets: [
-        { label: 'ok', data: perSec(d.rate.ok), backgroundColor: '#4caf50' },
-        { label: 'fail', data: perSec(d.rate.fail), backgroundColor: '#ff9800' },
-        { label: 'unknown', data: perSec(d.rate.unknown), backgroundColor: '#9c27b0' }
+        area('ok', d.rate.ok, '#4caf50', 'origin'),
+        area('fail', d.rate.fail, '#ff9800', '-1'),
+        area('unknown', d.rate.unknown, '#9c27b0', '-1')
       ]
     },
-    options: {
-      datasets: { bar: { barPercentage: 1, categoryPercentage: 1 } },
-      scales: { x: { ...xAxis(), stacked: true }, y: { stacked: true, title: { display: true, text: 'operations completed per second' } } }
-    }
+    options: { scales: { x: xAxis(), y: { stacked: true, beginAtZero: true, title: { display: true, text: 'operations completed per second' } } } }
   }])
 
   const pts = (o) => d.latency.points.filter((p) => p[2] === o).map((p) => ({ x: p[0], y: Math.max(p[1], 0.01) }))

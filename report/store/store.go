@@ -3,6 +3,7 @@
 package store
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -133,6 +134,15 @@ func readRun(dir, rel string) (Run, bool) {
 			}
 		}
 	}
+	if rerr != nil { // running, or killed: what the history's meta record says
+		if m, err := firstMeta(hist); err == nil {
+			r.Lock, r.Topology, r.Seed, r.Client = m.Lock, m.Topology, m.Seed, m.Versions["client"]
+			r.Nemesis = strings.Join(m.Nemesis, ",")
+			if r.Nemesis == "" {
+				r.Nemesis = "none"
+			}
+		}
+	}
 	if end, err := lastTime(hist); err == nil {
 		r.Duration = float64(end) / 1e9
 	}
@@ -148,6 +158,36 @@ func readRun(dir, rel string) (Run, bool) {
 		}
 	}
 	return r, true
+}
+
+type meta struct {
+	Lock     string            `json:"lock"`
+	Topology string            `json:"topology"`
+	Nemesis  []string          `json:"nemesis"`
+	Seed     int64             `json:"seed"`
+	Versions map[string]string `json:"versions"`
+}
+
+// firstMeta reads the meta record, a history's first line.
+func firstMeta(p string) (meta, error) {
+	var m meta
+	f, err := os.Open(p)
+	if err != nil {
+		return m, err
+	}
+	defer f.Close()
+	line, err := bufio.NewReaderSize(io.LimitReader(f, 1<<20), 1<<16).ReadBytes('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return m, err
+	}
+	var rec struct {
+		Type string          `json:"type"`
+		Data json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(line, &rec); err != nil || rec.Type != "meta" {
+		return m, fmt.Errorf("%s: no meta record", p)
+	}
+	return m, json.Unmarshal(rec.Data, &m)
 }
 
 // lastTime is the time of a history's last complete record, read from its tail (a history can be large).
