@@ -97,7 +97,7 @@ func runInto(t *testing.T, root string, args ...string) (int, string) {
 
 // The summary page of a broken lock draws the overlaps in red and names the first violation in its banner;
 // the porcupine timeline it links names its rows after client threads. (The README's "Reports" screenshots.)
-func TestSummaryPageInBrowser(t *testing.T) {
+func TestPageInBrowser(t *testing.T) {
 	root := t.TempDir()
 	code, dir := runInto(t, root, "run", "--lock", "naive", "--lease", "300ms", "--hold", "400ms-1s", "--time", "4s",
 		"--quiet", "1s", "--clients", "4", "--seed", "1")
@@ -156,7 +156,7 @@ func TestSummaryPageInBrowser(t *testing.T) {
 }
 
 // Every fault window is shaded on every plot of a partition,kill run's page.
-func TestSummaryPageShadesEveryFault(t *testing.T) {
+func TestPageShadesEveryFault(t *testing.T) {
 	root := t.TempDir()
 	code, dir := runInto(t, root, "run", "--lock", "reentrant", "--nemesis", "partition,kill", "--nemesis-interval", "1s",
 		"--nemesis-duration", "1s", "--time", "7s", "--quiet", "2s", "--persistence", "always", "--seed", "3")
