@@ -319,3 +319,47 @@ func TestPageFailureKeepsVerdict(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A semaphore's page plots the permits in use against those that exist: on a healthy run every read of the
+// available permits, plus those held then, finds the permits it was set to.
+func TestPageSemaphorePermits(t *testing.T) {
+	code, dir := run(t, "run", "--lock", "semaphore", "--permits", "2", "--time", "3s", "--quiet", "1s", "--seed", "1")
+	if code != exitValid {
+		t.Fatalf("exit %d", code)
+	}
+	dom := browse(t, "file://"+filepath.Join(dir, "index.html"), "summary-semaphore.png")
+	if attr(t, dom, "permits", "data-rendered") != "true" {
+		t.Fatal("the permits plot did not render")
+	}
+	m := regexp.MustCompile(`(?s)<script id="data" type="application/json">(.*?)</script>`).FindStringSubmatch(dom)
+	if m == nil {
+		t.Fatal("no page data")
+	}
+	var data struct {
+		Permits *struct {
+			Exist int64        `json:"exist"`
+			InUse []int        `json:"in_use"`
+			Reads [][2]float64 `json:"reads"`
+		} `json:"permits"`
+	}
+	if err := json.Unmarshal([]byte(m[1]), &data); err != nil {
+		t.Fatal(err)
+	}
+	p := data.Permits
+	if p == nil || p.Exist != 2 || len(p.Reads) == 0 || slicesMax(p.InUse) != 2 {
+		t.Fatalf("permits %+v: want 2 set, 2 in use at the busiest and some reads", p)
+	}
+	for _, r := range p.Reads {
+		if r[1] != 2 {
+			t.Fatalf("at %.3fs the permits that exist were %v, not 2", r[0], r[1])
+		}
+	}
+}
+
+func slicesMax(a []int) int {
+	m := 0
+	for _, v := range a {
+		m = max(m, v)
+	}
+	return m
+}

@@ -107,6 +107,7 @@ type latency struct {
 	P50    []*float64   `json:"p50"`
 	P99    []*float64   `json:"p99"`
 	Total  int          `json:"total"`
+	AllOdd bool         `json:"all_odd"` // every failed or unknown call is among the points
 }
 
 // gantt is the holders per key: one row per key and client thread, its critical sections (red when they
@@ -120,6 +121,7 @@ type gantt struct {
 	TotalSections int       `json:"total_sections"`
 	TotalLeases   int       `json:"total_leases"`
 	HiddenRows    int       `json:"hidden_rows,omitempty"`
+	AllBad        bool      `json:"all_bad"` // every overlapping or rejected section is drawn
 }
 
 type section struct {
@@ -143,10 +145,13 @@ type mark struct {
 	Kind string  `json:"k"` // renewed, lost
 }
 
-// permits is a semaphore's permits in use (the most held at once in each second) against those that exist.
+// permits is a semaphore's permits in use (the most held at once in each second) against those that exist:
+// the permits it was set to, and each read of the available permits plus those held then (a lost or
+// duplicated permit shows as a reading off that line).
 type permits struct {
-	Exist int64 `json:"exist"`
-	InUse []int `json:"in_use"`
+	Exist int64        `json:"exist"`
+	InUse []int        `json:"in_use"`
+	Reads [][2]float64 `json:"reads"`
 }
 
 func secs(ns int64) float64 { return math.Round(float64(ns)/1e6) / 1e3 }
@@ -186,7 +191,7 @@ func build(in Input) data {
 	d.Latency = latencies(h, bins)
 	d.Gantt, d.Overlaps = holders(h, in.Permits)
 	if in.Permits > 0 {
-		d.Permits = &permits{Exist: in.Permits, InUse: inUse(h, bins)}
+		d.Permits = &permits{Exist: in.Permits, InUse: inUse(h, bins), Reads: existing(h)}
 	}
 	return d
 }
@@ -258,7 +263,7 @@ func latencies(h *history.History, bins int) latency {
 		per[i] = append(per[i], ms)
 	}
 	l.Total = len(all)
-	l.Points = sample(all, maxPoints, func(p [3]float64) bool { return p[2] != 0 })
+	l.Points, l.AllOdd = sample(all, maxPoints, func(p [3]float64) bool { return p[2] != 0 })
 	for i, ms := range per {
 		if len(ms) == 0 {
 			continue
@@ -270,36 +275,41 @@ func latencies(h *history.History, bins int) latency {
 	return l
 }
 
-// sample keeps at most n items: every one keep says to keep (up to n), then evenly spaced others, in order.
-func sample[T any](items []T, n int, keep func(T) bool) []T {
+// sample keeps at most n items, in order: every one keep says to keep (evenly spaced among them if there
+// are more than n), then evenly spaced others. keptAll is whether every item keep marks is in.
+func sample[T any](items []T, n int, keep func(T) bool) (out []T, keptAll bool) {
 	if len(items) <= n {
-		if items == nil {
-			return []T{}
+		return append([]T{}, items...), true
+	}
+	var kept, others []int
+	for i, it := range items {
+		if keep(it) {
+			kept = append(kept, i)
+		} else {
+			others = append(others, i)
 		}
-		return items
 	}
 	chosen := make([]bool, len(items))
-	left := n
-	for i, it := range items {
-		if left > n/2 && keep(it) {
-			chosen[i] = true
-			left--
+	pick := func(idx []int, k int) {
+		if k >= len(idx) {
+			for _, i := range idx {
+				chosen[i] = true
+			}
+			return
+		}
+		for j := range k {
+			chosen[idx[j*len(idx)/k]] = true
 		}
 	}
-	step := float64(len(items)) / float64(left)
-	for f := 0.0; left > 0 && int(f) < len(items); f += step {
-		if !chosen[int(f)] {
-			chosen[int(f)] = true
-			left--
-		}
-	}
-	out := make([]T, 0, n)
+	pick(kept, n)
+	pick(others, n-min(len(kept), n))
+	out = make([]T, 0, n)
 	for i, it := range items {
 		if chosen[i] {
 			out = append(out, it)
 		}
 	}
-	return out
+	return out, len(kept) <= n
 }
 
 // rowOf names a key's row for a client thread; a thread-0 record (a watchdog) takes the row of the thread
@@ -396,7 +406,7 @@ func holders(h *history.History, capacity int64) (gantt, int) {
 		secs_ = append(secs_, section{Row: r, Start: secs(s.Enter), End: secs(s.Exit), Bad: bad[i], Rejected: s.Rejected, Token: s.Token})
 	}
 	g.TotalSections = len(secs_)
-	g.Sections = sample(secs_, maxSections, func(s section) bool { return s.Bad || s.Rejected })
+	g.Sections, g.AllBad = sample(secs_, maxSections, func(s section) bool { return s.Bad || s.Rejected })
 	// A lease lasts from its grant as long as it asked, or until its holder released the key; a row's
 	// leases are drawn as their union (a watchdog's renewals would otherwise stack up).
 	type grant struct {
@@ -453,8 +463,8 @@ func holders(h *history.History, capacity int64) (gantt, int) {
 		}
 	}
 	g.TotalLeases = len(leases)
-	g.Leases = sample(leases, maxLeases, func(span) bool { return false })
-	g.Marks = sample(marks, maxMarks, func(m mark) bool { return m.Kind == "lost" })
+	g.Leases, _ = sample(leases, maxLeases, func(span) bool { return false })
+	g.Marks, _ = sample(marks, maxMarks, func(m mark) bool { return m.Kind == "lost" })
 	return g, overlaps
 }
 
@@ -534,6 +544,28 @@ func inUse(h *history.History, bins int) []int {
 				j++
 			}
 			out[i] = max(out[i], n)
+		}
+	}
+	return out
+}
+
+// existing is, at each read of the available permits (a worker's lcp_available too), what it read plus the
+// critical sections open on that key then.
+func existing(h *history.History) [][2]float64 {
+	out := [][2]float64{}
+	for _, o := range h.Ops {
+		if !client(o) || strings.TrimPrefix(o.Invoke.F, "lcp_") != "available" || o.Outcome() != history.Ok || o.Complete.Value == nil {
+			continue
+		}
+		held := int64(0)
+		for _, s := range h.Sections {
+			if s.Key == o.Invoke.Key && s.Enter <= o.Complete.Time && s.Exit > o.Complete.Time {
+				held++
+			}
+		}
+		out = append(out, [2]float64{secs(o.Complete.Time), float64(*o.Complete.Value + held)})
+		if len(out) >= maxMarks {
+			break
 		}
 	}
 	return out

@@ -127,6 +127,7 @@
       drawn++
       if (drawn === charts.length) {
         document.body.dataset.rendered = 'true'
+        document.body.dataset.renderMs = Math.round(performance.now()) // since navigation began
         console.log('lockcheck: every chart rendered')
       }
     }
@@ -168,7 +169,7 @@
     options: { scales: { x: xAxis(), y: { type: 'logarithmic', title: { display: true, text: d.latency.op + ' latency (ms)' } } } }
   }])
   $('latency-note').textContent = d.latency.points.length < d.latency.total
-    ? `${d.latency.points.length} of ${d.latency.total} calls drawn (every failed or unknown one kept); p50 and p99 are of all of them`
+    ? `${d.latency.points.length} of ${d.latency.total} calls drawn (${d.latency.all_odd ? 'every failed or unknown one kept' : 'failed and unknown ones sampled too'}); p50 and p99 are of all of them`
     : `${d.latency.total} calls`
 
   const g = d.gantt
@@ -191,7 +192,7 @@
   $('gantt-box').style.height = (Math.max(g.rows.length, 1) * 22 + 120) + 'px'
   $('gantt').dataset.overlaps = g.sections.filter((s) => s.bad).length
   const gn = []
-  if (g.sections.length < g.total_sections) gn.push(`${g.sections.length} of ${g.total_sections} critical sections drawn (every overlapping one kept)`)
+  if (g.sections.length < g.total_sections) gn.push(`${g.sections.length} of ${g.total_sections} critical sections drawn (${g.all_bad ? 'every overlapping one kept' : 'overlapping ones sampled too'})`)
   if (g.leases.length < g.total_leases) gn.push(`${g.leases.length} of ${g.total_leases} leases drawn`)
   if (g.hidden_rows) gn.push(`${g.hidden_rows} more rows not drawn`)
   gn.push(`${d.overlaps} critical sections overlap another owner's`)
@@ -204,7 +205,8 @@
       data: {
         datasets: [
           { label: 'permits in use (most at once in the second)', data: d.permits.in_use.map((v, i) => ({ x: i, y: v })), stepped: 'after', borderColor: '#1565c0', pointRadius: 0 },
-          { label: 'permits that exist', data: [{ x: 0, y: d.permits.exist }, { x: n, y: d.permits.exist }], borderColor: '#e00000', borderDash: [6, 3], pointRadius: 0 }
+          { label: 'permits set', data: [{ x: 0, y: d.permits.exist }, { x: Math.max(d.duration, n), y: d.permits.exist }], borderColor: '#e00000', borderDash: [6, 3], pointRadius: 0 },
+          { label: 'permits that exist (an available read + those held then)', type: 'scatter', data: d.permits.reads.map((p) => ({ x: p[0], y: p[1] })), backgroundColor: '#6a1b9a', pointRadius: 4, pointStyle: 'rectRot' }
         ]
       },
       options: { scales: { x: xAxis(), y: { beginAtZero: true, ticks: { precision: 0 }, title: { display: true, text: 'permits' } } } }
