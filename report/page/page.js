@@ -31,6 +31,11 @@
     banner.append(p)
   }
   for (const n of d.notes || []) banner.append(el('div', { class: 'note' }, 'note: ' + n))
+  const tl = d.links.find((l) => /\.html$/.test(l.href) && /^history/.test(l.href))
+  if (tl) {
+    banner.append(el('div', { class: 'note' }, el('a', { href: tl.href }, "porcupine's timeline"),
+      ' of every lock command, rows named by client thread' + (d.first ? "; its 'jump to first error' shows the first command no legal order can place" : '')))
+  }
 
   const ct = $('checkers')
   for (const c of d.checkers) {
