@@ -407,7 +407,7 @@ func holders(h *history.History, capacity int64) (gantt, int) {
 	}
 	g.TotalSections = len(secs_)
 	g.Sections, g.AllBad = sample(secs_, maxSections, func(s section) bool { return s.Bad || s.Rejected })
-	// A lease lasts from its grant as long as it asked, or until its holder released the key; a row's
+	// A lease lasts from its grant until it surely ran out, or until its holder released the key; a row's
 	// leases are drawn as their union (a watchdog's renewals would otherwise stack up).
 	type grant struct {
 		row        int
@@ -429,7 +429,11 @@ func holders(h *history.History, capacity int64) (gantt, int) {
 		if !ok {
 			continue
 		}
-		grants = append(grants, grant{r, o.Invoke.Time, o.Invoke.Time + o.Invoke.Args["lease_ms"]*int64(time.Millisecond)})
+		// The server granted it somewhere between the call and the reply: from the reply to the call plus the
+		// lease it surely held (a call that waited, as a blocking acquire does, does not draw a lease early).
+		if end := o.Invoke.Time + o.Invoke.Args["lease_ms"]*int64(time.Millisecond); end > o.Complete.Time {
+			grants = append(grants, grant{r, o.Complete.Time, end})
+		}
 		if o.Invoke.F == "renew" {
 			marks = append(marks, mark{Row: r, At: secs(o.Complete.Time), Kind: "renewed"})
 		}

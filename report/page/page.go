@@ -106,7 +106,8 @@ A violation's time zooms every plot to it.</p>
 <div class="box"><canvas id="latency"></canvas></div>
 <h3>Holder per key</h3>
 <p class="hint">Bars: critical sections on the protected resource (red where they overlap another owner's), over the
-leases their acquires and renewals were granted (until released or run out). Triangles: renewals.</p>
+leases granted to their acquires and renewals (from the reply until the lease surely ran out or was released).
+Triangles: renewals.</p>
 <p class="hint" id="gantt-note"></p>
 <div class="box" id="gantt-box"><canvas id="gantt"></canvas></div>
 <div id="permits-section" hidden>
