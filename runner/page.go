@@ -23,6 +23,12 @@ func pageName(resultsName string) string {
 // writePage writes the summary page. The verdict stands whatever happens here: a page that cannot be
 // written is a note in the results (and so on the terminal), never the run's error.
 func writePage(h *history.History, res *report.Results, meta Meta, counted bool, resultsName string) {
+	defer func() { // a bug in the page must not cost the run its verdict
+		if r := recover(); r != nil {
+			res.Notes = append(res.Notes, fmt.Sprintf("no summary page: %v", r))
+			delete(res.Files, "page")
+		}
+	}()
 	dir := res.Files["dir"]
 	path := filepath.Join(dir, pageName(resultsName))
 	err := report.Overwritable(path)

@@ -21,6 +21,7 @@ const (
 	maxLeases   = 2500
 	maxMarks    = 1500
 	maxRows     = 80
+	maxBins     = 20000
 )
 
 // Input is what a summary page is made of.
@@ -52,6 +53,7 @@ type data struct {
 	Seed      int64             `json:"seed"`
 	Client    string            `json:"client,omitempty"`
 	Duration  float64           `json:"duration"`
+	Bin       float64           `json:"bin"` // seconds per bin of the series: 1 unless the run is very long
 	First     *violation        `json:"first,omitempty"`
 	Checkers  []check           `json:"checkers"`
 	Notes     []string          `json:"notes,omitempty"`
@@ -92,7 +94,7 @@ type fault struct {
 	Healed  bool    `json:"healed"`
 }
 
-// rate is operations completed per second, by outcome (bin i is [i, i+1) s).
+// rate is operations completed per bin (a second unless the run is very long), by outcome.
 type rate struct {
 	Ok      []int `json:"ok"`
 	Fail    []int `json:"fail"`
@@ -186,12 +188,20 @@ func build(in Input) data {
 				strings.Join(f.Targets, " "), f.Detail))
 		}
 	}
-	bins := int(d.Duration) + 1
-	d.Rate = rates(h, bins)
-	d.Latency = latencies(h, bins)
+	// One bin a second; a run longer than maxBins seconds (a crafted history can claim a century) gets wider
+	// ones, so that the page stays small whatever the history says.
+	width := int64(time.Second)
+	if end := max(h.End(), 0); end/width >= maxBins {
+		width = end/maxBins + 1
+	}
+	d.Bin = float64(width) / 1e9
+	bins := int(max(h.End(), 0)/width) + 1
+	b := binner{width, bins}
+	d.Rate = rates(h, b)
+	d.Latency = latencies(h, b)
 	d.Gantt, d.Overlaps = holders(h, in.Permits)
 	if in.Permits > 0 {
-		d.Permits = &permits{Exist: in.Permits, InUse: inUse(h, bins), Reads: existing(h)}
+		d.Permits = &permits{Exist: in.Permits, InUse: inUse(h, b), Reads: existing(h)}
 	}
 	return d
 }
@@ -200,8 +210,16 @@ func build(in Input) data {
 // record decoded from a link: the same command is not counted twice.
 func client(o history.Operation) bool { return o.Invoke.Src != history.WireSrc }
 
-func rates(h *history.History, bins int) rate {
-	r := rate{Ok: make([]int, bins), Fail: make([]int, bins), Unknown: make([]int, bins)}
+// binner maps a time to its bin.
+type binner struct {
+	width int64 // ns
+	n     int
+}
+
+func (b binner) of(t int64) int { return int(min(max(t/b.width, 0), int64(b.n-1))) }
+
+func rates(h *history.History, b binner) rate {
+	r := rate{Ok: make([]int, b.n), Fail: make([]int, b.n), Unknown: make([]int, b.n)}
 	for _, o := range h.Ops {
 		if !client(o) {
 			continue
@@ -210,7 +228,7 @@ func rates(h *history.History, bins int) rate {
 		if o.Complete != nil {
 			t = o.Complete.Time
 		}
-		i := min(max(int(t/int64(time.Second)), 0), bins-1)
+		i := b.of(t)
 		switch o.Outcome() {
 		case history.Ok:
 			r.Ok[i]++
@@ -245,9 +263,9 @@ func acquireOp(h *history.History) string {
 	return "acquire"
 }
 
-func latencies(h *history.History, bins int) latency {
-	l := latency{Op: acquireOp(h), Points: [][3]float64{}, P50: make([]*float64, bins), P99: make([]*float64, bins)}
-	per := make([][]float64, bins)
+func latencies(h *history.History, b binner) latency {
+	l := latency{Op: acquireOp(h), Points: [][3]float64{}, P50: make([]*float64, b.n), P99: make([]*float64, b.n)}
+	per := make([][]float64, b.n)
 	var all [][3]float64
 	for _, o := range h.Ops {
 		if !client(o) || o.Invoke.F != l.Op || o.Complete == nil {
@@ -259,7 +277,7 @@ func latencies(h *history.History, bins int) latency {
 			outcome = 2
 		}
 		all = append(all, [3]float64{secs(o.Invoke.Time), ms, outcome})
-		i := min(max(int(o.Invoke.Time/int64(time.Second)), 0), bins-1)
+		i := b.of(o.Invoke.Time)
 		per[i] = append(per[i], ms)
 	}
 	l.Total = len(all)
@@ -515,9 +533,9 @@ func badSections(ss []history.Record, capacity int64) map[int]bool {
 	return bad
 }
 
-// inUse is, per second, the most sections held at once on any one key.
-func inUse(h *history.History, bins int) []int {
-	out := make([]int, bins)
+// inUse is, per bin, the most sections held at once on any one key.
+func inUse(h *history.History, b binner) []int {
+	out := make([]int, b.n)
 	type ev struct {
 		t     int64
 		delta int
@@ -536,14 +554,14 @@ func inUse(h *history.History, bins int) []int {
 		n := 0
 		for _, e := range evs {
 			n += e.delta
-			i := min(max(int(e.t/int64(time.Second)), 0), bins-1)
+			i := b.of(e.t)
 			out[i] = max(out[i], n)
 		}
 		// A second with no entry or exit keeps the count held across it.
 		n = 0
 		j := 0
 		for i := range out {
-			for j < len(evs) && evs[j].t < int64(i)*int64(time.Second) {
+			for j < len(evs) && evs[j].t < int64(i)*b.width {
 				n += evs[j].delta
 				j++
 			}

@@ -2,7 +2,12 @@ package page
 
 import (
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/report"
 )
 
 // A long run's sets are cut to the cap: exactly n kept, in order, every marked item first (the overlaps).
@@ -32,5 +37,22 @@ func TestSampleKeepsMarkedItems(t *testing.T) {
 	}
 	if out, all = sample(items[:10], 2500, marked); len(out) != 10 || !all {
 		t.Fatalf("a short set was cut: %d", len(out))
+	}
+}
+
+// A history may claim any time up to 2^62 ns (a century): the page's series stay bounded whatever it says.
+func TestCenturyLongHistoryStaysSmall(t *testing.T) {
+	end := history.MaxTime - 1
+	inv := history.Record{Type: history.Invoke, ID: 1, Time: 1, Client: "c1", Thread: 1, Key: "k", F: "tryLock"}
+	done := inv
+	done.Type, done.Time = history.Ok, end
+	h := &history.History{Ops: []history.Operation{{Invoke: inv, Complete: &done}},
+		Sections: []history.Record{{Type: history.Section, Client: "c1", Thread: 1, Key: "k", Enter: 2, Exit: end}}}
+	var b strings.Builder
+	if err := Render(&b, Input{Results: &report.Results{Valid: checker.Valid}, History: h, Permits: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if b.Len() > 2<<20 {
+		t.Fatalf("the page of a century-long history is %d bytes", b.Len())
 	}
 }

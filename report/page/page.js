@@ -143,8 +143,10 @@
 
   const specs = []
   const n = d.rate.ok.length
-  // Per-second counts as a stacked step area: bin i covers [i, i+1); a last point closes the final step.
-  const perSec = (a) => a.map((v, i) => ({ x: i, y: v })).concat(a.length ? [{ x: Math.max(d.duration, a.length - 1), y: a[a.length - 1] }] : [])
+  // Counts per bin (a second, unless the run is very long) as a stacked step area of operations per second;
+  // a last point closes the final step.
+  const bin = d.bin || 1
+  const perSec = (a) => a.map((v, i) => ({ x: i * bin, y: v / bin })).concat(a.length ? [{ x: Math.max(d.duration, (a.length - 1) * bin), y: a[a.length - 1] / bin }] : [])
   const area = (label, values, color, fill) => ({ label, data: perSec(values), stepped: 'after', fill, borderColor: color, backgroundColor: color + 'bb', borderWidth: 1, pointRadius: 0 })
   specs.push(['rate', {
     type: 'line',
@@ -159,7 +161,7 @@
   }])
 
   const pts = (o) => d.latency.points.filter((p) => p[2] === o).map((p) => ({ x: p[0], y: Math.max(p[1], 0.01) }))
-  const q = (a) => a.map((v, i) => ({ x: i + 0.5, y: v === null ? null : Math.max(v, 0.01) }))
+  const q = (a) => a.map((v, i) => ({ x: (i + 0.5) * bin, y: v === null ? null : Math.max(v, 0.01) }))
   specs.push(['latency', {
     type: 'scatter',
     data: {
@@ -209,7 +211,7 @@
       type: 'line',
       data: {
         datasets: [
-          { label: 'permits in use (most at once in the second)', data: d.permits.in_use.map((v, i) => ({ x: i, y: v })), stepped: 'after', borderColor: '#1565c0', pointRadius: 0 },
+          { label: 'permits in use (most at once in the second)', data: d.permits.in_use.map((v, i) => ({ x: i * bin, y: v })), stepped: 'after', borderColor: '#1565c0', pointRadius: 0 },
           { label: 'permits set', data: [{ x: 0, y: d.permits.exist }, { x: Math.max(d.duration, n), y: d.permits.exist }], borderColor: '#e00000', borderDash: [6, 3], pointRadius: 0 },
           { label: 'permits that exist (an available read + those held then)', type: 'scatter', data: d.permits.reads.map((p) => ({ x: p[0], y: p[1] })), backgroundColor: '#6a1b9a', pointRadius: 4, pointStyle: 'rectRot' }
         ]
