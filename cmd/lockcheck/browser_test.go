@@ -244,6 +244,12 @@ func TestServeInBrowser(t *testing.T) {
 	if len(got) != 2 || got[filepath.Base(a)] != "invalid" || got[filepath.Base(b)] != "valid" {
 		t.Fatalf("the index lists %v, want %s invalid and %s valid", got, filepath.Base(a), filepath.Base(b))
 	}
+	// Filtered to the invalid runs, sorted by seed: the valid run is hidden.
+	view := browse(t, base+"/?verdict=invalid&sort=seed&desc=1", "serve-filtered.png")
+	if !regexp.MustCompile(`<tr data-verdict="valid" hidden="">`).MatchString(view) ||
+		regexp.MustCompile(`<tr data-verdict="invalid" hidden="">`).MatchString(view) || !strings.Contains(view, `class="desc"`) {
+		t.Fatal("filtering by verdict or sorting did not apply")
+	}
 	page := browse(t, base+"/runs/"+filepath.Base(a)+"/index.html", "serve-summary.png")
 	if !strings.Contains(page, `<body data-rendered="true"`) {
 		t.Fatal("the summary page served did not render")
