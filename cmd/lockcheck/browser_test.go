@@ -160,7 +160,7 @@ func TestPageShadesEveryFault(t *testing.T) {
 	root := t.TempDir()
 	code, dir := runInto(t, root, "run", "--lock", "reentrant", "--nemesis", "partition,kill", "--nemesis-interval", "1s",
 		"--nemesis-duration", "1s", "--time", "7s", "--quiet", "2s", "--persistence", "always", "--seed", "3")
-	if code != exitValid {
+	if code > exitUnknown { // the verdict is TestFaultRunsHeal's business; this test needs a judged run
 		t.Fatalf("exit %d", code)
 	}
 	var res struct {
