@@ -192,7 +192,7 @@ func (l *Linearizable) Visualize(w io.Writer, h *history.History, notes []Annota
 	}
 	page, err := labelRows(b.Bytes(), rowNames(h))
 	if err != nil {
-		return err
+		page = b.Bytes() // numbered rows rather than no timeline (TestTimelineRowsAreNamed catches this)
 	}
 	_, err = w.Write(page)
 	return err

@@ -10,8 +10,8 @@ import (
 
 // porcupine's timeline labels its rows with the numeric client ids (0..n-1). These are the two places in
 // its script (v1.3.1) that draw a row's label; rowLabels replaces them with a lookup in the row names, so
-// that a row reads c3/1 or "c3 watchdog". A porcupine whose script no longer matches fails the test that
-// reads the labels, rather than giving a page with wrong names.
+// that a row reads c3/1 or "c3 watchdog". A porcupine whose script no longer matches keeps its numbered
+// rows, and fails the test that reads the labels.
 var rowLabelCode = [][2]string{
 	{"const tag = i < realClients ? i.toString() :", "const tag = i < realClients ? lockcheckRows[i] ?? i.toString() :"},
 	{"text.textContent = i < realClients ? i :", "text.textContent = i < realClients ? lockcheckRows[i] ?? i :"},
