@@ -7,11 +7,16 @@ APT     := DEBIAN_FRONTEND=noninteractive apt-get
 
 all: build
 
-# redis-server, redis-sentinel and redis-benchmark from Debian's packages, installed only when missing.
+# redis-server, redis-sentinel, redis-benchmark and chromium from Debian's packages, installed only when missing.
 deps:
 	@if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null || ! command -v redis-sentinel >/dev/null; then \
 	  if [ "$$(id -u)" != 0 ]; then echo "redis-server is missing: run 'sudo apt-get install -y redis-server redis-sentinel redis-tools'"; exit 1; fi; \
 	  $(APT) update -qq && $(APT) install -y -qq redis-server redis-sentinel redis-tools >/dev/null; \
+	fi
+	@# Debian's chromium, for the browser tests of the report pages (they skip without it, outside CI).
+	@if ! command -v chromium >/dev/null; then \
+	  if [ "$$(id -u)" != 0 ]; then echo "chromium is missing, so the browser tests will skip: 'sudo apt-get install -y chromium'"; \
+	  else $(APT) update -qq && $(APT) install -y -qq chromium >/dev/null; fi; \
 	fi
 
 build: bin/libclockshift.so

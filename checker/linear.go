@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -167,7 +168,8 @@ type Annotation struct {
 	Color       string
 }
 
-// Visualize writes porcupine's HTML for the last check, with the annotations drawn on their rows.
+// Visualize writes porcupine's HTML for the last check, with the annotations drawn on their rows and the
+// rows named after the client threads.
 func (l *Linearizable) Visualize(w io.Writer, h *history.History, notes []Annotation) error {
 	if !l.ran {
 		return fmt.Errorf("visualize before check")
@@ -184,7 +186,16 @@ func (l *Linearizable) Visualize(w io.Writer, h *history.History, notes []Annota
 		anns = append(anns, a)
 	}
 	l.info.AddAnnotations(anns)
-	return porcupine.Visualize(l.model, l.info, w)
+	var b bytes.Buffer
+	if err := porcupine.Visualize(l.model, l.info, &b); err != nil {
+		return err
+	}
+	page, err := labelRows(b.Bytes(), rowNames(h))
+	if err != nil {
+		page = b.Bytes() // numbered rows rather than no timeline (TestTimelineRowsAreNamed catches this)
+	}
+	_, err = w.Write(page)
+	return err
 }
 
 // clientIDs numbers the client threads of a history in order of first appearance; the same numbering is
@@ -192,10 +203,12 @@ func (l *Linearizable) Visualize(w io.Writer, h *history.History, notes []Annota
 // get a row of their own.
 func clientIDs(h *history.History) map[string]int {
 	ids := map[string]int{}
+	rows := 0 // not len(ids): the clients' own entries would leave empty rows between the threads
 	for _, o := range h.Ops {
 		k := threadName(o.Invoke)
 		if _, ok := ids[k]; !ok {
-			ids[k] = len(ids)
+			ids[k] = rows
+			rows++
 		}
 		if _, ok := ids[o.Invoke.Client]; !ok && o.Invoke.Thread != 0 {
 			ids[o.Invoke.Client] = ids[k] // a client's first thread carries its annotations

@@ -38,7 +38,8 @@ func (r *Results) WriteFile(path string) error {
 }
 
 // Overwritable refuses to let an output replace a file that lockcheck did not write: anything but a
-// regular file, a .json file that is not a results file, or an .html file that is not porcupine's timeline.
+// regular file, a .json file that is not a results file, or an .html file that is neither porcupine's timeline
+// nor a summary page.
 func Overwritable(path string) error {
 	fi, err := os.Lstat(path)
 	if os.IsNotExist(err) {
@@ -66,10 +67,14 @@ func Overwritable(path string) error {
 	case strings.HasSuffix(path, ".html"):
 		head := make([]byte, 4096)
 		n, _ := io.ReadFull(f, head)
-		ours = bytes.Contains(head[:n], []byte("<title>Porcupine</title>"))
+		ours = bytes.Contains(head[:n], []byte("<title>Porcupine</title>")) || bytes.Contains(head[:n], []byte(PageMarker))
 	}
 	if !ours {
 		return fmt.Errorf("%s exists and was not written by lockcheck: not overwriting it", path)
 	}
 	return nil
 }
+
+// PageMarker is in the head of every summary page lockcheck writes (report/page), so that a later write may
+// replace the page, and nothing else.
+const PageMarker = `<meta name="generator" content="lockcheck summary">`

@@ -115,6 +115,7 @@ func analyze(ctx context.Context, path string, timeout time.Duration, resultsNam
 		res.Notes = append(res.Notes, "no HTML: "+err.Error())
 		delete(res.Files, "html")
 	}
+	writePage(h, res, meta, family.Counted, resultsName)
 	if err := res.WriteFile(files["results"]); err != nil {
 		return res, fmt.Errorf("write results: %w", err)
 	}

@@ -66,6 +66,7 @@ type Options struct {
 	// ExternalFlags describe the external deployment instead of a file.
 	ExternalFlags topology.ExternalFlags
 	Worker        WorkerOptions // an out-of-process client (runner/workers.go)
+	Command       []string      // the command line that reproduces the run (its seed included)
 	worker        *workerPlan
 }
 

@@ -45,6 +45,8 @@ type Meta struct {
 	Checks    kinds.Checks `json:"checks"`
 	StartupMs int64        `json:"startup_ms,omitempty"`
 	Client    *ClientMeta  `json:"client,omitempty"` // the worker, when the clients were one
+	// Command is the command line, for the summary page.
+	Command []string `json:"command,omitempty"`
 }
 
 func clientNames(n int) []string {
@@ -106,7 +108,7 @@ func (t *Test) Run(ctx context.Context, stderr io.Writer) (*report.Results, erro
 		return nil, failedStart(dir, err)
 	}
 	meta := Meta{Lock: o.Lock, Topology: o.Topology, Nemesis: t.Faults, Seed: o.Seed, Options: o.describe(),
-		Plan: t.Plan, Versions: Versions(), Checks: t.Checks}
+		Plan: t.Plan, Versions: Versions(), Checks: t.Checks, Command: o.Command}
 	if t.Scripts != nil {
 		meta.ScriptSet = t.Scripts.Set
 	}

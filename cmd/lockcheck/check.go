@@ -13,7 +13,7 @@ func newCheckCmd() *cobra.Command {
 	timeout := runner.Defaults().CheckTimeout
 	cmd := &cobra.Command{
 		Use:   "check RUN_DIR|history.jsonl",
-		Short: "Re-check a recorded history offline (also a partial one from a killed run); writes <history>.check.json and .check.html",
+		Short: "Re-check a recorded history offline (also a partial one from a killed run); writes <history>.check.json, .check.html and .check.summary.html",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			markRan(cmd)

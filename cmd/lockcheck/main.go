@@ -88,6 +88,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCmd(), newCheckCmd(), newLocksCmd(), newImagesCmd(), newCleanCmd(), newWorkerCheckCmd(), newSuiteCmd(), newMergeCmd(), newCompareCmd(), newReproCmd())
+	root.AddCommand(newRunCmd(), newCheckCmd(), newLocksCmd(), newImagesCmd(), newCleanCmd(), newWorkerCheckCmd(),
+		newSuiteCmd(), newMergeCmd(), newCompareCmd(), newReproCmd(), newServeCmd())
 	return root
 }

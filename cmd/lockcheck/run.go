@@ -30,6 +30,7 @@ func newRunCmd() *cobra.Command {
 			if !cmd.Flags().Changed("seed") {
 				o.Seed = time.Now().UnixNano() % 1_000_000
 			}
+			o.Command = commandLine(cmd, o.Seed)
 			if err := useLockSpec(cmd, lockSpec, &o); err != nil {
 				return err
 			}
