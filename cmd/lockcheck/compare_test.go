@@ -54,6 +54,9 @@ func TestCompareTable(t *testing.T) {
 			t.Errorf("%s: %v, or no row for the spec lock", f, err)
 		}
 	}
+	if dom := browse(t, "file://"+filepath.Join(dir, "index.html"), "compare.png"); attr(t, dom, "compare", "data-rendered") != "yes" {
+		t.Error("the compare page's charts did not render")
+	}
 	if !strings.Contains(out, "S2 not measured") {
 		t.Error("the table does not name the scenarios it cannot measure")
 	}

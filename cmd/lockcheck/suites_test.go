@@ -153,6 +153,9 @@ func TestSuiteShardsMergeToTheWholeTable(t *testing.T) {
 	if len(readJUnit(t, mjunit)) != 4 {
 		t.Fatal("merged JUnit has not one testcase per run")
 	}
+	if dom := browse(t, "file://"+filepath.Join(merged, "index.html"), "suite.png"); !strings.Contains(dom, `id="matrix"`) {
+		t.Error("the suite page has no matrix")
+	}
 	page, err := os.ReadFile(filepath.Join(merged, "index.html"))
 	if err != nil || !strings.Contains(string(page), "control/default/none") && !strings.Contains(string(page), "<td>control</td>") {
 		t.Fatalf("suite page: %v", err)

@@ -132,3 +132,6 @@ Triangles: renewals.</p>
 </section>
 </main>
 `
+
+// ChartJS is the vendored Chart.js, for other pages drawn in the same style (lockcheck compare).
+func ChartJS() string { return chartJS }
