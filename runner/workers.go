@@ -102,6 +102,9 @@ func (o Options) planWorker(ctx context.Context, faults []string, stderr io.Writ
 	}
 	p.name, p.version, p.spec = spec.Name, version, spec
 	if p.argv, err = worker.Build(ctx, spec, version, stderr); err != nil {
+		if errors.As(err, new(worker.UnknownError)) {
+			return nil, UsageError{err}
+		}
 		return nil, err // a failed build is the harness's (255)
 	}
 	return p, nil

@@ -71,45 +71,29 @@ func TestRedsyncExtendOnLostLock(t *testing.T) {
 
 // redis-py and node-redlock 4.2.0 with holds longer than the lease stay valid fault-free because the
 // application extends them. Under a client pause inside short critical sections (nothing to extend) the
-// paused holder is still writing when the next one enters, while the libraries' commands stay legal.
-// redis-py's holder has no validity window, so exclusion flags it; node-redlock reports one (Redlock's
-// validity), and exclusion counts a section only up to it, so that overlap is the application's, not the
-// lock's: the run is valid, and the overlap is in the recorded sections.
+// paused holder is still writing when the next one enters, while the libraries' commands stay legal:
+// exclusion flags both, on every seed. node-redlock reports Redlock's validity with each grant; it once
+// ended the section there, which excused the paused holder's late write (valid on every seed) although
+// the write really happened: no user of these libraries is told to stop writing at the validity.
 func TestThirdPartyClientsExtendAndPause(t *testing.T) {
 	useWorkerCache(t)
-	for _, tc := range []struct {
-		client   string
-		validity bool
-	}{{"redis-py", false}, {"node-redlock@4.2.0", true}} {
-		t.Run(tc.client, func(t *testing.T) {
-			code, dir := run(t, "run", "--client", tc.client, "--lease", "600ms", "--hold", "1s-1500ms", "--time", "5s",
+	for _, client := range []string{"redis-py", "node-redlock@4.2.0"} {
+		t.Run(client, func(t *testing.T) {
+			code, dir := run(t, "run", "--client", client, "--lease", "600ms", "--hold", "1s-1500ms", "--time", "5s",
 				"--quiet", "1s", "--clients", "3", "--seed", "1")
 			if code != exitValid {
 				t.Fatalf("fault-free: exit %d, want %d: %v (%s)", code, exitValid, verdicts(t, dir), dir)
 			}
-			code, dir = run(t, "run", "--client", tc.client, "--nemesis", "client-pause", "--nemesis-targets", "all",
-				"--lease", "600ms", "--hold", "50ms-150ms", "--nemesis-interval", "1s", "--nemesis-duration", "2s",
-				"--time", "5s", "--quiet", "1s", "--clients", "3", "--seed", "1")
-			v := verdicts(t, dir)
-			want := exitInvalid
-			if tc.validity {
-				want = exitValid
-			}
-			if code != want || v["porcupine"] != "valid" || strings.HasPrefix(v["mutual-exclusion"], "invalid") == tc.validity {
-				t.Fatalf("client-pause: exit %d, want %d with legal commands: %v (%s)", code, want, v, dir)
-			}
-			h, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, a := range h.Sections {
-				for _, b := range h.Sections[i+1:] {
-					if a.Key == b.Key && a.Owner != b.Owner && a.Enter < b.Exit && b.Enter < a.Exit {
-						return
-					}
+			for _, seed := range []string{"1", "2", "3"} {
+				code, dir = run(t, "run", "--client", client, "--nemesis", "client-pause", "--nemesis-targets", "all",
+					"--lease", "600ms", "--hold", "50ms-150ms", "--nemesis-interval", "1s", "--nemesis-duration", "2s",
+					"--time", "5s", "--quiet", "1s", "--clients", "3", "--seed", seed)
+				v := verdicts(t, dir)
+				if code != exitInvalid || v["porcupine"] != "valid" || !strings.HasPrefix(v["mutual-exclusion"], "invalid") {
+					t.Fatalf("client-pause, seed %s: exit %d, want %d, an overlap and legal commands: %v (%s)",
+						seed, code, exitInvalid, v, dir)
 				}
 			}
-			t.Fatal("no two owners were inside at once under a pause beyond the lease")
 		})
 	}
 }

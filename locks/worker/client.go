@@ -102,7 +102,6 @@ type mutex struct {
 	lease  time.Duration
 	wd     bool
 	token  int64
-	until  time.Time
 }
 
 // Mutex returns the lock on keys for thread.
@@ -125,9 +124,6 @@ func (l *mutex) Owner() string { return l.c.owner(l.thread) }
 
 // Token is the fencing token of the last grant (0: none).
 func (l *mutex) Token() int64 { return l.token }
-
-// ValidUntil is the end of the last grant's validity, when the worker said (zero otherwise).
-func (l *mutex) ValidUntil() time.Time { return l.until }
 
 func (l *mutex) records(f string, lease time.Duration, wd bool) []history.Record {
 	var out []history.Record
@@ -167,13 +163,14 @@ func (l *mutex) TryLock(_ context.Context, wait, lease time.Duration) (bool, err
 		return false, nil
 	}
 	l.lease, l.wd = recorded, wd
-	l.token, l.until = 0, time.Time{}
+	l.token = 0
 	if reply.Token != nil {
 		l.token = *reply.Token
 	}
-	if reply.ValidMs != nil {
-		l.until = time.Now().Add(time.Duration(*reply.ValidMs) * time.Millisecond)
-	}
+	// reply.ValidMs (Redlock's validity) does not end the critical section, as locks.Validity would: the
+	// application lockcheck plays for a library writes as its users do, and no library here tells them to
+	// stop writing at it (redlock's lock.expiration, redsync's Until, pottery's locked()). A holder paused
+	// beyond it really writes late, and exclusion must count that write.
 	l.c.mu.Lock()
 	for _, k := range l.keys {
 		l.c.holds[holdKey{l.thread, k}]++

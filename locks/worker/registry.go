@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"debug/elf"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -132,9 +133,14 @@ func CacheDir() string {
 	return filepath.Join(os.TempDir(), "lockcheck-cache")
 }
 
+// ExitNoSuchVersion is build.sh's exit status for a version its registry does not have (or that is not a
+// version of its library at all): bad input, not a failed build.
+const ExitNoSuchVersion = 4
+
 // Build returns the command that starts the worker, building it on first use into
 // CacheDir()/workers/<folder>/<version>/ under a lock file, so that parallel runs build once. It says one
-// line on say while it builds. A failed build is not cached (the next use builds again) and names its log.
+// line on say while it builds. A failed build is not cached (the next use builds again) and names its log;
+// a version the registry does not have is an UnknownError.
 func Build(ctx context.Context, s Spec, version string, say io.Writer) ([]string, error) {
 	src, err := Folder(s.Folder)
 	if err != nil {
@@ -176,6 +182,14 @@ func Build(ctx context.Context, s Spec, version string, say io.Writer) ([]string
 		if _, serr := os.Stat(argv[0]); serr != nil {
 			err = fmt.Errorf("it left no %s", argv[0])
 		}
+	}
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == ExitNoSuchVersion {
+		// A typo is not worth a cache entry: only the lock file is kept (another run may wait on it).
+		why := strings.TrimPrefix(lastLine(logPath), "build.sh: ")
+		_ = os.RemoveAll(out)
+		_ = os.Remove(logPath)
+		return nil, UnknownError{fmt.Sprintf("--client %s@%s: the registry has no %s %s (%s)", s.Name, version, s.Name, version, why)}
 	}
 	if err != nil { // not marked built: the next use builds afresh; the folder keeps the build's own logs
 		return nil, fmt.Errorf("building worker %s@%s failed (%v): %s; full log in %s", s.Name, version, err,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,6 +75,24 @@ func TestBuildFailure(t *testing.T) {
 		}
 		if !strings.Contains(said.String(), "building worker failing@9.9") {
 			t.Fatalf("a failed build was cached: %q", said.String())
+		}
+	}
+}
+
+// A version the registry does not have (build.sh exits 4) is an UnknownError naming the worker, the
+// version and the registry's words, and leaves no build folder or log behind.
+func TestBuildUnknownVersion(t *testing.T) {
+	testCache(t)
+	s := Spec{Name: "unknown", Folder: "unknown"}
+	_, err := Build(context.Background(), s, "9.9", io.Discard)
+	var unknown UnknownError
+	if !errors.As(err, &unknown) || !strings.Contains(err.Error(), "the registry has no unknown 9.9 (the registry says: no version 9.9)") {
+		t.Fatalf("error: %v", err)
+	}
+	base := filepath.Join(CacheDir(), "workers", "unknown")
+	for _, p := range []string{"9.9", "9.9.build.log"} {
+		if _, err := os.Stat(filepath.Join(base, p)); err == nil {
+			t.Fatalf("%s was kept", p)
 		}
 	}
 }

@@ -2,7 +2,8 @@
 # build-venv.sh NAME PACKAGE MODULE FOLDER VERSION OUTDIR: the build of a Python library's worker (redis-py,
 # pottery): installs PACKAGE==VERSION ("" or "default": FOLDER/DEFAULT_VERSION) from PyPI into a virtualenv in
 # OUTDIR, checks that MODULE imports, and leaves OUTDIR/run, which starts FOLDER/worker.py (docs/protocol.md).
-# pip's own output goes to OUTDIR/build.log; a failure is one line on stderr and a non-zero exit.
+# pip's own output goes to OUTDIR/build.log; a failure is one line on stderr and a non-zero exit: 4 for a
+# version PyPI does not have (lockcheck's bad input).
 set -eu
 name=$1 lib=$2 module=$3 here=$4
 shift 4
@@ -17,7 +18,7 @@ fi
 case $version in
 *[!0-9A-Za-z.+-]* | [!0-9]*)
 	echo "build.sh: '$version' is not a $name version (expected e.g. $(cat "$here/DEFAULT_VERSION"))" >&2
-	exit 2
+	exit 4
 	;;
 esac
 py=${PYTHON:-python3}
@@ -33,7 +34,12 @@ if [ ! -x "$out/venv/bin/python" ] && ! "$py" -m venv "$out/venv" >>"$log" 2>&1;
 fi
 # --no-deps is not used: the library's own dependencies (async-timeout etc.) come at the versions pip picks.
 if ! "$out/venv/bin/python" -m pip install --disable-pip-version-check --no-input -q "$lib==$version" >>"$log" 2>&1; then
-	if grep -qi "no matching distribution\|could not find a version" "$log"; then
+	# pip lists the versions it found: "(from versions: none)" is also what an unreachable index gives.
+	if grep -qi "could not find a version" "$log" && ! grep -qi "from versions: none" "$log"; then
+		newest=$(sed -n 's/.*(from versions: \(.*, \)*\([^,]*\)).*/\2/p' "$log" | head -n 1)
+		echo "build.sh: PyPI has no $lib $version: unknown version${newest:+ (the newest is $newest)}" >&2
+		exit 4
+	elif grep -qi "no matching distribution\|could not find a version" "$log"; then
 		echo "build.sh: PyPI has no $lib $version (or is not reachable): unknown version" >&2
 	else
 		echo "build.sh: pip failed to install $lib $version (see $log)" >&2

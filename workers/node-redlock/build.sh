@@ -1,7 +1,8 @@
 #!/bin/sh
 # build.sh VERSION OUTDIR: installs npm `redlock` VERSION ("" or "default": the one in DEFAULT_VERSION) and
 # ioredis into OUTDIR (its own node_modules: nothing global) and leaves OUTDIR/run, which starts the worker
-# (docs/protocol.md). npm's output goes to OUTDIR/build.log; a failure is one line on stderr, exit non-zero.
+# (docs/protocol.md). npm's output goes to OUTDIR/build.log; a failure is one line on stderr, exit non-zero:
+# 4 for a version the registry does not have (lockcheck's bad input).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 if [ $# -ne 2 ] || [ -z "$2" ]; then
@@ -19,7 +20,7 @@ ioredis=${IOREDIS_VERSION:-5.8.2}
 case $version in
 *[!0-9A-Za-z.+-]* | [!0-9]*)
 	echo "build.sh: '$version' is not a redlock version (expected e.g. 4.2.0 or 5.0.0-beta.2)" >&2
-	exit 2
+	exit 4
 	;;
 esac
 for tool in node npm; do
@@ -39,6 +40,7 @@ if ! (cd "$out" && npm install --no-audit --no-fund --ignore-scripts --save-exac
 		# The registry's own words: "No matching version found for redlock@9.9.9."
 		why=$(sed -n 's/^npm error notarget \(No matching version.*[^.]\)\.*$/\1/p' "$log" | head -n 1)
 		echo "build.sh: npm: ${why:-no redlock $version}; unknown version (npm view redlock versions lists them)" >&2
+		exit 4
 	elif grep -q "ENOTFOUND\|EAI_AGAIN\|ECONNREFUSED\|ETIMEDOUT" "$log"; then
 		echo "build.sh: the npm registry is not reachable (see $log)" >&2
 	else

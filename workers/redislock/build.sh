@@ -3,7 +3,8 @@
 # VERSION ("" or "default": DEFAULT_VERSION) from the Go module proxy, and leaves OUTDIR/worker (a static
 # binary, CGO_ENABLED=0) and OUTDIR/run, which starts it (docs/protocol.md). The build runs in a private
 # copy of this folder with a private module cache under OUTDIR, removed afterwards; go's output goes to
-# OUTDIR/build.log. A failure is one line on stderr and a non-zero exit: 2 usage, 1 anything else.
+# OUTDIR/build.log. A failure is one line on stderr and a non-zero exit: 2 usage, 4 a version the registry
+# does not have (lockcheck's bad input), 1 anything else.
 set -eu
 module=github.com/bsm/redislock
 here=$(cd "$(dirname "$0")" && pwd)
@@ -20,7 +21,7 @@ case $version in
 v0.*) ;;
 *)
 	echo "build.sh: '$version' is not a redislock version (expected e.g. v0.9.4 or $(cat "$here/DEFAULT_VERSION"))" >&2
-	exit 2
+	exit 4
 	;;
 esac
 command -v go >/dev/null || { echo "build.sh: go is not installed; it builds the redislock worker" >&2; exit 1; }
@@ -42,6 +43,11 @@ if ! go mod download -json "$module@$version" >"$work/dl.json" 2>>"$log"; then
 	# go's JSON error may hold an escaped newline before the server's words: keep the first line.
 	why=$(sed -n 's/.*"Error": "\(.*\)".*/\1/p' "$work/dl.json" | head -n 1 | sed 's/\\n.*//')
 	printf 'build.sh: redislock %s is not on the Go module proxy: %s\n' "$version" "${why:-see $log}" >&2
+	# The proxy's answer for a version it does not have (404/410, "unknown revision", or a mirror's "not
+	# available") is bad input; anything else (no network, no DNS) is the build's failure.
+	if grep -Eqi '404 Not Found|410 Gone|unknown revision|invalid version|not available' "$work/dl.json"; then
+		exit 4
+	fi
 	exit 1
 fi
 if ! { go mod init lockcheck.local/workers/redislock && go mod edit -require="$module@$version" && go mod tidy && go build -trimpath -o "$out/worker.tmp" .; } >>"$log" 2>&1; then

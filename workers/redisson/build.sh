@@ -1,7 +1,8 @@
 #!/bin/sh
 # build.sh VERSION OUTDIR: builds the lockcheck Redisson worker against Redisson VERSION ("" or "default":
 # the one in DEFAULT_VERSION) with Maven and leaves OUTDIR/run, which starts it (docs/protocol.md).
-# Maven's own output goes to OUTDIR/build.log; a failure is one line on stderr and a non-zero exit.
+# Maven's own output goes to OUTDIR/build.log; a failure is one line on stderr and a non-zero exit: 4 for
+# a version Maven Central does not have (lockcheck's bad input).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 if [ $# -ne 2 ] || [ -z "$2" ]; then
@@ -16,7 +17,7 @@ fi
 case $version in
 *[!0-9A-Za-z._-]* | [!0-9]*)
 	echo "build.sh: '$version' is not a Redisson version (expected e.g. 3.16.6 or 4.7.0)" >&2
-	exit 2
+	exit 4
 	;;
 esac
 command -v "${MVN:-mvn}" >/dev/null || { echo "build.sh: Maven (mvn) is not installed; it builds the Redisson worker" >&2; exit 3; }
@@ -32,7 +33,11 @@ log=$out/build.log
 maven() { "${MVN:-mvn}" -B -q -f "$work/pom.xml" -Dredisson.version="$version" "$@" package; }
 # Offline first, so a cached version builds with no network; online only for what is missing.
 if ! maven -o >"$log" 2>&1 && ! maven >"$log" 2>&1; then
-	if grep -q "org.redisson:redisson:jar:$version" "$log" && grep -Eqi "not found|could not find|failure to find|could not resolve" "$log"; then
+	# "Could not find artifact" is the repository's own answer (a 404); a transfer error is not.
+	if grep -q "Could not find artifact org.redisson:redisson:jar:$version" "$log"; then
+		echo "build.sh: Maven Central has no Redisson $version: unknown version" >&2
+		exit 4
+	elif grep -q "org.redisson:redisson:jar:$version" "$log" && grep -Eqi "not found|could not find|failure to find|could not resolve" "$log"; then
 		echo "build.sh: Redisson $version is not on Maven Central (or not reachable): unknown version" >&2
 	elif grep -q "COMPILATION ERROR\|compilation failure\|Compilation failure" "$log"; then
 		echo "build.sh: the worker does not compile against Redisson $version (see $log)" >&2
