@@ -12,7 +12,8 @@ import (
 	"strings"
 )
 
-// History is a parsed history file.
+// History is a parsed history file. Its records share their strings, Args maps and Value pointers with
+// one another (a long history repeats the same few): they are read-only.
 type History struct {
 	Meta      *Record     // nil when the file has none
 	MetaLine  int         // the meta record's line number
@@ -57,6 +58,7 @@ func ReadFile(path string) (*History, error) {
 // Read parses history lines from r.
 func Read(r io.Reader) (*History, error) {
 	h := &History{}
+	d := newDecoder()
 	open := map[int64]int{}
 	br := bufio.NewReaderSize(r, 1<<16)
 	var line []byte
@@ -69,14 +71,14 @@ func Read(r io.Reader) (*History, error) {
 		}
 		if len(bytes.TrimSpace(line)) > 0 {
 			var rec Record
-			if jerr := json.Unmarshal(line, &rec); jerr != nil {
+			if jerr := d.decode(line, &rec); jerr != nil {
 				if err == io.EOF && cutShort(line) && h.Ended == nil { // the writer died mid-line: keep the prefix
 					h.Truncated = true
 					break
 				}
 				return nil, fmt.Errorf("history line %d: %v", n, jerr)
 			}
-			if aerr := h.add(rec, open, n, records); aerr != nil {
+			if aerr := h.add(d, rec, open, n, records); aerr != nil {
 				return nil, fmt.Errorf("history line %d: %v", n, aerr)
 			}
 			records++
@@ -120,7 +122,7 @@ func cutShort(line []byte) bool {
 }
 
 // add takes record number seen (from 0) on line n.
-func (h *History) add(rec Record, open map[int64]int, n, seen int) error {
+func (h *History) add(d *decoder, rec Record, open map[int64]int, n, seen int) error {
 	if h.Ended != nil {
 		return fmt.Errorf("a %q record after the end record", rec.Type)
 	}
@@ -160,8 +162,7 @@ func (h *History) add(rec Record, open map[int64]int, n, seen int) error {
 		if rec.Time < h.Ops[i].Invoke.Time {
 			return fmt.Errorf("operation %d completes before it was invoked", rec.ID)
 		}
-		c := rec
-		h.Ops[i].Complete = &c
+		h.Ops[i].Complete = d.keep(rec)
 	case Fault:
 		h.Faults = append(h.Faults, rec)
 	case Event:
