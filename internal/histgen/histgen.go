@@ -84,13 +84,13 @@ func WriteFile(path string, s Spec) (int, error) {
 }
 
 type gen struct {
-	rec    *history.Recorder
-	rng    *rand.Rand
-	owners []string
-	keys   []string
-	ops    int
-	id     int64
-	last   int64
+	rec     *history.Recorder
+	rng     *rand.Rand
+	owners  []string
+	keys    []string
+	ops     int
+	id      int64
+	last    int64
 	pending []history.Record // one round's records, sorted by time before they are written
 }
 
