@@ -52,12 +52,46 @@ func ReadFile(path string) (*History, error) {
 		return nil, fmt.Errorf("read history: %w", err)
 	}
 	defer f.Close()
-	return Read(f)
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return Read(f) // a pipe or a device (/dev/zero): read once, as it comes
+	}
+	n, err := countInvokes(f)
+	if err == nil {
+		_, err = f.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read history: %w", err)
+	}
+	return read(f, n)
+}
+
+// countInvokes counts the lines that start as the recorder writes an invoke: Ops is then allocated once,
+// not grown by copies that would each hold the old and the new array (a million operations: 300 MB each).
+func countInvokes(r io.Reader) (int, error) {
+	prefix := []byte(`{"type":"invoke",`)
+	br := bufio.NewReaderSize(r, 1<<16)
+	n, start := 0, true
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if start && bytes.HasPrefix(chunk, prefix) {
+			n++
+		}
+		start = err == nil
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil && err != bufio.ErrBufferFull {
+			return 0, err
+		}
+	}
 }
 
 // Read parses history lines from r.
-func Read(r io.Reader) (*History, error) {
-	h := &History{}
+func Read(r io.Reader) (*History, error) { return read(r, 0) }
+
+// read parses history lines from r, with room for ops operations (a hint).
+func read(r io.Reader, ops int) (*History, error) {
+	h := &History{Ops: make([]Operation, 0, ops)}
 	d := newDecoder()
 	open := map[int64]int{}
 	br := bufio.NewReaderSize(r, 1<<16)
