@@ -63,7 +63,6 @@ func Check(ctx context.Context, path string, timeout time.Duration) (*report.Res
 var ErrCheckInterrupted = errors.New("check interrupted before its verdict; nothing written")
 
 func analyze(ctx context.Context, path string, timeout time.Duration, resultsName, htmlName string) (*report.Results, error) {
-	defer limitCheckMemory()()
 	h, err := history.ReadFile(path)
 	if err != nil {
 		return nil, UsageError{err}

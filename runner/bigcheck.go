@@ -3,9 +3,6 @@ package runner
 import (
 	"context"
 	"fmt"
-	"math"
-	"os"
-	"runtime/debug"
 
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/history"
@@ -33,21 +30,4 @@ func tooLongForTimeline(h *history.History) string {
 		return fmt.Sprintf("no HTML: %d operations are more than the timeline draws (%d); results.json holds every verdict", n, maxTimeline)
 	}
 	return ""
-}
-
-// checkMemoryLimit is the soft heap limit while a history is checked: the garbage collector then works
-// harder rather than let the heap double past what the check keeps live (a million operations need about
-// 700 MB). Lifted when the check ends; a GOMEMLIMIT the user set stays.
-const checkMemoryLimit = 1 << 30
-
-func limitCheckMemory() (restore func()) {
-	if os.Getenv("GOMEMLIMIT") != "" {
-		return func() {}
-	}
-	old := debug.SetMemoryLimit(checkMemoryLimit)
-	if old != math.MaxInt64 { // someone set one already: keep it
-		debug.SetMemoryLimit(old)
-		return func() {}
-	}
-	return func() { debug.SetMemoryLimit(old) }
 }
