@@ -22,7 +22,7 @@ func (h *History) WireComplete() bool {
 }
 
 // OnlySrc is a shallow copy of h whose operations are those recorded with Src src ("" for the clients'
-// own records, "wire" for the wire recorder's).
+// own records, "wire" for the wire recorder's), or h itself when that is all of them: read-only, as h.
 func (h *History) OnlySrc(src string) *History {
 	if !slices.ContainsFunc(h.Ops, func(o Operation) bool { return o.Invoke.Src != src }) {
 		return h // the common case, and no copy of a million operations per checker
