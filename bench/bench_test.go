@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,7 +26,8 @@ const concurrency = 8
 var rps = regexp.MustCompile(`([0-9.]+) requests per second`)
 
 // BenchmarkLockThroughput: lockcheck's RLock acquire rate against redis-benchmark running the same script
-// at the same concurrency, straight to the node and through a toxiproxy link. Target: ratio >= 0.8 direct.
+// at the same concurrency, straight to the node and through a toxiproxy link. Targets (issue 12): ratio
+// >= 0.9 direct, >= 0.8 through the link.
 func BenchmarkLockThroughput(b *testing.B) {
 	n := redistest.Start(b, node.PersistNone)
 	px := network.New()
@@ -44,13 +46,24 @@ func BenchmarkLockThroughput(b *testing.B) {
 			proxieds = append(proxieds, runOp(b, link.Addr(), n.Password(), 2*time.Second, rlock.op))
 		}
 		base, direct, proxied := median(bases), median(directs), median(proxieds)
-		fmt.Fprintf(os.Stdout, "\nlock throughput, %d clients, RLock acquire script on fresh keys (median of 3 rounds)\n", concurrency)
+		fmt.Fprintf(os.Stdout, "\nlock throughput, %d clients, RLock acquire script on fresh keys (median of 3 rounds; load average %s)\n",
+			concurrency, loadAverage())
 		fmt.Fprintf(os.Stdout, "  redis-benchmark EVALSHA        %8.0f /s\n", base)
-		fmt.Fprintf(os.Stdout, "  lockcheck RLock, direct        %8.0f /s   ratio %.2f (target >= 0.80)\n", direct, direct/base)
-		fmt.Fprintf(os.Stdout, "  lockcheck RLock, via toxiproxy %8.0f /s   ratio %.2f\n", proxied, proxied/base)
+		fmt.Fprintf(os.Stdout, "  lockcheck RLock, direct        %8.0f /s   ratio %.2f (target >= 0.90)\n", direct, direct/base)
+		fmt.Fprintf(os.Stdout, "  lockcheck RLock, via toxiproxy %8.0f /s   ratio %.2f (target >= 0.80)\n", proxied, proxied/base)
 		b.ReportMetric(direct/base, "ratio-direct")
 		b.ReportMetric(proxied/base, "ratio-proxied")
 	}
+}
+
+// loadAverage is the 1-minute load average: on a shared machine the ratios move with it (redis-benchmark's
+// one event loop suffers more from a busy machine than 8 goroutines do).
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "?"
 }
 
 func median(xs []float64) float64 {

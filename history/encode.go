@@ -2,7 +2,7 @@ package history
 
 import (
 	"encoding/json"
-	"sort"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -23,11 +23,12 @@ func appendRecord(b []byte, r *Record) []byte {
 	b = appendStr(b, "src", r.Src)
 	b = appendStr(b, "f", r.F)
 	if len(r.Args) > 0 {
-		keys := make([]string, 0, len(r.Args))
+		var room [8]string // on the stack: this runs for every record
+		keys := room[:0]
 		for k := range r.Args {
 			keys = append(keys, k)
 		}
-		sort.Strings(keys)
+		slices.Sort(keys)
 		b = append(b, `,"args":{`...)
 		for i, k := range keys {
 			if i > 0 {

@@ -8,7 +8,7 @@ import (
 
 // FuzzRead: whatever the input, Read returns a history or an error naming a line, never panics, and what it
 // accepts holds together (every completion belongs to an invoke, nothing follows the end record, every
-// number is within bounds).
+// number is within bounds), and the decoder's fast path agrees with encoding/json on every line it takes.
 func FuzzRead(f *testing.F) {
 	for _, s := range []string{
 		metaLine + `{"type":"invoke","time":2,"id":1,"client":"c1","thread":1,"key":"k","owner":"u:1","f":"acquire","args":{"lease_ms":30000}}` + "\n" +
@@ -22,6 +22,10 @@ func FuzzRead(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
+		d := newDecoder()
+		for _, line := range bytes.Split(in, []byte("\n")) {
+			sameAsJSON(t, d, line) // the fast path reads a line as encoding/json would, or not at all
+		}
 		h, err := Read(bytes.NewReader(in))
 		if err != nil {
 			if !strings.Contains(err.Error(), "line ") {

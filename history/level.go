@@ -1,5 +1,7 @@
 package history
 
+import "slices"
+
 // WireComplete reports whether the history's wire records hold every lock command the clients sent: the
 // wire recorder wrote its wire-complete event and nothing said otherwise. A run that was killed before
 // its taps stopped, or whose tap gave up on a connection, has no such event.
@@ -20,8 +22,11 @@ func (h *History) WireComplete() bool {
 }
 
 // OnlySrc is a shallow copy of h whose operations are those recorded with Src src ("" for the clients'
-// own records, "wire" for the wire recorder's).
+// own records, "wire" for the wire recorder's), or h itself when that is all of them: read-only, as h.
 func (h *History) OnlySrc(src string) *History {
+	if !slices.ContainsFunc(h.Ops, func(o Operation) bool { return o.Invoke.Src != src }) {
+		return h // the common case, and no copy of a million operations per checker
+	}
 	c := *h
 	c.Ops = nil
 	for _, o := range h.Ops {

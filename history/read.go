@@ -12,7 +12,8 @@ import (
 	"strings"
 )
 
-// History is a parsed history file.
+// History is a parsed history file. Its records share their strings, Args maps and Value pointers with
+// one another (a long history repeats the same few): they are read-only.
 type History struct {
 	Meta      *Record     // nil when the file has none
 	MetaLine  int         // the meta record's line number
@@ -51,12 +52,47 @@ func ReadFile(path string) (*History, error) {
 		return nil, fmt.Errorf("read history: %w", err)
 	}
 	defer f.Close()
-	return Read(f)
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return Read(f) // a pipe or a device (/dev/zero): read once, as it comes
+	}
+	n, err := countInvokes(f)
+	if err == nil {
+		_, err = f.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read history: %w", err)
+	}
+	return read(f, n)
+}
+
+// countInvokes counts the lines that start as the recorder writes an invoke: Ops is then allocated once,
+// not grown by copies that would each hold the old and the new array (a million operations: 300 MB each).
+func countInvokes(r io.Reader) (int, error) {
+	prefix := []byte(`{"type":"invoke",`)
+	br := bufio.NewReaderSize(r, 1<<16)
+	n, start := 0, true
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if start && bytes.HasPrefix(chunk, prefix) {
+			n++
+		}
+		start = err == nil
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil && err != bufio.ErrBufferFull {
+			return 0, err
+		}
+	}
 }
 
 // Read parses history lines from r.
-func Read(r io.Reader) (*History, error) {
-	h := &History{}
+func Read(r io.Reader) (*History, error) { return read(r, 0) }
+
+// read parses history lines from r, with room for ops operations (a hint).
+func read(r io.Reader, ops int) (*History, error) {
+	h := &History{Ops: make([]Operation, 0, ops)}
+	d := newDecoder()
 	open := map[int64]int{}
 	br := bufio.NewReaderSize(r, 1<<16)
 	var line []byte
@@ -69,14 +105,14 @@ func Read(r io.Reader) (*History, error) {
 		}
 		if len(bytes.TrimSpace(line)) > 0 {
 			var rec Record
-			if jerr := json.Unmarshal(line, &rec); jerr != nil {
+			if jerr := d.decode(line, &rec); jerr != nil {
 				if err == io.EOF && cutShort(line) && h.Ended == nil { // the writer died mid-line: keep the prefix
 					h.Truncated = true
 					break
 				}
 				return nil, fmt.Errorf("history line %d: %v", n, jerr)
 			}
-			if aerr := h.add(rec, open, n, records); aerr != nil {
+			if aerr := h.add(d, rec, open, n, records); aerr != nil {
 				return nil, fmt.Errorf("history line %d: %v", n, aerr)
 			}
 			records++
@@ -120,7 +156,7 @@ func cutShort(line []byte) bool {
 }
 
 // add takes record number seen (from 0) on line n.
-func (h *History) add(rec Record, open map[int64]int, n, seen int) error {
+func (h *History) add(d *decoder, rec Record, open map[int64]int, n, seen int) error {
 	if h.Ended != nil {
 		return fmt.Errorf("a %q record after the end record", rec.Type)
 	}
@@ -160,8 +196,7 @@ func (h *History) add(rec Record, open map[int64]int, n, seen int) error {
 		if rec.Time < h.Ops[i].Invoke.Time {
 			return fmt.Errorf("operation %d completes before it was invoked", rec.ID)
 		}
-		c := rec
-		h.Ops[i].Complete = &c
+		h.Ops[i].Complete = d.keep(rec)
 	case Fault:
 		h.Faults = append(h.Faults, rec)
 	case Event:

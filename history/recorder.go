@@ -108,10 +108,12 @@ func (r *Recorder) Close() error {
 	return r.err
 }
 
-// Op is an operation that has been invoked and not yet completed.
+// Op is an operation that has been invoked and not yet completed. It keeps only what its completion
+// repeats, not a whole Record: one is allocated per lock command.
 type Op struct {
-	r   *Recorder
-	rec Record
+	r                           *Recorder
+	id, thread                  int64
+	client, key, node, owner, f string
 }
 
 // Invoke records the start of an operation and returns the handle that completes it.
@@ -119,8 +121,8 @@ func (r *Recorder) Invoke(rec Record) *Op {
 	rec.Type = Invoke
 	rec.ID = r.nextID.Add(1)
 	r.write(rec, true)
-	return &Op{r: r, rec: Record{ID: rec.ID, Client: rec.Client, Thread: rec.Thread, Key: rec.Key,
-		Node: rec.Node, Owner: rec.Owner, F: rec.F}}
+	return &Op{r: r, id: rec.ID, client: rec.Client, thread: rec.Thread, key: rec.Key, node: rec.Node,
+		owner: rec.Owner, f: rec.F}
 }
 
 // Ok records that the operation took effect, with its numeric result if any, and extra arguments learned
@@ -140,8 +142,8 @@ func (o *Op) Unknown(err error) {
 }
 
 func (o *Op) complete(t Type, value *int64, args map[string]int64, errText string) {
-	rec := o.rec
-	rec.Type, rec.Value, rec.Args, rec.Error = t, value, args, errText
+	rec := Record{Type: t, ID: o.id, Client: o.client, Thread: o.thread, Key: o.key, Node: o.node, Owner: o.owner,
+		F: o.f, Value: value, Args: args, Error: errText}
 	o.r.write(rec, true)
 	switch t {
 	case Ok:

@@ -44,6 +44,8 @@ type Link struct {
 	connMu sync.Mutex
 	conns  map[*conn]bool // open connections, both sides, closed by Close
 	closed bool
+	direct map[net.Conn]bool // sources copied directly, not through toxiproxy's chain (fastpath.go)
+	toxic  atomic.Bool       // the link has toxics: connections go through the chain
 	// acceptErrs counts failed accepts (out of descriptors, say) that the link outlived.
 	acceptErrs atomic.Int64
 }
@@ -57,7 +59,7 @@ func (p *Proxies) Add(name, upstream string) (*Link, error) {
 		return nil, fmt.Errorf("proxy %s: %w", name, err)
 	}
 	l := &Link{Name: name, proxy: toxiproxy.NewProxy(p.srv, name, ln.Addr().String(), upstream), srv: p.srv, ln: ln,
-		conns: map[*conn]bool{}}
+		conns: map[*conn]bool{}, direct: map[net.Conn]bool{}}
 	go l.serve()
 	p.mu.Lock()
 	p.links = append(p.links, l)
@@ -109,8 +111,8 @@ func (l *Link) connect(client net.Conn) {
 	name := client.RemoteAddr().String()
 	// The toxics write into the wrapped connections, whose Close forgets them. (toxiproxy's reset_peer
 	// toxic would want the bare *net.TCPConn; lockcheck never adds it.)
-	l.proxy.Toxics.StartLink(l.srv, name+"upstream", client, upc, stream.Upstream)
-	l.proxy.Toxics.StartLink(l.srv, name+"downstream", up, down, stream.Downstream)
+	l.pipe(name+"upstream", client, upc, stream.Upstream)
+	l.pipe(name+"downstream", up, down, stream.Downstream)
 }
 
 // conn is one side of a proxied connection, forgotten by its link when closed.
@@ -197,9 +199,11 @@ func (l *Link) apply(state string, toxics ...string) error {
 	if l.state != "" {
 		return fmt.Errorf("link %s is already under %s", l.Name, l.state)
 	}
+	l.setToxic(true)
 	for _, t := range toxics {
 		if _, err := l.proxy.Toxics.AddToxicJson(strings.NewReader(t)); err != nil {
 			l.proxy.Toxics.ResetToxics(context.Background())
+			l.setToxic(false)
 			return fmt.Errorf("link %s: %w", l.Name, err)
 		}
 	}
@@ -213,6 +217,7 @@ func (l *Link) Heal() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.proxy.Toxics.ResetToxics(context.Background())
+	l.setToxic(false)
 	l.state = ""
 	return nil
 }

@@ -84,7 +84,7 @@ func analyze(ctx context.Context, path string, timeout time.Duration, resultsNam
 		return nil, usagef("%s: meta record: %v", path, err)
 	}
 	lin, cs := family.Checkers(meta.Checks, timeout)
-	results, valid := checker.Run(ctx, h, cs...)
+	results, valid := runCheckers(ctx, h, lin, cs, tooLongForTimeline(h) != "")
 	opts, _ := json.Marshal(meta.Options)
 	plan, _ := json.Marshal(meta.Plan)
 	res := &report.Results{Valid: valid, Lock: meta.Lock, Topology: meta.Topology, Nemesis: meta.Nemesis,
@@ -111,7 +111,10 @@ func analyze(ctx context.Context, path string, timeout time.Duration, resultsNam
 	if ctx.Err() != nil {
 		return nil, ErrCheckInterrupted
 	}
-	if err := writeHTML(files["html"], lin, h, results); err != nil {
+	if why := tooLongForTimeline(h); why != "" {
+		res.Notes = append(res.Notes, why)
+		delete(res.Files, "html")
+	} else if err := writeHTML(files["html"], lin, h, results); err != nil {
 		res.Notes = append(res.Notes, "no HTML: "+err.Error())
 		delete(res.Files, "html")
 	}
