@@ -89,10 +89,10 @@ func ttlReply(res any, err error) (*int64, bool, error) {
 	return history.Int64(ttl), true, err
 }
 
-// acquireOnce records one acquire command and settles it: a grant that no replica acknowledged is undone
+// acquireOnce records one acquire command (and its resends, see write) and settles it: a grant that no replica acknowledged is undone
 // (Redisson's handleNoSync); a refusal returns the holder's pttl; a grant runs granted.
 func (r *Redisson) acquireOnce(rec history.Record, run func() (*int64, bool, error), undo, granted func()) (bool, int64, error) {
-	v, refused, err := record(r.rec, rec, run)
+	v, refused, err := r.write(rec, run)
 	switch {
 	case errors.Is(err, ErrNoSync):
 		if !refused {
@@ -130,7 +130,7 @@ func (r *Redisson) releaseOnce(ctx context.Context, rec history.Record, script s
 
 // latchMs is how long an unlock latch lives: (timeout + retry delay) × attempts, as Redisson computes it.
 func (r *Redisson) latchMs() int64 {
-	return max((r.cfg.Timeout+1500*time.Millisecond).Milliseconds()*int64(r.cfg.UnlockRetries+1), 1)
+	return max((r.cfg.Timeout+1500*time.Millisecond).Milliseconds()*int64(r.cfg.RetryAttempts+1), 1)
 }
 
 // leaseArg is the lease an acquire script gets: the caller's, or the watchdog's when none.

@@ -73,7 +73,7 @@ func (p *PermitSemaphore) tryAcquire(ctx context.Context, lease time.Duration) (
 			until = now + lease.Milliseconds()
 		}
 		var next time.Duration
-		_, refused, err := record(p.r.rec, p.op("acquire", id, msArgs("lease_ms", lease)), func() (*int64, bool, error) {
+		_, refused, err := p.r.write(p.op("acquire", id, msArgs("lease_ms", lease)), func() (*int64, bool, error) {
 			res, err := p.r.eval(ctx, p.acquire, []string{p.name, p.timeouts(), p.channel()},
 				1, until, now, int64(noLease), publishCommand, id)
 			switch v := res.(type) {
@@ -107,21 +107,25 @@ func (p *PermitSemaphore) tryAcquire(ctx context.Context, lease time.Duration) (
 	}
 }
 
-// Release returns a permit by id; false means it had expired (or was never issued).
+// Release returns a permit by id; false means it had expired (or was never issued, or an earlier send of
+// this release applied). As Redisson's tryRelease (syncedEvalWithRetry): a NoSync is repeated with the same
+// id, up to SyncRetries times, and fails the call when the last send is NoSync too.
 func (p *PermitSemaphore) Release(ctx context.Context, id string) (bool, error) {
-	_, refused, err := record(p.r.rec, p.op("release", id, nil), func() (*int64, bool, error) {
-		res, err := p.r.eval(context.WithoutCancel(ctx), "pes_release", []string{p.name, p.channel(), p.timeouts()},
-			id, 1, p.r.now().UnixMilli(), publishCommand)
-		v, ok := res.(int64)
-		if !ok {
-			return nil, false, err
+	ctx = context.WithoutCancel(ctx)
+	for try := 0; ; try++ {
+		_, refused, err := p.r.write(resendRecord(p.op("release", id, nil), "retry", try), func() (*int64, bool, error) {
+			res, err := p.r.eval(ctx, "pes_release", []string{p.name, p.channel(), p.timeouts()},
+				id, 1, p.r.now().UnixMilli(), publishCommand)
+			v, ok := res.(int64)
+			if !ok {
+				return nil, false, err
+			}
+			return history.Int64(v), v == 0, err
+		})
+		if !errors.Is(err, ErrNoSync) || try >= p.r.cfg.SyncRetries || !sleepCtx(ctx, p.r.retryDelay()) {
+			return err == nil && !refused, err
 		}
-		return history.Int64(v), v == 0, err
-	})
-	if errors.Is(err, ErrNoSync) {
-		err = nil
 	}
-	return err == nil && !refused, err
 }
 
 // Available reclaims expired permits and reads how many are available.

@@ -18,7 +18,7 @@ import (
 type RedissonConfig struct {
 	WatchdogTimeout   time.Duration // lockWatchdogTimeout, 30 s
 	WatchdogBatch     int           // lockWatchdogBatchSize, 100
-	UnlockRetries     int           // extra unlock attempts with the same request id (retryAttempts, 4)
+	RetryAttempts     int           // retryAttempts, 4: resends after a response timeout (replicated only)
 	RetryDelayMin     time.Duration // retryDelay: EqualJitterDelay(1 s, 2 s) between attempts
 	RetryDelayMax     time.Duration
 	Timeout           time.Duration // per command (timeout, 3 s)
@@ -32,7 +32,7 @@ type RedissonConfig struct {
 
 // DefaultRedissonConfig is Redisson's defaults.
 func DefaultRedissonConfig() RedissonConfig {
-	return RedissonConfig{WatchdogTimeout: 30 * time.Second, WatchdogBatch: 100, UnlockRetries: 4,
+	return RedissonConfig{WatchdogTimeout: 30 * time.Second, WatchdogBatch: 100, RetryAttempts: 4,
 		RetryDelayMin: time.Second, RetryDelayMax: 2 * time.Second,
 		Timeout: 3 * time.Second, CheckSyncedSlaves: true, SlavesSyncTimeout: time.Second, SyncRetries: 4}
 }
@@ -47,6 +47,7 @@ type Redisson struct {
 	rdb     redis.UniversalClient
 	scripts *Scripts
 	rec     Recorder
+	resends int // how many times a synced lock write is sent again after a response timeout (resendsFor)
 
 	subs *subscriptions
 	wd   *watchdog
@@ -71,7 +72,7 @@ func NewRedisson(name string, conn ClientConfig, cfg RedissonConfig, scripts *Sc
 func NewRedissonOn(name, node string, conn ClientConfig, cfg RedissonConfig, scripts *Scripts, rec Recorder) *Redisson {
 	conn.Timeout, conn.Gate = cfg.Timeout, cfg.Gate
 	r := &Redisson{ID: uuid.NewString(), name: name, node: node, cfg: cfg, rdb: NewClient(conn), scripts: scripts, rec: rec,
-		conn: conn, slaves: map[string]int64{}, nodes: map[string]redis.UniversalClient{}}
+		conn: conn, slaves: map[string]int64{}, nodes: map[string]redis.UniversalClient{}, resends: resendsFor(conn, cfg)}
 	r.subs = newSubscriptions(r.rdb)
 	r.wd = newWatchdog(r)
 	return r

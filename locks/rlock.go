@@ -100,45 +100,14 @@ func (l *RLock) parseAcquire(res any, err error) (*int64, bool, error) {
 // Token is the fencing token of the last grant (fenced lock only).
 func (l *RLock) Token() int64 { return l.token }
 
-// Unlock releases one hold. An ambiguous attempt is repeated with the same request id: the script's unlock
-// latch makes a repeat answer what the first attempt did instead of unlocking twice (Redisson 3.52+).
+// Unlock releases one hold as RedissonBaseLock.unlockAsync does (see unlockRequest): one request id, whose
+// unlock latch makes every repeat answer what the first send did instead of unlocking twice.
 func (l *RLock) Unlock(ctx context.Context) error {
-	res, err := l.r.unlockRetrying(ctx, l.unlockInner)
-	l.r.wd.remove(l.name, l.Owner()) // Redisson cancels renewal whatever the unlock answered
-	if err == nil && res == 1 {
+	res, err := l.r.unlockRequest(ctx, l.unlockInner, func() { l.r.wd.remove(l.name, l.Owner()) })
+	if err != nil || res != 0 { // RedissonLock.cancelExpirationRenewal: unless a partial unlock (false)
 		l.internalLease = l.r.cfg.WatchdogTimeout
 	}
 	return err
-}
-
-// unlockRetrying runs one unlock request: attempts share a request id, an ambiguous one is repeated after
-// Redisson's retry delay, and the latch key is dropped afterwards. It returns the script's answer, or
-// ErrNotHeld.
-func (r *Redisson) unlockRetrying(ctx context.Context, inner func(ctx context.Context, id string, attempt int) (int64, bool, error)) (int64, error) {
-	ctx = context.WithoutCancel(ctx) // an unlock is never abandoned half way
-	id := newRequestID()
-	var (
-		res int64
-		err error
-		nok bool
-	)
-	for attempt := 0; attempt <= r.cfg.UnlockRetries; attempt++ {
-		if attempt > 0 {
-			time.Sleep(r.retryDelay())
-		}
-		res, nok, err = inner(ctx, id, attempt)
-		if err == nil || Definite(err) || errors.Is(err, ErrNoSync) {
-			break
-		}
-	}
-	go r.dropLatches(id)
-	if errors.Is(err, ErrNoSync) {
-		err = nil // the unlock applied on the primary (Redisson 3.20+ treats it as done)
-	}
-	if err == nil && nok {
-		err = ErrNotHeld
-	}
-	return res, err
 }
 
 func (l *RLock) latchKey(id string) string { return latchKey(l.name, id) }

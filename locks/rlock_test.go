@@ -193,19 +193,7 @@ func TestUnlockLatchMakesRetriesIdempotent(t *testing.T) {
 // and reported as ErrNoSync.
 func TestReplicaSyncAndNoSync(t *testing.T) {
 	ctx := context.Background()
-	f := newFixture(t)
-	rep := redistest.StartConfig(t, node.Config{Name: "n2", Password: f.node.Password(),
-		Extra: []string{"replicaof 127.0.0.1 " + fmt.Sprint(f.node.Port())}})
-	// Wait for the replica to attach and acknowledge a write, as Redisson's cached connected_slaves would
-	// see it (online alone is not enough: a replica still loading its first sync answers no WAIT).
-	deadline := time.Now().Add(10 * time.Second)
-	for !bytes.Contains([]byte(f.admin.Info(ctx, "replication").Val()), []byte("state=online")) ||
-		f.admin.Do(ctx, "WAIT", 1, 1000).Val() != int64(1) {
-		if time.Now().After(deadline) {
-			t.Fatal("replica never attached")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	f, rep := newReplicated(t)
 	cfg := fast()
 	cfg.SyncRetries = 0
 	// Long enough for a loaded machine's replica to acknowledge (the stalled case below waits all of it),
@@ -238,6 +226,25 @@ func TestReplicaSyncAndNoSync(t *testing.T) {
 	if fmt.Sprint(fs) != want {
 		t.Fatalf("recorded %v, want %s", fs, want)
 	}
+}
+
+// newReplicated is a fixture whose node has one replica, attached and acknowledging writes.
+func newReplicated(t *testing.T) (*fixture, *node.Node) {
+	ctx := context.Background()
+	f := newFixture(t)
+	rep := redistest.StartConfig(t, node.Config{Name: "n2", Password: f.node.Password(),
+		Extra: []string{"replicaof 127.0.0.1 " + fmt.Sprint(f.node.Port())}})
+	// Wait for the replica to attach and acknowledge a write, as Redisson's cached connected_slaves would
+	// see it (online alone is not enough: a replica still loading its first sync answers no WAIT).
+	deadline := time.Now().Add(10 * time.Second)
+	for !bytes.Contains([]byte(f.admin.Info(ctx, "replication").Val()), []byte("state=online")) ||
+		f.admin.Do(ctx, "WAIT", 1, 1000).Val() != int64(1) {
+		if time.Now().After(deadline) {
+			t.Fatal("replica never attached")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return f, rep
 }
 
 func TestNaiveDeletesAnotherOwnersLock(t *testing.T) {

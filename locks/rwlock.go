@@ -99,8 +99,7 @@ func (l *ReadWriteLock) tryAcquire(ctx context.Context, lease time.Duration) (bo
 
 // Unlock releases one hold of this half.
 func (l *ReadWriteLock) Unlock(ctx context.Context) error {
-	_, err := l.r.unlockRetrying(ctx, l.unlockInner)
-	l.r.wd.removeKind(l.name, l.Owner(), !l.write)
+	_, err := l.r.unlockRequest(ctx, l.unlockInner, func() { l.r.wd.removeKind(l.name, l.Owner(), !l.write) })
 	return err
 }
 

@@ -62,7 +62,7 @@ func (s *RSemaphore) TryAcquire(ctx context.Context, n int64, wait time.Duration
 // script took any (the result is discarded), and tries again.
 func (s *RSemaphore) tryAcquire(ctx context.Context, n int64) (bool, error) {
 	for attempt := 0; ; attempt++ {
-		_, refused, err := record(s.r.rec, s.op("acquire", msArgs("permits", n)), func() (*int64, bool, error) {
+		_, refused, err := s.r.write(s.op("acquire", msArgs("permits", n)), func() (*int64, bool, error) {
 			res, err := s.r.eval(ctx, "sem_acquire", []string{s.name}, n)
 			v, _ := res.(int64)
 			return history.Int64(v), v == 0 && res != nil, err
@@ -78,9 +78,10 @@ func (s *RSemaphore) tryAcquire(ctx context.Context, n int64) (bool, error) {
 	}
 }
 
-// Release returns n permits. It is never retried (syncedEvalNoRetry).
+// Release returns n permits. A NoSync is not repeated and fails the call (RedissonSemaphore.releaseAsync
+// throws it); a response timeout is resent on replicated deployments, so a release can apply twice.
 func (s *RSemaphore) Release(ctx context.Context, n int64) error {
-	_, _, err := record(s.r.rec, s.op("release", msArgs("permits", n)), func() (*int64, bool, error) {
+	_, _, err := s.r.write(s.op("release", msArgs("permits", n)), func() (*int64, bool, error) {
 		res, err := s.r.eval(context.WithoutCancel(ctx), s.release, []string{s.name, s.channel()}, n, publishCommand)
 		v, ok := res.(int64)
 		if !ok {
@@ -88,9 +89,6 @@ func (s *RSemaphore) Release(ctx context.Context, n int64) error {
 		}
 		return history.Int64(v), false, err
 	})
-	if errors.Is(err, ErrNoSync) {
-		return nil
-	}
 	return err
 }
 
