@@ -225,6 +225,7 @@ func TestSentinelResendsAfterTimeout(t *testing.T) {
 		t.Fatalf("unlock sends %s, want %s", got, want)
 	}
 }
+
 // When no replica acknowledges an unlock, Redisson 4.7 repeats it (same request id) up to retryAttempts
 // times and then throws, cancelling watchdog renewal once per attempt: the inner unlock of a re-entrant
 // hold drops the whole renewal entry, so the outer hold, still in Redis, expires while held. Before,
