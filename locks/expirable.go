@@ -2,6 +2,7 @@ package locks
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"strconv"
 	"strings"
@@ -15,8 +16,9 @@ const noLease = 922337203685477
 
 // PermitSemaphore is Redisson's RPermitExpirableSemaphore: available permits in a string, issued permit
 // ids in a zset scored by their deadline in client epoch ms, expired permits reclaimed lazily by whichever
-// script runs next, by its caller's clock. Ids are sent as 32 hex characters (Redisson sends the 16 raw
-// bytes).
+// script runs next, by its caller's clock. An id is 32 hex characters to the caller and in the history, and
+// its 16 raw bytes in Redis, as Redisson sends it (decodeHexDump), so either client can release the
+// other's permits.
 type PermitSemaphore struct {
 	r       *Redisson
 	name    string
@@ -75,7 +77,7 @@ func (p *PermitSemaphore) tryAcquire(ctx context.Context, lease time.Duration) (
 		var next time.Duration
 		_, refused, err := p.r.write(p.op("acquire", id, msArgs("lease_ms", lease)), func() (*int64, bool, error) {
 			res, err := p.r.eval(ctx, p.acquire, []string{p.name, p.timeouts(), p.channel()},
-				1, until, now, int64(noLease), publishCommand, id)
+				1, until, now, int64(noLease), publishCommand, p.permitID(id))
 			switch v := res.(type) {
 			case string:
 				if ts, ok := strings.CutPrefix(v, ":"); ok {
@@ -115,7 +117,7 @@ func (p *PermitSemaphore) Release(ctx context.Context, id string) (bool, error) 
 	for try := 0; ; try++ {
 		_, refused, err := p.r.write(resendRecord(p.op("release", id, nil), "retry", try), func() (*int64, bool, error) {
 			res, err := p.r.eval(ctx, "pes_release", []string{p.name, p.channel(), p.timeouts()},
-				id, 1, p.r.now().UnixMilli(), publishCommand)
+				p.permitID(id), 1, p.r.now().UnixMilli(), publishCommand)
 			v, ok := res.(int64)
 			if !ok {
 				return nil, false, err
@@ -126,6 +128,16 @@ func (p *PermitSemaphore) Release(ctx context.Context, id string) (bool, error) 
 			return err == nil && !refused, err
 		}
 	}
+}
+
+// permitID is the zset member of the permit id (hex): its raw bytes. An id that is not hex (a caller's
+// own) goes as it is.
+func (p *PermitSemaphore) permitID(id string) string {
+	b, err := hex.DecodeString(id)
+	if err != nil {
+		return id
+	}
+	return string(b)
 }
 
 // Available reclaims expired permits and reads how many are available.
