@@ -2,7 +2,9 @@ package locks
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -431,6 +433,10 @@ func (w *watchdog) loop() {
 	}
 }
 
+// renewAll is one tick. As Redisson's RenewalTask, a tick renews chunk after chunk (per slot on a cluster)
+// and abandons the rest of the tick at the first chunk that fails (an error or a NoSync): the locks after it
+// are not renewed this tick. Read holds are a separate task (ReadLockTask), which stops at its own first
+// failure. Redisson's order is its maps'; here it is by slot, then by name, so a run can be repeated.
 func (w *watchdog) renewAll() {
 	w.mu.Lock()
 	var names, owners []string
@@ -441,17 +447,25 @@ func (w *watchdog) renewAll() {
 			continue
 		}
 		names = append(names, rn.name)
-		owners = append(owners, rn.owners[0])
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		owners = append(owners, w.held[renewalKey(n, false)].owners[0])
 	}
 	w.mu.Unlock()
+	sort.Slice(reads, func(i, j int) bool { return reads[i].name < reads[j].name })
 	for _, rn := range reads {
-		w.renewRead(rn.name, rn.owners[0])
+		if w.renewRead(rn.name, rn.owners[0]) != nil {
+			break
+		}
 	}
 	batch := max(w.r.cfg.WatchdogBatch, 1)
 	for _, g := range w.r.sameSlot(names, owners) {
 		for i := 0; i < len(g.names); i += batch {
 			j := min(i+batch, len(g.names))
-			w.renew(g.names[i:j], g.owners[i:j])
+			if w.renew(g.names[i:j], g.owners[i:j]) != nil {
+				return
+			}
 		}
 	}
 }
@@ -477,10 +491,13 @@ func (r *Redisson) sameSlot(names, owners []string) []renewGroup {
 		out[k].names = append(out[k].names, n)
 		out[k].owners = append(out[k].owners, owners[i])
 	}
+	sort.SliceStable(out, func(i, j int) bool { return Slot(out[i].names[0]) < Slot(out[j].names[0]) })
 	return out
 }
 
-func (w *watchdog) renew(names, owners []string) {
+// renew runs one chunk's renewal script and returns its error (a NoSync included: Redisson's LockTask sees
+// an exception and then ignores the chunk's replies, so no lock is dropped for a 0 there).
+func (w *watchdog) renew(names, owners []string) error {
 	lease := w.r.cfg.WatchdogTimeout
 	ops := make([]*history.Op, len(names))
 	for i := range names {
@@ -494,6 +511,7 @@ func (w *watchdog) renew(names, owners []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), w.r.cfg.Timeout+w.r.cfg.SlavesSyncTimeout)
 	res, err := w.r.eval(ctx, "renew", names, args...)
 	cancel()
+	nosync := errors.Is(err, ErrNoSync)
 	vals, _ := res.([]any)
 	for i, op := range ops {
 		var v int64 = -1
@@ -501,13 +519,17 @@ func (w *watchdog) renew(names, owners []string) {
 			v, _ = vals[i].(int64)
 		}
 		switch {
+		case v == 1 && nosync:
+			op.Ok(history.Int64(1), map[string]int64{"nosync": 1})
 		case v == 1:
 			op.Ok(history.Int64(1), nil)
 		case v == 0:
 			op.Fail(history.Int64(0), nil)
-			w.mu.Lock()
-			w.dropOwner(renewalKey(names[i], false), owners[i])
-			w.mu.Unlock()
+			if !nosync {
+				w.mu.Lock()
+				w.dropOwner(renewalKey(names[i], false), owners[i])
+				w.mu.Unlock()
+			}
 		case err == nil:
 			op.Unknown(fmt.Errorf("renew: unexpected reply %v", res))
 		case Definite(err):
@@ -516,6 +538,7 @@ func (w *watchdog) renew(names, owners []string) {
 			op.Unknown(err) // the scheduler logs and keeps the lock: it tries again next tick
 		}
 	}
+	return err
 }
 
 // Latch keys are dropped after an unlock request completes (Redisson fires an async DEL); the inner
@@ -543,13 +566,14 @@ func (r *Redisson) dropLatches(id string) {
 }
 
 // renewRead renews one reader's hold of a read-write lock: the hash and every timeout key of the reader.
-func (w *watchdog) renewRead(name, owner string) {
+// It returns the script's error (a NoSync included).
+func (w *watchdog) renewRead(name, owner string) error {
 	lease := w.r.cfg.WatchdogTimeout
 	ctx, cancel := context.WithTimeout(context.Background(), w.r.cfg.Timeout+w.r.cfg.SlavesSyncTimeout)
 	defer cancel()
 	rec := history.Record{Client: w.r.name, Node: w.r.node, Key: name, Owner: owner, F: "renew",
 		Args: msArgs("lease_ms", lease, "read", 1)}
-	_, refused, _ := record(w.r.rec, rec, func() (*int64, bool, error) {
+	_, refused, err := record(w.r.rec, rec, func() (*int64, bool, error) {
 		res, err := w.r.eval(ctx, "rw_read_renew", []string{name, readTimeoutPrefix(name, owner)}, lease.Milliseconds(), owner)
 		n, _ := res.(int64)
 		return history.Int64(n), n == 0 && err == nil, err
@@ -559,4 +583,5 @@ func (w *watchdog) renewRead(name, owner string) {
 		w.dropOwner(renewalKey(name, true), owner)
 		w.mu.Unlock()
 	}
+	return err
 }

@@ -358,3 +358,38 @@ func TestMultiLockBlocksUntilAllFree(t *testing.T) {
 		t.Fatal("another client got a member of a held multi lock")
 	}
 }
+
+// Redisson's watchdog abandons a renewal tick at the first chunk that fails: with chunks of one lock, a
+// failing renewal of "wa" (its key was replaced by a string, so the script errs) stops the renewal of "wb"
+// after it, which then expires while held. Before, lockcheck renewed every chunk whatever the others did.
+func TestWatchdogTickStopsAtFirstFailingChunk(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	cfg := fast()
+	cfg.WatchdogTimeout, cfg.WatchdogBatch = 600*time.Millisecond, 1
+	r := f.client(t, "c1", cfg)
+	for _, k := range []string{"wa", "wb"} {
+		if ok, err := r.Lock(k, 1).TryLock(ctx, 0, 0); !ok || err != nil {
+			t.Fatalf("acquire %s: %v %v", k, ok, err)
+		}
+	}
+	if err := f.admin.Set(ctx, "wa", "not a lock", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * cfg.WatchdogTimeout)
+	for f.admin.Exists(ctx, "wb").Val() == 1 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if f.admin.Exists(ctx, "wb").Val() == 1 {
+		t.Fatal("wb was renewed although the chunk before it failed")
+	}
+	failed := false
+	for _, o := range f.history(t).Ops {
+		if o.Invoke.F == "renew" && o.Invoke.Key == "wa" && o.Outcome() == history.Fail {
+			failed = true
+		}
+	}
+	if !failed {
+		t.Fatal("the failing renewal of wa is not recorded")
+	}
+}
