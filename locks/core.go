@@ -11,9 +11,12 @@ import (
 // The pieces every Redisson primitive shares: the wait loop around an attempt, one recorded acquire, one
 // recorded release.
 
-// waitFor is Redisson's tryLock shape: one attempt; then, while wait lasts, subscribe to channel and try
-// again on each wake-up or after the returned ttl (ms, -1 for none). ctx ends waiting; a command in flight
-// always finishes. giveUp (may be nil) runs whenever the call ends without the lock.
+// waitFor is Redisson's tryLock shape: one attempt; then, while wait lasts, subscribe to channel, and once
+// Redis confirmed the subscription try again at once (a release between the first attempt and the
+// subscription sent no message this waiter could hear), then again on each wake-up or after the returned
+// ttl (ms, -1 for none). Time running out during a wait ends the call without a last attempt, as in
+// Redisson. ctx ends waiting; a command in flight always finishes. giveUp (may be nil) runs whenever the
+// call ends without the lock.
 func (r *Redisson) waitFor(ctx context.Context, channel string, kind wakeKind, wait time.Duration,
 	attempt func(context.Context) (bool, int64, error), giveUp func(context.Context)) (bool, error) {
 	deadline := time.Now().Add(wait)
@@ -37,13 +40,8 @@ func (r *Redisson) waitFor(ctx context.Context, channel string, kind wakeKind, w
 	if err != nil {
 		return fail(err) // Redisson gives up when it cannot subscribe in time
 	}
-	defer r.subs.unsubscribe(channel)
+	defer r.subs.unsubscribe(e)
 	for {
-		d := time.Until(deadline)
-		if ttl >= 0 && time.Duration(ttl)*time.Millisecond < d {
-			d = time.Duration(ttl) * time.Millisecond
-		}
-		e.wait(ctx, d)
 		if ctx.Err() != nil || time.Until(deadline) <= 0 {
 			return fail(nil)
 		}
@@ -52,6 +50,14 @@ func (r *Redisson) waitFor(ctx context.Context, channel string, kind wakeKind, w
 		} else if ok {
 			return true, nil
 		}
+		d := time.Until(deadline)
+		if d <= 0 {
+			return fail(nil)
+		}
+		if ttl >= 0 && time.Duration(ttl)*time.Millisecond < d {
+			d = time.Duration(ttl) * time.Millisecond
+		}
+		e.wait(ctx, d)
 	}
 }
 

@@ -44,7 +44,7 @@ func (p *PermitSemaphore) op(f, id string, args map[string]int64) history.Record
 // TrySetPermits sets the number of permits if it was never set.
 func (p *PermitSemaphore) TrySetPermits(ctx context.Context, n int64) (bool, error) {
 	return trySet(ctx, p.r, p.op("setPermits", "", msArgs("permits", n)), "sem_try_set",
-		[]string{p.name, p.channel()}, n, publishCommand)
+		[]string{p.name, p.channel()}, n, p.r.publish())
 }
 
 // TryAcquire takes one permit with a lease (0: none), waiting up to wait; it returns the permit id.
@@ -77,7 +77,7 @@ func (p *PermitSemaphore) tryAcquire(ctx context.Context, lease time.Duration) (
 		var next time.Duration
 		_, refused, err := p.r.write(p.op("acquire", id, msArgs("lease_ms", lease)), func() (*int64, bool, error) {
 			res, err := p.r.eval(ctx, p.acquire, []string{p.name, p.timeouts(), p.channel()},
-				1, until, now, int64(noLease), publishCommand, p.permitID(id))
+				1, until, now, int64(noLease), p.r.publish(), p.permitID(id))
 			switch v := res.(type) {
 			case string:
 				if ts, ok := strings.CutPrefix(v, ":"); ok {
@@ -117,7 +117,7 @@ func (p *PermitSemaphore) Release(ctx context.Context, id string) (bool, error) 
 	for try := 0; ; try++ {
 		_, refused, err := p.r.write(resendRecord(p.op("release", id, nil), "retry", try), func() (*int64, bool, error) {
 			res, err := p.r.eval(ctx, "pes_release", []string{p.name, p.channel(), p.timeouts()},
-				p.permitID(id), 1, p.r.now().UnixMilli(), publishCommand)
+				p.permitID(id), 1, p.r.now().UnixMilli(), p.r.publish())
 			v, ok := res.(int64)
 			if !ok {
 				return nil, false, err
@@ -144,6 +144,6 @@ func (p *PermitSemaphore) permitID(id string) string {
 func (p *PermitSemaphore) Available(ctx context.Context) (int64, error) {
 	return readCount(ctx, p.r, p.op("available", "", nil), func(ctx context.Context) (int64, error) {
 		return p.r.scripts.Get("pes_available").Run(ctx, p.r.rdb, []string{p.name, p.timeouts(), p.channel()},
-			p.r.now().UnixMilli(), publishCommand).Int64()
+			p.r.now().UnixMilli(), p.r.publish()).Int64()
 	})
 }

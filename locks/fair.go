@@ -92,5 +92,5 @@ func (l *FairLock) unlockInner(ctx context.Context, id string, attempt int) (int
 	l.r.noteLatch(id, latch)
 	return l.r.releaseOnce(ctx, l.op("release", msArgs("lease_ms", l.internalLease, "attempt", attempt)), "fair_release",
 		[]string{l.name, l.queue(), l.timeouts(), l.channel(), latch},
-		unlockMessage, l.internalLease.Milliseconds(), l.Owner(), l.now(), publishCommand, l.r.latchMs())
+		unlockMessage, l.internalLease.Milliseconds(), l.Owner(), l.now(), l.r.publish(), l.r.latchMs())
 }

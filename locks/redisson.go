@@ -51,6 +51,7 @@ type Redisson struct {
 	rec     Recorder
 	resends int // how many times a synced lock write is sent again after a response timeout (resendsFor)
 
+	pub  *publishMode
 	subs *subscriptions
 	wd   *watchdog
 
@@ -75,7 +76,8 @@ func NewRedissonOn(name, node string, conn ClientConfig, cfg RedissonConfig, scr
 	conn.Timeout, conn.Gate = cfg.Timeout, cfg.Gate
 	r := &Redisson{ID: uuid.NewString(), name: name, node: node, cfg: cfg, rdb: NewClient(conn), scripts: scripts, rec: rec,
 		conn: conn, slaves: map[string]int64{}, nodes: map[string]redis.UniversalClient{}, resends: resendsFor(conn, cfg)}
-	r.subs = newSubscriptions(r.rdb)
+	r.pub = newPublishMode(r.rdb)
+	r.subs = newSubscriptions(r.rdb, r.pub)
 	r.wd = newWatchdog(r)
 	return r
 }
@@ -199,130 +201,6 @@ func (r *Redisson) evalOn(ctx context.Context, c redis.UniversalClient, addr str
 		return res, ErrNoSync
 	}
 	return res, nil
-}
-
-// publishCommand is "publish": sharded SPUBLISH only applies to Redis Cluster 7+.
-const publishCommand = "publish"
-
-// subscriptions shares one pub/sub connection among all of a client's waiters, one latch per channel,
-// as Redisson's PublishSubscribe and RedissonLockEntry do.
-type subscriptions struct {
-	rdb     redis.UniversalClient
-	mu      sync.Mutex
-	ps      *redis.PubSub
-	entries map[string]*entry
-}
-
-type entry struct {
-	refs  int
-	kind  wakeKind
-	latch chan struct{} // a counting semaphore: each wake-up adds a permit
-}
-
-// wakeKind says how many waiters a message wakes.
-type wakeKind int
-
-const (
-	wakeLock      wakeKind = iota // "0" (unlock) wakes one, "1" (read unlock) wakes all
-	wakeSemaphore                 // the message is the new permit count: wake that many
-	wakeLatch                     // "0" (zero count) wakes all; "1" (new count) wakes none
-)
-
-func (e *entry) wakes(payload string) int {
-	switch e.kind {
-	case wakeSemaphore:
-		n, _ := strconv.Atoi(payload)
-		return max(min(n, e.refs), 0)
-	case wakeLatch:
-		if payload == "0" {
-			return e.refs
-		}
-		return 0
-	}
-	if payload == readUnlockMessage {
-		return e.refs
-	}
-	return 1
-}
-
-func newSubscriptions(rdb redis.UniversalClient) *subscriptions {
-	return &subscriptions{rdb: rdb, entries: map[string]*entry{}}
-}
-
-// subscribe joins a lock channel's entry, subscribing on first use.
-func (s *subscriptions) subscribe(ctx context.Context, channel string) (*entry, error) {
-	return s.subscribeKind(ctx, channel, wakeLock)
-}
-
-func (s *subscriptions) subscribeKind(ctx context.Context, channel string, kind wakeKind) (*entry, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e, ok := s.entries[channel]; ok {
-		e.refs++
-		return e, nil
-	}
-	if s.ps == nil {
-		s.ps = s.rdb.Subscribe(ctx)
-		go s.dispatch(s.ps.Channel())
-	}
-	if err := s.ps.Subscribe(ctx, channel); err != nil {
-		return nil, err
-	}
-	e := &entry{refs: 1, kind: kind, latch: make(chan struct{}, 1024)}
-	s.entries[channel] = e
-	return e, nil
-}
-
-func (s *subscriptions) unsubscribe(channel string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, ok := s.entries[channel]
-	if !ok {
-		return
-	}
-	if e.refs--; e.refs == 0 {
-		delete(s.entries, channel)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_ = s.ps.Unsubscribe(ctx, channel)
-		cancel()
-	}
-}
-
-func (s *subscriptions) dispatch(msgs <-chan *redis.Message) {
-	for m := range msgs {
-		s.mu.Lock()
-		e := s.entries[m.Channel]
-		wake := 0
-		if e != nil {
-			wake = e.wakes(m.Payload)
-		}
-		for i := 0; i < wake; i++ {
-			select {
-			case e.latch <- struct{}{}:
-			default:
-			}
-		}
-		s.mu.Unlock()
-	}
-}
-
-func (s *subscriptions) close() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ps != nil {
-		_ = s.ps.Close()
-	}
-}
-
-// wait blocks until a wake-up, d passes or ctx ends.
-func (e *entry) wait(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-e.latch:
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }
 
 const (

@@ -119,13 +119,13 @@ func (l *RLock) unlockInner(ctx context.Context, id string, attempt int) (res in
 	l.r.noteLatch(id, l.latchKey(id))
 	return l.r.releaseOnce(ctx, l.op("release", msArgs("lease_ms", l.internalLease, "attempt", attempt)), "release",
 		[]string{l.name, l.channel(), l.latchKey(id)},
-		unlockMessage, l.internalLease.Milliseconds(), l.Owner(), publishCommand, l.r.latchMs())
+		unlockMessage, l.internalLease.Milliseconds(), l.Owner(), l.r.publish(), l.r.latchMs())
 }
 
 // ForceUnlock deletes the lock whoever holds it and wakes every waiter.
 func (l *RLock) ForceUnlock(ctx context.Context) (bool, error) {
 	res, err := l.r.scripts.Get("force_release").Run(ctx, l.r.rdb, []string{l.name, l.channel()},
-		unlockMessage, publishCommand).Int64()
+		unlockMessage, l.r.publish()).Int64()
 	return res == 1, err
 }
 

@@ -18,13 +18,13 @@ import (
 type fixture struct {
 	node  *node.Node
 	admin *redis.Client
-	buf   *bytes.Buffer
+	buf   *hookWriter
 	rec   *history.Recorder
 }
 
 func newFixture(t *testing.T, extra ...string) *fixture {
 	n := redistest.Start(t, node.PersistNone, extra...)
-	buf := &bytes.Buffer{}
+	buf := &hookWriter{}
 	return &fixture{node: n, admin: redistest.Client(t, n.Addr(), n.Password()), buf: buf,
 		rec: history.NewRecorder(buf, history.NewClock())}
 }

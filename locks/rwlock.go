@@ -109,9 +109,9 @@ func (l *ReadWriteLock) unlockInner(ctx context.Context, id string, attempt int)
 	rec := l.op("release", msArgs("lease_ms", l.lease, "attempt", attempt))
 	if l.write {
 		return l.r.releaseOnce(ctx, rec, "rw_write_release", []string{l.name, l.channel(), latch},
-			readUnlockMessage, l.lease.Milliseconds(), l.Owner(), publishCommand, l.r.latchMs())
+			readUnlockMessage, l.lease.Milliseconds(), l.Owner(), l.r.publish(), l.r.latchMs())
 	}
 	return l.r.releaseOnce(ctx, rec, "rw_read_release",
 		[]string{l.name, l.channel(), readTimeoutPrefix(l.name, l.Owner()), "{" + l.name + "}", latch},
-		unlockMessage, l.Owner(), publishCommand, l.r.latchMs())
+		unlockMessage, l.Owner(), l.r.publish(), l.r.latchMs())
 }

@@ -35,7 +35,7 @@ func (s *RSemaphore) op(f string, args map[string]int64) history.Record {
 // TrySetPermits sets the number of permits if it was never set.
 func (s *RSemaphore) TrySetPermits(ctx context.Context, n int64) (bool, error) {
 	return trySet(ctx, s.r, s.op("setPermits", msArgs("permits", n)), "sem_try_set", []string{s.name, s.channel()},
-		n, publishCommand)
+		n, s.r.publish())
 }
 
 // trySet runs a set-once script that answers 1 (set) or 0 (already set).
@@ -82,7 +82,7 @@ func (s *RSemaphore) tryAcquire(ctx context.Context, n int64) (bool, error) {
 // throws it); a response timeout is resent on replicated deployments, so a release can apply twice.
 func (s *RSemaphore) Release(ctx context.Context, n int64) error {
 	_, _, err := s.r.write(s.op("release", msArgs("permits", n)), func() (*int64, bool, error) {
-		res, err := s.r.eval(context.WithoutCancel(ctx), s.release, []string{s.name, s.channel()}, n, publishCommand)
+		res, err := s.r.eval(context.WithoutCancel(ctx), s.release, []string{s.name, s.channel()}, n, s.r.publish())
 		v, ok := res.(int64)
 		if !ok {
 			return nil, false, err
