@@ -45,3 +45,30 @@ func TestPermitIDsAreRawBytes(t *testing.T) {
 		t.Fatalf("available %q after both releases, want 2", v)
 	}
 }
+
+// A read unlock finds the other readers' timeout keys under Redisson's key prefix, which for a name with a
+// hash tag is the name itself: one reader's unlock leaves the other's hold in place. Before, the emulation
+// looked under "{name}", found no other hold and deleted the lock under the remaining reader.
+func TestReadUnlockWithHashTaggedName(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	const name = "map{orders}:lock"
+	a := f.client(t, "c1", fast()).ReadLock(name, 1, false)
+	b := f.client(t, "c2", fast()).ReadLock(name, 1, false)
+	for _, l := range []interface {
+		TryLock(context.Context, time.Duration, time.Duration) (bool, error)
+	}{a, b} {
+		if ok, err := l.TryLock(ctx, 0, time.Minute); !ok || err != nil {
+			t.Fatalf("read acquire: %v %v", ok, err)
+		}
+	}
+	if err := a.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !f.admin.HExists(ctx, name, b.Owner()).Val() {
+		t.Fatal("the other reader's hold is gone after one reader's unlock")
+	}
+	if pttl := f.admin.PTTL(ctx, name).Val(); pttl < 30*time.Second {
+		t.Fatalf("pttl %v after one reader's unlock, want the remaining reader's minute", pttl)
+	}
+}

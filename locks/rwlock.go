@@ -41,6 +41,15 @@ func suffixName(name, suffix string) string {
 	return "{" + name + "}:" + suffix
 }
 
+// rwKeyPrefix is Redisson's getKeyPrefix: the timeout-key prefix cut before ":<owner>", which is {name},
+// or name itself when it has a hash tag.
+func rwKeyPrefix(name string) string {
+	if strings.Contains(name, "{") {
+		return name
+	}
+	return "{" + name + "}"
+}
+
 func readTimeoutPrefix(name, owner string) string { return suffixName(name, owner) + ":rwlock_timeout" }
 
 // Key is the lock's hash.
@@ -112,6 +121,6 @@ func (l *ReadWriteLock) unlockInner(ctx context.Context, id string, attempt int)
 			readUnlockMessage, l.lease.Milliseconds(), l.Owner(), l.r.publish(), l.r.latchMs())
 	}
 	return l.r.releaseOnce(ctx, rec, "rw_read_release",
-		[]string{l.name, l.channel(), readTimeoutPrefix(l.name, l.Owner()), "{" + l.name + "}", latch},
+		[]string{l.name, l.channel(), readTimeoutPrefix(l.name, l.Owner()), rwKeyPrefix(l.name), latch},
 		unlockMessage, l.Owner(), l.r.publish(), l.r.latchMs())
 }
