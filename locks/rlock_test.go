@@ -393,3 +393,24 @@ func TestWatchdogTickStopsAtFirstFailingChunk(t *testing.T) {
 		t.Fatal("the failing renewal of wa is not recorded")
 	}
 }
+
+// RedissonMultiLock.unlock is forEach(Lock::unlock): it stops at the first member whose unlock throws,
+// whatever the exception, and the members after it stay held. Before, only "not held" stopped it.
+func TestMultiLockUnlockStopsAtFirstError(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	r := f.client(t, "c1", fast())
+	m := locks.NewMultiLock(r.Lock("mu1", 1), r.Lock("mu2", 1))
+	if ok, err := m.TryLock(ctx, 0, time.Minute); !ok || err != nil {
+		t.Fatalf("multi acquire: %v %v", ok, err)
+	}
+	if err := f.admin.Set(ctx, "mu1", "not a lock", 0).Err(); err != nil { // its unlock script errs
+		t.Fatal(err)
+	}
+	if err := m.Unlock(ctx); err == nil {
+		t.Fatal("the multi unlock did not fail with its first member")
+	}
+	if f.admin.Exists(ctx, "mu2").Val() != 1 {
+		t.Fatal("the member after the failing one was unlocked")
+	}
+}
