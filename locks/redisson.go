@@ -136,6 +136,15 @@ func (r *Redisson) availableSlaves(ctx context.Context, c redis.Cmdable, addr st
 	return n
 }
 
+// WaitError is a WAIT that failed after its script ran: the script's effect stands, whether it replicated
+// is unknown, so the operation's outcome is unknown (never "did not run", whatever WAIT's error), and
+// Redisson's executor resends the batch (RedisWaitException is a retry exception).
+type WaitError struct{ Err error }
+
+func (e *WaitError) Error() string  { return "wait: " + e.Err.Error() }
+func (e *WaitError) Unwrap() error  { return e.Err }
+func (e *WaitError) Definite() bool { return false }
+
 func (r *Redisson) forgetSlaves(addr string) {
 	r.slavesMu.Lock()
 	delete(r.slaves, addr)
@@ -192,7 +201,7 @@ func (r *Redisson) evalOn(ctx context.Context, c redis.UniversalClient, addr str
 	}
 	acked, werr := wait.Int64()
 	if werr != nil {
-		return res, werr // the script ran; whether it replicated is unknown
+		return res, &WaitError{Err: werr}
 	}
 	if acked != n {
 		r.forgetSlaves(addr)

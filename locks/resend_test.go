@@ -11,6 +11,7 @@ import (
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/internal/redistest"
 	"github.com/lockcheck/lockcheck/locks"
+	"github.com/lockcheck/lockcheck/node"
 	"github.com/lockcheck/lockcheck/topology"
 	"github.com/redis/go-redis/v9"
 )
@@ -271,5 +272,38 @@ func TestUnlockNoSyncRetriesThenFails(t *testing.T) {
 	}
 	if f.admin.Exists(ctx, "nosync").Val() == 1 {
 		t.Fatal("the outer hold is still renewed: each NoSync attempt must cancel one hold's renewal")
+	}
+}
+
+// A WAIT that fails after its script ran (here WAIT is renamed away on the primary, which has a replica)
+// leaves the script's effect in place: the acquire is unknown, never "did not run". Before, WAIT's Redis
+// error made the command definite, recorded as failed although the lock was taken.
+func TestWaitErrorAfterScriptIsUnknown(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, "rename-command WAIT wait-renamed")
+	redistest.StartConfig(t, node.Config{Name: "n2", Password: f.node.Password(),
+		Extra: []string{"replicaof 127.0.0.1 " + fmt.Sprint(f.node.Port())}})
+	deadline := time.Now().Add(10 * time.Second)
+	for !bytes.Contains([]byte(f.admin.Info(ctx, "replication").Val()), []byte("state=online")) {
+		if time.Now().After(deadline) {
+			t.Fatal("replica never attached")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cfg := fast()
+	cfg.SyncRetries = 0
+	l := f.client(t, "c1", cfg).Lock("waiterr", 1)
+	ok, err := l.TryLock(ctx, 0, 0)
+	var werr *locks.WaitError
+	if ok || !errors.As(err, &werr) || locks.Definite(err) {
+		t.Fatalf("acquire with a failing WAIT: %v %v, want an ambiguous WaitError", ok, err)
+	}
+	if !f.admin.HExists(ctx, "waiterr", l.Owner()).Val() {
+		t.Fatal("the script did not run")
+	}
+	for _, o := range f.history(t).Ops {
+		if o.Invoke.F == "acquire" && o.Outcome() != history.Unknown {
+			t.Fatalf("the acquire whose WAIT failed is recorded %s", o.Outcome())
+		}
 	}
 }
