@@ -43,7 +43,7 @@ func (p *PermitSemaphore) op(f, id string, args map[string]int64) history.Record
 
 // TrySetPermits sets the number of permits if it was never set.
 func (p *PermitSemaphore) TrySetPermits(ctx context.Context, n int64) (bool, error) {
-	return trySet(ctx, p.r, p.op("setPermits", "", msArgs("permits", n)), "sem_try_set",
+	return trySetSynced(ctx, p.r, p.op("setPermits", "", msArgs("permits", n)), "sem_try_set",
 		[]string{p.name, p.channel()}, n, p.r.publish())
 }
 

@@ -307,3 +307,38 @@ func TestWaitErrorAfterScriptIsUnknown(t *testing.T) {
 		}
 	}
 }
+
+// trySetPermits is a synced write in Redisson (syncedEvalWithRetry): with no replica acknowledging, it is
+// repeated, the repeat answers 0 (already set), and the call fails with ErrNoSync. Before, the emulation
+// sent it without WAIT and reported success.
+func TestTrySetPermitsIsSynced(t *testing.T) {
+	ctx := context.Background()
+	f, rep := newReplicated(t)
+	cfg := fast()
+	cfg.SyncRetries = 1
+	cfg.RetryDelayMin, cfg.RetryDelayMax = 20*time.Millisecond, 40*time.Millisecond
+	cfg.SlavesSyncTimeout, cfg.Timeout = 2*time.Second, 5*time.Second
+	r := f.client(t, "c1", cfg)
+	if err := rep.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	ok, err := r.Semaphore("tsp", 1, false).TrySetPermits(ctx, 3)
+	if err := rep.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if ok || !errors.Is(err, locks.ErrNoSync) {
+		t.Fatalf("trySetPermits with a stalled replica: %v %v, want ErrNoSync", ok, err)
+	}
+	if v := f.admin.Get(ctx, "tsp").Val(); v != "3" {
+		t.Fatalf("permits %q, want 3 (the first send applied)", v)
+	}
+	var got []string
+	for _, o := range f.history(t).Ops {
+		if o.Invoke.F == "setPermits" {
+			got = append(got, fmt.Sprintf("%s/%d/nosync=%d", o.Outcome(), o.Invoke.Args["retry"], o.Complete.Args["nosync"]))
+		}
+	}
+	if want := "[ok/0/nosync=1 fail/1/nosync=0]"; fmt.Sprint(got) != want {
+		t.Fatalf("setPermits sends %v, want %s", got, want)
+	}
+}

@@ -20,6 +20,26 @@ type RSemaphore struct {
 
 var _ Semaphore = (*RSemaphore)(nil)
 
+// trySetSynced is trySet for a semaphore's trySetPermits, which Redisson sends as a synced write and
+// repeats on NoSync (syncedEvalWithRetry): a repeat after an applied set answers 0, and when the last
+// send is NoSync too the call fails with ErrNoSync.
+func trySetSynced(ctx context.Context, r *Redisson, rec history.Record, script string, keys []string, args ...any) (bool, error) {
+	ctx = context.WithoutCancel(ctx)
+	for try := 0; ; try++ {
+		_, refused, err := r.write(resendRecord(rec, "retry", try), func() (*int64, bool, error) {
+			res, err := r.eval(ctx, script, keys, args...)
+			n, ok := res.(int64)
+			if !ok {
+				return nil, false, err
+			}
+			return history.Int64(n), n == 0, err
+		})
+		if !errors.Is(err, ErrNoSync) || try >= r.cfg.SyncRetries || !sleepCtx(ctx, r.retryDelay()) {
+			return err == nil && !refused, err
+		}
+	}
+}
+
 // Semaphore returns the RSemaphore called name.
 func (r *Redisson) Semaphore(name string, thread int64, broken bool) *RSemaphore {
 	return &RSemaphore{r: r, name: name, thread: thread, release: variant("sem_release", broken)}
@@ -34,7 +54,7 @@ func (s *RSemaphore) op(f string, args map[string]int64) history.Record {
 
 // TrySetPermits sets the number of permits if it was never set.
 func (s *RSemaphore) TrySetPermits(ctx context.Context, n int64) (bool, error) {
-	return trySet(ctx, s.r, s.op("setPermits", msArgs("permits", n)), "sem_try_set", []string{s.name, s.channel()},
+	return trySetSynced(ctx, s.r, s.op("setPermits", msArgs("permits", n)), "sem_try_set", []string{s.name, s.channel()},
 		n, s.r.publish())
 }
 
