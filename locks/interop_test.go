@@ -72,3 +72,31 @@ func TestReadUnlockWithHashTaggedName(t *testing.T) {
 		t.Fatalf("pttl %v after one reader's unlock, want the remaining reader's minute", pttl)
 	}
 }
+
+// Redisson 4.7's read unlock cancels the same thread's write-lock renewal too (RedissonReadLock calls its
+// parent's cancelExpirationRenewal): a writer that takes and releases a read hold loses its watchdog, and
+// its write lock expires while held. Before, the emulation kept the two renewals apart.
+func TestReadUnlockCancelsWriteRenewal(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	cfg := fast()
+	cfg.WatchdogTimeout = 600 * time.Millisecond
+	r := f.client(t, "c1", cfg)
+	w, rd := r.WriteLock("wr", 1), r.ReadLock("wr", 1, false)
+	if ok, err := w.TryLock(ctx, 0, 0); !ok || err != nil {
+		t.Fatalf("write acquire: %v %v", ok, err)
+	}
+	if ok, err := rd.TryLock(ctx, 0, 0); !ok || err != nil {
+		t.Fatalf("the writer's read acquire: %v %v", ok, err)
+	}
+	if err := rd.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * cfg.WatchdogTimeout)
+	for f.admin.HExists(ctx, "wr", w.Owner()).Val() && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if f.admin.HExists(ctx, "wr", w.Owner()).Val() {
+		t.Fatal("the write lock is still renewed after the same thread's read unlock")
+	}
+}

@@ -107,8 +107,16 @@ func (l *ReadWriteLock) tryAcquire(ctx context.Context, lease time.Duration) (bo
 }
 
 // Unlock releases one hold of this half.
+// A read unlock also takes one hold off the same thread's write-lock renewal: RedissonReadLock's
+// cancelExpirationRenewal calls its parent's, which cancels the LockTask entry of the name and thread, the
+// write lock's (a Redisson 4.7 bug: a writer that reads loses its write renewal).
 func (l *ReadWriteLock) Unlock(ctx context.Context) error {
-	_, err := l.r.unlockRequest(ctx, l.unlockInner, func() { l.r.wd.removeKind(l.name, l.Owner(), !l.write) })
+	_, err := l.r.unlockRequest(ctx, l.unlockInner, func() {
+		l.r.wd.removeKind(l.name, l.Owner(), !l.write)
+		if !l.write {
+			l.r.wd.remove(l.name, l.Owner()+":write")
+		}
+	})
 	return err
 }
 
