@@ -342,3 +342,39 @@ func TestTrySetPermitsIsSynced(t *testing.T) {
 		t.Fatalf("setPermits sends %v, want %s", got, want)
 	}
 }
+
+// RFencedLock.tryLockAndGetToken neither undoes nor repeats a grant no replica acknowledged: the NoSync
+// goes to the caller, the lock stays held on the primary with its token drawn once, and no watchdog
+// renews it. Before, the emulation ran RLock's compensation (an unlock) and retries around it.
+func TestFencedNoSyncIsNotUndone(t *testing.T) {
+	ctx := context.Background()
+	f, rep := newReplicated(t)
+	cfg := fast()
+	cfg.SyncRetries = 2
+	cfg.RetryDelayMin, cfg.RetryDelayMax = 20*time.Millisecond, 40*time.Millisecond
+	cfg.SlavesSyncTimeout, cfg.Timeout = 2*time.Second, 5*time.Second
+	l := f.client(t, "c1", cfg).FencedLock("fnc", 1, false)
+	if err := rep.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	ok, err := l.TryLock(ctx, 0, 0)
+	if err := rep.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if ok || !errors.Is(err, locks.ErrNoSync) {
+		t.Fatalf("fenced acquire with a stalled replica: %v %v, want ErrNoSync", ok, err)
+	}
+	if !f.admin.HExists(ctx, "fnc", l.Owner()).Val() {
+		t.Fatal("the unacknowledged grant was undone")
+	}
+	if v := f.admin.Get(ctx, "redisson_lock_token:{fnc}").Val(); v != "1" {
+		t.Fatalf("token %q, want 1: one grant", v)
+	}
+	var fs []string
+	for _, o := range f.history(t).Ops {
+		fs = append(fs, o.Invoke.F+"/"+string(o.Outcome()))
+	}
+	if want := "[acquire/ok]"; fmt.Sprint(fs) != want {
+		t.Fatalf("recorded %v, want %s", fs, want)
+	}
+}

@@ -50,7 +50,7 @@ func (l *RLock) TryLock(ctx context.Context, wait, lease time.Duration) (bool, e
 }
 
 // tryAcquire runs the acquire script once; on ErrNoSync it compensates with an unlock and tries again, as
-// Redisson's handleNoSync inside ServiceManager.execute does.
+// Redisson's handleNoSync inside ServiceManager.execute does (RLock; the fenced lock does neither).
 func (l *RLock) tryAcquire(ctx context.Context, lease time.Duration) (bool, int64, error) {
 	arg := l.r.leaseArg(lease)
 	for attempt := 0; ; attempt++ {
@@ -60,14 +60,20 @@ func (l *RLock) tryAcquire(ctx context.Context, lease time.Duration) (bool, int6
 				keys = append(keys, prefixName("redisson_lock_token", l.name))
 			}
 			return l.parseAcquire(l.r.eval(ctx, l.acquire, keys, arg.Milliseconds(), l.Owner()))
-		}, func() { _, _, _ = l.unlockInner(ctx, newRequestID(), 0) }, func() {
+		}, func() {
+			if !l.fenced() {
+				_, _, _ = l.unlockInner(ctx, newRequestID(), 0)
+			}
+		}, func() {
 			if lease > 0 {
 				l.internalLease = lease
 			} else {
 				l.r.wd.add(l.name, l.Owner())
 			}
 		})
-		if !errors.Is(err, ErrNoSync) || attempt >= l.r.cfg.SyncRetries || !sleepCtx(ctx, l.r.retryDelay()) {
+		// RedissonFencedLock's token path (tryLockAndGetToken) has neither handleNoSync nor execute: a NoSync
+		// goes to the caller and the grant stays on the primary, unrenewed, until its lease runs out.
+		if l.fenced() || !errors.Is(err, ErrNoSync) || attempt >= l.r.cfg.SyncRetries || !sleepCtx(ctx, l.r.retryDelay()) {
 			return ok, ttl, err
 		}
 	}
