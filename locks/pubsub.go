@@ -147,9 +147,12 @@ func (s *subscriptions) subscribeKind(ctx context.Context, channel string, kind 
 // start sends the subscription of a new entry (under s.mu).
 func (s *subscriptions) start(ctx context.Context, e *entry, sharded bool) error {
 	if sharded {
-		e.ps = s.mode.cc.SSubscribe(ctx) // connects on the first channel, to its slot's master
+		// Subscribe before reading: the connection goes to the master of its first channel's slot, and a
+		// reader started first would connect without one, to any node.
+		e.ps = s.mode.cc.SSubscribe(ctx)
+		err := e.ps.SSubscribe(ctx, e.channel)
 		go s.dispatch(e.ps.ChannelWithSubscriptions())
-		return e.ps.SSubscribe(ctx, e.channel)
+		return err
 	}
 	if s.ps == nil {
 		s.ps = s.rdb.Subscribe(ctx)
