@@ -95,8 +95,9 @@ func ttlReply(res any, err error) (*int64, bool, error) {
 	return history.Int64(ttl), true, err
 }
 
-// acquireOnce records one acquire command (and its resends, see write) and settles it: a grant that no replica acknowledged is undone
-// (Redisson's handleNoSync); a refusal returns the holder's pttl; a grant runs granted.
+// acquireOnce records one acquire command (and its resends, see write) and settles it: a grant that no
+// replica acknowledged is undone (Redisson's handleNoSync); a refusal returns the holder's pttl; a grant
+// runs granted.
 func (r *Redisson) acquireOnce(rec history.Record, run func() (*int64, bool, error), undo, granted func()) (bool, int64, error) {
 	v, refused, err := r.write(rec, run)
 	switch {
