@@ -15,8 +15,9 @@ import (
 // Redis confirmed the subscription try again at once (a release between the first attempt and the
 // subscription sent no message this waiter could hear), then again on each wake-up or after the returned
 // ttl (ms, -1 for none). Time running out during a wait ends the call without a last attempt, as in
-// Redisson. ctx ends waiting; a command in flight always finishes. giveUp (may be nil) runs whenever the
-// call ends without the lock.
+// Redisson. ctx ends waiting; a command in flight always finishes. giveUp (may be nil) is Redisson's
+// acquireFailed: it runs when the wait ends without the lock, the subscription fails, or an attempt inside
+// the loop gets no reply; not when the first attempt or a later one fails with an answer.
 func (r *Redisson) waitFor(ctx context.Context, channel string, kind wakeKind, wait time.Duration,
 	attempt func(context.Context) (bool, int64, error), giveUp func(context.Context)) (bool, error) {
 	deadline := time.Now().Add(wait)
@@ -30,7 +31,7 @@ func (r *Redisson) waitFor(ctx context.Context, channel string, kind wakeKind, w
 	ok, ttl, err := attempt(cmdCtx)
 	switch {
 	case err != nil:
-		return fail(err)
+		return false, err // Redisson's first attempt throws without acquireFailed (a fair waiter stays queued)
 	case ok:
 		return true, nil
 	case time.Until(deadline) <= 0:
@@ -46,6 +47,9 @@ func (r *Redisson) waitFor(ctx context.Context, channel string, kind wakeKind, w
 			return fail(nil)
 		}
 		if ok, ttl, err = attempt(cmdCtx); err != nil {
+			if !resendable(err) { // only a response timeout runs acquireFailed inside Redisson's loop
+				return false, err
+			}
 			return fail(err)
 		} else if ok {
 			return true, nil

@@ -378,3 +378,40 @@ func TestFencedNoSyncIsNotUndone(t *testing.T) {
 		t.Fatalf("recorded %v, want %s", fs, want)
 	}
 }
+
+// When the first attempt of a fair tryLock gets no reply, Redisson throws without acquireFailed, so a
+// waiter the attempt did enqueue stays in the queue (a ghost until its deadline). Before, the emulation
+// dequeued it.
+func TestFairFirstAttemptErrorLeavesWaiterQueued(t *testing.T) {
+	ctx := context.Background()
+	d := startDeployment(t, topology.Single)
+	r := d.client(t, quick())
+	holder, waiter := r.FairLock("fq", 1, false), r.FairLock("fq", 2, false)
+	if ok, err := holder.TryLock(ctx, 0, 0); !ok || err != nil {
+		t.Fatalf("holder: %v %v", ok, err)
+	}
+	link := d.topo.Link("c1", "n1")
+	if err := link.DropReplies(); err != nil {
+		t.Fatal(err)
+	}
+	d.healAfterFirstUnknown(link)
+	ok, err := waiter.TryLock(ctx, 5*time.Second, 0)
+	d.buf.on = nil
+	if err := link.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	if ok || err == nil || locks.Definite(err) {
+		t.Fatalf("waiter: %v %v, want an ambiguous error", ok, err)
+	}
+	n1 := d.topo.Node("n1")
+	admin := redistest.Client(t, n1.Addr(), n1.Password())
+	queue := admin.LRange(ctx, "redisson_lock_queue:{fq}", 0, -1).Val()
+	if len(queue) != 1 || queue[0] != waiter.Owner() {
+		t.Fatalf("queue %q, want the waiter still in it", queue)
+	}
+	for _, o := range d.history(t).Ops {
+		if o.Invoke.F == "dequeue" {
+			t.Fatal("the waiter was dequeued after its first attempt failed")
+		}
+	}
+}
