@@ -11,9 +11,13 @@ import (
 // The pieces every Redisson primitive shares: the wait loop around an attempt, one recorded acquire, one
 // recorded release.
 
-// waitFor is Redisson's tryLock shape: one attempt; then, while wait lasts, subscribe to channel and try
-// again on each wake-up or after the returned ttl (ms, -1 for none). ctx ends waiting; a command in flight
-// always finishes. giveUp (may be nil) runs whenever the call ends without the lock.
+// waitFor is Redisson's tryLock shape: one attempt; then, while wait lasts, subscribe to channel, and once
+// Redis confirmed the subscription try again at once (a release between the first attempt and the
+// subscription sent no message this waiter could hear), then again on each wake-up or after the returned
+// ttl (ms, -1 for none). Time running out during a wait ends the call without a last attempt, as in
+// Redisson. ctx ends waiting; a command in flight always finishes. giveUp (may be nil) is Redisson's
+// acquireFailed: it runs when the wait ends without the lock, the subscription fails, or an attempt inside
+// the loop gets no reply; not when the first attempt or a later one fails with an answer.
 func (r *Redisson) waitFor(ctx context.Context, channel string, kind wakeKind, wait time.Duration,
 	attempt func(context.Context) (bool, int64, error), giveUp func(context.Context)) (bool, error) {
 	deadline := time.Now().Add(wait)
@@ -27,7 +31,7 @@ func (r *Redisson) waitFor(ctx context.Context, channel string, kind wakeKind, w
 	ok, ttl, err := attempt(cmdCtx)
 	switch {
 	case err != nil:
-		return fail(err)
+		return false, err // Redisson's first attempt throws without acquireFailed (a fair waiter stays queued)
 	case ok:
 		return true, nil
 	case time.Until(deadline) <= 0:
@@ -37,21 +41,27 @@ func (r *Redisson) waitFor(ctx context.Context, channel string, kind wakeKind, w
 	if err != nil {
 		return fail(err) // Redisson gives up when it cannot subscribe in time
 	}
-	defer r.subs.unsubscribe(channel)
+	defer r.subs.unsubscribe(e)
 	for {
-		d := time.Until(deadline)
-		if ttl >= 0 && time.Duration(ttl)*time.Millisecond < d {
-			d = time.Duration(ttl) * time.Millisecond
-		}
-		e.wait(ctx, d)
 		if ctx.Err() != nil || time.Until(deadline) <= 0 {
 			return fail(nil)
 		}
 		if ok, ttl, err = attempt(cmdCtx); err != nil {
+			if !resendable(err) { // only a response timeout runs acquireFailed inside Redisson's loop
+				return false, err
+			}
 			return fail(err)
 		} else if ok {
 			return true, nil
 		}
+		d := time.Until(deadline)
+		if d <= 0 {
+			return fail(nil)
+		}
+		if ttl >= 0 && time.Duration(ttl)*time.Millisecond < d {
+			d = time.Duration(ttl) * time.Millisecond
+		}
+		e.wait(ctx, d)
 	}
 }
 
@@ -89,10 +99,11 @@ func ttlReply(res any, err error) (*int64, bool, error) {
 	return history.Int64(ttl), true, err
 }
 
-// acquireOnce records one acquire command and settles it: a grant that no replica acknowledged is undone
-// (Redisson's handleNoSync); a refusal returns the holder's pttl; a grant runs granted.
+// acquireOnce records one acquire command (and its resends, see write) and settles it: a grant that no
+// replica acknowledged is undone (Redisson's handleNoSync); a refusal returns the holder's pttl; a grant
+// runs granted.
 func (r *Redisson) acquireOnce(rec history.Record, run func() (*int64, bool, error), undo, granted func()) (bool, int64, error) {
-	v, refused, err := record(r.rec, rec, run)
+	v, refused, err := r.write(rec, run)
 	switch {
 	case errors.Is(err, ErrNoSync):
 		if !refused {
@@ -130,7 +141,7 @@ func (r *Redisson) releaseOnce(ctx context.Context, rec history.Record, script s
 
 // latchMs is how long an unlock latch lives: (timeout + retry delay) × attempts, as Redisson computes it.
 func (r *Redisson) latchMs() int64 {
-	return max((r.cfg.Timeout+1500*time.Millisecond).Milliseconds()*int64(r.cfg.UnlockRetries+1), 1)
+	return max((r.cfg.Timeout+1500*time.Millisecond).Milliseconds()*int64(r.cfg.RetryAttempts+1), 1)
 }
 
 // leaseArg is the lease an acquire script gets: the caller's, or the watchdog's when none.

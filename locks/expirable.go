@@ -2,6 +2,7 @@ package locks
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"strconv"
 	"strings"
@@ -15,8 +16,9 @@ const noLease = 922337203685477
 
 // PermitSemaphore is Redisson's RPermitExpirableSemaphore: available permits in a string, issued permit
 // ids in a zset scored by their deadline in client epoch ms, expired permits reclaimed lazily by whichever
-// script runs next, by its caller's clock. Ids are sent as 32 hex characters (Redisson sends the 16 raw
-// bytes).
+// script runs next, by its caller's clock. An id is 32 hex characters to the caller and in the history, and
+// its 16 raw bytes in Redis, as Redisson sends it (decodeHexDump), so either client can release the
+// other's permits.
 type PermitSemaphore struct {
 	r       *Redisson
 	name    string
@@ -41,8 +43,8 @@ func (p *PermitSemaphore) op(f, id string, args map[string]int64) history.Record
 
 // TrySetPermits sets the number of permits if it was never set.
 func (p *PermitSemaphore) TrySetPermits(ctx context.Context, n int64) (bool, error) {
-	return trySet(ctx, p.r, p.op("setPermits", "", msArgs("permits", n)), "sem_try_set",
-		[]string{p.name, p.channel()}, n, publishCommand)
+	return trySetSynced(ctx, p.r, p.op("setPermits", "", msArgs("permits", n)), "sem_try_set",
+		[]string{p.name, p.channel()}, n, p.r.publish())
 }
 
 // TryAcquire takes one permit with a lease (0: none), waiting up to wait; it returns the permit id.
@@ -73,9 +75,9 @@ func (p *PermitSemaphore) tryAcquire(ctx context.Context, lease time.Duration) (
 			until = now + lease.Milliseconds()
 		}
 		var next time.Duration
-		_, refused, err := record(p.r.rec, p.op("acquire", id, msArgs("lease_ms", lease)), func() (*int64, bool, error) {
+		_, refused, err := p.r.write(p.op("acquire", id, msArgs("lease_ms", lease)), func() (*int64, bool, error) {
 			res, err := p.r.eval(ctx, p.acquire, []string{p.name, p.timeouts(), p.channel()},
-				1, until, now, int64(noLease), publishCommand, id)
+				1, until, now, int64(noLease), p.r.publish(), p.permitID(id))
 			switch v := res.(type) {
 			case string:
 				if ts, ok := strings.CutPrefix(v, ":"); ok {
@@ -107,27 +109,41 @@ func (p *PermitSemaphore) tryAcquire(ctx context.Context, lease time.Duration) (
 	}
 }
 
-// Release returns a permit by id; false means it had expired (or was never issued).
+// Release returns a permit by id; false means it had expired (or was never issued, or an earlier send of
+// this release applied). As Redisson's tryRelease (syncedEvalWithRetry): a NoSync is repeated with the same
+// id, up to SyncRetries times, and fails the call when the last send is NoSync too.
 func (p *PermitSemaphore) Release(ctx context.Context, id string) (bool, error) {
-	_, refused, err := record(p.r.rec, p.op("release", id, nil), func() (*int64, bool, error) {
-		res, err := p.r.eval(context.WithoutCancel(ctx), "pes_release", []string{p.name, p.channel(), p.timeouts()},
-			id, 1, p.r.now().UnixMilli(), publishCommand)
-		v, ok := res.(int64)
-		if !ok {
-			return nil, false, err
+	ctx = context.WithoutCancel(ctx)
+	for try := 0; ; try++ {
+		_, refused, err := p.r.write(resendRecord(p.op("release", id, nil), "retry", try), func() (*int64, bool, error) {
+			res, err := p.r.eval(ctx, "pes_release", []string{p.name, p.channel(), p.timeouts()},
+				p.permitID(id), 1, p.r.now().UnixMilli(), p.r.publish())
+			v, ok := res.(int64)
+			if !ok {
+				return nil, false, err
+			}
+			return history.Int64(v), v == 0, err
+		})
+		if !errors.Is(err, ErrNoSync) || try >= p.r.cfg.SyncRetries || !sleepCtx(ctx, p.r.retryDelay()) {
+			return err == nil && !refused, err
 		}
-		return history.Int64(v), v == 0, err
-	})
-	if errors.Is(err, ErrNoSync) {
-		err = nil
 	}
-	return err == nil && !refused, err
+}
+
+// permitID is the zset member of the permit id (hex): its raw bytes. An id that is not hex (a caller's
+// own) goes as it is.
+func (p *PermitSemaphore) permitID(id string) string {
+	b, err := hex.DecodeString(id)
+	if err != nil {
+		return id
+	}
+	return string(b)
 }
 
 // Available reclaims expired permits and reads how many are available.
 func (p *PermitSemaphore) Available(ctx context.Context) (int64, error) {
 	return readCount(ctx, p.r, p.op("available", "", nil), func(ctx context.Context) (int64, error) {
 		return p.r.scripts.Get("pes_available").Run(ctx, p.r.rdb, []string{p.name, p.timeouts(), p.channel()},
-			p.r.now().UnixMilli(), publishCommand).Int64()
+			p.r.now().UnixMilli(), p.r.publish()).Int64()
 	})
 }

@@ -72,7 +72,7 @@ func (l *FairLock) tryAcquire(ctx context.Context, lease, slot time.Duration) (b
 
 // acquireFailed leaves the queue and hands the slot back to the waiters behind.
 func (l *FairLock) acquireFailed(ctx context.Context, slot time.Duration) {
-	_, _, _ = record(l.r.rec, l.op("dequeue", msArgs("slot_ms", slot)), func() (*int64, bool, error) {
+	_, _, _ = l.r.write(l.op("dequeue", msArgs("slot_ms", slot)), func() (*int64, bool, error) {
 		_, err := l.r.eval(ctx, "fair_acquire_failed", []string{l.queue(), l.timeouts()}, l.Owner(), slot.Milliseconds())
 		return nil, false, err
 	})
@@ -80,9 +80,8 @@ func (l *FairLock) acquireFailed(ctx context.Context, slot time.Duration) {
 
 // Unlock releases one hold and wakes the waiter at the head of the queue.
 func (l *FairLock) Unlock(ctx context.Context) error {
-	res, err := l.r.unlockRetrying(ctx, l.unlockInner)
-	l.r.wd.remove(l.name, l.Owner())
-	if err == nil && res == 1 {
+	res, err := l.r.unlockRequest(ctx, l.unlockInner, func() { l.r.wd.remove(l.name, l.Owner()) })
+	if err != nil || res != 0 {
 		l.internalLease = l.r.cfg.WatchdogTimeout
 	}
 	return err
@@ -93,5 +92,5 @@ func (l *FairLock) unlockInner(ctx context.Context, id string, attempt int) (int
 	l.r.noteLatch(id, latch)
 	return l.r.releaseOnce(ctx, l.op("release", msArgs("lease_ms", l.internalLease, "attempt", attempt)), "fair_release",
 		[]string{l.name, l.queue(), l.timeouts(), l.channel(), latch},
-		unlockMessage, l.internalLease.Milliseconds(), l.Owner(), l.now(), publishCommand, l.r.latchMs())
+		unlockMessage, l.internalLease.Milliseconds(), l.Owner(), l.now(), l.r.publish(), l.r.latchMs())
 }

@@ -38,14 +38,14 @@ func (l *CountDownLatch) op(f string, args map[string]int64) history.Record {
 // TrySetCount sets the count on an open latch.
 func (l *CountDownLatch) TrySetCount(ctx context.Context, n int64) (bool, error) {
 	return trySet(ctx, l.r, l.op("setCount", msArgs("count", n)), "latch_try_set", []string{l.name, l.channel()},
-		"1", n, publishCommand)
+		"1", n, l.r.publish())
 }
 
 // CountDown decrements the count once; it is never retried (Redisson 3.16.4+, #3850).
 func (l *CountDownLatch) CountDown(ctx context.Context) error {
 	_, _, err := record(l.r.rec, l.op("countDown", nil), func() (*int64, bool, error) {
 		v, err := l.r.scripts.Get(l.countDown).Run(context.WithoutCancel(ctx), l.r.rdb, []string{l.name, l.channel()},
-			"0", publishCommand).Int64()
+			"0", l.r.publish()).Int64()
 		if err != nil {
 			return nil, false, err
 		}
@@ -76,7 +76,7 @@ func (l *CountDownLatch) Await(ctx context.Context, wait time.Duration) (bool, e
 	if err != nil {
 		return false, err
 	}
-	defer l.r.subs.unsubscribe(l.channel())
+	defer l.r.subs.unsubscribe(e)
 	for {
 		if n, err = l.Count(ctx); err != nil || n == 0 {
 			return err == nil, err

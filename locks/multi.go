@@ -166,23 +166,16 @@ func (m *MultiLock) release(ctx context.Context, ls []*RLock) {
 	}
 }
 
-// Unlock releases every member. MultiLock stops at the first member that is not held (Redisson's
-// forEach(Lock::unlock)); RedLock releases them all and swallows errors.
+// Unlock releases every member. MultiLock stops at the first member whose unlock fails in any way
+// (Redisson's forEach(Lock::unlock)): the members after it stay held, and renewed; RedLock releases them
+// all and swallows errors.
 func (m *MultiLock) Unlock(ctx context.Context) error {
-	var first error
 	for _, l := range m.locks {
-		err := l.Unlock(ctx)
-		if err != nil && first == nil {
-			first = err
-			if !m.redlock && errors.Is(err, ErrNotHeld) {
-				return err
-			}
+		if err := l.Unlock(ctx); err != nil && !m.redlock {
+			return err
 		}
 	}
-	if m.redlock {
-		return nil
-	}
-	return first
+	return nil
 }
 
 // expire is RedissonExpirable.expireAsync: PEXPIRE with no owner check, recorded as "expire".

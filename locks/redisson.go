@@ -2,7 +2,9 @@ package locks
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,7 +20,7 @@ import (
 type RedissonConfig struct {
 	WatchdogTimeout   time.Duration // lockWatchdogTimeout, 30 s
 	WatchdogBatch     int           // lockWatchdogBatchSize, 100
-	UnlockRetries     int           // extra unlock attempts with the same request id (retryAttempts, 4)
+	RetryAttempts     int           // retryAttempts, 4: resends after a response timeout (replicated only)
 	RetryDelayMin     time.Duration // retryDelay: EqualJitterDelay(1 s, 2 s) between attempts
 	RetryDelayMax     time.Duration
 	Timeout           time.Duration // per command (timeout, 3 s)
@@ -32,7 +34,7 @@ type RedissonConfig struct {
 
 // DefaultRedissonConfig is Redisson's defaults.
 func DefaultRedissonConfig() RedissonConfig {
-	return RedissonConfig{WatchdogTimeout: 30 * time.Second, WatchdogBatch: 100, UnlockRetries: 4,
+	return RedissonConfig{WatchdogTimeout: 30 * time.Second, WatchdogBatch: 100, RetryAttempts: 4,
 		RetryDelayMin: time.Second, RetryDelayMax: 2 * time.Second,
 		Timeout: 3 * time.Second, CheckSyncedSlaves: true, SlavesSyncTimeout: time.Second, SyncRetries: 4}
 }
@@ -47,7 +49,9 @@ type Redisson struct {
 	rdb     redis.UniversalClient
 	scripts *Scripts
 	rec     Recorder
+	resends int // how many times a synced lock write is sent again after a response timeout (resendsFor)
 
+	pub  *publishMode
 	subs *subscriptions
 	wd   *watchdog
 
@@ -71,8 +75,9 @@ func NewRedisson(name string, conn ClientConfig, cfg RedissonConfig, scripts *Sc
 func NewRedissonOn(name, node string, conn ClientConfig, cfg RedissonConfig, scripts *Scripts, rec Recorder) *Redisson {
 	conn.Timeout, conn.Gate = cfg.Timeout, cfg.Gate
 	r := &Redisson{ID: uuid.NewString(), name: name, node: node, cfg: cfg, rdb: NewClient(conn), scripts: scripts, rec: rec,
-		conn: conn, slaves: map[string]int64{}, nodes: map[string]redis.UniversalClient{}}
-	r.subs = newSubscriptions(r.rdb)
+		conn: conn, slaves: map[string]int64{}, nodes: map[string]redis.UniversalClient{}, resends: resendsFor(conn, cfg)}
+	r.pub = newPublishMode(r.rdb)
+	r.subs = newSubscriptions(r.rdb, r.pub)
 	r.wd = newWatchdog(r)
 	return r
 }
@@ -131,6 +136,15 @@ func (r *Redisson) availableSlaves(ctx context.Context, c redis.Cmdable, addr st
 	return n
 }
 
+// WaitError is a WAIT that failed after its script ran: the script's effect stands, whether it replicated
+// is unknown, so the operation's outcome is unknown (never "did not run", whatever WAIT's error), and
+// Redisson's executor resends the batch (RedisWaitException is a retry exception).
+type WaitError struct{ Err error }
+
+func (e *WaitError) Error() string  { return "wait: " + e.Err.Error() }
+func (e *WaitError) Unwrap() error  { return e.Err }
+func (e *WaitError) Definite() bool { return false }
+
 func (r *Redisson) forgetSlaves(addr string) {
 	r.slavesMu.Lock()
 	delete(r.slaves, addr)
@@ -187,7 +201,7 @@ func (r *Redisson) evalOn(ctx context.Context, c redis.UniversalClient, addr str
 	}
 	acked, werr := wait.Int64()
 	if werr != nil {
-		return res, werr // the script ran; whether it replicated is unknown
+		return res, &WaitError{Err: werr}
 	}
 	if acked != n {
 		r.forgetSlaves(addr)
@@ -196,130 +210,6 @@ func (r *Redisson) evalOn(ctx context.Context, c redis.UniversalClient, addr str
 		return res, ErrNoSync
 	}
 	return res, nil
-}
-
-// publishCommand is "publish": sharded SPUBLISH only applies to Redis Cluster 7+.
-const publishCommand = "publish"
-
-// subscriptions shares one pub/sub connection among all of a client's waiters, one latch per channel,
-// as Redisson's PublishSubscribe and RedissonLockEntry do.
-type subscriptions struct {
-	rdb     redis.UniversalClient
-	mu      sync.Mutex
-	ps      *redis.PubSub
-	entries map[string]*entry
-}
-
-type entry struct {
-	refs  int
-	kind  wakeKind
-	latch chan struct{} // a counting semaphore: each wake-up adds a permit
-}
-
-// wakeKind says how many waiters a message wakes.
-type wakeKind int
-
-const (
-	wakeLock      wakeKind = iota // "0" (unlock) wakes one, "1" (read unlock) wakes all
-	wakeSemaphore                 // the message is the new permit count: wake that many
-	wakeLatch                     // "0" (zero count) wakes all; "1" (new count) wakes none
-)
-
-func (e *entry) wakes(payload string) int {
-	switch e.kind {
-	case wakeSemaphore:
-		n, _ := strconv.Atoi(payload)
-		return max(min(n, e.refs), 0)
-	case wakeLatch:
-		if payload == "0" {
-			return e.refs
-		}
-		return 0
-	}
-	if payload == readUnlockMessage {
-		return e.refs
-	}
-	return 1
-}
-
-func newSubscriptions(rdb redis.UniversalClient) *subscriptions {
-	return &subscriptions{rdb: rdb, entries: map[string]*entry{}}
-}
-
-// subscribe joins a lock channel's entry, subscribing on first use.
-func (s *subscriptions) subscribe(ctx context.Context, channel string) (*entry, error) {
-	return s.subscribeKind(ctx, channel, wakeLock)
-}
-
-func (s *subscriptions) subscribeKind(ctx context.Context, channel string, kind wakeKind) (*entry, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e, ok := s.entries[channel]; ok {
-		e.refs++
-		return e, nil
-	}
-	if s.ps == nil {
-		s.ps = s.rdb.Subscribe(ctx)
-		go s.dispatch(s.ps.Channel())
-	}
-	if err := s.ps.Subscribe(ctx, channel); err != nil {
-		return nil, err
-	}
-	e := &entry{refs: 1, kind: kind, latch: make(chan struct{}, 1024)}
-	s.entries[channel] = e
-	return e, nil
-}
-
-func (s *subscriptions) unsubscribe(channel string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, ok := s.entries[channel]
-	if !ok {
-		return
-	}
-	if e.refs--; e.refs == 0 {
-		delete(s.entries, channel)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_ = s.ps.Unsubscribe(ctx, channel)
-		cancel()
-	}
-}
-
-func (s *subscriptions) dispatch(msgs <-chan *redis.Message) {
-	for m := range msgs {
-		s.mu.Lock()
-		e := s.entries[m.Channel]
-		wake := 0
-		if e != nil {
-			wake = e.wakes(m.Payload)
-		}
-		for i := 0; i < wake; i++ {
-			select {
-			case e.latch <- struct{}{}:
-			default:
-			}
-		}
-		s.mu.Unlock()
-	}
-}
-
-func (s *subscriptions) close() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ps != nil {
-		_ = s.ps.Close()
-	}
-}
-
-// wait blocks until a wake-up, d passes or ctx ends.
-func (e *entry) wait(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-e.latch:
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }
 
 const (
@@ -430,6 +320,10 @@ func (w *watchdog) loop() {
 	}
 }
 
+// renewAll is one tick. As Redisson's RenewalTask, a tick renews chunk after chunk (per slot on a cluster)
+// and abandons the rest of the tick at the first chunk that fails (an error or a NoSync): the locks after it
+// are not renewed this tick. Read holds are a separate task (ReadLockTask), which stops at its own first
+// failure. Redisson's order is its maps'; here it is by slot, then by name, so a run can be repeated.
 func (w *watchdog) renewAll() {
 	w.mu.Lock()
 	var names, owners []string
@@ -440,17 +334,25 @@ func (w *watchdog) renewAll() {
 			continue
 		}
 		names = append(names, rn.name)
-		owners = append(owners, rn.owners[0])
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		owners = append(owners, w.held[renewalKey(n, false)].owners[0])
 	}
 	w.mu.Unlock()
+	sort.Slice(reads, func(i, j int) bool { return reads[i].name < reads[j].name })
 	for _, rn := range reads {
-		w.renewRead(rn.name, rn.owners[0])
+		if w.renewRead(rn.name, rn.owners[0]) != nil {
+			break
+		}
 	}
 	batch := max(w.r.cfg.WatchdogBatch, 1)
 	for _, g := range w.r.sameSlot(names, owners) {
 		for i := 0; i < len(g.names); i += batch {
 			j := min(i+batch, len(g.names))
-			w.renew(g.names[i:j], g.owners[i:j])
+			if w.renew(g.names[i:j], g.owners[i:j]) != nil {
+				return
+			}
 		}
 	}
 }
@@ -476,10 +378,13 @@ func (r *Redisson) sameSlot(names, owners []string) []renewGroup {
 		out[k].names = append(out[k].names, n)
 		out[k].owners = append(out[k].owners, owners[i])
 	}
+	sort.SliceStable(out, func(i, j int) bool { return Slot(out[i].names[0]) < Slot(out[j].names[0]) })
 	return out
 }
 
-func (w *watchdog) renew(names, owners []string) {
+// renew runs one chunk's renewal script and returns its error (a NoSync included: Redisson's LockTask sees
+// an exception and then ignores the chunk's replies, so no lock is dropped for a 0 there).
+func (w *watchdog) renew(names, owners []string) error {
 	lease := w.r.cfg.WatchdogTimeout
 	ops := make([]*history.Op, len(names))
 	for i := range names {
@@ -493,6 +398,7 @@ func (w *watchdog) renew(names, owners []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), w.r.cfg.Timeout+w.r.cfg.SlavesSyncTimeout)
 	res, err := w.r.eval(ctx, "renew", names, args...)
 	cancel()
+	nosync := errors.Is(err, ErrNoSync)
 	vals, _ := res.([]any)
 	for i, op := range ops {
 		var v int64 = -1
@@ -500,13 +406,17 @@ func (w *watchdog) renew(names, owners []string) {
 			v, _ = vals[i].(int64)
 		}
 		switch {
+		case v == 1 && nosync:
+			op.Ok(history.Int64(1), map[string]int64{"nosync": 1})
 		case v == 1:
 			op.Ok(history.Int64(1), nil)
 		case v == 0:
 			op.Fail(history.Int64(0), nil)
-			w.mu.Lock()
-			w.dropOwner(renewalKey(names[i], false), owners[i])
-			w.mu.Unlock()
+			if !nosync {
+				w.mu.Lock()
+				w.dropOwner(renewalKey(names[i], false), owners[i])
+				w.mu.Unlock()
+			}
 		case err == nil:
 			op.Unknown(fmt.Errorf("renew: unexpected reply %v", res))
 		case Definite(err):
@@ -515,6 +425,7 @@ func (w *watchdog) renew(names, owners []string) {
 			op.Unknown(err) // the scheduler logs and keeps the lock: it tries again next tick
 		}
 	}
+	return err
 }
 
 // Latch keys are dropped after an unlock request completes (Redisson fires an async DEL); the inner
@@ -542,13 +453,14 @@ func (r *Redisson) dropLatches(id string) {
 }
 
 // renewRead renews one reader's hold of a read-write lock: the hash and every timeout key of the reader.
-func (w *watchdog) renewRead(name, owner string) {
+// It returns the script's error (a NoSync included).
+func (w *watchdog) renewRead(name, owner string) error {
 	lease := w.r.cfg.WatchdogTimeout
 	ctx, cancel := context.WithTimeout(context.Background(), w.r.cfg.Timeout+w.r.cfg.SlavesSyncTimeout)
 	defer cancel()
 	rec := history.Record{Client: w.r.name, Node: w.r.node, Key: name, Owner: owner, F: "renew",
 		Args: msArgs("lease_ms", lease, "read", 1)}
-	_, refused, _ := record(w.r.rec, rec, func() (*int64, bool, error) {
+	_, refused, err := record(w.r.rec, rec, func() (*int64, bool, error) {
 		res, err := w.r.eval(ctx, "rw_read_renew", []string{name, readTimeoutPrefix(name, owner)}, lease.Milliseconds(), owner)
 		n, _ := res.(int64)
 		return history.Int64(n), n == 0 && err == nil, err
@@ -558,4 +470,5 @@ func (w *watchdog) renewRead(name, owner string) {
 		w.dropOwner(renewalKey(name, true), owner)
 		w.mu.Unlock()
 	}
+	return err
 }

@@ -50,7 +50,7 @@ func (l *RLock) TryLock(ctx context.Context, wait, lease time.Duration) (bool, e
 }
 
 // tryAcquire runs the acquire script once; on ErrNoSync it compensates with an unlock and tries again, as
-// Redisson's handleNoSync inside ServiceManager.execute does.
+// Redisson's handleNoSync inside ServiceManager.execute does (RLock; the fenced lock does neither).
 func (l *RLock) tryAcquire(ctx context.Context, lease time.Duration) (bool, int64, error) {
 	arg := l.r.leaseArg(lease)
 	for attempt := 0; ; attempt++ {
@@ -60,14 +60,20 @@ func (l *RLock) tryAcquire(ctx context.Context, lease time.Duration) (bool, int6
 				keys = append(keys, prefixName("redisson_lock_token", l.name))
 			}
 			return l.parseAcquire(l.r.eval(ctx, l.acquire, keys, arg.Milliseconds(), l.Owner()))
-		}, func() { _, _, _ = l.unlockInner(ctx, newRequestID(), 0) }, func() {
+		}, func() {
+			if !l.fenced() {
+				_, _, _ = l.unlockInner(ctx, newRequestID(), 0)
+			}
+		}, func() {
 			if lease > 0 {
 				l.internalLease = lease
 			} else {
 				l.r.wd.add(l.name, l.Owner())
 			}
 		})
-		if !errors.Is(err, ErrNoSync) || attempt >= l.r.cfg.SyncRetries || !sleepCtx(ctx, l.r.retryDelay()) {
+		// RedissonFencedLock's token path (tryLockAndGetToken) has neither handleNoSync nor execute: a NoSync
+		// goes to the caller and the grant stays on the primary, unrenewed, until its lease runs out.
+		if l.fenced() || !errors.Is(err, ErrNoSync) || attempt >= l.r.cfg.SyncRetries || !sleepCtx(ctx, l.r.retryDelay()) {
 			return ok, ttl, err
 		}
 	}
@@ -100,45 +106,14 @@ func (l *RLock) parseAcquire(res any, err error) (*int64, bool, error) {
 // Token is the fencing token of the last grant (fenced lock only).
 func (l *RLock) Token() int64 { return l.token }
 
-// Unlock releases one hold. An ambiguous attempt is repeated with the same request id: the script's unlock
-// latch makes a repeat answer what the first attempt did instead of unlocking twice (Redisson 3.52+).
+// Unlock releases one hold as RedissonBaseLock.unlockAsync does (see unlockRequest): one request id, whose
+// unlock latch makes every repeat answer what the first send did instead of unlocking twice.
 func (l *RLock) Unlock(ctx context.Context) error {
-	res, err := l.r.unlockRetrying(ctx, l.unlockInner)
-	l.r.wd.remove(l.name, l.Owner()) // Redisson cancels renewal whatever the unlock answered
-	if err == nil && res == 1 {
+	res, err := l.r.unlockRequest(ctx, l.unlockInner, func() { l.r.wd.remove(l.name, l.Owner()) })
+	if err != nil || res != 0 { // RedissonLock.cancelExpirationRenewal: unless a partial unlock (false)
 		l.internalLease = l.r.cfg.WatchdogTimeout
 	}
 	return err
-}
-
-// unlockRetrying runs one unlock request: attempts share a request id, an ambiguous one is repeated after
-// Redisson's retry delay, and the latch key is dropped afterwards. It returns the script's answer, or
-// ErrNotHeld.
-func (r *Redisson) unlockRetrying(ctx context.Context, inner func(ctx context.Context, id string, attempt int) (int64, bool, error)) (int64, error) {
-	ctx = context.WithoutCancel(ctx) // an unlock is never abandoned half way
-	id := newRequestID()
-	var (
-		res int64
-		err error
-		nok bool
-	)
-	for attempt := 0; attempt <= r.cfg.UnlockRetries; attempt++ {
-		if attempt > 0 {
-			time.Sleep(r.retryDelay())
-		}
-		res, nok, err = inner(ctx, id, attempt)
-		if err == nil || Definite(err) || errors.Is(err, ErrNoSync) {
-			break
-		}
-	}
-	go r.dropLatches(id)
-	if errors.Is(err, ErrNoSync) {
-		err = nil // the unlock applied on the primary (Redisson 3.20+ treats it as done)
-	}
-	if err == nil && nok {
-		err = ErrNotHeld
-	}
-	return res, err
 }
 
 func (l *RLock) latchKey(id string) string { return latchKey(l.name, id) }
@@ -150,13 +125,13 @@ func (l *RLock) unlockInner(ctx context.Context, id string, attempt int) (res in
 	l.r.noteLatch(id, l.latchKey(id))
 	return l.r.releaseOnce(ctx, l.op("release", msArgs("lease_ms", l.internalLease, "attempt", attempt)), "release",
 		[]string{l.name, l.channel(), l.latchKey(id)},
-		unlockMessage, l.internalLease.Milliseconds(), l.Owner(), publishCommand, l.r.latchMs())
+		unlockMessage, l.internalLease.Milliseconds(), l.Owner(), l.r.publish(), l.r.latchMs())
 }
 
 // ForceUnlock deletes the lock whoever holds it and wakes every waiter.
 func (l *RLock) ForceUnlock(ctx context.Context) (bool, error) {
 	res, err := l.r.scripts.Get("force_release").Run(ctx, l.r.rdb, []string{l.name, l.channel()},
-		unlockMessage, publishCommand).Int64()
+		unlockMessage, l.r.publish()).Int64()
 	return res == 1, err
 }
 

@@ -18,13 +18,13 @@ import (
 type fixture struct {
 	node  *node.Node
 	admin *redis.Client
-	buf   *bytes.Buffer
+	buf   *hookWriter
 	rec   *history.Recorder
 }
 
 func newFixture(t *testing.T, extra ...string) *fixture {
 	n := redistest.Start(t, node.PersistNone, extra...)
-	buf := &bytes.Buffer{}
+	buf := &hookWriter{}
 	return &fixture{node: n, admin: redistest.Client(t, n.Addr(), n.Password()), buf: buf,
 		rec: history.NewRecorder(buf, history.NewClock())}
 }
@@ -193,19 +193,7 @@ func TestUnlockLatchMakesRetriesIdempotent(t *testing.T) {
 // and reported as ErrNoSync.
 func TestReplicaSyncAndNoSync(t *testing.T) {
 	ctx := context.Background()
-	f := newFixture(t)
-	rep := redistest.StartConfig(t, node.Config{Name: "n2", Password: f.node.Password(),
-		Extra: []string{"replicaof 127.0.0.1 " + fmt.Sprint(f.node.Port())}})
-	// Wait for the replica to attach and acknowledge a write, as Redisson's cached connected_slaves would
-	// see it (online alone is not enough: a replica still loading its first sync answers no WAIT).
-	deadline := time.Now().Add(10 * time.Second)
-	for !bytes.Contains([]byte(f.admin.Info(ctx, "replication").Val()), []byte("state=online")) ||
-		f.admin.Do(ctx, "WAIT", 1, 1000).Val() != int64(1) {
-		if time.Now().After(deadline) {
-			t.Fatal("replica never attached")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	f, rep := newReplicated(t)
 	cfg := fast()
 	cfg.SyncRetries = 0
 	// Long enough for a loaded machine's replica to acknowledge (the stalled case below waits all of it),
@@ -238,6 +226,25 @@ func TestReplicaSyncAndNoSync(t *testing.T) {
 	if fmt.Sprint(fs) != want {
 		t.Fatalf("recorded %v, want %s", fs, want)
 	}
+}
+
+// newReplicated is a fixture whose node has one replica, attached and acknowledging writes.
+func newReplicated(t *testing.T) (*fixture, *node.Node) {
+	ctx := context.Background()
+	f := newFixture(t)
+	rep := redistest.StartConfig(t, node.Config{Name: "n2", Password: f.node.Password(),
+		Extra: []string{"replicaof 127.0.0.1 " + fmt.Sprint(f.node.Port())}})
+	// Wait for the replica to attach and acknowledge a write, as Redisson's cached connected_slaves would
+	// see it (online alone is not enough: a replica still loading its first sync answers no WAIT).
+	deadline := time.Now().Add(10 * time.Second)
+	for !bytes.Contains([]byte(f.admin.Info(ctx, "replication").Val()), []byte("state=online")) ||
+		f.admin.Do(ctx, "WAIT", 1, 1000).Val() != int64(1) {
+		if time.Now().After(deadline) {
+			t.Fatal("replica never attached")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return f, rep
 }
 
 func TestNaiveDeletesAnotherOwnersLock(t *testing.T) {
@@ -349,5 +356,61 @@ func TestMultiLockBlocksUntilAllFree(t *testing.T) {
 	}
 	if ok, _ := a.Lock("m1", 1).TryLock(ctx, 0, 0); ok {
 		t.Fatal("another client got a member of a held multi lock")
+	}
+}
+
+// Redisson's watchdog abandons a renewal tick at the first chunk that fails: with chunks of one lock, a
+// failing renewal of "wa" (its key was replaced by a string, so the script errs) stops the renewal of "wb"
+// after it, which then expires while held. Before, lockcheck renewed every chunk whatever the others did.
+func TestWatchdogTickStopsAtFirstFailingChunk(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	cfg := fast()
+	cfg.WatchdogTimeout, cfg.WatchdogBatch = 600*time.Millisecond, 1
+	r := f.client(t, "c1", cfg)
+	for _, k := range []string{"wa", "wb"} {
+		if ok, err := r.Lock(k, 1).TryLock(ctx, 0, 0); !ok || err != nil {
+			t.Fatalf("acquire %s: %v %v", k, ok, err)
+		}
+	}
+	if err := f.admin.Set(ctx, "wa", "not a lock", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * cfg.WatchdogTimeout)
+	for f.admin.Exists(ctx, "wb").Val() == 1 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if f.admin.Exists(ctx, "wb").Val() == 1 {
+		t.Fatal("wb was renewed although the chunk before it failed")
+	}
+	failed := false
+	for _, o := range f.history(t).Ops {
+		if o.Invoke.F == "renew" && o.Invoke.Key == "wa" && o.Outcome() == history.Fail {
+			failed = true
+		}
+	}
+	if !failed {
+		t.Fatal("the failing renewal of wa is not recorded")
+	}
+}
+
+// RedissonMultiLock.unlock is forEach(Lock::unlock): it stops at the first member whose unlock throws,
+// whatever the exception, and the members after it stay held. Before, only "not held" stopped it.
+func TestMultiLockUnlockStopsAtFirstError(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	r := f.client(t, "c1", fast())
+	m := locks.NewMultiLock(r.Lock("mu1", 1), r.Lock("mu2", 1))
+	if ok, err := m.TryLock(ctx, 0, time.Minute); !ok || err != nil {
+		t.Fatalf("multi acquire: %v %v", ok, err)
+	}
+	if err := f.admin.Set(ctx, "mu1", "not a lock", 0).Err(); err != nil { // its unlock script errs
+		t.Fatal(err)
+	}
+	if err := m.Unlock(ctx); err == nil {
+		t.Fatal("the multi unlock did not fail with its first member")
+	}
+	if f.admin.Exists(ctx, "mu2").Val() != 1 {
+		t.Fatal("the member after the failing one was unlocked")
 	}
 }

@@ -41,6 +41,15 @@ func suffixName(name, suffix string) string {
 	return "{" + name + "}:" + suffix
 }
 
+// rwKeyPrefix is Redisson's getKeyPrefix: the timeout-key prefix cut before ":<owner>", which is {name},
+// or name itself when it has a hash tag.
+func rwKeyPrefix(name string) string {
+	if strings.Contains(name, "{") {
+		return name
+	}
+	return "{" + name + "}"
+}
+
 func readTimeoutPrefix(name, owner string) string { return suffixName(name, owner) + ":rwlock_timeout" }
 
 // Key is the lock's hash.
@@ -98,9 +107,16 @@ func (l *ReadWriteLock) tryAcquire(ctx context.Context, lease time.Duration) (bo
 }
 
 // Unlock releases one hold of this half.
+// A read unlock also takes one hold off the same thread's write-lock renewal: RedissonReadLock's
+// cancelExpirationRenewal calls its parent's, which cancels the LockTask entry of the name and thread, the
+// write lock's (a Redisson 4.7 bug: a writer that reads loses its write renewal).
 func (l *ReadWriteLock) Unlock(ctx context.Context) error {
-	_, err := l.r.unlockRetrying(ctx, l.unlockInner)
-	l.r.wd.removeKind(l.name, l.Owner(), !l.write)
+	_, err := l.r.unlockRequest(ctx, l.unlockInner, func() {
+		l.r.wd.removeKind(l.name, l.Owner(), !l.write)
+		if !l.write {
+			l.r.wd.remove(l.name, l.Owner()+":write")
+		}
+	})
 	return err
 }
 
@@ -110,9 +126,9 @@ func (l *ReadWriteLock) unlockInner(ctx context.Context, id string, attempt int)
 	rec := l.op("release", msArgs("lease_ms", l.lease, "attempt", attempt))
 	if l.write {
 		return l.r.releaseOnce(ctx, rec, "rw_write_release", []string{l.name, l.channel(), latch},
-			readUnlockMessage, l.lease.Milliseconds(), l.Owner(), publishCommand, l.r.latchMs())
+			readUnlockMessage, l.lease.Milliseconds(), l.Owner(), l.r.publish(), l.r.latchMs())
 	}
 	return l.r.releaseOnce(ctx, rec, "rw_read_release",
-		[]string{l.name, l.channel(), readTimeoutPrefix(l.name, l.Owner()), "{" + l.name + "}", latch},
-		unlockMessage, l.Owner(), publishCommand, l.r.latchMs())
+		[]string{l.name, l.channel(), readTimeoutPrefix(l.name, l.Owner()), rwKeyPrefix(l.name), latch},
+		unlockMessage, l.Owner(), l.r.publish(), l.r.latchMs())
 }

@@ -20,6 +20,26 @@ type RSemaphore struct {
 
 var _ Semaphore = (*RSemaphore)(nil)
 
+// trySetSynced is trySet for a semaphore's trySetPermits, which Redisson sends as a synced write and
+// repeats on NoSync (syncedEvalWithRetry): a repeat after an applied set answers 0, and when the last
+// send is NoSync too the call fails with ErrNoSync.
+func trySetSynced(ctx context.Context, r *Redisson, rec history.Record, script string, keys []string, args ...any) (bool, error) {
+	ctx = context.WithoutCancel(ctx)
+	for try := 0; ; try++ {
+		_, refused, err := r.write(resendRecord(rec, "retry", try), func() (*int64, bool, error) {
+			res, err := r.eval(ctx, script, keys, args...)
+			n, ok := res.(int64)
+			if !ok {
+				return nil, false, err
+			}
+			return history.Int64(n), n == 0, err
+		})
+		if !errors.Is(err, ErrNoSync) || try >= r.cfg.SyncRetries || !sleepCtx(ctx, r.retryDelay()) {
+			return err == nil && !refused, err
+		}
+	}
+}
+
 // Semaphore returns the RSemaphore called name.
 func (r *Redisson) Semaphore(name string, thread int64, broken bool) *RSemaphore {
 	return &RSemaphore{r: r, name: name, thread: thread, release: variant("sem_release", broken)}
@@ -34,8 +54,8 @@ func (s *RSemaphore) op(f string, args map[string]int64) history.Record {
 
 // TrySetPermits sets the number of permits if it was never set.
 func (s *RSemaphore) TrySetPermits(ctx context.Context, n int64) (bool, error) {
-	return trySet(ctx, s.r, s.op("setPermits", msArgs("permits", n)), "sem_try_set", []string{s.name, s.channel()},
-		n, publishCommand)
+	return trySetSynced(ctx, s.r, s.op("setPermits", msArgs("permits", n)), "sem_try_set", []string{s.name, s.channel()},
+		n, s.r.publish())
 }
 
 // trySet runs a set-once script that answers 1 (set) or 0 (already set).
@@ -62,7 +82,7 @@ func (s *RSemaphore) TryAcquire(ctx context.Context, n int64, wait time.Duration
 // script took any (the result is discarded), and tries again.
 func (s *RSemaphore) tryAcquire(ctx context.Context, n int64) (bool, error) {
 	for attempt := 0; ; attempt++ {
-		_, refused, err := record(s.r.rec, s.op("acquire", msArgs("permits", n)), func() (*int64, bool, error) {
+		_, refused, err := s.r.write(s.op("acquire", msArgs("permits", n)), func() (*int64, bool, error) {
 			res, err := s.r.eval(ctx, "sem_acquire", []string{s.name}, n)
 			v, _ := res.(int64)
 			return history.Int64(v), v == 0 && res != nil, err
@@ -78,19 +98,17 @@ func (s *RSemaphore) tryAcquire(ctx context.Context, n int64) (bool, error) {
 	}
 }
 
-// Release returns n permits. It is never retried (syncedEvalNoRetry).
+// Release returns n permits. A NoSync is not repeated and fails the call (RedissonSemaphore.releaseAsync
+// throws it); a response timeout is resent on replicated deployments, so a release can apply twice.
 func (s *RSemaphore) Release(ctx context.Context, n int64) error {
-	_, _, err := record(s.r.rec, s.op("release", msArgs("permits", n)), func() (*int64, bool, error) {
-		res, err := s.r.eval(context.WithoutCancel(ctx), s.release, []string{s.name, s.channel()}, n, publishCommand)
+	_, _, err := s.r.write(s.op("release", msArgs("permits", n)), func() (*int64, bool, error) {
+		res, err := s.r.eval(context.WithoutCancel(ctx), s.release, []string{s.name, s.channel()}, n, s.r.publish())
 		v, ok := res.(int64)
 		if !ok {
 			return nil, false, err
 		}
 		return history.Int64(v), false, err
 	})
-	if errors.Is(err, ErrNoSync) {
-		return nil
-	}
 	return err
 }
 
