@@ -28,8 +28,9 @@ type Recorder struct {
 	nextID atomic.Int64
 
 	ok, fail, unknown, sections, overlaps atomic.Int64
-	outOfFDs                              atomic.Int64 // completions that failed for want of descriptors
-	fault                                 atomic.Value // string: the fault in force, for the status line
+	outOfFDs                              atomic.Int64                 // completions that failed for want of descriptors
+	fault                                 atomic.Value                 // string: the fault in force, for the status line
+	observe                               atomic.Pointer[func(Record)] // see Observe
 }
 
 // Create opens path for a new history.
@@ -119,6 +120,7 @@ func (r *Recorder) Invoke(rec Record) *Op {
 	rec.Type = Invoke
 	rec.ID = r.nextID.Add(1)
 	r.write(rec, true)
+	r.notify(rec)
 	return &Op{r: r, rec: Record{ID: rec.ID, Client: rec.Client, Thread: rec.Thread, Key: rec.Key,
 		Node: rec.Node, Owner: rec.Owner, F: rec.F}}
 }
@@ -143,6 +145,7 @@ func (o *Op) complete(t Type, value *int64, args map[string]int64, errText strin
 	rec := o.rec
 	rec.Type, rec.Value, rec.Args, rec.Error = t, value, args, errText
 	o.r.write(rec, true)
+	o.r.notify(rec)
 	switch t {
 	case Ok:
 		o.r.ok.Add(1)
