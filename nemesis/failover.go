@@ -229,27 +229,41 @@ func (l *lagging) Start(ctx context.Context, env *Env, targets []string) (string
 	lag := max(env.Params.Duration/3, 500*time.Millisecond)
 	bg, cancel := context.WithCancel(context.Background())
 	run.cancel = cancel
-	go func() {
-		defer close(run.done)
-		select {
-		case <-bg.Done():
-			return
-		case <-time.After(lag):
-		}
+	isolate := func(why string) {
 		err := eachLink(env, run.links, Link.Cut)
-		detail := fmt.Sprintf("primary %s isolated: %s, lagging, is the only promotable replica", primary, run.lagger)
+		detail := fmt.Sprintf("primary %s isolated%s: %s, lagging, is the only promotable replica", primary, why, run.lagger)
 		if err != nil {
 			detail += "; cut failed: " + err.Error()
 		}
 		if env.Note != nil {
 			env.Note("lagging-failover", targets, detail)
 		}
+	}
+	// Under a trigger the primary is isolated right after the next grant: a lock the lagging replica
+	// surely lacks, with its holder still inside.
+	wait, triggered := awaitPhase(env, func(ev Event) { isolate(" right after " + describe(ev)) })
+	go func() {
+		defer close(run.done)
+		if triggered {
+			wait(bg.Done())
+			return
+		}
+		select {
+		case <-bg.Done():
+			return
+		case <-time.After(lag):
+		}
+		isolate("")
 	}()
 	others := "no other replica"
 	if len(run.others) > 0 {
 		others = strings.Join(run.others, " ") + " made unpromotable (replica-priority 0)"
 	}
-	return fmt.Sprintf("replication to %s held, %s; primary %s isolated in %s", run.lagger, others, primary, lag), nil
+	when := "in " + lag.String()
+	if triggered {
+		when = "right after the next grant"
+	}
+	return fmt.Sprintf("replication to %s held, %s; primary %s isolated %s", run.lagger, others, primary, when), nil
 }
 
 func (l *lagging) Stop(ctx context.Context, env *Env, targets []string) error {
