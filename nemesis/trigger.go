@@ -58,10 +58,16 @@ func init() {
 	RegisterTrigger(Trigger{Name: "unlock", About: "a caller begins its unlock, before its first command",
 		Match: func(e Event) bool { return e.F == "unlock" && e.Type == "invoke" }})
 
+	// release: a caller's unlock was just acknowledged: the lock is free on the primary and its replicas.
+	RegisterTrigger(Trigger{Name: "release", About: "a caller's unlock was just acknowledged (the lock is free)",
+		Match: func(e Event) bool { return e.F == "unlock" && e.Type == "ok" }})
+
 	RegisterTriggered("client-pause", "grant", func(ev Event, _ []string) []string { return []string{ev.Client} })
 	RegisterTriggered("clock", "grant", holderNodes)
 	RegisterTriggered("clock-strobe", "grant", holderNodes)
-	RegisterTriggered("failover", "grant", keepHolder)
+	// A failover right after a grant keeps the holder's lease on the promoted replica, so nobody can take
+	// the lock there before the fault heals; right after a release the lock is free on both sides of it.
+	RegisterTriggered("failover", "release", keepHolder)
 	RegisterTriggered("drop-reply", "unlock", callerLinks)
 	triggeredBy["lagging-failover"] = triggered{trigger: "grant", phase: true,
 		aim: func(_ Event, planned []string) []string { return planned }}
@@ -89,8 +95,8 @@ func holderNodes(ev Event, planned []string) []string {
 	return out
 }
 
-// keepHolder keeps the client just granted on the old primary (in place of one planned kept client), so
-// its release goes where the failover will lose it.
+// keepHolder keeps the event's client (the one that just released) on the old primary, in place of one
+// planned kept client: it takes the lock again there while the others take it on the promoted replica.
 func keepHolder(ev Event, planned []string) []string {
 	out := []string{}
 	var kept []string
@@ -101,11 +107,9 @@ func keepHolder(ev Event, planned []string) []string {
 			out = append(out, t)
 		}
 	}
-	if ev.Client != "" && !slices.Contains(kept, ev.Client) {
-		if len(kept) > 0 {
-			kept = kept[1:]
-		}
-		kept = append([]string{ev.Client}, kept...)
+	// With no kept client planned (one client in all) nobody would be left to see the new primary.
+	if ev.Client != "" && len(kept) > 0 && !slices.Contains(kept, ev.Client) {
+		kept = append([]string{ev.Client}, kept[1:]...)
 	}
 	for _, c := range kept {
 		out = append(out, "keep:"+c)

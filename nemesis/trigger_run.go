@@ -129,10 +129,14 @@ func awaitPhase(env *Env, fire func(Event)) (wait func(stop <-chan struct{}), ok
 }
 
 func describe(ev Event) string {
-	s := fmt.Sprintf("%s's %s", ev.Client, ev.F)
-	if ev.Type == "ok" {
-		s = fmt.Sprintf("%s's grant", ev.Client)
+	what := ev.F
+	switch {
+	case ev.F == "tryLock" && ev.Type == "ok":
+		what = "grant"
+	case ev.F == "unlock" && ev.Type == "ok":
+		what = "release"
 	}
+	s := fmt.Sprintf("%s's %s", ev.Client, what)
 	if ev.Key != "" {
 		s += " on " + ev.Key
 	}
