@@ -13,8 +13,8 @@ import (
 // FaultCoverage is what one fault window did to the lock: the operations in flight in its scope while it
 // was in force (the targeted clients' for a client or link fault, those sent to the targeted nodes for a
 // node fault, every one for a failover), which of them ended unknown, the grants and releases in it, and
-// whether a holder was inside its critical section then. A fault that touched nothing could not have
-// caught anything.
+// whether a holder was inside its critical section then (for a node fault, any holder: a critical section
+// does not name the nodes that hold its lock). A fault that touched nothing could not have caught anything.
 type FaultCoverage struct {
 	Fault    string         `json:"fault"`
 	Targets  []string       `json:"targets,omitempty"`
