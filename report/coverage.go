@@ -155,6 +155,14 @@ func (r *Results) NoteCoverage(h *history.History) {
 			r.Notes = append(r.Notes, "fault "+c.Text())
 		}
 	}
+	releases := 0
+	for _, c := range r.Coverage {
+		releases += c.InFlight["release"]
+	}
+	if releases == 0 && len(r.Coverage) > 0 && !MissedAll(r.Coverage) {
+		// e.g. a drop-reply run whose windows only ever hit acquires: a broken unlock would have passed
+		r.Notes = append(r.Notes, "no fault window had a release in flight: the unlock path was not tested under faults")
+	}
 	if r.Valid == checker.Valid && MissedAll(r.Coverage) {
 		r.MissedLock = true
 		r.Verdict = MissedLock

@@ -88,6 +88,12 @@ func TestValidButMissed(t *testing.T) {
 	if !r.MissedLock || r.Verdict != MissedLock || !strings.Contains(out.String(), "VERDICT: VALID, but the faults missed the lock") {
 		t.Fatalf("missed %v, verdict %q, table:\n%s", r.MissedLock, r.Verdict, out.String())
 	}
+	acq := &Results{Valid: checker.Valid}
+	acq.NoteCoverage(&history.History{Ops: h.Ops,
+		Faults: []history.Record{fault("drop-reply", "start", 5, "c1->n1"), fault("drop-reply", "stop", 40, "c1->n1")}})
+	if acq.MissedLock || !strings.Contains(strings.Join(acq.Notes, "\n"), "no fault window had a release in flight") {
+		t.Fatalf("a drop-reply that hit only an acquire: missed %v, notes %q", acq.MissedLock, acq.Notes)
+	}
 	bad := &Results{Valid: checker.Invalid}
 	bad.NoteCoverage(h)
 	if bad.MissedLock || bad.Verdict != "" {

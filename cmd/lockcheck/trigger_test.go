@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,5 +106,66 @@ func TestTriggerWithoutTriggeredFault(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(root); len(entries) != 0 {
 		t.Fatalf("a refused run left %d entries in its results directory", len(entries))
+	}
+}
+
+// A valid history whose only fault touched no operation and no holder checks valid, but says the fault
+// missed the lock: in the verdict line, the JSON, and a note naming the fault. (A real fault-free run's
+// history, with a pause of its node put in after its last operation.)
+func TestValidButTheFaultsMissedTheLock(t *testing.T) {
+	code, dir := run(t, "run", "--lock", "reentrant", "--clients", "2", "--time", "2s", "--quiet", "1s", "--seed", "1")
+	if code != exitValid {
+		t.Fatalf("fault-free run: exit %d (%s)", code, dir)
+	}
+	path := filepath.Join(dir, "history.jsonl")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	var last int64
+	for _, l := range lines[:len(lines)-1] {
+		var r struct{ Time, Exit int64 }
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatal(err)
+		}
+		last = max(last, r.Time, r.Exit)
+	}
+	var end struct{ Time int64 }
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &end); err != nil || end.Time < last+3 {
+		t.Fatalf("no room after the last record (%d) before the end (%d): %v", last, end.Time, err)
+	}
+	pause := func(phase string, at int64) string {
+		return fmt.Sprintf(`{"type":"fault","time":%d,"client":"nemesis","f":"pause","phase":%q,"targets":["n1"]}`, at, phase)
+	}
+	lines = append(lines[:len(lines)-1], pause("start", last+1), pause("stop", last+2), lines[len(lines)-1])
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	code, _ = runCaptured(t, root, "check", dir)
+	if code != exitValid {
+		t.Fatalf("check: exit %d, want %d", code, exitValid)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "history.check.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Valid      any      `json:"valid"`
+		MissedLock bool     `json:"missed_lock"`
+		Verdict    string   `json:"verdict"`
+		Notes      []string `json:"notes"`
+		Coverage   []struct {
+			Fault   string `json:"fault"`
+			Touched bool   `json:"touched"`
+		} `json:"coverage"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Valid != true || !r.MissedLock || r.Verdict != "valid, but the faults missed the lock" || len(r.Coverage) != 1 ||
+		r.Coverage[0].Touched || !strings.Contains(strings.Join(r.Notes, "\n"), "pause n1") {
+		t.Fatalf("results: %+v", r)
 	}
 }
