@@ -48,7 +48,10 @@ func Coverage(h *history.History) []FaultCoverage {
 			if o.Complete != nil {
 				done = o.Complete.Time
 			}
-			if o.Invoke.Time > w.End || done < w.Start || !in(o.Invoke.Client, o.Invoke.Node) {
+			if o.Invoke.Time > w.End {
+				break // operations are in invoke order
+			}
+			if done < w.Start || !in(o.Invoke.Client, o.Invoke.Node) {
 				continue
 			}
 			c.InFlight[o.Invoke.F]++

@@ -85,7 +85,7 @@ func firstViolation(b *testing.B, root, bin, results string, args []string) (tim
 	var r struct {
 		Checkers []struct {
 			Valid any   `json:"valid"`
-			At    int64 `json:"at"`
+			At    int64 `json:"violation_at_ns"`
 		} `json:"checkers"`
 	}
 	if err := json.Unmarshal(data, &r); err != nil {
