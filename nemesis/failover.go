@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	Register("failover", &failover{cut: map[string][]string{}})
+	Register("failover", &failover{cut: map[string][]string{}, ready: map[int]string{}})
 	Register("failover-command", failoverCommand{})
 	Register("lagging-failover", &lagging{runs: map[string]*lagRun{}})
 	Register("partition-nodes", partitionNodes{})
@@ -102,8 +102,19 @@ func isolation(env *Env, primary string, kept map[string]bool) []string {
 // the rest see two primaries until the fault heals and the old primary rejoins as a replica (losing what
 // only it had). Give it a --nemesis-duration longer than failure detection (1 s) plus an election.
 type failover struct {
-	mu  sync.Mutex
-	cut map[string][]string // targets key -> links cut at start
+	mu    sync.Mutex
+	cut   map[string][]string // targets key -> links cut at start
+	ready map[int]string      // shard -> its primary, looked up before a trigger fires (prepare)
+}
+
+// prepare looks the shard's primary up before a trigger fires, so that the start, in the recording
+// goroutine, cuts at once: a Sentinel round trip there lets a waiting client take a just-released lock first.
+func (f *failover) prepare(ctx context.Context, env *Env, targets []string) {
+	if p, err := env.Replication.Primary(ctx, shardOf(targets)); err == nil {
+		f.mu.Lock()
+		f.ready[shardOf(targets)] = p
+		f.mu.Unlock()
+	}
 }
 
 func (f *failover) Applies(env *Env) error { return needReplication("failover", env) }
@@ -121,9 +132,15 @@ func (f *failover) Targets(rng *rand.Rand, env *Env) []string {
 }
 
 func (f *failover) Start(ctx context.Context, env *Env, targets []string) (string, error) {
-	primary, err := env.Replication.Primary(ctx, shardOf(targets))
-	if err != nil {
-		return "", err
+	f.mu.Lock()
+	primary, ok := f.ready[shardOf(targets)]
+	delete(f.ready, shardOf(targets))
+	f.mu.Unlock()
+	if !ok {
+		var err error
+		if primary, err = env.Replication.Primary(ctx, shardOf(targets)); err != nil {
+			return "", err
+		}
 	}
 	links := isolation(env, primary, keptClients(targets))
 	f.mu.Lock()

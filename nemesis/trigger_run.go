@@ -50,6 +50,11 @@ func runTriggered(ctx context.Context, env *Env, rec Recorder, start time.Time, 
 		rec.Fault(st.Fault, "error", st.Targets, "start: "+err.Error())
 		return
 	}
+	if p, ok := f.(interface {
+		prepare(context.Context, *Env, []string)
+	}); ok {
+		p.prepare(ctx, env, planned)
+	}
 	done := make(chan firing, 1)
 	disarm, err := env.Triggers.arm(st.Trigger, st.Skip, env.Targets.Clients, func(ev Event) {
 		targets := planned
