@@ -28,9 +28,10 @@ type Recorder struct {
 	nextID atomic.Int64
 
 	ok, fail, unknown, sections, overlaps atomic.Int64
-	outOfFDs                              atomic.Int64                 // completions that failed for want of descriptors
-	fault                                 atomic.Value                 // string: the fault in force, for the status line
-	observe                               atomic.Pointer[func(Record)] // see Observe
+	outOfFDs                              atomic.Int64 // completions that failed for want of descriptors
+	fault                                 atomic.Value // string: the fault in force, for the status line
+
+	observe atomic.Pointer[func(Record)] // see Observe
 }
 
 // Create opens path for a new history.
