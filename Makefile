@@ -53,6 +53,7 @@ test: deps
 # Speed targets, each printed beside its yardstick as a ratio.
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 20m ./bench/
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 4h ./bench/violation/
 
 # A Docker engine for --backend docker, where the machine allows it: docker.io from Debian's packages and
 # dockerd with vfs storage, no iptables and no bridge (host networking only). Says plainly when it cannot.

@@ -30,6 +30,8 @@ type Recorder struct {
 	ok, fail, unknown, sections, overlaps atomic.Int64
 	outOfFDs                              atomic.Int64 // completions that failed for want of descriptors
 	fault                                 atomic.Value // string: the fault in force, for the status line
+
+	observe atomic.Pointer[func(Record)] // see Observe
 }
 
 // Create opens path for a new history.
@@ -121,6 +123,7 @@ func (r *Recorder) Invoke(rec Record) *Op {
 	rec.Type = Invoke
 	rec.ID = r.nextID.Add(1)
 	r.write(rec, true)
+	r.notify(rec)
 	return &Op{r: r, id: rec.ID, client: rec.Client, thread: rec.Thread, key: rec.Key, node: rec.Node,
 		owner: rec.Owner, f: rec.F}
 }
@@ -145,6 +148,7 @@ func (o *Op) complete(t Type, value *int64, args map[string]int64, errText strin
 	rec := Record{Type: t, ID: o.id, Client: o.client, Thread: o.thread, Key: o.key, Node: o.node, Owner: o.owner,
 		F: o.f, Value: value, Args: args, Error: errText}
 	o.r.write(rec, true)
+	o.r.notify(rec)
 	switch t {
 	case Ok:
 		o.r.ok.Add(1)

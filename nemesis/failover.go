@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	Register("failover", &failover{cut: map[string][]string{}})
+	Register("failover", &failover{cut: map[string][]string{}, ready: map[int]string{}})
 	Register("failover-command", failoverCommand{})
 	Register("lagging-failover", &lagging{runs: map[string]*lagRun{}})
 	Register("partition-nodes", partitionNodes{})
@@ -102,8 +102,19 @@ func isolation(env *Env, primary string, kept map[string]bool) []string {
 // the rest see two primaries until the fault heals and the old primary rejoins as a replica (losing what
 // only it had). Give it a --nemesis-duration longer than failure detection (1 s) plus an election.
 type failover struct {
-	mu  sync.Mutex
-	cut map[string][]string // targets key -> links cut at start
+	mu    sync.Mutex
+	cut   map[string][]string // targets key -> links cut at start
+	ready map[int]string      // shard -> its primary, looked up before a trigger fires (prepare)
+}
+
+// prepare looks the shard's primary up before a trigger fires, so that the start, in the recording
+// goroutine, cuts at once: a Sentinel round trip there lets a waiting client take a just-released lock first.
+func (f *failover) prepare(ctx context.Context, env *Env, targets []string) {
+	if p, err := env.Replication.Primary(ctx, shardOf(targets)); err == nil {
+		f.mu.Lock()
+		f.ready[shardOf(targets)] = p
+		f.mu.Unlock()
+	}
 }
 
 func (f *failover) Applies(env *Env) error { return needReplication("failover", env) }
@@ -121,9 +132,15 @@ func (f *failover) Targets(rng *rand.Rand, env *Env) []string {
 }
 
 func (f *failover) Start(ctx context.Context, env *Env, targets []string) (string, error) {
-	primary, err := env.Replication.Primary(ctx, shardOf(targets))
-	if err != nil {
-		return "", err
+	f.mu.Lock()
+	primary, ok := f.ready[shardOf(targets)]
+	delete(f.ready, shardOf(targets))
+	f.mu.Unlock()
+	if !ok {
+		var err error
+		if primary, err = env.Replication.Primary(ctx, shardOf(targets)); err != nil {
+			return "", err
+		}
 	}
 	links := isolation(env, primary, keptClients(targets))
 	f.mu.Lock()
@@ -229,27 +246,41 @@ func (l *lagging) Start(ctx context.Context, env *Env, targets []string) (string
 	lag := max(env.Params.Duration/3, 500*time.Millisecond)
 	bg, cancel := context.WithCancel(context.Background())
 	run.cancel = cancel
-	go func() {
-		defer close(run.done)
-		select {
-		case <-bg.Done():
-			return
-		case <-time.After(lag):
-		}
+	isolate := func(why string) {
 		err := eachLink(env, run.links, Link.Cut)
-		detail := fmt.Sprintf("primary %s isolated: %s, lagging, is the only promotable replica", primary, run.lagger)
+		detail := fmt.Sprintf("primary %s isolated%s: %s, lagging, is the only promotable replica", primary, why, run.lagger)
 		if err != nil {
 			detail += "; cut failed: " + err.Error()
 		}
 		if env.Note != nil {
 			env.Note("lagging-failover", targets, detail)
 		}
+	}
+	// Under a trigger the primary is isolated right after the next grant: a lock the lagging replica
+	// surely lacks, with its holder still inside.
+	wait, triggered := awaitPhase(env, func(ev Event) { isolate(" right after " + describe(ev)) })
+	go func() {
+		defer close(run.done)
+		if triggered {
+			wait(bg.Done())
+			return
+		}
+		select {
+		case <-bg.Done():
+			return
+		case <-time.After(lag):
+		}
+		isolate("")
 	}()
 	others := "no other replica"
 	if len(run.others) > 0 {
 		others = strings.Join(run.others, " ") + " made unpromotable (replica-priority 0)"
 	}
-	return fmt.Sprintf("replication to %s held, %s; primary %s isolated in %s", run.lagger, others, primary, lag), nil
+	when := "in " + lag.String()
+	if triggered {
+		when = "right after the next grant"
+	}
+	return fmt.Sprintf("replication to %s held, %s; primary %s isolated %s", run.lagger, others, primary, when), nil
 }
 
 func (l *lagging) Stop(ctx context.Context, env *Env, targets []string) error {

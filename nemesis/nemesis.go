@@ -61,7 +61,11 @@ type Env struct {
 	// Note records a step inside a running fault (set by Plan.Run).
 	Note func(fault string, targets []string, detail string)
 
-	used *usage // set while checkTargets asks which part of Targets a fault reads
+	// Triggers, when set, receives the lock's events: steps with a Trigger are fired by them.
+	Triggers *Triggers
+
+	phase *Step  // the step being started, when a trigger fires its decisive phase
+	used  *usage // set while checkTargets asks which part of Targets a fault reads
 }
 
 // Replication is a deployment whose nodes replicate: one or more shards, each a primary and its replicas.

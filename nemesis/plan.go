@@ -15,6 +15,11 @@ type Step struct {
 	Targets []string      `json:"targets"`
 	Start   time.Duration `json:"start_ns"`
 	End     time.Duration `json:"end_ns"`
+	// Trigger (--nemesis-trigger) names the lock event that fires the fault once Start has passed: the
+	// (Skip+1)-th such event, so the same seed picks the same grant. It then lasts End-Start. A trigger
+	// that does not come by End leaves the step unapplied (recorded as an error).
+	Trigger string `json:"trigger,omitempty"`
+	Skip    int    `json:"skip,omitempty"`
 }
 
 // Plan is the whole fault schedule of a run. It is a pure function of its inputs, so the same seed gives
@@ -33,6 +38,7 @@ type Schedule struct {
 	Interval time.Duration // healthy time between faults
 	Duration time.Duration // how long each fault lasts
 	Quiet    time.Duration // fault-free time at the end
+	Trigger  bool          // --nemesis-trigger: faults that take a trigger are fired by lock events
 }
 
 // NewPlan alternates healthy intervals (jittered ±25%) and faults chosen from the list, until the quiet
@@ -87,6 +93,9 @@ func NewPlan(seed int64, s Schedule, env *Env) (Plan, error) {
 		name := next()
 		p.Steps = append(p.Steps, Step{Fault: name, Targets: registry[name].Targets(rng, env), Start: t, End: t + s.Duration})
 		t += s.Duration + jitter(s.Interval)
+	}
+	if err := aimTriggers(&p, s); err != nil {
+		return p, err
 	}
 	for _, name := range s.Faults { // MinTotal guarantees this; a plan missing a kind must never run
 		if !slices.ContainsFunc(p.Steps, func(st Step) bool { return st.Fault == name }) {
@@ -151,13 +160,22 @@ func (p Plan) Run(ctx context.Context, env *Env, rec Recorder, start time.Time) 
 			return
 		}
 		f := registry[st.Fault]
+		if tb, ok := triggeredBy[st.Fault]; ok && st.Trigger != "" && env.Triggers != nil && !tb.phase {
+			runTriggered(ctx, env, rec, start, st, f, tb)
+			continue
+		}
 		// The primary is named when the fault starts, and the same nodes are healed.
 		targets, err := resolve(ctx, env, st.Targets)
 		if err != nil {
 			rec.Fault(st.Fault, "error", st.Targets, "start: "+err.Error())
 			continue
 		}
+		env.phase = nil
+		if tb, ok := triggeredBy[st.Fault]; ok && st.Trigger != "" && env.Triggers != nil && tb.phase {
+			env.phase = &st
+		}
 		detail, err := f.Start(ctx, env, targets)
+		env.phase = nil
 		if err != nil {
 			rec.Fault(st.Fault, "error", targets, "start: "+err.Error())
 			// Undo whatever part applied before the error.

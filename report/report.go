@@ -28,6 +28,9 @@ type Results struct {
 	Notes       []string          `json:"notes,omitempty"`
 	Checkers    []checker.Result  `json:"checkers"`
 	Faults      []history.Window  `json:"faults"`
+	Coverage    []FaultCoverage   `json:"coverage,omitempty"` // what each fault window touched (coverage.go)
+	MissedLock  bool              `json:"missed_lock,omitempty"`
+	Verdict     string            `json:"verdict,omitempty"` // the verdict in words, when it says more than valid
 	Options     json.RawMessage   `json:"options,omitempty"`
 	Plan        json.RawMessage   `json:"plan,omitempty"`
 	Versions    map[string]string `json:"versions,omitempty"`
@@ -56,6 +59,9 @@ func (r *Results) Table(w io.Writer) {
 	if len(r.Faults) > 0 {
 		fmt.Fprintf(w, "faults: %d applied, %d healed in the plan (a final heal follows every run)\n", len(r.Faults), healed)
 	}
+	for _, c := range r.Coverage {
+		fmt.Fprintf(w, "  %s\n", c.Text())
+	}
 	first := int64(-1)
 	for _, c := range r.Checkers {
 		if c.Violation != "" {
@@ -79,7 +85,11 @@ func (r *Results) Table(w io.Writer) {
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
-	fmt.Fprintf(w, "VERDICT: %s", strings.ToUpper(r.Valid.String()))
+	verdict := strings.ToUpper(r.Valid.String())
+	if r.MissedLock {
+		verdict = strings.ToUpper(MissedLock[:5]) + MissedLock[5:]
+	}
+	fmt.Fprintf(w, "VERDICT: %s", verdict)
 	if dir := r.Files["dir"]; dir != "" {
 		fmt.Fprintf(w, "   (details: %s)", dir)
 	}

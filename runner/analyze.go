@@ -105,6 +105,7 @@ func analyze(ctx context.Context, path string, timeout time.Duration, resultsNam
 		res.Notes = append(res.Notes, deaths...)
 		res.Valid = checker.Worst(res.Valid, checker.Unknown)
 	}
+	res.NoteCoverage(h) // after every cap on the verdict: only a valid verdict can have missed
 	if h.Truncated {
 		res.Notes = append(res.Notes, "the history's last line was cut short (the run died mid-write, or its disk filled); the prefix was checked")
 	}

@@ -38,6 +38,7 @@ type Options struct {
 	NemesisInterval time.Duration
 	NemesisDuration time.Duration
 	NemesisTargets  string // --nemesis-targets: a size or named nodes/clients
+	NemesisTrigger  bool   // --nemesis-trigger: faults fired by the lock's own events (nemesis/trigger.go)
 	Quiet           time.Duration
 	Time            time.Duration
 	Clients         int
@@ -127,7 +128,7 @@ func (o Options) validate() (workloads.Range, error) {
 func (o Options) describe() map[string]any {
 	return map[string]any{"lock": o.Lock, "topology": o.Topology, "nodes": o.Nodes, "nemesis": o.Nemesis,
 		"nemesis_interval": o.NemesisInterval.String(), "nemesis_duration": o.NemesisDuration.String(), "nemesis_targets": o.NemesisTargets,
-		"quiet": o.Quiet.String(), "time": o.Time.String(), "clients": o.Clients, "keys": o.Keys,
+		"nemesis_trigger": o.NemesisTrigger, "quiet": o.Quiet.String(), "time": o.Time.String(), "clients": o.Clients, "keys": o.Keys,
 		"lease": o.Lease.String(), "watchdog": o.Watchdog.String(), "wait": o.Wait.String(),
 		"timeout": o.Timeout.String(), "hold": o.Hold, "reentry": o.Reentry, "seed": o.Seed,
 		"persistence": o.Persistence, "scripts": o.Scripts, "check_timeout": o.CheckTimeout.String(),

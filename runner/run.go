@@ -208,6 +208,7 @@ func execute(ctx context.Context, t *Test, dir string, rec *history.Recorder, me
 	}
 	env := FaultEnv(topo, spec.Clients, o.faultParams())
 	env.Targets = t.Targets
+	observeTriggers(plan, env, rec)
 	faulty := map[string]nemesis.Client{} // clients that pause and shift themselves (workers)
 	env.Client = func(c string) nemesis.Client {
 		if f := faulty[c]; f != nil {

@@ -120,7 +120,7 @@ func NewTest(o Options) (*Test, error) {
 		return nil, UsageError{err}
 	}
 	plan, err := nemesis.NewPlan(o.Seed, nemesis.Schedule{Faults: faults, Total: o.Time, Interval: o.NemesisInterval,
-		Duration: o.NemesisDuration, Quiet: o.Quiet}, names)
+		Duration: o.NemesisDuration, Quiet: o.Quiet, Trigger: o.NemesisTrigger}, names)
 	if err != nil {
 		return nil, UsageError{err}
 	}

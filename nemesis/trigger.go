@@ -1,0 +1,210 @@
+package nemesis
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Event is one lock operation as the history recorder streams it: an invoke or a completion.
+type Event struct {
+	Time   int64  // ns on the run's clock
+	Type   string // invoke, ok, fail or unknown
+	Client string
+	Key    string
+	Owner  string
+	Node   string // the node a lock command went to; empty for a caller's own tryLock and unlock
+	F      string // tryLock and unlock (the caller's), acquire and release (the lock's commands)
+	// Nodes are, on a grant, the nodes whose acquire for this owner and key succeeded since its tryLock began.
+	Nodes []string
+}
+
+// Trigger is a kind of lock event that can fire a fault (--nemesis-trigger), registered by name.
+type Trigger struct {
+	Name  string
+	About string
+	Match func(Event) bool
+}
+
+var triggers = map[string]Trigger{}
+
+// RegisterTrigger adds a trigger kind.
+func RegisterTrigger(t Trigger) { triggers[t.Name] = t }
+
+// triggered is how a fault takes a trigger: which event fires it, and how the event aims it (the holder,
+// the nodes that hold the lock) given the targets the plan drew.
+type triggered struct {
+	trigger string
+	aim     func(ev Event, planned []string) []string
+	// phase: the fault starts on the clock and the trigger fires its decisive phase (the lagging failover's
+	// isolation, once the lag has begun); without it the trigger starts the fault.
+	phase bool
+}
+
+var triggeredBy = map[string]triggered{}
+
+// RegisterTriggered says which trigger a fault takes.
+func RegisterTriggered(fault, trigger string, aim func(Event, []string) []string) {
+	triggeredBy[fault] = triggered{trigger: trigger, aim: aim}
+}
+
+func init() {
+	// grant: a caller was just granted the lock (its tryLock returned true), before it goes on.
+	RegisterTrigger(Trigger{Name: "grant", About: "a caller was just granted the lock, before its critical section",
+		Match: func(e Event) bool { return e.F == "tryLock" && e.Type == "ok" }})
+	// unlock: a caller is about to unlock (its unlock began, its first command not sent yet).
+	RegisterTrigger(Trigger{Name: "unlock", About: "a caller begins its unlock, before its first command",
+		Match: func(e Event) bool { return e.F == "unlock" && e.Type == "invoke" }})
+
+	// release: a caller's unlock was just acknowledged: the lock is free on the primary and its replicas.
+	RegisterTrigger(Trigger{Name: "release", About: "a caller's unlock was just acknowledged (the lock is free)",
+		Match: func(e Event) bool { return e.F == "unlock" && e.Type == "ok" }})
+
+	RegisterTriggered("client-pause", "grant", func(ev Event, _ []string) []string { return []string{ev.Client} })
+	RegisterTriggered("clock", "grant", holderNodes)
+	RegisterTriggered("clock-strobe", "grant", holderNodes)
+	// A failover right after a grant keeps the holder's lease on the promoted replica, so nobody can take
+	// the lock there before the fault heals; right after a release the lock is free on both sides of it.
+	RegisterTriggered("failover", "release", keepHolder)
+	RegisterTriggered("drop-reply", "unlock", callerLinks)
+	triggeredBy["lagging-failover"] = triggered{trigger: "grant", phase: true,
+		aim: func(_ Event, planned []string) []string { return planned }}
+}
+
+// TriggerNames lists the faults that take a trigger, with it.
+func TriggerNames() []string {
+	var out []string
+	for f, t := range triggeredBy {
+		out = append(out, f+" ("+t.trigger+")")
+	}
+	sort.Strings(out)
+	return out
+}
+
+// holderNodes aims a node fault at the nodes that hold the lock just granted, as many as the plan drew,
+// topped up with the planned ones.
+func holderNodes(ev Event, planned []string) []string {
+	var out []string
+	for _, n := range append(append([]string{}, ev.Nodes...), planned...) {
+		if len(out) < len(planned) && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// keepHolder keeps the event's client (the one that just released) on the old primary, in place of one
+// planned kept client: it takes the lock again there while the others take it on the promoted replica.
+func keepHolder(ev Event, planned []string) []string {
+	out := []string{}
+	var kept []string
+	for _, t := range planned {
+		if c, ok := strings.CutPrefix(t, "keep:"); ok {
+			kept = append(kept, c)
+		} else {
+			out = append(out, t)
+		}
+	}
+	// With no kept client planned (one client in all) nobody would be left to see the new primary.
+	if ev.Client != "" && len(kept) > 0 && !slices.Contains(kept, ev.Client) {
+		kept = append([]string{ev.Client}, kept[1:]...)
+	}
+	for _, c := range kept {
+		out = append(out, "keep:"+c)
+	}
+	return out
+}
+
+// callerLinks moves a link fault from the planned client's links to the caller's links to the same nodes.
+func callerLinks(ev Event, planned []string) []string {
+	var out []string
+	for _, t := range planned {
+		_, n, ok := strings.Cut(t, "->")
+		if !ok || ev.Client == "" {
+			return planned
+		}
+		if l := ev.Client + "->" + n; !slices.Contains(out, l) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// Triggers receives the stream of lock events and fires at most one armed fault at a time: the first
+// matching event after Skip others. Its Observe is called by the recorder in the recording goroutine,
+// right after the record is written, so a fault fired there lands before that client goes on.
+type Triggers struct {
+	mu    sync.Mutex
+	armed *arming
+	held  map[string][]string // owner/key -> nodes whose acquire succeeded since its tryLock began
+}
+
+type arming struct {
+	match func(Event) bool
+	skip  int
+	only  map[string]bool // clients named by --nemesis-targets: only their events count
+	fire  func(Event)
+}
+
+// NewTriggers returns a hub with nothing armed.
+func NewTriggers() *Triggers { return &Triggers{held: map[string][]string{}} }
+
+// Observe takes one event. It is cheap when nothing is armed.
+func (t *Triggers) Observe(ev Event) {
+	k := ev.Owner + "\x00" + ev.Key
+	t.mu.Lock()
+	switch {
+	case ev.F == "tryLock" && ev.Type == "invoke":
+		delete(t.held, k)
+	case ev.F == "acquire" && ev.Type == "ok" && ev.Node != "":
+		if !slices.Contains(t.held[k], ev.Node) {
+			t.held[k] = append(t.held[k], ev.Node)
+		}
+	case ev.F == "tryLock" && ev.Type == "ok":
+		ev.Nodes = t.held[k]
+		delete(t.held, k)
+	}
+	a := t.armed
+	if a == nil || !a.match(ev) || len(a.only) > 0 && !a.only[ev.Client] {
+		t.mu.Unlock()
+		return
+	}
+	if a.skip > 0 {
+		a.skip--
+		t.mu.Unlock()
+		return
+	}
+	t.armed = nil
+	t.mu.Unlock()
+	a.fire(ev) // outside the lock: the fault's start may take a few milliseconds
+}
+
+// arm makes the (skip+1)-th next event of the trigger call fire, once, in the recording goroutine. The
+// returned disarm reports whether it disarmed it before it fired.
+func (t *Triggers) arm(trigger string, skip int, only []string, fire func(Event)) (disarm func() bool, err error) {
+	tr, ok := triggers[trigger]
+	if !ok {
+		return nil, fmt.Errorf("unknown trigger %q", trigger)
+	}
+	a := &arming{match: tr.Match, skip: skip, fire: fire}
+	if len(only) > 0 {
+		a.only = map[string]bool{}
+		for _, c := range only {
+			a.only[c] = true
+		}
+	}
+	t.mu.Lock()
+	t.armed = a
+	t.mu.Unlock()
+	return func() bool {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.armed == a {
+			t.armed = nil
+			return true
+		}
+		return false
+	}, nil
+}

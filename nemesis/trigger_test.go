@@ -1,0 +1,159 @@
+package nemesis
+
+import (
+	"context"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The trigger marks are seeded and leave the plan's steps and targets as they were without them.
+func TestTriggerPlanSeeded(t *testing.T) {
+	s := schedule("client-pause", "partition", "drop-reply")
+	plain, err := NewPlan(7, s, names())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Trigger = true
+	a, _ := NewPlan(7, s, names())
+	b, _ := NewPlan(7, s, names())
+	if !reflect.DeepEqual(a, b) {
+		t.Fatal("the same seed gave two triggered plans")
+	}
+	skips := map[int]bool{}
+	for seed := int64(0); seed < 20; seed++ {
+		p, _ := NewPlan(seed, s, names())
+		for _, st := range p.Steps {
+			skips[st.Skip] = true
+		}
+	}
+	if len(skips) < 2 {
+		t.Fatalf("20 seeds drew skips %v: the choice of event is not seeded", skips)
+	}
+	for i, st := range a.Steps {
+		p := plain.Steps[i]
+		if st.Fault != p.Fault || st.Start != p.Start || st.End != p.End || !reflect.DeepEqual(st.Targets, p.Targets) {
+			t.Fatalf("step %d: %+v with the trigger, %+v without", i, st, p)
+		}
+		want := map[string]string{"client-pause": "grant", "drop-reply": "unlock", "partition": ""}[st.Fault]
+		if st.Trigger != want || st.Skip < 0 || st.Skip >= maxSkip {
+			t.Fatalf("step %d (%s): trigger %q skip %d, want %q", i, st.Fault, st.Trigger, st.Skip, want)
+		}
+	}
+	s.Faults = []string{"partition"}
+	if _, err := NewPlan(7, s, names()); err == nil || !strings.Contains(err.Error(), "takes a trigger") {
+		t.Fatalf("--nemesis-trigger with no fault that takes one: %v", err)
+	}
+}
+
+type linkSet struct {
+	mu    sync.Mutex
+	links map[string]*fakeLink
+}
+
+func (s *linkSet) get(c, n string) Link {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.links[c+"->"+n] == nil {
+		s.links[c+"->"+n] = &fakeLink{}
+	}
+	return s.links[c+"->"+n]
+}
+
+func (s *linkSet) cut() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for name, l := range s.links {
+		l.mu.Lock()
+		if l.cut {
+			out = append(out, name)
+		}
+		l.mu.Unlock()
+	}
+	slices.Sort(out)
+	return out
+}
+
+// A triggered drop-reply fires at the (skip+1)-th unlock after its start, on that caller's links, before
+// Observe returns (so before the caller sends its first command), and is healed after its length.
+func TestTriggeredStepFiresOnTheKthEvent(t *testing.T) {
+	links := &linkSet{links: map[string]*fakeLink{}}
+	env := names()
+	env.Link = links.get
+	env.Triggers = NewTriggers()
+	p := Plan{Steps: []Step{{Fault: "drop-reply", Targets: []string{"c1->n1"}, Start: 0, End: 300 * time.Millisecond,
+		Trigger: "unlock", Skip: 2}}}
+	rec := &events{}
+	done := make(chan struct{})
+	go func() { p.Run(context.Background(), env, rec, time.Now()); close(done) }()
+	for { // wait until it is armed: a grant does not count, nor does the first unlock
+		env.Triggers.mu.Lock()
+		armed := env.Triggers.armed != nil
+		env.Triggers.mu.Unlock()
+		if armed {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	env.Triggers.Observe(Event{Type: "ok", F: "tryLock", Client: "c2", Key: "k"})
+	for i, c := range []string{"c2", "c3", "c4"} {
+		env.Triggers.Observe(Event{Type: "invoke", F: "unlock", Client: c, Key: "k"})
+		got := links.cut()
+		if i < 2 && len(got) != 0 {
+			t.Fatalf("fired at unlock %d, want the third: %v", i+1, got)
+		}
+		if i == 2 && !reflect.DeepEqual(got, []string{"c4->n1"}) {
+			t.Fatalf("after the third unlock, cut %v, want c4's link", got)
+		}
+	}
+	env.Triggers.Observe(Event{Type: "invoke", F: "unlock", Client: "c1", Key: "k"}) // fires once only
+	<-done
+	if got := links.cut(); len(got) != 0 || !reflect.DeepEqual(rec.got, []string{"drop-reply:start", "drop-reply:stop"}) {
+		t.Fatalf("cut %v after the plan, events %v", got, rec.got)
+	}
+}
+
+// A trigger that never comes leaves the step unapplied, and says so.
+func TestTriggerThatNeverFires(t *testing.T) {
+	links := &linkSet{links: map[string]*fakeLink{}}
+	env := names()
+	env.Link = links.get
+	env.Triggers = NewTriggers()
+	p := Plan{Steps: []Step{{Fault: "drop-reply", Targets: []string{"c1->n1"}, End: 50 * time.Millisecond, Trigger: "unlock"}}}
+	rec := &events{}
+	p.Run(context.Background(), env, rec, time.Now())
+	env.Triggers.Observe(Event{Type: "invoke", F: "unlock", Client: "c2"}) // too late: disarmed
+	if len(links.cut()) != 0 || !reflect.DeepEqual(rec.got, []string{"drop-reply:error"}) {
+		t.Fatalf("cut %v, events %v", links.cut(), rec.got)
+	}
+}
+
+func TestTriggerAim(t *testing.T) {
+	h := NewTriggers()
+	var got Event
+	_, _ = h.arm("grant", 0, nil, func(ev Event) { got = ev })
+	for _, n := range []string{"n4", "n2", "n4"} {
+		h.Observe(Event{Type: "ok", F: "acquire", Owner: "o1", Key: "k", Node: n})
+	}
+	h.Observe(Event{Type: "ok", F: "acquire", Owner: "o2", Key: "k", Node: "n5"}) // another owner's
+	h.Observe(Event{Type: "ok", F: "tryLock", Owner: "o1", Key: "k", Client: "c3"})
+	if !reflect.DeepEqual(got.Nodes, []string{"n4", "n2"}) {
+		t.Fatalf("the grant is held on %v, want n4 n2", got.Nodes)
+	}
+	if a := holderNodes(got, []string{"n1", "n2", "n3"}); !reflect.DeepEqual(a, []string{"n4", "n2", "n1"}) {
+		t.Fatalf("clock aimed at %v", a)
+	}
+	if a := keepHolder(got, []string{"shard:0", "keep:c1", "keep:c2"}); !reflect.DeepEqual(a, []string{"shard:0", "keep:c3", "keep:c2"}) {
+		t.Fatalf("failover aimed at %v", a)
+	}
+	if a := keepHolder(got, []string{"shard:0"}); !reflect.DeepEqual(a, []string{"shard:0"}) {
+		t.Fatalf("failover aimed at %v", a)
+	}
+	if a := callerLinks(got, []string{"c1->n1", "c1->n2"}); !reflect.DeepEqual(a, []string{"c3->n1", "c3->n2"}) {
+		t.Fatalf("drop-reply aimed at %v", a)
+	}
+}
