@@ -31,3 +31,34 @@ func (h *History) OnlySrc(src string) *History {
 	}
 	return &c
 }
+
+// WireClients lists the clients whose links the wire recorder tapped, from the Targets of its closing
+// event: nil when it tapped them all (a worker run), a subset in a mixed run (--client W,go), whose other
+// clients are lockcheck's Go clients, which record their own lock commands.
+func (h *History) WireClients() []string {
+	var out []string
+	for _, e := range h.Events {
+		if e.Client == WireClient && (e.F == WireComplete || e.F == WireIncomplete) {
+			out = e.Targets
+		}
+	}
+	return out
+}
+
+// CommandRecords is a shallow copy of h whose operations are each client's lock commands as recorded at
+// the level that holds them: the wire records of the clients in wire, the clients' own records of the
+// others (lockcheck's Go clients write one record per command).
+func (h *History) CommandRecords(wire []string) *History {
+	tapped := map[string]bool{}
+	for _, c := range wire {
+		tapped[c] = true
+	}
+	c := *h
+	c.Ops = nil
+	for _, o := range h.Ops {
+		if o.Invoke.Src == WireSrc || o.Invoke.Src == "" && !tapped[o.Invoke.Client] {
+			c.Ops = append(c.Ops, o)
+		}
+	}
+	return &c
+}
