@@ -1,5 +1,7 @@
 package history
 
+import "strings"
+
 // WireComplete reports whether the history's wire records hold every lock command the clients sent: the
 // wire recorder wrote its wire-complete event and nothing said otherwise. A run that was killed before
 // its taps stopped, or whose tap gave up on a connection, has no such event.
@@ -57,6 +59,34 @@ func (h *History) CommandRecords(wire []string) *History {
 	c.Ops = nil
 	for _, o := range h.Ops {
 		if o.Invoke.Src == WireSrc || o.Invoke.Src == "" && !tapped[o.Invoke.Client] {
+			c.Ops = append(c.Ops, o)
+		}
+	}
+	return &c
+}
+
+// UnseenPrefix begins the F of a worker's call that no model reads (a count primitive's request,
+// "lcp_acquire_permits"): the lock commands it sent are not among the client records.
+const UnseenPrefix = "lcp_"
+
+// WithoutUnseenKeys is a shallow copy of h without the operations on keys that some call with
+// UnseenPrefix touched: the other clients' commands on such a key are only part of what changed it (a
+// mixed run's Go clients beside a worker whose wire history is incomplete), and a model would judge a
+// count it cannot see. A pure worker run loses nothing here: its models read none of its calls.
+func (h *History) WithoutUnseenKeys() *History {
+	unseen := map[string]bool{}
+	for _, o := range h.Ops {
+		if strings.HasPrefix(o.Invoke.F, UnseenPrefix) {
+			unseen[o.Invoke.Key] = true
+		}
+	}
+	if len(unseen) == 0 {
+		return h
+	}
+	c := *h
+	c.Ops = nil
+	for _, o := range h.Ops {
+		if !unseen[o.Invoke.Key] {
 			c.Ops = append(c.Ops, o)
 		}
 	}

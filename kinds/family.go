@@ -103,8 +103,8 @@ func RecordLevel(h *history.History) string {
 // per client in a mixed run.
 func judged(h *history.History) *history.History {
 	switch {
-	case !h.WireComplete():
-		return h.OnlySrc("")
+	case !h.WireComplete(): // keys a worker changed unseen are left out (history.WithoutUnseenKeys)
+		return h.OnlySrc("").WithoutUnseenKeys()
 	case h.WireClients() != nil:
 		return h.CommandRecords(h.WireClients())
 	}

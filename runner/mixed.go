@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/kinds"
 	"github.com/lockcheck/lockcheck/locks/worker"
 )
@@ -93,11 +94,24 @@ func (p *workerPlan) describeMixed(m *Meta, clients []string) {
 }
 
 // mixedNote says who ran what in a mixed run, and which records porcupine judged of each side.
-func mixedNote(c *ClientMeta, level string) string {
-	wire := "their wire records"
-	if level != "wire+client" {
-		wire = "their own API records (the wire history is incomplete)"
+func mixedNote(c *ClientMeta, h *history.History) string {
+	who := fmt.Sprintf("differential run: %s ran %s %s, %s ran %s %s; ", strings.Join(c.Clients, ", "), c.Library,
+		c.Version, strings.Join(c.Go.Clients, ", "), c.Go.Library, c.Go.Version)
+	if kinds.RecordLevel(h) == "wire+client" {
+		return who + "porcupine judged the workers' wire records with the Go clients' own command records"
 	}
-	return fmt.Sprintf("differential run: %s ran %s %s (porcupine judged %s), %s ran %s %s (porcupine judged their own command records)",
-		strings.Join(c.Clients, ", "), c.Library, c.Version, wire, strings.Join(c.Go.Clients, ", "), c.Go.Library, c.Go.Version)
+	what := who + "the wire history is incomplete, so porcupine judged the workers' API records with the Go clients' command records"
+	all, seen := keys(h.OnlySrc("")), keys(h.OnlySrc("").WithoutUnseenKeys())
+	if n := len(all) - len(seen); n > 0 {
+		what += fmt.Sprintf(", leaving out the %d key(s) the workers changed through calls no model reads (as a pure worker run: those are judged by the other checkers)", n)
+	}
+	return what
+}
+
+func keys(h *history.History) map[string]bool {
+	out := map[string]bool{}
+	for _, o := range h.Ops {
+		out[o.Invoke.Key] = true
+	}
+	return out
 }
