@@ -38,7 +38,7 @@ type pair struct {
 }
 
 // wakePrimitives are the primitives whose waiters Redisson wakes through pub/sub.
-var wakePrimitives = []string{"reentrant", "fair", "semaphore", "rwlock", "latch"}
+var wakePrimitives = []string{"reentrant", "fair", "fenced", "semaphore", "rwlock", "latch"}
 
 func startPair(t *testing.T, ctx context.Context, topo *topology.Topology, argv []string, dir, kind string) pair {
 	t.Helper()
@@ -235,7 +235,7 @@ func hold(t *testing.T, ctx context.Context, kind string, holder, waiter locks.C
 		}
 	}
 	switch kind {
-	case "reentrant", "fair":
+	case "reentrant", "fair", "fenced":
 		h := holder.(locks.MutexClient).Mutex([]string{key}, 1)
 		ok, err := h.TryLock(ctx, 0, holdLease)
 		must(ok, err, "holder's lock")
