@@ -242,10 +242,15 @@ func hold(t *testing.T, ctx context.Context, kind string, holder, waiter locks.C
 		w := waiter.(locks.MutexClient).Mutex([]string{key}, 1)
 		return func() (bool, error) { return w.TryLock(ctx, waitFor, holdLease) }, func() error { return h.Unlock(ctx) }
 	case "rwlock":
-		h := holder.(locks.RWClient).WriteLock(key, 1)
+		// A read hold and a write waiter: the read unlock publishes UNLOCK (0), which adds a permit to
+		// Redisson's waiting latch. A write unlock publishes READ_UNLOCK (1), on which Redisson 4.7's
+		// LockPubSub releases only the threads already parked on it (release(getQueueLength())): a release
+		// between a Redisson waiter's attempt and its park is lost, in pure Redisson too, and this test
+		// releases right then (2 of about 10 runs lost it, on single and through Sentinel).
+		h := holder.(locks.RWClient).ReadLock(key, 1)
 		ok, err := h.TryLock(ctx, 0, holdLease)
-		must(ok, err, "holder's write lock")
-		w := waiter.(locks.RWClient).ReadLock(key, 1)
+		must(ok, err, "holder's read lock")
+		w := waiter.(locks.RWClient).WriteLock(key, 1)
 		return func() (bool, error) { return w.TryLock(ctx, waitFor, holdLease) }, func() error { return h.Unlock(ctx) }
 	case "semaphore":
 		h := holder.(locks.SemaphoreClient).Semaphore(key, 1)
@@ -271,8 +276,7 @@ func TestMixedWaitersAreWokenByTheOtherKind(t *testing.T) {
 }
 
 // Through Sentinel: both sides find the primary through the Sentinels and meet on it. Only in `make
-// differential`: one run of 5 on this loaded machine (load 44) saw a Redisson read-lock waiter not woken
-// by the Go write unlock, not seen again in 8 tries since; it fails naming a failover if one happened.
+// differential` (it adds a minute); a case fails naming a failover if one happened.
 func TestMixedWaitersAreWokenOnSentinel(t *testing.T) {
 	if os.Getenv("LOCKCHECK_DIFFERENTIAL") == "" {
 		t.Skip("make differential (LOCKCHECK_DIFFERENTIAL=1)")
