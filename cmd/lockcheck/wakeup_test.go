@@ -21,10 +21,10 @@ import (
 )
 
 // Every waiter is woken by the other kind's release: a Redisson client (through its worker) and a Go
-// emulation client share one lock on a real Redis; one holds it with a lease far longer than the test, the
-// other waits, and once the waiter is subscribed the holder releases. The waiter's grant must follow the
-// release within wakeBound; a waiter that is not woken waits out its whole wait (longer than the bound and
-// far shorter than the holder's lease, so only a wake-up can grant it in time).
+// emulation client share one lock on a real Redis; one holds it with a lease far longer than the test,
+// the other waits, and once the waiter has subscribed and made its attempts the holder releases. The
+// grant must follow the release within wakeBound; a waiter that is not woken waits out its whole wait
+// (longer than the bound and far shorter than the holder's lease, so only a wake-up grants it in time).
 const (
 	holdLease = time.Minute      // the holder's lease: no expiry can grant the waiter
 	waitFor   = 20 * time.Second // the waiter's wait
