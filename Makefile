@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/lockcheck
 APT     := DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: all build demo smoke repro test bench deps vet clean images docker-engine compose-up compose-down
+.PHONY: all build demo smoke repro test bench differential deps vet clean images docker-engine compose-up compose-down
 
 all: build
 
@@ -54,6 +54,11 @@ test: deps
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 20m ./bench/
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 4h ./bench/violation/
+
+# The differential check of the Go emulation against the real Redisson (--client redisson,go): every
+# primitive of the suite on every topology it supports, fault-free, plus the wake-up tests across the two.
+differential: deps
+	LOCKCHECK_DIFFERENTIAL=1 $(GO) test -count=1 -timeout 60m -v -run 'TestDifferentialMatrix|TestMixedWaitersAreWoken|TestMixedWakeUpControl' ./cmd/lockcheck/
 
 # A Docker engine for --backend docker, where the machine allows it: docker.io from Debian's packages and
 # dockerd with vfs storage, no iptables and no bridge (host networking only). Says plainly when it cannot.

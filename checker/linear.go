@@ -47,8 +47,11 @@ func (l *Linearizable) Check(_ context.Context, h *history.History) Result {
 	if l.Level != nil {
 		level := l.Level(h)
 		out.Details.(map[string]any)["records"] = level
-		if level == "wire" {
+		switch level {
+		case "wire":
 			out.Summary += " (wire records)"
+		case "wire+client": // a mixed run: the workers' commands from their links, the Go clients' own
+			out.Summary += " (wire records of the workers, command records of the Go clients)"
 		}
 	}
 	return out

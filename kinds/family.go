@@ -85,21 +85,30 @@ func (f *Family) Checkers(c Checks, timeout time.Duration) (*checker.Linearizabl
 
 // RecordLevel is the level of records porcupine judges: "wire", the lock commands decoded from the links,
 // when the run recorded them completely (history.WireComplete); else "client", the records the clients
-// wrote (the Go emulation's lock commands, or a worker's API calls). Never a mix: a wire history missing
-// a command (a release) could make a legal run look illegal, and one that is complete holds every command.
+// wrote (the Go emulation's lock commands, or a worker's API calls). Never a mix for one client: a wire
+// history missing a command (a release) could make a legal run look illegal, and one that is complete
+// holds every command. A mixed run (--client W,go) taps only its workers' links: "wire+client" is their
+// wire records with the Go clients' own command records.
 func RecordLevel(h *history.History) string {
-	if h.WireComplete() {
-		return history.WireSrc
+	switch {
+	case !h.WireComplete():
+		return "client"
+	case h.WireClients() != nil:
+		return history.WireSrc + "+client"
 	}
-	return "client"
+	return history.WireSrc
 }
 
-// judged is the history porcupine judges: its wire records (Src "wire") or the clients' own (Src "").
+// judged is the history porcupine judges: its wire records (Src "wire") or the clients' own (Src ""),
+// per client in a mixed run.
 func judged(h *history.History) *history.History {
-	if h.WireComplete() {
-		return h.OnlySrc(history.WireSrc)
+	switch {
+	case !h.WireComplete(): // keys a worker changed unseen are left out (history.WithoutUnseenKeys)
+		return h.OnlySrc("").WithoutUnseenKeys()
+	case h.WireClients() != nil:
+		return h.CommandRecords(h.WireClients())
 	}
-	return h.OnlySrc("")
+	return h.OnlySrc(history.WireSrc)
 }
 
 // clientRecords runs a checker on the clients' own records: the promises and statistics are about what

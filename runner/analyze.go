@@ -94,6 +94,9 @@ func analyze(ctx context.Context, path string, timeout time.Duration, resultsNam
 		if c.Broken != "" {
 			res.Notes = append(res.Notes, fmt.Sprintf("worker %s is a negative control: it %s; a valid verdict here means the harness missed it", c.Name, c.Broken))
 		}
+		if c.Go != nil {
+			res.Notes = append(res.Notes, mixedNote(c, h))
+		}
 	} else if k, err := kinds.Lookup(meta.Lock); err == nil && k.Broken != "" {
 		res.Notes = append(res.Notes, fmt.Sprintf("%s is a negative control: it %s; a valid verdict here means the harness missed it", k.Name, k.Broken))
 	}

@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/lockcheck/lockcheck/history"
@@ -16,6 +17,9 @@ type wireRecording struct {
 	sess *wire.Session
 	gate *wireGate
 	kind string // topology kind: the records' node label
+	w    *workerPlan
+	mu   sync.Mutex
+	taps []string // the clients tapped, in a mixed run (whose Go clients record their own commands)
 }
 
 // newWireRecording taps every client link of a worker run. Redisson takes its locks with scripts only;
@@ -27,13 +31,23 @@ func newWireRecording(w *workerPlan, rec *history.Recorder, kind string) (*wireR
 	}
 	table.SetNX = w.spec.Name != "redisson"
 	gate := &wireGate{rec: rec, discard: history.NewRecorder(io.Discard, rec.Clock)}
-	return &wireRecording{sess: wire.NewSession(gate, rec.Clock, table), gate: gate, kind: kind}, nil
+	return &wireRecording{sess: wire.NewSession(gate, rec.Clock, table), gate: gate, kind: kind, w: w}, nil
 }
 
 // front is topology.Spec.Front. The label is what the models partition by: each node on redlock, where
 // every node is its own lock service; "n1" elsewhere, as the emulation records (a lock that moves with a
 // failover is still one lock).
 func (w *wireRecording) front(client, node, addr string) (string, error) {
+	if !w.w.runsWorker(client) { // a Go client of a mixed run: its own records hold its commands
+		return addr, nil
+	}
+	if w.w.mixed {
+		w.mu.Lock()
+		if !slices.Contains(w.taps, client) {
+			w.taps = append(w.taps, client)
+		}
+		w.mu.Unlock()
+	}
 	label := "n1"
 	if w.kind == topology.Redlock {
 		label = node
@@ -64,7 +78,10 @@ func (w *wireRecording) finish(rec *history.Recorder, stderr io.Writer) {
 		problem += fmt.Sprintf(" %d lock commands before the run started, not recorded", w.gate.early)
 	}
 	w.gate.mu.Unlock()
-	ev := history.Record{Type: history.Event, Time: rec.Clock.Now(), Client: history.WireClient, F: history.WireComplete}
+	w.mu.Lock()
+	ev := history.Record{Type: history.Event, Time: rec.Clock.Now(), Client: history.WireClient, F: history.WireComplete,
+		Targets: w.taps} // none: every client was tapped
+	w.mu.Unlock()
 	if problem != "" {
 		ev.F, ev.Detail = history.WireIncomplete, problem
 		fmt.Fprintf(stderr, "lockcheck: %s; porcupine judges the worker's own records\n", problem)

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,7 +21,7 @@ import (
 
 // WorkerOptions pick an out-of-process lock client (docs/protocol.md) instead of the Go one.
 type WorkerOptions struct {
-	Client  string   // --client NAME[@VERSION]: a registered worker, built on first use
+	Client  string   // --client NAME[@VERSION]: a registered worker, built on first use; NAME[@VERSION],go: beside the Go clients
 	Cmd     string   // --client-cmd "CMD ARGS": any worker command
 	Options []string // --client-option k=v: the library's own settings
 }
@@ -37,11 +38,16 @@ type ClientMeta struct {
 	Broken  string   `json:"broken,omitempty"` // a negative control's flaw
 	// StartupMs is how long the workers took to start and answer init (all at once).
 	StartupMs int64 `json:"startup_ms,omitempty"`
+	// Clients and Go split a mixed run (--client NAME,go): the clients that ran the worker, and the Go
+	// clients beside them.
+	Clients []string `json:"clients,omitempty"`
+	Go      *GoSide  `json:"go,omitempty"`
 }
 
 // workerPlan is a resolved worker: the command and what it supports.
 type workerPlan struct {
 	name, version string
+	mixed         bool // Go clients beside the worker's (runner/mixed.go)
 	spec          worker.Spec
 	argv          []string
 	libOpts       map[string]string
@@ -49,6 +55,7 @@ type workerPlan struct {
 	info          *sdk.Message // the first init_ok
 	began         time.Time    // when the workers were started
 	ready         time.Duration
+	clients       []string // every lockcheck client of the run, in order
 }
 
 func (w WorkerOptions) active() bool { return w.Client != "" || w.Cmd != "" }
@@ -92,15 +99,24 @@ func (o Options) planWorker(ctx context.Context, faults []string, stderr io.Writ
 		p.argv = argv
 		return p, nil
 	}
-	spec, version, err := worker.Lookup(w.Client)
+	name, mixed, err := SplitClient(w.Client)
+	if err != nil {
+		return nil, err
+	}
+	spec, version, err := worker.Lookup(name)
 	if err != nil {
 		return nil, UsageError{err}
+	}
+	if mixed {
+		if err := o.planMixed(spec); err != nil {
+			return nil, err
+		}
 	}
 	if clock && !spec.ClientClock {
 		return nil, usagef("--nemesis client-clock cannot shift the clock of worker %s (%s: its runtime does not read time through libc)",
 			spec.Name, spec.Language)
 	}
-	p.name, p.version, p.spec = spec.Name, version, spec
+	p.name, p.version, p.spec, p.mixed = spec.Name, version, spec, mixed
 	if p.argv, err = worker.Build(ctx, spec, version, stderr); err != nil {
 		if errors.As(err, new(worker.UnknownError)) {
 			return nil, UsageError{err}
@@ -120,6 +136,14 @@ func (p *workerPlan) factory(o Options, kind *kinds.Kind, topo *topology.Topolog
 		c   *worker.Client
 		err error
 	}
+	workerGates := map[string]*locks.Gate{} // a mixed run starts workers for its worker clients only
+	for c, g := range gates {
+		p.clients = append(p.clients, c)
+		if p.runsWorker(c) {
+			workerGates[c] = g
+		}
+	}
+	slices.SortFunc(p.clients, func(a, b string) int { return cmp.Compare(len(a), len(b))*2 + cmp.Compare(a, b) })
 	var once sync.Once
 	var mu sync.Mutex
 	results := map[string]chan started{}
@@ -144,11 +168,29 @@ func (p *workerPlan) factory(o Options, kind *kinds.Kind, topo *topology.Topolog
 			Rec: rec, Gate: gates[client], OnFail: fail, Readers: readers})
 	}
 	return func(e locks.Env) (locks.Client, error) {
+		abandon := func() { // the run ends here: nobody will close the workers not handed out
+			mu.Lock()
+			rest := results
+			results = nil
+			mu.Unlock()
+			for _, ch := range rest {
+				if o := <-ch; o.c != nil {
+					o.c.Close()
+				}
+			}
+		}
+		if !p.runsWorker(e.Client) {
+			c, err := kind.New(e)
+			if err != nil {
+				abandon()
+			}
+			return c, err
+		}
 		once.Do(func() {
 			p.began = time.Now()
 			mu.Lock()
 			defer mu.Unlock()
-			for c := range gates {
+			for c := range workerGates {
 				ch := make(chan started, 1)
 				results[c] = ch
 				go func() {
@@ -166,15 +208,7 @@ func (p *workerPlan) factory(o Options, kind *kinds.Kind, topo *topology.Topolog
 		}
 		r := <-ch
 		if r.err != nil {
-			mu.Lock()
-			rest := results
-			results = nil
-			mu.Unlock()
-			for _, ch := range rest { // the run ends here: nobody will close these
-				if o := <-ch; o.c != nil {
-					o.c.Close()
-				}
-			}
+			abandon()
 			var refused worker.RefusedError
 			if errors.As(r.err, &refused) {
 				return nil, UsageError{r.err}
@@ -203,6 +237,10 @@ func (p *workerPlan) describe(m *Meta, stderr io.Writer) {
 	what := p.info.Library + " " + p.info.Version
 	if p.info.Runtime != "" {
 		what += ", " + p.info.Runtime
+	}
+	p.describeMixed(m, p.clients)
+	if p.mixed {
+		what += "; " + strings.Join(m.Client.Go.Clients, ", ") + " are lockcheck's Go clients"
 	}
 	fmt.Fprintf(stderr, "lockcheck: workers (%s) answered init in %s\n", what, p.ready.Round(time.Millisecond))
 }

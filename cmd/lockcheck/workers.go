@@ -15,7 +15,7 @@ import (
 // addWorkerFlags adds the flags that pick an out-of-process client (docs/protocol.md).
 func addWorkerFlags(f *pflag.FlagSet, o *runner.Options) {
 	f.StringVar(&o.Worker.Client, "client", "", "drive a real library through its worker: NAME[@VERSION], one of "+
-		join(worker.Names())+" (built on first use, cached)")
+		join(worker.Names())+" (built on first use, cached); NAME,go alternates the clients between it and lockcheck's Go emulation")
 	f.StringVar(&o.Worker.Cmd, "client-cmd", "", `run your own worker: "CMD ARGS" (speaks docs/protocol.md)`)
 	f.StringArrayVar(&o.Worker.Options, "client-option", nil, "a setting passed to the worker's library, KEY=VALUE (repeatable)")
 }
@@ -29,7 +29,11 @@ func workerDefaults(cmd *cobra.Command, o *runner.Options) (bool, error) {
 	if o.Worker.Client == "" {
 		return false, nil
 	}
-	s, _, err := worker.Lookup(o.Worker.Client)
+	name, _, err := runner.SplitClient(o.Worker.Client) // NAME[@VERSION],go: the worker's defaults too
+	if err != nil {
+		return true, err
+	}
+	s, _, err := worker.Lookup(name)
 	if err != nil {
 		return true, runner.UsageError{Err: err} // reported before anything starts
 	}

@@ -33,6 +33,9 @@ type Spec struct {
 	ClientClock bool
 	// Lock is the lock kind a run drives when --lock is not given.
 	Lock string
+	// Emulated, when set, is the library version lockcheck's Go clients emulate: the worker can run
+	// beside them on the same locks (--client NAME,go, a differential run).
+	Emulated string
 	// Broken is set on negative controls: what is wrong; Flags are the fault-free run that shows it.
 	Broken string
 	Flags  []string
@@ -46,6 +49,9 @@ func Register(s Spec) {
 	about := s.About + " (" + s.Language
 	if !s.ClientClock {
 		about += "; no client-clock"
+	}
+	if s.Emulated != "" {
+		about += "; mixes with go: --client " + s.Name + ",go"
 	}
 	kinds.RegisterProvider(kinds.Provider{Name: s.Name, About: about + ")", Locks: []string{s.Lock}, Broken: s.Broken})
 }
@@ -237,7 +243,8 @@ func init() {
 		Args: []string{"--safe"}, Lock: "naive", // with a lease longer than the holds (the defaults), it is safe
 		About: "reference worker: SET NX PX, compare-and-delete release (the control's safe twin)"})
 	Register(Spec{Name: "redisson", Folder: "redisson", Language: "java", ClientClock: true, Lock: "reentrant",
-		About: "Redisson (Java): the real library, built with Maven per version"})
+		Emulated: "Redisson 4.7",
+		About:    "Redisson (Java): the real library, built with Maven per version"})
 	Register(Spec{Name: "redis-py", Folder: "redis-py", Language: "python", ClientClock: true, Lock: "mutex",
 		About: "redis-py's Lock (Python): SET NX PX, Lua release and extend; single and sentinel"})
 	Register(Spec{Name: "pottery", Folder: "pottery", Language: "python", ClientClock: true, Lock: "mutex",
