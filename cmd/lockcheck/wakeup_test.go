@@ -284,25 +284,12 @@ func TestMixedWaitersAreWokenOnSentinel(t *testing.T) {
 	wakeUps(t, topology.Sentinel, nil)
 }
 
-// On Redis 7 cluster mode Redisson 4.7 waits and wakes through sharded pub/sub (SSUBSCRIBE, SPUBLISH) and
-// the emulation through classic pub/sub (SUBSCRIBE, PUBLISH): neither hears the other's release.
+// On Redis 7 cluster mode Redisson 4.7 waits and wakes through sharded pub/sub (SSUBSCRIBE, SPUBLISH), and
+// so does the emulation since it follows the audit's 1.4: each hears the other's release. (Before that fix
+// every case here waited out its 20 s wait.)
 func TestMixedWaitersAreWokenOnCluster(t *testing.T) {
-	wakeUps(t, topology.Cluster, clusterDifferences)
+	wakeUps(t, topology.Cluster, nil)
 }
-
-// clusterDifferences are the known differences (the audit, /work/shared/reference/redisson-4.7-audit.md)
-// that stop a wake-up on cluster, per primitive and direction: each case stays skipped, naming the
-// difference, until the emulation is fixed.
-var clusterDifferences = func() map[string]string {
-	out := map[string]string{}
-	for _, p := range wakePrimitives { // every primitive, both ways: each waited out its 20 s wait when tried
-		out[p+"/go-releases-redisson-waits"] = "audit 1.4 (cluster pub/sub): Redisson 4.7 on Redis 7 cluster waits on SSUBSCRIBE and the emulation's " +
-			"release sends PUBLISH, so the Redisson waiter is not woken and waits out its wait"
-		out[p+"/redisson-releases-go-waits"] = "audit 1.4 (cluster pub/sub): Redisson 4.7 on Redis 7 cluster releases with SPUBLISH and the emulation's " +
-			"waiter listens with SUBSCRIBE, so it is not woken and waits out its wait"
-	}
-	return out
-}()
 
 // wakeUps runs every wake-up case on one topology; skips maps "primitive/direction" to a known difference.
 func wakeUps(t *testing.T, kind string, skips map[string]string) {
