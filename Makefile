@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/lockcheck
 APT     := DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: all build demo test bench deps vet clean images docker-engine compose-up compose-down
+.PHONY: all build demo test bench falsealarms deps vet clean images docker-engine compose-up compose-down
 
 all: build
 
@@ -40,6 +40,12 @@ test: deps
 # Speed targets, each printed beside its yardstick as a ratio.
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 20m ./bench/
+
+# No false alarms: fault-free runs of every emulated lock and seeds of every combination that must be safe,
+# all through bin/lockcheck; prints the run count and names each invalid run with its command. Long (see
+# README "Tests"); FALSEALARMS="-runs 10 -seeds 3" makes a shorter campaign.
+falsealarms: build
+	$(GO) run ./scripts/falsealarms -bin $(BIN) $(FALSEALARMS)
 
 # A Docker engine for --backend docker, where the machine allows it: docker.io from Debian's packages and
 # dockerd with vfs storage, no iptables and no bridge (host networking only). Says plainly when it cannot.
