@@ -38,7 +38,7 @@ func (c Case) Command(seed int) []string {
 }
 
 // The runs that must be valid. Fault-free runs are short; the fault combinations are the documented safe
-// ones: Redisson's WAIT on Sentinel failover, the fenced lock's tokens under a client pause beyond its
+// ones: Redisson's WAIT on Sentinel failover and on CLUSTER FAILOVER, the fenced lock's tokens under a client pause beyond its
 // lease, and every lock under partitions and kill -9 with every write fsynced (AOF always).
 var (
 	faultFree = []string{"--time", "4s", "--quiet", "1s"}
@@ -49,6 +49,9 @@ var (
 	}{
 		{"sentinel-failover", only("reentrant"), []string{"--topology", "sentinel", "--nemesis", "failover",
 			"--nemesis-interval", "3s", "--nemesis-duration", "8s", "--time", "25s"}},
+		// Settled in issue 12: WAIT-acknowledged locks survive CLUSTER FAILOVER in every mode.
+		{"cluster-failover-command", only("reentrant"), []string{"--topology", "cluster", "--nemesis", "failover-command",
+			"--nemesis-interval", "2s", "--nemesis-duration", "4s", "--time", "20s"}},
 		{"client-pause", only("fenced"), []string{"--nemesis", "client-pause", "--watchdog", "1s",
 			"--nemesis-interval", "1s", "--nemesis-duration", "3s", "--time", "12s", "--quiet", "1s"}},
 		// On single, except the locks over independent masters, which run on their own topology.

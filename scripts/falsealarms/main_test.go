@@ -35,7 +35,8 @@ func TestCasesCoverEveryEmulatedLock(t *testing.T) {
 				seeds["fault-free/"+name], seeds["partition-kill-aof/"+name])
 		}
 	}
-	if n < 10 || seeds["sentinel-failover/reentrant"] != 20 || seeds["client-pause/fenced"] != 20 {
+	if n < 10 || seeds["sentinel-failover/reentrant"] != 20 || seeds["client-pause/fenced"] != 20 ||
+		seeds["cluster-failover-command/reentrant"] != 20 {
 		t.Errorf("%d emulated locks; cases %v", n, seeds)
 	}
 }
