@@ -105,6 +105,7 @@ type Outcome struct {
 	Code int
 	Dir  string // its run directory (kept unless valid)
 	Took time.Duration
+	Why  string // why the campaign stopped it, if it did
 }
 
 // Tally counts a campaign's outcomes; the ones not valid are listed.
@@ -157,6 +158,10 @@ type Campaign struct {
 	Parallel int
 	Keep     bool // keep the run directories of valid runs too
 	Out      io.Writer
+	// Limit bounds each run's wall time and MaxRSS its process tree's memory (0: unbounded); a run
+	// stopped for either has no verdict, and says why.
+	Limit  time.Duration
+	MaxRSS int64
 }
 
 // Run runs every seed of every case and returns the tally; ctx ends it early (the runs cut short are not
@@ -198,7 +203,7 @@ func (c Campaign) Run(ctx context.Context, cases []Case) Tally {
 	for o := range results {
 		t.add(o)
 		if o.Code != exitValid {
-			fmt.Fprintf(c.Out, "%s seed %d: %s (%s)\n", o.Case.Name, o.Seed, verdict(o.Code), o.Dir)
+			fmt.Fprintf(c.Out, "%s seed %d: %s (%s)\n", o.Case.Name, o.Seed, o.verdict(), o.Dir)
 		}
 	}
 	return t
@@ -232,24 +237,33 @@ func (c Campaign) one(ctx context.Context, cs Case, seed int) (Outcome, bool) {
 		case <-done:
 		}
 	}()
+	why := make(chan string, 1)
+	go func() { why <- guard(cmd.Process.Pid, c.Limit, c.MaxRSS, done) }()
 	err = cmd.Wait()
 	close(done)
+	stopped := <-why
 	if ctx.Err() != nil {
 		return Outcome{}, false
 	}
 	code := cmd.ProcessState.ExitCode()
-	if err != nil && code < 0 {
+	if err != nil && code < 0 || stopped != "" {
 		code = -1
 	}
-	o := Outcome{Case: cs, Seed: seed, Code: code, Dir: dir, Took: time.Since(start)}
+	if stopped != "" {
+		fmt.Fprintf(log, "falsealarms: stopped: %s\n", stopped)
+	}
+	o := Outcome{Case: cs, Seed: seed, Code: code, Dir: dir, Took: time.Since(start), Why: stopped}
 	if code == exitValid && !c.Keep {
 		_ = os.RemoveAll(dir) // a valid run's history is of no further use; a campaign would fill the disk
 	}
 	return o, true
 }
 
-func verdict(code int) string {
-	switch code {
+func (o Outcome) verdict() string {
+	if o.Why != "" {
+		return "no verdict (stopped: " + o.Why + ")"
+	}
+	switch o.Code {
 	case exitValid:
 		return "valid"
 	case exitInvalid:
@@ -257,7 +271,7 @@ func verdict(code int) string {
 	case exitUnknown:
 		return "unknown"
 	}
-	return fmt.Sprintf("no verdict (exit %d)", code)
+	return fmt.Sprintf("no verdict (exit %d)", o.Code)
 }
 
 // Report prints the totals, then each run that was not valid with the command that reproduces it.
@@ -274,7 +288,7 @@ func Report(w io.Writer, t Tally, took time.Duration) {
 		fmt.Fprintf(w, "  %-20s %4d runs, %4d valid, %.1f s a run\n", n, g.Runs, g.Valid, g.Took.Seconds()/float64(g.Runs))
 	}
 	for _, o := range t.Bad {
-		fmt.Fprintf(w, "  %s: lockcheck %s   (%s)\n", verdict(o.Code), strings.Join(o.Case.Command(o.Seed), " "), o.Dir)
+		fmt.Fprintf(w, "  %s: lockcheck %s   (%s)\n", o.verdict(), strings.Join(o.Case.Command(o.Seed), " "), o.Dir)
 	}
 }
 
@@ -286,23 +300,27 @@ func main() {
 	root := flag.String("dir", "", "where run directories go (default: a new temporary directory)")
 	keep := flag.Bool("keep", false, "keep the run directories of valid runs")
 	match := flag.String("only", "", "run only the cases whose name matches this regular expression")
+	limit := flag.Duration("limit", 5*time.Minute, "stop a run still going after this long (0: never)")
+	maxMB := flag.Int64("max-mb", 4096, "stop a run whose processes use more memory than this, in MB (0: never)")
 	flag.Parse()
-	os.Exit(start(*bin, *runs, *seeds, *parallel, *root, *keep, *match))
+	c := Campaign{Bin: *bin, Root: *root, Parallel: *parallel, Keep: *keep, Out: os.Stdout, Limit: *limit, MaxRSS: *maxMB << 20}
+	os.Exit(start(c, *runs, *seeds, *match))
 }
 
 // start runs the campaign: exit 0 when no run was invalid or without a verdict, 1 otherwise, 2 when
 // interrupted, 254 on bad flags.
-func start(bin string, runs, seeds, parallel int, root string, keep bool, match string) int {
-	code, err := campaign(bin, runs, seeds, parallel, root, keep, match)
+func start(c Campaign, runs, seeds int, match string) int {
+	code, err := campaign(c, runs, seeds, match)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "falsealarms:", err)
 	}
 	return code
 }
 
-func campaign(bin string, runs, seeds, parallel int, root string, keep bool, match string) (int, error) {
-	if runs < 0 || seeds < 0 || parallel < 1 {
-		return 254, fmt.Errorf("-runs and -seeds must be ≥ 0 and -parallel ≥ 1")
+func campaign(c Campaign, runs, seeds int, match string) (int, error) {
+	bin, root := c.Bin, c.Root
+	if runs < 0 || seeds < 0 || c.Parallel < 1 || c.Limit < 0 || c.MaxRSS < 0 {
+		return 254, fmt.Errorf("-runs, -seeds, -limit and -max-mb must be ≥ 0 and -parallel ≥ 1")
 	}
 	re, err := regexp.Compile(match)
 	if err != nil {
@@ -327,11 +345,12 @@ func campaign(bin string, runs, seeds, parallel int, root string, keep bool, mat
 			n += c.Seeds
 		}
 	}
-	fmt.Printf("falsealarms: %d cases, %d runs, %d at a time, run directories under %s\n", len(cases), n, parallel, root)
+	fmt.Printf("falsealarms: %d cases, %d runs, %d at a time, run directories under %s\n", len(cases), n, c.Parallel, root)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	began := time.Now()
-	t := Campaign{Bin: bin, Root: root, Parallel: parallel, Keep: keep, Out: os.Stdout}.Run(ctx, cases)
+	c.Bin, c.Root = bin, root
+	t := c.Run(ctx, cases)
 	Report(os.Stdout, t, time.Since(began))
 	switch {
 	case ctx.Err() != nil:

@@ -72,3 +72,36 @@ func TestCampaignNamesInvalidRuns(t *testing.T) {
 		t.Fatalf("the valid run's directory is still there (%v)", err)
 	}
 }
+
+// A run past its time bound, or past its memory cap, is stopped and counted without a verdict, saying why,
+// and leaves no process behind.
+func TestCampaignStopsRunawayRuns(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "lockcheck")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/lockcheck").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	long := []Case{{Name: "long/reentrant", Lock: "reentrant", Args: []string{"--time", "60s"}, Seeds: 1}}
+	for _, tc := range []struct {
+		c    Campaign
+		says string
+	}{
+		{Campaign{Limit: 3 * time.Second}, "stopped: still running after 3s"},
+		{Campaign{MaxRSS: 1 << 20}, "stopped: grew to"},
+	} {
+		c := tc.c
+		var out bytes.Buffer
+		c.Bin, c.Root, c.Parallel, c.Out = bin, t.TempDir(), 1, &out
+		began := time.Now()
+		tally := c.Run(context.Background(), long)
+		Report(&out, tally, time.Since(began))
+		if tally.Errors != 1 || !strings.Contains(out.String(), tc.says) {
+			t.Fatalf("tally %+v, report:\n%s\nwant one run without a verdict, %q", tally, out.String(), tc.says)
+		}
+		if took := time.Since(began); took > 45*time.Second {
+			t.Fatalf("the 60 s run was stopped only after %s", took)
+		}
+		if b, _ := exec.Command("pgrep", "-f", c.Root).Output(); len(b) > 0 {
+			t.Fatalf("processes of the stopped run remain: %s", b)
+		}
+	}
+}
