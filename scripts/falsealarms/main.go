@@ -162,6 +162,7 @@ type Campaign struct {
 	// stopped for either has no verdict, and says why.
 	Limit  time.Duration
 	MaxRSS int64
+	First  int // the first seed of every case (a long campaign can go on where another stopped); 0 is 1
 }
 
 // Run runs every seed of every case and returns the tally; ctx ends it early (the runs cut short are not
@@ -189,7 +190,7 @@ func (c Campaign) Run(ctx context.Context, cases []Case) Tally {
 	go func() {
 		defer close(jobs)
 		for _, cs := range cases {
-			for s := 1; s <= cs.Seeds; s++ {
+			for s := max(c.First, 1); s < max(c.First, 1)+cs.Seeds; s++ {
 				select {
 				case jobs <- job{cs, s}:
 				case <-ctx.Done():
@@ -302,8 +303,10 @@ func main() {
 	match := flag.String("only", "", "run only the cases whose name matches this regular expression")
 	limit := flag.Duration("limit", 5*time.Minute, "stop a run still going after this long (0: never)")
 	maxMB := flag.Int64("max-mb", 4096, "stop a run whose processes use more memory than this, in MB (0: never)")
+	first := flag.Int("first", 1, "the first seed: -runs and -seeds count from it")
 	flag.Parse()
-	c := Campaign{Bin: *bin, Root: *root, Parallel: *parallel, Keep: *keep, Out: os.Stdout, Limit: *limit, MaxRSS: *maxMB << 20}
+	c := Campaign{Bin: *bin, Root: *root, Parallel: *parallel, Keep: *keep, Out: os.Stdout, Limit: *limit,
+		MaxRSS: *maxMB << 20, First: *first}
 	os.Exit(start(c, *runs, *seeds, *match))
 }
 
@@ -319,8 +322,8 @@ func start(c Campaign, runs, seeds int, match string) int {
 
 func campaign(c Campaign, runs, seeds int, match string) (int, error) {
 	bin, root := c.Bin, c.Root
-	if runs < 0 || seeds < 0 || c.Parallel < 1 || c.Limit < 0 || c.MaxRSS < 0 {
-		return 254, fmt.Errorf("-runs, -seeds, -limit and -max-mb must be ≥ 0 and -parallel ≥ 1")
+	if runs < 0 || seeds < 0 || c.Parallel < 1 || c.Limit < 0 || c.MaxRSS < 0 || c.First < 1 {
+		return 254, fmt.Errorf("-runs, -seeds, -limit and -max-mb must be ≥ 0, -parallel and -first ≥ 1")
 	}
 	re, err := regexp.Compile(match)
 	if err != nil {

@@ -42,7 +42,8 @@ func TestCasesCoverEveryEmulatedLock(t *testing.T) {
 }
 
 // A campaign counts verdicts by exit code and names each invalid run with the command that reproduces
-// it; a valid run's directory is removed, an invalid one's kept. The negative control makes the invalid.
+// it; a valid run's directory is removed, an invalid one's kept. The negative control makes the invalid;
+// seeds start at First.
 func TestCampaignNamesInvalidRuns(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "lockcheck")
 	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/lockcheck").CombinedOutput(); err != nil {
@@ -55,20 +56,20 @@ func TestCampaignNamesInvalidRuns(t *testing.T) {
 	}
 	root := t.TempDir()
 	var out bytes.Buffer
-	tally := Campaign{Bin: bin, Root: root, Parallel: 2, Out: &out}.Run(context.Background(), cases)
+	tally := Campaign{Bin: bin, Root: root, Parallel: 2, Out: &out, First: 3}.Run(context.Background(), cases)
 	Report(&out, tally, time.Second)
 	t.Log(out.String())
 	if tally.Runs != 2 || tally.Valid != 1 || tally.Invalid != 1 || tally.Unknown != 0 || tally.Errors != 0 {
 		t.Fatalf("tally %+v, want 2 runs: 1 valid, 1 invalid", tally)
 	}
-	want := "INVALID: lockcheck run --lock naive --lease 300ms --hold 400ms-1s --time 3s --quiet 1s --clients 4 --seed 1"
+	want := "INVALID: lockcheck run --lock naive --lease 300ms --hold 400ms-1s --time 3s --quiet 1s --clients 4 --seed 3"
 	if !strings.Contains(out.String(), want) || !strings.Contains(out.String(), "2 runs, 1 invalid, 0 unknown") {
 		t.Fatalf("the report does not name the invalid run as %q", want)
 	}
-	if _, err := os.Stat(filepath.Join(root, "control", "naive", "seed-1", "latest", "results.json")); err != nil {
+	if _, err := os.Stat(filepath.Join(root, "control", "naive", "seed-3", "latest", "results.json")); err != nil {
 		t.Fatalf("the invalid run's results are not kept: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(root, "fault-free", "reentrant", "seed-1")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(root, "fault-free", "reentrant", "seed-3")); !os.IsNotExist(err) {
 		t.Fatalf("the valid run's directory is still there (%v)", err)
 	}
 }
