@@ -127,7 +127,9 @@ func applyCommand(s MutexState, in Command, out Reply) (MutexState, bool) {
 	switch in.F {
 	case "acquire":
 		if out.Outcome == Refused {
-			return s, in.Fair || (s.Owner != "" && !mine)
+			// Held, by another or (SET NX, not re-entrant: the spec Redlock) by the caller itself, whose
+			// release did not apply; the fair lock may refuse a free lock.
+			return s, in.Fair || s.Owner != ""
 		}
 		if s.Owner != "" && !mine {
 			return s, false

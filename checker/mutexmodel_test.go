@@ -69,6 +69,15 @@ func TestMutexModelLegal(t *testing.T) {
 			cmd("b", "acquire", 30000, 10, 11, Applied, 0),
 			replay(cmd("a", "release", 30000, 12, 13, Applied, 1)),
 		},
+		// The spec Redlock's SET NX refuses its own holder: a member kept c3's lock through a kill -9 (AOF),
+		// c3's release there never applied, and its next SET NX was refused by its own lock (make
+		// falsealarms: redlock-spec under partition,kill, seed 1).
+		"SET NX refused by the caller's own lock": {
+			cmd("a", "acquire", 30000, 0, 1, Applied, 0),
+			cmd("a", "release", 30000, 2, -1, Unsure, 0),
+			cmd("a", "acquire", 30000, 10, 11, Refused, -2),
+			cmd("a", "release", 30000, 12, 13, Applied, 1),
+		},
 		"a refused release by a non-owner": {
 			cmd("a", "acquire", 30000, 0, 1, Applied, 0),
 			cmd("b", "release", 30000, 2, 3, Refused, -1),

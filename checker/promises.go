@@ -112,6 +112,12 @@ type waiter struct {
 	grantCall       int64 // the granting acquire, or -1
 	grantRet        int64
 	end             int64 // when the call returned
+	// since is the earliest the thread may have held the place it was granted from: an earlier call's
+	// place survives until a grant or a dequeue that surely applied (one lost in a partition leaves it).
+	since    int64
+	mayQueue int64 // the first acquire that queued or may have (unknown), or -1
+	left     bool  // a dequeue surely applied
+	thread   int64
 }
 
 // Check pairs each call's first refusal (its place in the queue) with its grant.
@@ -121,9 +127,19 @@ func (Fairness) Check(_ context.Context, h *history.History) Result {
 		if c.op.Invoke.Args["nested"] == 1 {
 			continue
 		}
-		w := waiter{client: c.op.Invoke.Client, enqCall: -1, grantCall: -1, end: c.op.Complete.Time}
+		w := waiter{client: c.op.Invoke.Client, thread: c.op.Invoke.Thread, enqCall: -1, grantCall: -1,
+			end: c.op.Complete.Time, mayQueue: -1}
 		for _, m := range c.commands {
-			if m.Invoke.F != "acquire" || m.Complete == nil {
+			if m.Invoke.F == "dequeue" && m.Outcome() == history.Ok {
+				w.left = true
+			}
+			if m.Invoke.F != "acquire" {
+				continue
+			}
+			if w.mayQueue < 0 && (m.Outcome() == history.Unknown || m.Complete.Value != nil) {
+				w.mayQueue = m.Invoke.Time // refused (queued), or unknown (may have queued)
+			}
+			if m.Complete == nil {
 				continue
 			}
 			if w.enqCall < 0 && m.Complete.Type == history.Fail && m.Complete.Value != nil {
@@ -136,9 +152,10 @@ func (Fairness) Check(_ context.Context, h *history.History) Result {
 		if w.enqCall < 0 && w.grantCall >= 0 {
 			w.enqCall, w.enqRet = w.grantCall, w.grantRet // granted at once: it arrived when it asked
 		}
-		if w.enqCall >= 0 {
-			byKey[c.op.Invoke.Key] = append(byKey[c.op.Invoke.Key], w)
-		}
+		byKey[c.op.Invoke.Key] = append(byKey[c.op.Invoke.Key], w)
+	}
+	for key, ws := range byKey {
+		byKey[key] = carryPlaces(ws)
 	}
 	queued, bad := 0, 0
 	first := ""
@@ -148,7 +165,7 @@ func (Fairness) Check(_ context.Context, h *history.History) Result {
 		// a surely arrived (queued, or was granted at once) before b asked; b was granted while a still waited.
 		for _, a := range ws {
 			for _, b := range ws {
-				if a.client == b.client || a.enqRet >= b.enqCall || b.grantCall < 0 {
+				if a.client == b.client || a.enqRet >= b.since || b.grantCall < 0 {
 					continue // only pairs where a surely queued before b, and b got the lock
 				}
 				overtaken := (a.grantCall >= 0 && b.grantRet < a.grantCall) || (a.grantCall < 0 && b.grantRet < a.end)
@@ -172,6 +189,32 @@ func (Fairness) Check(_ context.Context, h *history.History) Result {
 		return Result{Valid: Unknown, Summary: "nobody ever queued, so order was never tested"}
 	}
 	return Result{Valid: Valid, Summary: fmt.Sprintf("%d calls, granted in arrival order", queued)}
+}
+
+// carryPlaces sets each waiter's since (a thread's calls in order: a place a call may have kept is the
+// next calls' until one is granted or surely leaves) and drops the calls that never queued.
+func carryPlaces(ws []waiter) []waiter {
+	sort.SliceStable(ws, func(i, j int) bool { return ws[i].end < ws[j].end })
+	kept := map[string]int64{} // client/thread -> the place it may still hold
+	var out []waiter
+	for _, w := range ws {
+		id := fmt.Sprintf("%s/%d", w.client, w.thread)
+		place, ok := kept[id]
+		w.since = w.enqCall
+		if ok && (w.since < 0 || place < w.since) {
+			w.since = place
+		}
+		switch {
+		case w.grantCall >= 0 || w.left: // a grant takes the thread off the queue, and so does a dequeue
+			delete(kept, id)
+		case w.mayQueue >= 0 && !ok:
+			kept[id] = w.mayQueue
+		}
+		if w.enqCall >= 0 {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // Group checks the multi lock's promise: when tryLock returns, the caller holds every key of its group

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -247,7 +248,7 @@ func (n *Node) waitReady(ctx context.Context, exited <-chan struct{}) error {
 		err := c.Ping(pctx).Err()
 		cancel()
 		if err == nil {
-			return nil
+			return n.checkPort(ctx, c)
 		}
 		select {
 		case <-exited:
@@ -260,6 +261,23 @@ func (n *Node) waitReady(ctx context.Context, exited <-chan struct{}) error {
 			return fmt.Errorf("%s not ready after 15s: %v", n.cfg.Name, err)
 		}
 	}
+}
+
+// checkPort makes sure that the server answering is this node: between FreePort and redis-server's bind
+// another process can take the port (one of the run's own proxies, forwarding to another node with the
+// same password), and this node's server then exits while the other answers for it.
+func (n *Node) checkPort(ctx context.Context, c *redis.Client) error {
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return fmt.Errorf("%s: INFO server: %w", n.cfg.Name, err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "tcp_port:"); ok && v != strconv.Itoa(n.port) {
+			return fmt.Errorf("%s: port %d is taken (Address already in use): the server answering there listens on %s",
+				n.cfg.Name, n.port, v)
+		}
+	}
+	return nil
 }
 
 func lastLogLine(path string) string {

@@ -328,10 +328,13 @@ func TestLaggingFailoverLosesReentrantLock(t *testing.T) {
 }
 
 // Redis Cluster end to end under CLUSTER FAILOVER (each mode): the run completes with a verdict and the
-// failovers are recorded with the new primary. Validity is not asserted: on a loaded machine one run
-// found an acknowledged lock gone right after a failover (a new master with no replica yet gets no WAIT
-// from Redisson, and a second failover can then drop the write: reference S6(ii), #4822), so the verdict
-// depends on timing.
+// failovers are recorded with the new primary. Validity is not asserted yet: the "acknowledged lock gone"
+// these runs report (8 of seeds 1-30) is a harness error, not Redisson's: FORCE and TAKEOVER demote the
+// old primary while a lock script's WAIT blocks there, Redis answers that WAIT with UNBLOCKED, and
+// locks/redisson.go records the script that ran as failed (internal/regress). With that fixed, 22 of 23
+// such seeds were valid; seed 25 still lost a release that went without WAIT, since the emulation caches
+// connected_slaves per address and read 0 from the new primary before its replica re-attached (Redisson
+// keeps the shard's count across a failover). Once both are fixed, this asserts exitValid again.
 func TestReentrantOnClusterCommandFailover(t *testing.T) {
 	code, dir := run(t, "run", "--lock", "reentrant", "--topology", "cluster", "--nemesis", "failover-command",
 		"--nemesis-interval", "2s", "--nemesis-duration", "4s", "--time", "20s", "--seed", "1")
