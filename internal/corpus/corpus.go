@@ -86,26 +86,34 @@ func (e Entry) History() (*history.History, error) {
 // Judge runs porcupine on the entry as a run's analysis would (the family's model and commands, named by
 // the meta record), bounded by timeout, and says how long the check took.
 func (e Entry) Judge(ctx context.Context, timeout time.Duration) (checker.Result, time.Duration, error) {
-	h, err := e.History()
+	lin, h, err := e.Checker(timeout)
 	if err != nil {
 		return checker.Result{}, 0, err
 	}
-	var meta struct {
-		Lock   string       `json:"lock"`
-		Checks kinds.Checks `json:"checks"`
-	}
-	if h.Meta == nil {
-		return checker.Result{}, 0, fmt.Errorf("%s: no meta record", e.Name)
-	}
-	if err := json.Unmarshal(h.Meta.Data, &meta); err != nil {
-		return checker.Result{}, 0, fmt.Errorf("%s: meta record: %v", e.Name, err)
-	}
-	f, err := kinds.FamilyNamed(meta.Checks.Family)
-	if err != nil {
-		return checker.Result{}, 0, fmt.Errorf("%s: %v", e.Name, err)
-	}
-	lin, _ := f.Checkers(meta.Checks, timeout)
 	start := time.Now()
 	res := lin.Check(ctx, h)
 	return res, time.Since(start), nil
+}
+
+// Checker reads the entry's history and builds the porcupine checker its family uses.
+func (e Entry) Checker(timeout time.Duration) (*checker.Linearizable, *history.History, error) {
+	h, err := e.History()
+	if err != nil {
+		return nil, nil, err
+	}
+	var meta struct {
+		Checks kinds.Checks `json:"checks"`
+	}
+	if h.Meta == nil {
+		return nil, nil, fmt.Errorf("%s: no meta record", e.Name)
+	}
+	if err := json.Unmarshal(h.Meta.Data, &meta); err != nil {
+		return nil, nil, fmt.Errorf("%s: meta record: %v", e.Name, err)
+	}
+	f, err := kinds.FamilyNamed(meta.Checks.Family)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %v", e.Name, err)
+	}
+	lin, _ := f.Checkers(meta.Checks, timeout)
+	return lin, h, nil
 }
