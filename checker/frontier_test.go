@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/lockcheck/lockcheck/history"
 )
 
 // frontierAll runs the frontier search on every key of ops: Illegal if any key is, else Unknown if any
@@ -299,5 +301,34 @@ func TestFrontierManyUnknowns(t *testing.T) {
 		if countUnknown(ops) < 200 {
 			t.Fatalf("only %d unknown outcomes", countUnknown(ops))
 		}
+	}
+}
+
+// A key the frontier cannot take goes to porcupine's own search; one neither decides is unknown, and the
+// verdict says which key and why.
+func TestLinearizableSaysWhy(t *testing.T) {
+	var wide []porcupine.Operation // 70 unknown grants in flight at once: more than the frontier's slots
+	for i := 0; i < 70; i++ {
+		wide = append(wide, cmd(fmt.Sprintf("o%d", i), "acquire", 30000, int64(i), -1, Unsure, 0))
+	}
+	wide = append(wide, cmd("a", "acquire", 30000, 100, 101, Refused, 0))
+	lin := func(ops []porcupine.Operation, timeout time.Duration) *Linearizable {
+		return &Linearizable{Label: "porcupine", Model: MutexModel, Timeout: timeout,
+			Convert: func(*history.History) []porcupine.Operation { return ops }}
+	}
+	res := lin(wide, time.Minute).Check(context.Background(), &history.History{})
+	d := res.Details.(map[string]any)
+	if res.Valid != Valid || d["search"] != "frontier, then porcupine" {
+		t.Fatalf("wide key: %v by %v (%s)", res.Valid, d["search"], res.Summary)
+	}
+	res = lin(simulated(rand.New(rand.NewSource(4)), 500, 0.1, false), time.Nanosecond).Check(context.Background(), &history.History{})
+	if res.Valid != Unknown || !strings.Contains(res.Summary, "key k: the search ran out of time") {
+		t.Fatalf("no time: %v (%s)", res.Valid, res.Summary)
+	}
+	res = lin([]porcupine.Operation{cmd("a", "acquire", 100, 0, 1, Applied, 0), cmd("b", "acquire", 100, 50, 51, Applied, 0)},
+		time.Minute).Check(context.Background(), &history.History{})
+	if res.Valid != Invalid || !strings.Contains(res.Violation, "b acquire → ok (called 0.050s, returned 0.051s) cannot take effect") ||
+		!strings.Contains(res.Violation, "held by a ×1") {
+		t.Fatalf("double grant: %v (%s)", res.Valid, res.Violation)
 	}
 }

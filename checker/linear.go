@@ -71,6 +71,7 @@ func (l *Linearizable) Check(ctx context.Context, h *history.History) Result {
 // decide searches every key and combines: the earliest illegal key makes it invalid, else an undecided
 // key makes it unknown, saying why.
 func (l *Linearizable) decide(ctx context.Context, parts [][]porcupine.Operation, begin time.Time) Result {
+	parent := ctx
 	if l.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, begin.Add(l.Timeout))
@@ -116,6 +117,10 @@ func (l *Linearizable) decide(ctx context.Context, parts [][]porcupine.Operation
 	var whys []string
 	for _, i := range undecided {
 		left := time.Duration(0)
+		if parent.Err() != nil { // interrupted: no second search
+			whys = append(whys, fmt.Sprintf("%s: %s", keyOf(parts[i][0].Input), vs[i].why))
+			continue
+		}
 		if l.Timeout > 0 {
 			if left = l.Timeout - time.Since(begin); left <= 0 {
 				whys = append(whys, fmt.Sprintf("%s: %s", keyOf(parts[i][0].Input), vs[i].why))
