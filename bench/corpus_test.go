@@ -40,7 +40,7 @@ func BenchmarkCorpusDecides(b *testing.B) {
 			if res.Valid != e.Want || res.Valid == checker.Unknown || took > decideBound {
 				mark, bad = "FAIL", bad+1
 			}
-			fmt.Fprintf(os.Stdout, "  %-24s %-4s %5v commands %4v unknown  %7.3f s  %-7v (want %v) %s\n", e.Name, hard,
+			fmt.Fprintf(os.Stdout, "  %-36s %-4s %5v commands %4v unknown  %7.3f s  %-7v (want %v) %s\n", e.Name, hard,
 				d["operations"], d["unknown_operations"], took.Seconds(), res.Valid, e.Want, mark)
 			worst = max(worst, took)
 		}
