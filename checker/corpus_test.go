@@ -32,6 +32,18 @@ func TestCorpus(t *testing.T) {
 			if res.Valid != e.Want {
 				t.Fatalf("%s: porcupine says %v (%s; %s), want %v", e.Name, res.Valid, res.Summary, res.Violation, e.Want)
 			}
+			if res.Valid == checker.Valid { // and the legal order it found is one, step by step
+				lin, h, err := e.Checker(time.Minute)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, part := range lin.Model.Partition(lin.Convert(h)) {
+					got, order := checker.LegalOrder(context.Background(), lin.Model, part)
+					if err := checker.CheckOrder(lin.Model, part, order); got != porcupine.Ok || err != nil {
+						t.Fatalf("%s: the frontier's order (%v) does not check: %v", e.Name, got, err)
+					}
+				}
+			}
 			t.Logf("%s: %v in %s", e.Name, res.Valid, took.Round(time.Millisecond))
 		})
 	}

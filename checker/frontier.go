@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/bits"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -41,6 +42,8 @@ type keyVerdict struct {
 	culprit  porcupine.Operation
 	before   []interface{}
 	inFlight []porcupine.Operation
+	// For Ok: a legal order of the operations (indices), which anyone can check without this search.
+	order []int
 	// For Unknown: why the search stopped.
 	why string
 	// Largest number of commands in flight, and of configurations kept, seen on the key.
@@ -91,7 +94,7 @@ func frontierKey(ctx context.Context, m porcupine.NondeterministicModel, ops []p
 		cur    = antichain{}
 	)
 	for _, s := range init {
-		cur.add(config{state: s}, 0)
+		cur.add(config{state: s}, 0, nil)
 	}
 	for n, e := range evs {
 		if n%64 == 0 && ctx.Err() != nil {
@@ -119,16 +122,16 @@ func frontierKey(ctx context.Context, m porcupine.NondeterministicModel, ops []p
 		k := slotOf[e.op]
 		next, seen := antichain{}, antichain{}
 		broken := false
-		var expand func(c config) bool
-		expand = func(c config) bool {
-			if !seen.add(c, def) {
+		var expand func(c config, w *placed) bool
+		expand = func(c config, w *placed) bool {
+			if !seen.add(c, def, nil) {
 				return true // it, or a configuration with fewer unknown outcomes done, was explored
 			}
 			if seen.n > maxConfigs {
 				return false
 			}
 			if c.done&(1<<k) != 0 { // it took effect earlier: what follows may as well come after its return
-				next.add(config{state: c.state, done: c.done &^ (1 << k)}, def)
+				next.add(config{state: c.state, done: c.done &^ (1 << k)}, def, w)
 				return true
 			}
 			for free := guards &^ c.done; free != 0; free &= free - 1 {
@@ -141,10 +144,10 @@ func frontierKey(ctx context.Context, m porcupine.NondeterministicModel, ops []p
 				// it left the state as it was there too, so taking it out and putting it here changes
 				// nothing else. This keeps the refusals in flight from multiplying the configurations.
 				if j == k {
-					next.add(config{state: c.state, done: c.done}, def)
+					next.add(config{state: c.state, done: c.done}, def, &placed{opAt[j], w})
 					return true
 				}
-				return expand(config{state: c.state, done: c.done | 1<<j})
+				return expand(config{state: c.state, done: c.done | 1<<j}, &placed{opAt[j], w})
 			}
 			for free := live &^ c.done; free != 0; free &= free - 1 {
 				j := bits.TrailingZeros64(free)
@@ -156,7 +159,7 @@ func frontierKey(ctx context.Context, m porcupine.NondeterministicModel, ops []p
 				}
 				for _, s := range steps {
 					if j == k { // it took effect: it is done, and its slot frees
-						next.add(config{state: s, done: c.done}, def)
+						next.add(config{state: s, done: c.done}, def, &placed{opAt[j], w})
 						continue
 					}
 					if s == c.state && def&(1<<j) != 0 {
@@ -165,7 +168,7 @@ func frontierKey(ctx context.Context, m porcupine.NondeterministicModel, ops []p
 						// keeps a burst of unknown outcomes from doubling the configurations each.
 						continue
 					}
-					if !expand(config{state: s, done: c.done | 1<<j}) {
+					if !expand(config{state: s, done: c.done | 1<<j}, &placed{opAt[j], w}) {
 						return false
 					}
 				}
@@ -173,7 +176,7 @@ func frontierKey(ctx context.Context, m porcupine.NondeterministicModel, ops []p
 			return true
 		}
 		for _, c := range cur.all() {
-			if !expand(c) && broken {
+			if !expand(c.config, c.w) && broken {
 				v.res = porcupine.Unknown
 				v.why = fmt.Sprintf("the model changed the state for a command of unknown outcome that did not run, at %s", Secs(e.t))
 				return v
@@ -202,6 +205,12 @@ func frontierKey(ctx context.Context, m porcupine.NondeterministicModel, ops []p
 		cur = next
 	}
 	v.res = porcupine.Ok
+	if all := cur.all(); len(all) > 0 {
+		for w := all[0].w; w != nil; w = w.prev {
+			v.order = append(v.order, w.op)
+		}
+		slices.Reverse(v.order)
+	}
 	return v
 }
 
@@ -241,39 +250,58 @@ func contains(states []interface{}, s interface{}) bool {
 // leaving s, and reach (s, D ∪ U). A failover's burst of unknown grants, each maybe applied and then lost
 // with the unacknowledged write, otherwise leaves the same state with every subset of them done.
 type antichain struct {
-	m map[config][]uint64 // by state and done non-deferrable slots: the deferrable done slots
+	m map[config][]member // by state and done non-deferrable slots
 	n int
 }
 
-// add inserts c unless a configuration in the set makes it redundant; def is the deferrable slots.
-func (a *antichain) add(c config, def uint64) bool {
+// member is one configuration of an antichain group: its deferrable done slots, and the order that led
+// to it.
+type member struct {
+	d uint64
+	w *placed
+}
+
+// placed is a legal order, newest first: the witness of a configuration, shared between configurations.
+type placed struct {
+	op   int
+	prev *placed
+}
+
+type witnessed struct {
+	config
+	w *placed
+}
+
+// add inserts c, reached by order w, unless a configuration in the set makes it redundant; def is the
+// deferrable slots.
+func (a *antichain) add(c config, def uint64, w *placed) bool {
 	if a.m == nil {
-		a.m = map[config][]uint64{}
+		a.m = map[config][]member{}
 	}
 	g, d := config{state: c.state, done: c.done &^ def}, c.done&def
 	list := a.m[g]
 	for _, e := range list {
-		if e&^d == 0 {
+		if e.d&^d == 0 {
 			return false
 		}
 	}
 	kept := list[:0]
 	for _, e := range list {
-		if d&^e != 0 {
+		if d&^e.d != 0 {
 			kept = append(kept, e)
 		}
 	}
 	a.n -= len(list) - len(kept)
-	a.m[g] = append(kept, d)
+	a.m[g] = append(kept, member{d, w})
 	a.n++
 	return true
 }
 
-func (a *antichain) all() []config {
-	out := make([]config, 0, a.n)
-	for g, ds := range a.m {
-		for _, d := range ds {
-			out = append(out, config{state: g.state, done: g.done | d})
+func (a *antichain) all() []witnessed {
+	out := make([]witnessed, 0, a.n)
+	for g, ms := range a.m {
+		for _, e := range ms {
+			out = append(out, witnessed{config{state: g.state, done: g.done | e.d}, e.w})
 		}
 	}
 	return out
@@ -287,4 +315,49 @@ func guard(o porcupine.Operation) bool {
 	in, ok1 := o.Input.(Command)
 	r, ok2 := o.Output.(Reply)
 	return ok1 && ok2 && r.Outcome == Refused && in.F == "acquire" && !in.Fair && !in.Replay
+}
+
+// LegalOrder runs the frontier search on one key's operations and, when they have a legal order,
+// returns one (indices into ops): a witness that CheckOrder verifies step by step, independently.
+func LegalOrder(ctx context.Context, m porcupine.NondeterministicModel, ops []porcupine.Operation) (porcupine.CheckResult, []int) {
+	v := frontierKey(ctx, m, ops)
+	return v.res, v.order
+}
+
+// CheckOrder verifies that order is a legal order of ops under m: every operation once, none placed
+// before one that returned before it was called, and the model accepting each step.
+func CheckOrder(m porcupine.NondeterministicModel, ops []porcupine.Operation, order []int) error {
+	if len(order) != len(ops) {
+		return fmt.Errorf("order has %d operations of %d", len(order), len(ops))
+	}
+	seen := make([]bool, len(ops))
+	latestCall := int64(math.MinInt64)
+	states := m.Init()
+	for n, i := range order {
+		if i < 0 || i >= len(ops) || seen[i] {
+			return fmt.Errorf("position %d: operation %d repeated or out of range", n, i)
+		}
+		seen[i] = true
+		// An operation placed earlier that was called after this one returned breaks real-time order.
+		if ops[i].Return < latestCall {
+			return fmt.Errorf("position %d: %s returned before an earlier-placed operation was called", n,
+				m.DescribeOperation(ops[i].Input, ops[i].Output))
+		}
+		latestCall = max(latestCall, ops[i].Call)
+		var next []interface{}
+		dup := map[interface{}]bool{} // states are comparable (frontierKey requires it)
+		for _, s := range states {
+			for _, t := range m.Step(s, ops[i].Input, ops[i].Output) {
+				if !dup[t] {
+					dup[t] = true
+					next = append(next, t)
+				}
+			}
+		}
+		if len(next) == 0 {
+			return fmt.Errorf("position %d: the model refuses %s", n, m.DescribeOperation(ops[i].Input, ops[i].Output))
+		}
+		states = next
+	}
+	return nil
 }

@@ -15,17 +15,40 @@ import (
 
 // frontierAll runs the frontier search on every key of ops: Illegal if any key is, else Unknown if any
 // key is, else Ok.
+// A legal verdict comes with an order that CheckOrder verifies, or it is reported as Unknown here.
 func frontierAll(m porcupine.NondeterministicModel, ops []porcupine.Operation) porcupine.CheckResult {
 	res := porcupine.Ok
 	for _, part := range m.Partition(ops) {
-		switch frontierKey(context.Background(), m, part).res {
+		v := frontierKey(context.Background(), m, part)
+		switch v.res {
 		case porcupine.Illegal:
 			return porcupine.Illegal
 		case porcupine.Unknown:
 			res = porcupine.Unknown
+		case porcupine.Ok:
+			if CheckOrder(m, part, v.order) != nil {
+				res = porcupine.Unknown
+			}
 		}
 	}
 	return res
+}
+
+// CheckOrder itself must refuse what is not a legal order.
+func TestCheckOrder(t *testing.T) {
+	ops := []porcupine.Operation{
+		cmd("a", "acquire", 30000, 0, 1, Applied, 0),
+		cmd("a", "release", 30000, 2, 3, Applied, 1),
+		cmd("b", "acquire", 30000, 4, 5, Applied, 0),
+	}
+	if err := CheckOrder(MutexModel, ops, []int{0, 1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range [][]int{{0, 2, 1}, {1, 0, 2}, {0, 1}, {0, 1, 1}} {
+		if CheckOrder(MutexModel, ops, bad) == nil {
+			t.Fatalf("order %v accepted", bad)
+		}
+	}
 }
 
 func vol(op porcupine.Operation) porcupine.Operation {
