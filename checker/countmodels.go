@@ -228,8 +228,13 @@ var PESModel = porcupine.NondeterministicModel{
 	Step: func(state, input, output interface{}) []interface{} {
 		in, out := input.(Command), output.(Reply)
 		var next []interface{}
+		if out.Outcome == Unsure {
+			next = append(next, state) // it did not run: unchanged (as in mutexStep)
+		}
 		for _, c := range pesReclaims(state.(PESState), in.Return) {
-			next = append(next, unsureOr(func(s interface{}) (interface{}, bool) { return pesApply(s.(PESState), in, out) }, c, out)...)
+			if a, ok := pesApply(c, in, out); ok && (out.Outcome != Unsure || a != state) {
+				next = append(next, a)
+			}
 		}
 		return next
 	},

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -26,24 +28,37 @@ type Linearizable struct {
 	// for wire records, the summary, so a verdict says whether it is about what reached Redis.
 	Level func(h *history.History) string
 
-	info  porcupine.LinearizationInfo
-	model porcupine.Model
-	ran   bool
+	info     porcupine.LinearizationInfo
+	haveInfo bool
+	model    porcupine.Model
+	ops      []porcupine.Operation
+	ran      bool
 }
+
+// visualBound bounds porcupine's search for the HTML's partial orders, which the verdict does not need.
+const visualBound = 3 * time.Second
 
 // Name is the checker's stable name.
 func (l *Linearizable) Name() string { return l.Label }
 
-// Check runs porcupine in verbose mode so that the HTML can show the longest legal orders.
-func (l *Linearizable) Check(_ context.Context, h *history.History) Result {
+// Check decides each key with the frontier search (frontier.go), in parallel; a key the frontier cannot
+// decide within its bounds goes to porcupine's own search for the time that is left.
+func (l *Linearizable) Check(ctx context.Context, h *history.History) Result {
 	ops := l.Convert(h)
 	l.model = l.Model.ToModel()
+	l.ops, l.ran, l.info = ops, true, porcupine.LinearizationInfo{}
+	l.haveInfo = false
 	begin := time.Now()
-	res, info := porcupine.CheckOperationsVerbose(l.model, ops, l.Timeout)
-	took := time.Since(begin)
-	l.info, l.ran = info, true
 	parts := l.model.Partition(ops)
-	out := l.verdict(res, info, ops, parts, took)
+	if parts == nil {
+		parts = [][]porcupine.Operation{ops}
+	}
+	out := l.decide(ctx, parts, begin)
+	took := time.Since(begin)
+	out.Details.(map[string]any)["check_ms"] = took.Milliseconds()
+	if out.Valid == Valid {
+		out.Summary = fmt.Sprintf("%d lock commands on %d keys have a legal order (%s)", len(ops), len(parts), took.Round(time.Millisecond))
+	}
 	if l.Level != nil {
 		level := l.Level(h)
 		out.Details.(map[string]any)["records"] = level
@@ -57,22 +72,114 @@ func (l *Linearizable) Check(_ context.Context, h *history.History) Result {
 	return out
 }
 
-func (l *Linearizable) verdict(res porcupine.CheckResult, info porcupine.LinearizationInfo, ops []porcupine.Operation,
-	parts [][]porcupine.Operation, took time.Duration) Result {
-	details := map[string]any{"operations": len(ops), "keys": len(parts), "check_ms": took.Milliseconds(),
-		"unknown_operations": countUnknown(ops)}
-	switch res {
-	case porcupine.Ok:
-		return Result{Valid: Valid, Details: details,
-			Summary: fmt.Sprintf("%d lock commands on %d keys have a legal order (%s)", len(ops), len(parts), took.Round(time.Millisecond))}
-	case porcupine.Unknown:
-		return Result{Valid: Unknown, Details: details,
-			Summary: fmt.Sprintf("no verdict: the search ran out of its %s bound (%d commands, %d of uncertain outcome)",
-				l.Timeout, len(ops), countUnknown(ops))}
+// decide searches every key and combines: the earliest illegal key makes it invalid, else an undecided
+// key makes it unknown, saying why.
+func (l *Linearizable) decide(ctx context.Context, parts [][]porcupine.Operation, begin time.Time) Result {
+	parent := ctx
+	if l.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, begin.Add(l.Timeout))
+		defer cancel()
 	}
-	why, at, end := l.explain(parts, info)
-	return Result{Valid: Invalid, Details: details, Violation: why, At: at, End: end,
-		Summary: fmt.Sprintf("no legal order exists for %d lock commands on %d keys", len(ops), len(parts))}
+	vs := make([]keyVerdict, len(parts))
+	sem := make(chan struct{}, max(runtime.GOMAXPROCS(0), 1))
+	var wg sync.WaitGroup
+	for i := range parts {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			vs[i] = frontierKey(ctx, l.Model, parts[i])
+		}()
+	}
+	wg.Wait()
+	all := countOps(parts)
+	details := map[string]any{"operations": len(all), "keys": len(parts),
+		"unknown_operations": countUnknown(all), "search": "frontier"}
+	inflight, configs := 0, 0
+	for _, v := range vs {
+		inflight, configs = max(inflight, v.maxInFlight), max(configs, v.maxConfigs)
+	}
+	details["max_in_flight"], details["max_configurations"] = inflight, configs
+	illegal, undecided := -1, []int{}
+	for i, v := range vs {
+		switch {
+		case v.res == porcupine.Illegal && (illegal < 0 || v.culprit.Call < vs[illegal].culprit.Call):
+			illegal = i
+		case v.res == porcupine.Unknown:
+			undecided = append(undecided, i)
+		}
+	}
+	if illegal >= 0 {
+		return l.illegal(vs[illegal], parts, details)
+	}
+	if len(undecided) == 0 {
+		return Result{Valid: Valid, Details: details}
+	}
+	// Porcupine's depth-first search may still find a legal order where the frontier grew too wide.
+	details["search"] = "frontier, then porcupine"
+	var whys []string
+	for _, i := range undecided {
+		left := time.Duration(0)
+		if parent.Err() != nil { // interrupted: no second search
+			whys = append(whys, fmt.Sprintf("%s: %s", keyOf(parts[i][0].Input), vs[i].why))
+			continue
+		}
+		if l.Timeout > 0 {
+			if left = l.Timeout - time.Since(begin); left <= 0 {
+				whys = append(whys, fmt.Sprintf("%s: %s", keyOf(parts[i][0].Input), vs[i].why))
+				continue
+			}
+		}
+		switch porcupine.CheckOperationsTimeout(l.model, parts[i], left) {
+		case porcupine.Ok:
+			continue
+		case porcupine.Illegal:
+			res, info := porcupine.CheckOperationsVerbose(l.model, parts[i], left)
+			if res == porcupine.Illegal {
+				why, at, end := l.explain(parts[i:i+1], info)
+				return Result{Valid: Invalid, Details: details, Violation: why, At: at, End: end,
+					Summary: fmt.Sprintf("no legal order exists for %d lock commands on %d keys", details["operations"], len(parts))}
+			}
+		}
+		whys = append(whys, fmt.Sprintf("%s: %s, and porcupine's search ran out of the %s bound", keyOf(parts[i][0].Input),
+			vs[i].why, l.Timeout))
+	}
+	if len(whys) == 0 {
+		return Result{Valid: Valid, Details: details}
+	}
+	details["undecided"] = whys
+	return Result{Valid: Unknown, Details: details,
+		Summary: fmt.Sprintf("no verdict on %d of %d keys (%d commands, %d of uncertain outcome): %s", len(whys), len(parts),
+			details["operations"], details["unknown_operations"], whys[0])}
+}
+
+// illegal explains the frontier's illegal key: the command no legal order can place, the states the lock
+// could be in just before, and what was in flight with it.
+func (l *Linearizable) illegal(v keyVerdict, parts [][]porcupine.Operation, details map[string]any) Result {
+	c := v.culprit
+	var with []string
+	for _, o := range v.inFlight {
+		with = append(with, fmt.Sprintf("%s (called %s)", unescape(l.Model.DescribeOperation(o.Input, o.Output)), Secs(o.Call)))
+	}
+	sort.Strings(with)
+	flight := "nothing else in flight"
+	if len(with) > 0 {
+		flight = "in flight with it: " + strings.Join(with, ", ")
+	}
+	why := fmt.Sprintf("%s: %s (called %s, returned %s) cannot take effect in any legal order of the commands before it; "+
+		"just before, the lock could be %s; %s", keyOf(c.Input), unescape(l.Model.DescribeOperation(c.Input, c.Output)),
+		Secs(c.Call), retText(c.Return), describeStates(l.Model, v.before), flight)
+	return Result{Valid: Invalid, Details: details, Violation: why, At: c.Call, End: min(c.Return, c.Call+1),
+		Summary: fmt.Sprintf("no legal order exists for %d lock commands on %d keys", details["operations"], len(parts))}
+}
+
+func countOps(parts [][]porcupine.Operation) []porcupine.Operation {
+	var all []porcupine.Operation
+	for _, p := range parts {
+		all = append(all, p...)
+	}
+	return all
 }
 
 func countUnknown(ops []porcupine.Operation) int {
@@ -187,6 +294,14 @@ func (l *Linearizable) Visualize(w io.Writer, h *history.History, notes []Annota
 			a.Tag = n.Tag
 		}
 		anns = append(anns, a)
+	}
+	if !l.haveInfo {
+		bound := visualBound
+		if l.Timeout > 0 {
+			bound = min(bound, l.Timeout)
+		}
+		_, l.info = porcupine.CheckOperationsVerbose(l.model, l.ops, bound)
+		l.haveInfo = true
 	}
 	l.info.AddAnnotations(anns)
 	var b bytes.Buffer

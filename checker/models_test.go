@@ -30,6 +30,9 @@ func checkModel(t *testing.T, m porcupine.NondeterministicModel, want porcupine.
 	if got := porcupine.CheckOperationsTimeout(m.ToModel(), ops, 10*time.Second); got != want {
 		t.Fatalf("got %v, want %v", got, want)
 	}
+	if got := frontierAll(m, ops); got != want {
+		t.Fatalf("frontier search: got %v, want %v", got, want)
+	}
 }
 
 func TestRWModel(t *testing.T) {

@@ -175,21 +175,20 @@ func applyCommand(s MutexState, in Command, out Reply) (MutexState, bool) {
 // mutexStep returns every state the lock may be in after the command.
 func mutexStep(state interface{}, input, output interface{}) []interface{} {
 	s, in, out := state.(MutexState), input.(Command), output.(Reply)
-	s = bound(s, in.Return)
 	if in.Replay && out.Outcome != Unsure {
 		out = Reply{Outcome: Unsure}
 	}
 	var next []interface{}
+	if out.Outcome == Unsure {
+		// It did not run, or ran and changed nothing: the state is as it was. Whether the lease ran out
+		// is for the next command to see, by its own interval (a command that did not run has none).
+		// Being the identity lets the frontier search defer it (frontier.go).
+		next = append(next, state)
+	}
+	s = bound(s, in.Return)
 	for _, e := range expiries(s, in.Call, in.Return) {
-		if out.Outcome == Unsure {
-			next = append(next, e) // it did not run
-			if a, ok := apply(e, in, out); ok {
-				next = append(next, a) // it ran, with whatever answer its effect gives
-			}
-			continue
-		}
-		if a, ok := apply(e, in, out); ok {
-			next = append(next, a)
+		if a, ok := apply(e, in, out); ok && (out.Outcome != Unsure || a != state) {
+			next = append(next, a) // for an unsure one: it ran, with whatever answer its effect gives
 		}
 	}
 	return next

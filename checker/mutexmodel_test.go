@@ -26,6 +26,9 @@ func check(t *testing.T, want porcupine.CheckResult, ops ...porcupine.Operation)
 	if got != want {
 		t.Fatalf("got %v, want %v", got, want)
 	}
+	if got := frontierAll(MutexModel, ops); got != want {
+		t.Fatalf("frontier search: got %v, want %v", got, want)
+	}
 }
 
 func TestMutexModelLegal(t *testing.T) {

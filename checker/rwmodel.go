@@ -168,11 +168,11 @@ func rwStep(state, input, output interface{}) []interface{} {
 		}
 	}
 	var next []interface{}
+	if out.Outcome == Unsure {
+		next = append(next, s) // it did not run: unchanged (as in mutexStep)
+	}
 	for _, c := range cands {
-		if out.Outcome == Unsure {
-			next = append(next, c)
-		}
-		if a, ok := rwApply(c, in, out); ok {
+		if a, ok := rwApply(c, in, out); ok && (out.Outcome != Unsure || a != s) {
 			next = append(next, a)
 		}
 	}
