@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -197,24 +198,9 @@ func readMeta(path string, h *history.History) (Meta, error) {
 // writeHTML writes through a temporary file renamed into place, so it leaves no partial file behind (a full
 // disk, or a check interrupted while writing).
 func writeHTML(path string, lin *checker.Linearizable, h *history.History, results []checker.Result) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	err = lin.Visualize(f, h, report.Annotations(h, results))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		_ = os.Remove(f.Name())
-	}
-	return err
+	return report.WriteAtomic(path, func(w io.Writer) error {
+		return lin.Visualize(w, h, report.Annotations(h, results))
+	})
 }
 
 // finished reports whether the run got as far as its final heal.

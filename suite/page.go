@@ -3,10 +3,13 @@ package suite
 import (
 	"fmt"
 	"html/template"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/lockcheck/lockcheck/report"
 )
 
 // Row is one line of the suite table: an entry on one topology under one nemesis, its cells one per seed
@@ -92,18 +95,8 @@ a{color:inherit}
 // WritePage writes the suite page, index.html, into dir.
 func WritePage(dir string, r *Report) error {
 	r.dir = dir
-	tmp := filepath.Join(dir, ".index.html.tmp")
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	err = page.Execute(f, map[string]any{"Name": r.Name, "File": r.File, "Shard": r.Shard, "Seconds": r.Seconds,
-		"Runs": len(r.Outcomes), "Failed": r.Failed(), "Stopped": r.Stopped, "Rows": Table(r)})
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(dir, "index.html"))
+	return report.WriteAtomic(filepath.Join(dir, "index.html"), func(w io.Writer) error {
+		return page.Execute(w, map[string]any{"Name": r.Name, "File": r.File, "Shard": r.Shard, "Seconds": r.Seconds,
+			"Runs": len(r.Outcomes), "Failed": r.Failed(), "Stopped": r.Stopped, "Rows": Table(r)})
+	})
 }

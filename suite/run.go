@@ -295,11 +295,10 @@ func (r *Report) Write(dir string) error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, ".suite.json.tmp")
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	return report.WriteAtomic(filepath.Join(dir, "suite.json"), func(w io.Writer) error {
+		_, err := w.Write(b)
 		return err
-	}
-	return os.Rename(tmp, filepath.Join(dir, "suite.json"))
+	})
 }
 
 // ReadReport reads a suite.json.

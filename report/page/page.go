@@ -11,8 +11,6 @@ import (
 	"fmt"
 	"html"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/lockcheck/lockcheck/report"
@@ -68,24 +66,7 @@ func stripSourceMap(js string) string {
 // Write writes the page to path through a temporary file renamed into place, so that a failed write leaves
 // the previous page or none, never a partial one.
 func Write(path string, in Input) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	err = Render(f, in)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		_ = os.Remove(f.Name())
-	}
-	return err
+	return report.WriteAtomic(path, func(w io.Writer) error { return Render(w, in) })
 }
 
 const skeleton = `<header id="banner"></header>
