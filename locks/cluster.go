@@ -2,6 +2,7 @@ package locks
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -22,9 +23,13 @@ func (r *Redisson) clusterEval(ctx context.Context, cc *redis.ClusterClient, scr
 		return nil, err
 	}
 	addr := master.Options().Addr
+	// The replica count is the shard's, kept across a failover as Redisson keeps it on the shard's entry: a
+	// new primary read before its replica re-attached would say 0, and its writes would then go without
+	// WAIT for good (an acknowledged release lost by the next TAKEOVER). The slot names the shard here.
+	shard := fmt.Sprintf("slot %d", Slot(keys[0]))
 	asking := false
 	for hop := 0; ; hop++ {
-		res, err := r.evalOn(ctx, r.nodeClient(addr), addr, asking, script, keys, args...)
+		res, err := r.evalOn(ctx, r.nodeClient(addr), shard, asking, script, keys, args...)
 		kind, to := redirect(err)
 		if kind == "" || hop == maxRedirects {
 			return res, err

@@ -57,7 +57,7 @@ type Redisson struct {
 
 	conn     ClientConfig // how rdb was made: cluster nodes are dialed the same way
 	slavesMu sync.Mutex
-	slaves   map[string]int64 // cached connected_slaves by node address ("": the one master)
+	slaves   map[string]int64 // cached connected_slaves by shard ("": the one master; on a cluster "slot N")
 	nodesMu  sync.Mutex
 	nodes    map[string]redis.UniversalClient // cluster: one client per master that served a lock script
 
@@ -171,7 +171,7 @@ func (r *Redisson) eval(ctx context.Context, script string, keys []string, args 
 	return r.evalOn(ctx, r.rdb, "", false, script, keys, args...)
 }
 
-// evalOn is eval on one node's client c (addr keys its replica count); asking sends ASKING first.
+// evalOn is eval on one node's client c (addr keys its replica count: the shard's); asking sends ASKING first.
 func (r *Redisson) evalOn(ctx context.Context, c redis.UniversalClient, addr string, asking bool, script string,
 	keys []string, args ...any) (any, error) {
 	n := r.availableSlaves(ctx, c, addr)

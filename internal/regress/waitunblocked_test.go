@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -25,11 +24,6 @@ import (
 // was. Here a paused replica holds the WAIT and REPLICAOF demotes the primary, as a FORCE or TAKEOVER
 // failover does on a cluster.
 func TestWaitUnblockedByDemotionIsNotADefiniteFailure(t *testing.T) {
-	if os.Getenv("LOCKCHECK_PENDING") == "" {
-		// Fails until locks/redisson.go (evalOn) stops returning WAIT's error as a definite one: that file
-		// belongs to the locks branch. LOCKCHECK_PENDING=1 runs it.
-		t.Skip("pending the evalOn fix in locks/redisson.go (set LOCKCHECK_PENDING=1 to run)")
-	}
 	ctx := context.Background()
 	primary := redistest.Start(t, node.PersistNone)
 	admin := redistest.Client(t, primary.Addr(), primary.Password())
