@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/lockcheck
 APT     := DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: all build demo smoke repro test bench differential falsealarms lagging-decides deps vet clean images docker-engine compose-up compose-down
+.PHONY: all build demo smoke repro test test-all-seeds bench differential falsealarms lagging-decides deps vet clean images docker-engine compose-up compose-down
 
 all: build
 
@@ -49,6 +49,10 @@ test: deps
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 10s ./locks/worker/
 	$(GO) test -run '^$$' -fuzz FuzzServe -fuzztime 10s ./workers/sdk/
 	$(GO) test -run '^$$' -fuzz FuzzDecoder -fuzztime 10s ./network/wire/
+
+# The chaos tests that make test runs on one seed, on every seed their verdict was shown on.
+test-all-seeds: deps
+	LOCKCHECK_SEEDS=all $(GO) test -count=1 -timeout 40m -run 'Redsync|Redislock|ThirdParty' ./cmd/lockcheck/
 
 # Speed targets, each printed beside its yardstick as a ratio.
 bench: deps

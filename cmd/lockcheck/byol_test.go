@@ -15,6 +15,7 @@ import (
 // naming the library and the version, exit 254, and nothing of it left in the cache but its lock file.
 // It used to be a failed build (255). An unknown library is one line too.
 func TestUnknownClientVersion(t *testing.T) {
+	t.Parallel() // builds and fault-free runs: not timing-sensitive
 	useWorkerCache(t)
 	for _, tc := range []struct{ client, says string }{
 		{"redsync@v9.9.9", "the registry has no redsync v9.9.9"},                   // not a v4 version: refused before asking
@@ -64,7 +65,7 @@ func TestRedsyncRedlockClockJump(t *testing.T) {
 	useWorkerCache(t)
 	args := []string{"run", "--client", "redsync", "--topology", "redlock", "--lease", "2s", "--hold", "1s-1500ms",
 		"--nemesis-interval", "1s", "--nemesis-duration", "2s", "--time", "10s", "--quiet", "1s", "--clients", "4"}
-	for _, seed := range []string{"1", "2", "3"} {
+	for _, seed := range chaosSeeds("1", "2", "3") {
 		code, dir := run(t, append(args, "--nemesis", "clock", "--nemesis-targets", "majority", "--seed", seed)...)
 		if code != exitInvalid || !exclusionFlagged(t, dir) {
 			t.Fatalf("clock, seed %s: exit %d, want %d with two holders: %v (%s)", seed, code, exitInvalid, verdicts(t, dir), dir)
@@ -85,7 +86,7 @@ func TestRedislockSentinelFailover(t *testing.T) {
 	useWorkerCache(t)
 	args := []string{"run", "--client", "redislock", "--topology", "sentinel", "--lease", "2s", "--hold", "300ms-600ms",
 		"--nemesis-interval", "1s", "--nemesis-duration", "3s", "--time", "14s", "--quiet", "1s", "--clients", "4"}
-	for _, seed := range []string{"1", "2", "3"} {
+	for _, seed := range chaosSeeds("1", "2", "3") {
 		code, dir := run(t, append(args, "--nemesis", "failover", "--seed", seed)...)
 		if code != exitInvalid || !exclusionFlagged(t, dir) {
 			t.Fatalf("failover, seed %s: exit %d, want %d with two holders: %v (%s)", seed, code, exitInvalid, verdicts(t, dir), dir)
@@ -153,6 +154,7 @@ func workerCheck(t *testing.T, args ...string) (int, string) {
 // worker-check passes every reference worker on all three items (handshake, fault-free run, client
 // pause), each built once into the test binary's worker cache; naive-safe is TestWorkerCheck's.
 func TestWorkerCheckReferenceWorkers(t *testing.T) {
+	t.Parallel() // builds and fault-free runs: not timing-sensitive
 	useWorkerCache(t)
 	for _, client := range []string{"redsync", "redislock", "node-redlock", "redis-py", "pottery", "redisson"} {
 		t.Run(client, func(t *testing.T) {
@@ -169,6 +171,7 @@ func TestWorkerCheckReferenceWorkers(t *testing.T) {
 
 // worker-check names what a deliberately broken worker gets wrong, item by item.
 func TestWorkerCheckNamesTheFlaw(t *testing.T) {
+	t.Parallel() // builds and fault-free runs: not timing-sensitive
 	useWorkerCache(t)
 	abs := func(name string) string {
 		p, _ := filepath.Abs(filepath.Join("testdata", "workers", name))

@@ -11,6 +11,7 @@ import (
 // compare puts every lock, built-in or a user's spec, in one table over the same scenarios and seeds; each
 // cell links to its runs, and the files a design doc needs are written.
 func TestCompareTable(t *testing.T) {
+	t.Parallel() // child lockcheck processes, fault-free or far from any timing edge
 	dir := filepath.Join(t.TempDir(), "cmp")
 	spec := filepath.Join("..", "..", "examples", "locks", "setnx.yaml")
 	code, out, errs := runSuite(t, "compare", "--locks", "naive,rlock-sentinel", "--scenarios", "S4,S6", "--seeds", "1",
@@ -64,6 +65,7 @@ func TestCompareTable(t *testing.T) {
 
 // A scenario lockcheck cannot express yet, or a lock it does not know, is bad input, said in one line.
 func TestCompareBadInput(t *testing.T) {
+	t.Parallel() // child lockcheck processes, fault-free or far from any timing edge
 	for _, args := range [][]string{{"--scenarios", "S2"}, {"--scenarios", "S99"}, {"--locks", "nosuch"}, {"--seeds", "0"}} {
 		code, _, errs := runSuite(t, append([]string{"compare", "--results", t.TempDir()}, args...)...)
 		if code != exitUsage || strings.Count(strings.TrimSpace(errs), "\n") != 0 {

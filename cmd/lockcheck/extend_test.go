@@ -84,7 +84,7 @@ func TestThirdPartyClientsExtendAndPause(t *testing.T) {
 			if code != exitValid {
 				t.Fatalf("fault-free: exit %d, want %d: %v (%s)", code, exitValid, verdicts(t, dir), dir)
 			}
-			for _, seed := range []string{"1", "2", "3"} {
+			for _, seed := range chaosSeeds("1", "2", "3") {
 				code, dir = run(t, "run", "--client", client, "--nemesis", "client-pause", "--nemesis-targets", "all",
 					"--lease", "600ms", "--hold", "50ms-150ms", "--nemesis-interval", "1s", "--nemesis-duration", "2s",
 					"--time", "5s", "--quiet", "1s", "--clients", "3", "--seed", seed)

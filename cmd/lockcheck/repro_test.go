@@ -8,6 +8,7 @@ import (
 // The catalog lists its entries; an entry runs both sides on the same seeds and says each met its
 // expectation (exit 0); bad names and a --version for an entry without a library are bad input.
 func TestReproCatalog(t *testing.T) {
+	t.Parallel() // child lockcheck processes, fault-free or far from any timing edge
 	code, out, errs := runSuite(t, "repro", "list")
 	if code != exitValid || strings.Count(out, "\n") < 4 || !strings.Contains(out, "redsync-extend-lost-lock") {
 		t.Fatalf("repro list: exit %d\n%s\n%s", code, out, errs)

@@ -45,6 +45,7 @@ func writeSuite(t *testing.T, body string) string {
 
 // A bad suite gets one line naming the entry and 254, before any run starts.
 func TestSuiteBadFiles(t *testing.T) {
+	t.Parallel() // child lockcheck processes, fault-free or far from any timing edge
 	for name, c := range map[string]struct{ body, want string }{
 		"unknown lock":   {"entries:\n  - name: a\n    lock: nosuch\n", `entry "a"`},
 		"unknown fault":  {"entries:\n  - name: b\n    lock: reentrant\n    nemeses: [nosuch]\n", `entry "b"`},
@@ -120,6 +121,7 @@ entries:
 // A suite run, and the same suite in two shards merged: the same table, JUnit a parser accepts with one
 // testcase per run, exit 0 when every run met its expectation, and only failing runs keep their directory.
 func TestSuiteShardsMergeToTheWholeTable(t *testing.T) {
+	t.Parallel() // child lockcheck processes, fault-free or far from any timing edge
 	file := writeSuite(t, tinySuite)
 	whole := filepath.Join(t.TempDir(), "whole")
 	junit := filepath.Join(t.TempDir(), "whole.xml")
@@ -222,6 +224,7 @@ func readJUnit(t *testing.T, path string) []string {
 // A run that misses its expectation fails the suite (exit 1), its JUnit testcase carries the verdict and the
 // first violation, and its directory is kept; a suite that ran nothing fails too.
 func TestSuiteMissedExpectation(t *testing.T) {
+	t.Parallel() // child lockcheck processes, fault-free or far from any timing edge
 	file := writeSuite(t, strings.Replace(tinySuite, "expect: invalid", "expect: valid", 1))
 	dir := filepath.Join(t.TempDir(), "s")
 	junit := filepath.Join(t.TempDir(), "j.xml")
@@ -258,6 +261,7 @@ func TestSuiteMissedExpectation(t *testing.T) {
 // Ctrl-C stops the suite: the run in flight tears down (no process left), suite.json keeps what finished,
 // exit 2 (the rest is unknown).
 func TestSuiteInterrupted(t *testing.T) {
+	t.Parallel() // child lockcheck processes, fault-free or far from any timing edge
 	file := writeSuite(t, "entries:\n  - name: short\n    lock: reentrant\n    time: 2s\n    flags: {quiet: 500ms}\n  - name: long\n    lock: reentrant\n    time: 60s\n")
 	dir := filepath.Join(t.TempDir(), "s")
 	cmd := exec.Command(buildBinary(t), "suite", file, "--results", dir)
@@ -389,6 +393,7 @@ func readYAML(t *testing.T, path string, v any) {
 
 // Every shipped suite loads and every one of its runs passes `run --dry-run`.
 func TestShippedSuitesAreValid(t *testing.T) {
+	t.Parallel() // child lockcheck processes, fault-free or far from any timing edge
 	files, _ := filepath.Glob(filepath.Join("..", "..", "examples", "suites", "*.yaml"))
 	if len(files) < 3 {
 		t.Fatalf("%d suites shipped", len(files))
