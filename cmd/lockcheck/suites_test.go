@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/xml"
 	"os"
 	"os/exec"
@@ -21,17 +20,7 @@ import (
 // stdout and stderr.
 func runSuite(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	cmd := exec.Command(buildBinary(t), args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return code, out.String(), errb.String()
+	return runBinary(t, buildBinary(t), args...)
 }
 
 func writeSuite(t *testing.T, body string) string {
