@@ -264,7 +264,7 @@ type Window struct {
 
 // Windows pairs fault start and stop records. A fault never stopped runs to the end of the history.
 func (h *History) Windows() []Window {
-	var out []Window
+	out := []Window{} // not nil: results.json says "faults": [] on a fault-free run, not null
 	openIdx := map[string]int{}
 	for _, f := range h.Faults {
 		if f.Phase == "plan" {

@@ -92,3 +92,11 @@ func TestEncoderMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+// A history with no fault gives an empty window list, which results.json writes as [], not null.
+func TestWindowsEmptyNotNil(t *testing.T) {
+	var h History
+	if w := h.Windows(); w == nil || len(w) != 0 {
+		t.Fatalf("Windows() = %#v, want an empty non-nil slice", w)
+	}
+}

@@ -1,7 +1,6 @@
 package suite
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/internal/textfile"
 	"github.com/lockcheck/lockcheck/report"
 )
 
@@ -222,7 +222,7 @@ func runCase(ctx context.Context, cfg Config, o Outcome) Outcome {
 	}
 	if o.Verdict == "error" || o.Exit > 2 {
 		o.Verdict = "error"
-		o.Violation = lastLine(filepath.Join(dir, "output.txt"))
+		o.Violation = textfile.LastLine(filepath.Join(dir, "output.txt"))
 	}
 	o.Met = o.Verdict != "error" && o.Case.Met(verdicts[o.Verdict])
 	if o.Met && !cfg.KeepAll {
@@ -270,23 +270,6 @@ func firstViolation(r *report.Results) (string, int64) {
 		return "", 0
 	}
 	return msg, at
-}
-
-func lastLine(path string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	var last string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		if t := strings.TrimSpace(sc.Text()); t != "" {
-			last = t
-		}
-	}
-	return last
 }
 
 // Write writes suite.json into dir, atomically.

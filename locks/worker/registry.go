@@ -15,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/lockcheck/lockcheck/internal/textfile"
 	"github.com/lockcheck/lockcheck/kinds"
 )
 
@@ -192,22 +193,16 @@ func Build(ctx context.Context, s Spec, version string, say io.Writer) ([]string
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && exit.ExitCode() == ExitNoSuchVersion {
 		// A typo is not worth a cache entry: only the lock file is kept (another run may wait on it).
-		why := strings.TrimPrefix(lastLine(logPath), "build.sh: ")
+		why := strings.TrimPrefix(textfile.LastLine(logPath), "build.sh: ")
 		_ = os.RemoveAll(out)
 		_ = os.Remove(logPath)
 		return nil, UnknownError{fmt.Sprintf("--client %s@%s: the registry has no %s %s (%s)", s.Name, version, s.Name, version, why)}
 	}
 	if err != nil { // not marked built: the next use builds afresh; the folder keeps the build's own logs
 		return nil, fmt.Errorf("building worker %s@%s failed (%v): %s; full log in %s", s.Name, version, err,
-			lastLine(logPath), logPath)
+			textfile.LastLine(logPath), logPath)
 	}
 	return argv, os.WriteFile(filepath.Join(out, ".built"), nil, 0o644)
-}
-
-func lastLine(path string) string {
-	b, _ := os.ReadFile(path)
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	return strings.TrimSpace(lines[len(lines)-1])
 }
 
 // Shiftable reports whether the client-clock fault can shift the clock of the program argv starts: not a
