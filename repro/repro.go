@@ -35,6 +35,21 @@ func List() ([]*suite.Suite, error) {
 	return out, nil
 }
 
+// Quick returns the entries marked quick: both sides decided in seconds on one seed.
+func Quick() ([]*suite.Suite, error) {
+	all, err := List()
+	if err != nil {
+		return nil, err
+	}
+	var out []*suite.Suite
+	for _, s := range all {
+		if s.Repro.Quick {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
 // Get loads one entry.
 func Get(name string) (*suite.Suite, error) {
 	b, err := catalog.ReadFile(path.Join("catalog", name+".yaml"))

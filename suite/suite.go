@@ -39,6 +39,9 @@ type Repro struct {
 	FixedIn  string `yaml:"fixed"`    // version, or the mitigation
 	Kind     string `yaml:"kind"`     // safety, liveness or api
 	Checker  string `yaml:"checker"`  // the checker that must catch it
+	// Quick marks an entry that decides both sides in seconds on one seed: `lockcheck repro --quick`
+	// (part of make test) runs these.
+	Quick bool `yaml:"quick"`
 }
 
 // Entry is one row of the matrix. Unset fields take the file's defaults.

@@ -18,7 +18,7 @@ func newReproCmd() *cobra.Command {
 		seeds, parallel int
 		version, junit  string
 		results         string
-		all             bool
+		all, quick      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "repro list | NAME... | --all",
@@ -26,15 +26,23 @@ func newReproCmd() *cobra.Command {
 		Example: `  lockcheck repro list
   lockcheck repro redsync-extend-lost-lock --seeds 5
   lockcheck repro redsync-extend-lost-lock --version v4.0.2   # is mine affected?
-  lockcheck repro --all --seeds 3 --junit repro.xml`,
+  lockcheck repro --all --seeds 3 --junit repro.xml
+  lockcheck repro --quick --seeds 1                         # the entries that decide in seconds`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 && args[0] == "list" {
 				markRan(cmd)
 				return printCatalog()
 			}
 			var entries []*suite.Suite
-			if all {
-				l, err := repro.List()
+			if all && quick {
+				return runner.UsageError{Err: fmt.Errorf("repro: --all and --quick exclude each other")}
+			}
+			if all || quick {
+				list := repro.List
+				if quick {
+					list = repro.Quick
+				}
+				l, err := list()
 				if err != nil {
 					return err
 				}
@@ -48,7 +56,7 @@ func newReproCmd() *cobra.Command {
 				entries = append(entries, s)
 			}
 			if len(entries) == 0 {
-				return runner.UsageError{Err: fmt.Errorf("repro: name an entry (lockcheck repro list), or --all")}
+				return runner.UsageError{Err: fmt.Errorf("repro: name an entry (lockcheck repro list), or --all, or --quick")}
 			}
 			if seeds < 1 {
 				return runner.UsageError{Err: fmt.Errorf("--seeds must be at least 1, got %d", seeds)}
@@ -121,6 +129,7 @@ func newReproCmd() *cobra.Command {
 	f.StringVar(&version, "version", "", "run only the buggy side, with the library at this version: is it affected?")
 	f.StringVar(&junit, "junit", "", "JUnit XML: one testcase per run, failing when its side missed its expectation")
 	f.BoolVar(&all, "all", false, "every entry of the catalog")
+	f.BoolVar(&quick, "quick", false, "the entries marked quick (both sides decided in seconds on one seed)")
 	f.IntVar(&parallel, "parallel", defaultParallel(), "runs at a time")
 	f.StringVar(&results, "results", "", "directory (default results/repro/TIME)")
 	return cmd
@@ -141,10 +150,14 @@ func printCatalog() error {
 		return err
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tLIBRARY\tKIND\tAFFECTED\tFIXED\tCHECKER\tWHAT")
+	fmt.Fprintln(tw, "NAME\tLIBRARY\tKIND\tAFFECTED\tFIXED\tCHECKER\tQUICK\tWHAT")
 	for _, s := range l {
 		r := s.Repro
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, r.Library, r.Kind, r.Affected, r.FixedIn, r.Checker, r.Summary)
+		q := ""
+		if r.Quick {
+			q = "quick"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, r.Library, r.Kind, r.Affected, r.FixedIn, r.Checker, q, r.Summary)
 	}
 	return tw.Flush()
 }
