@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/kinds"
+	"github.com/lockcheck/lockcheck/locks"
+	"github.com/lockcheck/lockcheck/locks/worker"
+	"github.com/lockcheck/lockcheck/topology"
+	"github.com/lockcheck/lockcheck/workers/sdk"
+	"github.com/redis/go-redis/v9"
+)
+
+// The tests of docs/findings.md: the Redisson worker's API forms (library option api) and the hypotheses
+// of the reference's §5 that one Redisson client on one real Redis settles, each asserting what Redisson
+// 4.7.0 does today. Keys are set or deleted straight on the node to stand for what a fault does (another
+// owner holding a member, a member lost in a failover).
+
+// redissonOn starts one Redisson worker (the default version) for lock kind on a fresh single node, with
+// the given library options and watchdog, and a client straight to the node.
+func redissonOn(t *testing.T, ctx context.Context, kind string, libOpts map[string]string, watchdog time.Duration) (*worker.Client, *redis.Client) {
+	t.Helper()
+	needJava(t)
+	useWorkerCache(t)
+	spec, version, err := worker.Lookup("redisson")
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv, err := worker.Build(ctx, spec, version, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	topo, err := topology.Start(ctx, topology.Spec{Kind: topology.Single, Clients: []string{"c1"}, Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { topo.Stop() })
+	k, err := kinds.Lookup(kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := history.Create(filepath.Join(dir, "history.jsonl"), history.NewClock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rec.Close() })
+	init := sdk.Message{Client: "c1", Seed: 1, Password: topo.Password,
+		Topology:       &sdk.Topology{Kind: topo.Kind, Nodes: []sdk.Node{{Name: "n1", Addr: topo.Addrs("c1")[0]}}},
+		Lock:           &sdk.Lock{Kind: k.Name, Family: k.Family.Name},
+		Options:        &sdk.Options{WatchdogMs: watchdog.Milliseconds(), WaitMs: 5000, TimeoutMs: 3000},
+		LibraryOptions: libOpts}
+	w, err := worker.Start(worker.Config{Client: "c1", Argv: argv, Dir: dir, Init: init, Rec: rec,
+		Readers: worker.NewReaders(), OnFail: func(err error) { t.Errorf("worker: %v", err) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	rdb := redis.NewClient(&redis.Options{Addr: topo.Nodes[0].Addr(), Password: topo.Password})
+	t.Cleanup(func() { rdb.Close() })
+	return w, rdb
+}
+
+// Every API form grants, holds the key for the lease it was given in its unit, and releases.
+func TestRedissonAPIForms(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	for _, api := range []string{"tryLock", "lock:SECONDS", "lockInterruptibly", "tryLockAsync:SECONDS"} {
+		t.Run(api, func(t *testing.T) {
+			w, rdb := redissonOn(t, ctx, "reentrant", map[string]string{"api": api}, 30*time.Second)
+			m := w.Mutex([]string{"api-form"}, 1)
+			ok, err := m.TryLock(ctx, 2*time.Second, 20*time.Second)
+			if err != nil || !ok {
+				t.Fatalf("acquire: %v, %v", ok, err)
+			}
+			if ttl := rdb.PTTL(ctx, "api-form").Val(); ttl <= 10*time.Second || ttl > 20*time.Second {
+				t.Fatalf("the lock's ttl is %s after a 20 s lease", ttl)
+			}
+			if err := m.Unlock(ctx); err != nil {
+				t.Fatalf("release: %v", err)
+			}
+			if n := rdb.Exists(ctx, "api-form").Val(); n != 0 {
+				t.Fatal("the lock is still there after release")
+			}
+			// A lease the unit cannot carry is refused, not rounded.
+			if api == "lock:SECONDS" {
+				if _, err := m.TryLock(ctx, time.Second, 1500*time.Millisecond); !isWorkerCode(err, sdk.CodeMalformed) {
+					t.Fatalf("a 1500 ms lease in SECONDS: %v, want error %d", err, sdk.CodeMalformed)
+				}
+			}
+		})
+	}
+}
+
+func isWorkerCode(err error, code int) bool {
+	var e *worker.Error
+	return errors.As(err, &e) && e.Code == code
+}
+
+// An api the worker does not know is refused at init: bad input, as an unknown library option is.
+func TestRedissonAPIFormUnknown(t *testing.T) {
+	needJava(t)
+	useWorkerCache(t)
+	code, _ := run(t, "run", "--client", "redisson", "--client-option", "api=lockSomehow", "--time", "3s",
+		"--quiet", "1s", "--clients", "1")
+	if code != exitUsage {
+		t.Fatalf("exit %d for an unknown api form", code)
+	}
+}
+
+// H4: RedissonMultiLock.lockInterruptibly(lease, unit) converts the lease to milliseconds again on every
+// round, so a waiter whose first round failed holds the members for 1000 times the lease it asked for
+// (lock(1, SECONDS) gives 1000 s). The same call in MILLISECONDS converts nothing and keeps 1 s.
+func TestFindingH4MultiLockLeaseGrowsPerRound(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	for _, c := range []struct {
+		api      string
+		min, max time.Duration
+	}{{"lock:SECONDS", 100 * time.Second, 1000 * time.Second}, {"lock", 0, time.Second}} {
+		t.Run(c.api, func(t *testing.T) {
+			w, rdb := redissonOn(t, ctx, "multi", map[string]string{"api": c.api}, 30*time.Second)
+			// Another owner holds the first member for longer than the first round's wait (at most the
+			// lease, 1 s), so that round fails and the second takes the members once this one expires.
+			if err := rdb.HSet(ctx, "h4-a", "someone-else:1", 1).Err(); err != nil {
+				t.Fatal(err)
+			}
+			rdb.PExpire(ctx, "h4-a", 3*time.Second)
+			m := w.Mutex([]string{"h4-a", "h4-b"}, 1)
+			if ok, err := m.TryLock(ctx, 0, time.Second); err != nil || !ok {
+				t.Fatalf("lock: %v, %v", ok, err)
+			}
+			for _, k := range []string{"h4-a", "h4-b"} {
+				if ttl := rdb.PTTL(ctx, k).Val(); ttl <= c.min || ttl > c.max {
+					t.Errorf("%s: ttl %s after lock(1 s), want in (%s, %s]", k, ttl, c.min, c.max)
+				}
+			}
+			if err := m.Unlock(ctx); err != nil {
+				t.Fatalf("unlock: %v", err)
+			}
+		})
+	}
+}
+
+// H3: RedissonMultiLock.unlock() unlocks the members in order and stops at the first that throws. With a
+// member gone (expired, or lost in a failover), the unlock says "not held" and leaves the members after it
+// locked, and the watchdog keeps renewing them: a lock no one holds, for as long as the client lives.
+func TestFindingH3MultiLockUnlockStopsAtLostMember(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	const watchdog = 2 * time.Second
+	w, rdb := redissonOn(t, ctx, "multi", nil, watchdog)
+	m := w.Mutex([]string{"h3-a", "h3-b"}, 1)
+	if ok, err := m.TryLock(ctx, 2*time.Second, 0); err != nil || !ok {
+		t.Fatalf("acquire: %v, %v", ok, err)
+	}
+	if err := rdb.Del(ctx, "h3-a").Err(); err != nil { // the first member is lost
+		t.Fatal(err)
+	}
+	if err := m.Unlock(ctx); !errors.Is(err, locks.ErrNotHeld) {
+		t.Fatalf("unlock with the first member gone: %v, want not held", err)
+	}
+	// Three watchdog timeouts later the second member would have expired unless renewed.
+	deadline := time.Now().Add(3 * watchdog)
+	for time.Now().Before(deadline) {
+		if rdb.Exists(ctx, "h3-b").Val() == 0 {
+			t.Fatalf("the second member was released or expired: H3 does not hold")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if ttl := rdb.PTTL(ctx, "h3-b").Val(); ttl <= 0 || ttl > watchdog {
+		t.Fatalf("the second member's ttl is %s: not the watchdog's", ttl)
+	}
+}
