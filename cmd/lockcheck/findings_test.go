@@ -178,3 +178,68 @@ func TestFindingH3MultiLockUnlockStopsAtLostMember(t *testing.T) {
 		t.Fatalf("the second member's ttl is %s: not the watchdog's", ttl)
 	}
 }
+
+// H10: RedissonFairLock's async tryLockAsync(wait, lease, unit) gives up through trySuccessFalse, which
+// calls acquireFailedAsync(-1, null, ...): the followers' deadlines are cut by fairLockWaitTimeout (300 s)
+// instead of the wait the waiter queued with, so they fall into the past and the next attempt of anyone
+// purges them from the queue. The sync tryLock cuts them by the wait (the control).
+func TestFindingH10AsyncFairGiveUpCutsFollowers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	const key, wait = "h10", 2 * time.Second
+	timeouts := "redisson_lock_timeout:{" + key + "}"
+	for _, c := range []struct {
+		api      string
+		min, max time.Duration // how far the follower's deadline moves when the waiter before it gives up
+	}{{"tryLockAsync", 250 * time.Second, 350 * time.Second}, {"tryLock", wait / 2, 2 * wait}} {
+		t.Run(c.api, func(t *testing.T) {
+			w, rdb := redissonOn(t, ctx, "fair", map[string]string{"api": c.api}, 30*time.Second)
+			holder := w.Mutex([]string{key}, 1)
+			if ok, err := holder.TryLock(ctx, 0, time.Minute); err != nil || !ok {
+				t.Fatalf("holder: %v, %v", ok, err)
+			}
+			queued := func(n int64) {
+				t.Helper()
+				for rdb.ZCard(ctx, timeouts).Val() != n {
+					if ctx.Err() != nil {
+						t.Fatalf("the queue never reached %d waiters", n)
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+			gaveUp := make(chan error, 1)
+			go func() {
+				ok, err := w.Mutex([]string{key}, 2).TryLock(ctx, wait, time.Minute)
+				if ok {
+					err = errors.New("granted")
+				}
+				gaveUp <- err
+			}()
+			queued(1)
+			go w.Mutex([]string{key}, 3).TryLock(ctx, time.Minute, time.Minute)
+			queued(2)
+			follower := rdb.ZRange(ctx, timeouts, 1, 1).Val()[0]
+			before := rdb.ZScore(ctx, timeouts, follower).Val()
+			if err := <-gaveUp; err != nil {
+				t.Fatalf("the first waiter: %v, want a refusal after its wait", err)
+			}
+			queued(1)
+			after := rdb.ZScore(ctx, timeouts, follower).Val()
+			if d := time.Duration(before-after) * time.Millisecond; d < c.min || d > c.max {
+				t.Fatalf("the follower's deadline moved by %s, want in [%s, %s]", d, c.min, c.max)
+			}
+			if c.api == "tryLockAsync" {
+				// The follower, still waiting, is purged by the next attempt of anyone: it loses its place.
+				if ok, _ := w.Mutex([]string{key}, 4).TryLock(ctx, 0, time.Minute); ok {
+					t.Fatal("a newcomer was granted a held lock")
+				}
+				if err := rdb.ZScore(ctx, timeouts, follower).Err(); err != redis.Nil {
+					t.Fatalf("the follower is still queued (%v): it was not purged", err)
+				}
+			}
+			if err := holder.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
