@@ -243,3 +243,68 @@ func TestFindingH10AsyncFairGiveUpCutsFollowers(t *testing.T) {
 		})
 	}
 }
+
+// H8: the answers of Redisson 4.7.0 that an oracle must not read the obvious way. Each key is removed
+// straight on the node, as an expiry or a failover removes it.
+func TestFindingH8OracleTraps(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	// A fair unlock of a lock that is gone succeeds: no IllegalMonitorStateException, unlike RLock.
+	t.Run("fair-unlock-of-missing-key", func(t *testing.T) {
+		w, rdb := redissonOn(t, ctx, "fair", nil, 30*time.Second)
+		m := w.Mutex([]string{"h8-fair"}, 1)
+		if ok, err := m.TryLock(ctx, time.Second, time.Minute); err != nil || !ok {
+			t.Fatalf("acquire: %v, %v", ok, err)
+		}
+		rdb.Del(ctx, "h8-fair")
+		if err := m.Unlock(ctx); err != nil {
+			t.Fatalf("fair unlock of a missing lock: %v, want success", err)
+		}
+	})
+	// A read unlock whose hash (and its mode) is gone says not held since 3.44.0: no trap on 4.7.0.
+	t.Run("read-unlock-of-missing-key", func(t *testing.T) {
+		w, rdb := redissonOn(t, ctx, "rwlock", nil, 30*time.Second)
+		m := w.ReadLock("h8-rw", 1)
+		if ok, err := m.TryLock(ctx, time.Second, time.Minute); err != nil || !ok {
+			t.Fatalf("acquire: %v, %v", ok, err)
+		}
+		rdb.Del(ctx, "h8-rw")
+		if err := m.Unlock(ctx); !errors.Is(err, locks.ErrNotHeld) {
+			t.Fatalf("read unlock of a missing lock: %v, want not held", err)
+		}
+	})
+	// tryRelease of an expired permit answers false, yet gives the permit back.
+	t.Run("expired-permit-release", func(t *testing.T) {
+		w, _ := redissonOn(t, ctx, "expirable-semaphore", nil, 30*time.Second)
+		s := w.Expirable("h8-pes", 1)
+		if ok, err := s.TrySetPermits(ctx, 1); err != nil || !ok {
+			t.Fatalf("set permits: %v, %v", ok, err)
+		}
+		id, err := s.TryAcquire(ctx, time.Second, time.Second)
+		if err != nil || id == "" {
+			t.Fatalf("acquire: %q, %v", id, err)
+		}
+		time.Sleep(1500 * time.Millisecond) // past the permit's 1 s lease
+		if ok, err := s.Release(ctx, id); err != nil || ok {
+			t.Fatalf("release of an expired permit: %v, %v; want false", ok, err)
+		}
+		if n, err := s.Available(ctx); err != nil || n != 1 {
+			t.Fatalf("available after it: %d, %v; want 1", n, err)
+		}
+	})
+	// await on a latch whose key is gone returns at once: a missing count reads as zero, an open latch.
+	t.Run("latch-await-on-missing-key", func(t *testing.T) {
+		w, rdb := redissonOn(t, ctx, "latch", nil, 30*time.Second)
+		l := w.Latch("h8-latch", 1)
+		if ok, err := l.TrySetCount(ctx, 1); err != nil || !ok {
+			t.Fatalf("set count: %v, %v", ok, err)
+		}
+		if done, err := l.Await(ctx, 200*time.Millisecond); err != nil || done {
+			t.Fatalf("await on a count of 1: %v, %v; want false", done, err)
+		}
+		rdb.Del(ctx, "h8-latch")
+		if done, err := l.Await(ctx, 10*time.Second); err != nil || !done {
+			t.Fatalf("await on a missing latch: %v, %v; want true", done, err)
+		}
+	})
+}
