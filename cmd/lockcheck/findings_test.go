@@ -69,6 +69,7 @@ func redissonOn(t *testing.T, ctx context.Context, kind string, libOpts map[stri
 
 // Every API form grants, holds the key for the lease it was given in its unit, and releases.
 func TestRedissonAPIForms(t *testing.T) {
+	t.Parallel() // its own node and workers
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	for _, api := range []string{"tryLock", "lock:SECONDS", "lockInterruptibly", "tryLockAsync:SECONDS"} {
@@ -118,6 +119,7 @@ func TestRedissonAPIFormUnknown(t *testing.T) {
 // round, so a waiter whose first round failed holds the members for 1000 times the lease it asked for
 // (lock(1, SECONDS) gives 1000 s). The same call in MILLISECONDS converts nothing and keeps 1 s.
 func TestFindingH4MultiLockLeaseGrowsPerRound(t *testing.T) {
+	t.Parallel() // its own node and workers
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	for _, c := range []struct {
@@ -152,6 +154,7 @@ func TestFindingH4MultiLockLeaseGrowsPerRound(t *testing.T) {
 // member gone (expired, or lost in a failover), the unlock says "not held" and leaves the members after it
 // locked, and the watchdog keeps renewing them: a lock no one holds, for as long as the client lives.
 func TestFindingH3MultiLockUnlockStopsAtLostMember(t *testing.T) {
+	t.Parallel() // its own node and workers
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const watchdog = 2 * time.Second
@@ -184,6 +187,7 @@ func TestFindingH3MultiLockUnlockStopsAtLostMember(t *testing.T) {
 // instead of the wait the waiter queued with, so they fall into the past and the next attempt of anyone
 // purges them from the queue. The sync tryLock cuts them by the wait (the control).
 func TestFindingH10AsyncFairGiveUpCutsFollowers(t *testing.T) {
+	t.Parallel() // its own node and workers
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const key, wait = "h10", 2 * time.Second
@@ -247,6 +251,7 @@ func TestFindingH10AsyncFairGiveUpCutsFollowers(t *testing.T) {
 // H8: the answers of Redisson 4.7.0 that an oracle must not read the obvious way. Each key is removed
 // straight on the node, as an expiry or a failover removes it.
 func TestFindingH8OracleTraps(t *testing.T) {
+	t.Parallel() // its own node and workers
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	// A fair unlock of a lock that is gone succeeds: no IllegalMonitorStateException, unlike RLock.
