@@ -26,6 +26,15 @@ import (
 // the given library options and watchdog, and a client straight to the node.
 func redissonOn(t *testing.T, ctx context.Context, kind string, libOpts map[string]string, watchdog time.Duration) (*worker.Client, *redis.Client) {
 	t.Helper()
+	w, topo := redissonOnTopology(t, ctx, topology.Single, kind, libOpts, watchdog)
+	rdb := redis.NewClient(&redis.Options{Addr: topo.Nodes[0].Addr(), Password: topo.Password})
+	t.Cleanup(func() { rdb.Close() })
+	return w, rdb
+}
+
+// redissonOnTopology starts a fresh topology of topoKind and one Redisson worker on it as client c1.
+func redissonOnTopology(t *testing.T, ctx context.Context, topoKind, kind string, libOpts map[string]string, watchdog time.Duration) (*worker.Client, *topology.Topology) {
+	t.Helper()
 	needJava(t)
 	useWorkerCache(t)
 	spec, version, err := worker.Lookup("redisson")
@@ -37,7 +46,7 @@ func redissonOn(t *testing.T, ctx context.Context, kind string, libOpts map[stri
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	topo, err := topology.Start(ctx, topology.Spec{Kind: topology.Single, Clients: []string{"c1"}, Dir: dir})
+	topo, err := topology.Start(ctx, topology.Spec{Kind: topoKind, Clients: []string{"c1"}, Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,8 +60,14 @@ func redissonOn(t *testing.T, ctx context.Context, kind string, libOpts map[stri
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rec.Close() })
-	init := sdk.Message{Client: "c1", Seed: 1, Password: topo.Password,
-		Topology:       &sdk.Topology{Kind: topo.Kind, Nodes: []sdk.Node{{Name: "n1", Addr: topo.Addrs("c1")[0]}}},
+	st := &sdk.Topology{Kind: topo.Kind, NAT: topo.NAT("c1")}
+	for i, n := range topo.NodeNames() {
+		st.Nodes = append(st.Nodes, sdk.Node{Name: n, Addr: topo.Addrs("c1")[i]})
+	}
+	if topo.Kind == topology.Sentinel {
+		st.Sentinels, st.MasterName = topo.SentinelAddrs(), topo.MasterName()
+	}
+	init := sdk.Message{Client: "c1", Seed: 1, Password: topo.Password, Topology: st,
 		Lock:           &sdk.Lock{Kind: k.Name, Family: k.Family.Name},
 		Options:        &sdk.Options{WatchdogMs: watchdog.Milliseconds(), WaitMs: 5000, TimeoutMs: 3000},
 		LibraryOptions: libOpts}
@@ -62,9 +77,7 @@ func redissonOn(t *testing.T, ctx context.Context, kind string, libOpts map[stri
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.Close() })
-	rdb := redis.NewClient(&redis.Options{Addr: topo.Nodes[0].Addr(), Password: topo.Password})
-	t.Cleanup(func() { rdb.Close() })
-	return w, rdb
+	return w, topo
 }
 
 // Every API form grants, holds the key for the lease it was given in its unit, and releases.
@@ -312,4 +325,70 @@ func TestFindingH8OracleTraps(t *testing.T) {
 			t.Fatalf("await on a missing latch: %v, %v; want true", done, err)
 		}
 	})
+}
+
+// H9: RCountDownLatch.countDown() is sent without WAIT, so it succeeds while no replica has it, and a
+// failover then takes it back: the count goes up again after the client was told it went down. (A lock
+// acquire in the same state fails with NoSyncedSlavesException, which is the WAIT the latch lacks.)
+func TestFindingH9LatchCountDownRevertedByFailover(t *testing.T) {
+	t.Parallel() // its own nodes and workers
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	w, topo := redissonOnTopology(t, ctx, topology.Sentinel, "latch", nil, 30*time.Second)
+	const key = "h9-latch"
+	l := w.Latch(key, 1)
+	if ok, err := l.TrySetCount(ctx, 2); err != nil || !ok {
+		t.Fatalf("set count: %v, %v", ok, err)
+	}
+	primary, err := topo.Primary(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replicas, err := topo.Replicas(ctx, 0)
+	if err != nil || len(replicas) == 0 {
+		t.Fatalf("replicas: %v, %v", replicas, err)
+	}
+	count := func(node string) int64 {
+		rdb := redis.NewClient(&redis.Options{Addr: topo.Node(node).Addr(), Password: topo.Password})
+		defer rdb.Close()
+		n, _ := rdb.Get(ctx, key).Int64()
+		return n
+	}
+	for _, r := range replicas { // the count is on every replica before replication is held
+		for count(r) != 2 {
+			if ctx.Err() != nil {
+				t.Fatalf("replica %s never got the count", r)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if err := topo.StallReplication(r, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.CountDown(ctx); err != nil {
+		t.Fatalf("countDown with no replica reached: %v; want success (no WAIT)", err)
+	}
+	if n := count(primary); n != 1 {
+		t.Fatalf("the primary's count is %d after the countDown, want 1", n)
+	}
+	// Fail over while the replicas still lack it: Sentinel promotes one without waiting for it to catch up.
+	said, err := topo.Promote(ctx, 0, "sentinel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	promoted, err := topo.Primary(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range replicas {
+		if err := topo.StallReplication(r, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if promoted == primary {
+		t.Fatalf("the failover kept %s as the primary (%s)", primary, said)
+	}
+	if n := count(promoted); n != 2 {
+		t.Fatalf("the new primary %s has count %d: the countDown survived the failover", promoted, n)
+	}
 }
