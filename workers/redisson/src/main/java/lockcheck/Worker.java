@@ -49,6 +49,9 @@ final class Worker {
         }
     }
 
+    /** The kinds whose acquire is an RLock call, which the api option can change. */
+    private static final List<String> LOCK_KINDS = List.of("reentrant", "fair", "multi", "redlock", "rwlock");
+
     private static final List<String> KINDS = List.of("reentrant", "fair", "fenced", "multi", "redlock", "rwlock",
             "semaphore", "expirable-semaphore", "latch");
 
@@ -63,11 +66,14 @@ final class Worker {
     /** A not-held answer that took this long or longer is not trusted as definite (see run). */
     private final long notHeldWithinMs;
     private final Map<Long, ExecutorService> threads = new ConcurrentHashMap<>();
+    /** The API form that acquire calls (library option api): tryLock unless a run asks for another. */
+    private final Api api;
 
-    private Worker(List<RedissonClient> clients, String kind, long notHeldWithinMs) {
+    private Worker(List<RedissonClient> clients, String kind, long notHeldWithinMs, Api api) {
         this.clients = clients;
         this.kind = kind;
         this.notHeldWithinMs = notHeldWithinMs;
+        this.api = api;
     }
 
     private static Method method(Class<?> c, String name, Class<?>... params) {
@@ -133,7 +139,13 @@ final class Worker {
                     + " (supported: " + String.join(", ", kinds()) + ")");
         }
         Map<String, Object> opts = msg.get("options") == null ? Map.of() : obj(msg, "options");
-        Map<String, Object> libOpts = msg.get("library_options") == null ? Map.of() : obj(msg, "library_options");
+        Map<String, Object> libOpts = new LinkedHashMap<>(
+                msg.get("library_options") == null ? Map.of() : obj(msg, "library_options"));
+        // "api" names the call acquire makes, not a Redisson setting, so it is taken out before the setters.
+        Api api = Api.parse(libOpts.remove("api"));
+        if (api.form != Api.Form.TRY_LOCK && (kind.equals("fenced") || !LOCK_KINDS.contains(kind))) {
+            throw new Failure(NOT_SUPPORTED, "library option api=" + api + " applies to the RLock kinds, not " + kind);
+        }
         String password = msg.get("password") == null ? "" : str(msg, "password");
         String tkind = str(topo, "kind");
         List<String> nodes = new ArrayList<>();
@@ -233,7 +245,7 @@ final class Worker {
         // retryDelay after).
         long within = Math.min(1000, Options.getMs(servers.get(0), "timeout", 3000));
         within = Math.min(within, Options.getMs(servers.get(0), "retryInterval", within));
-        return new Worker(clients, kind, Math.max(within, 1));
+        return new Worker(clients, kind, Math.max(within, 1), api);
     }
 
     private static String uri(String addr) {
@@ -387,7 +399,7 @@ final class Worker {
                         r.put("token", token);
                     }
                 } else {
-                    r.put("granted", lock.tryLock(wait, l, TimeUnit.MILLISECONDS));
+                    r.put("granted", api.acquire(lock, wait, lease));
                 }
                 return r;
             }
