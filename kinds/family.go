@@ -49,6 +49,8 @@ type Checks struct {
 	Permits int64  `json:"permits,omitempty"`
 	// Members is set where a lock spans independent masters (RedLock): losing it on one is tolerated.
 	Members bool `json:"members,omitempty"`
+	// Liveness is set by --check liveness (extra.go): judge slow wake-ups and starvation too.
+	Liveness bool `json:"liveness,omitempty"`
 }
 
 // Family is one interface of lock clients with the workload that drives it and the checkers that judge it.
@@ -150,7 +152,7 @@ var (
 			if c.Group {
 				out = append(out, checker.Group{})
 			}
-			return out
+			return append(out, liveness(c)...)
 		}})
 	RW = family(&Family{Name: "rwlock", Client: reflect.TypeFor[locks.RWClient](),
 		Workload: mutexWorkload(true), Model: checker.RWModel, Commands: commands("acquire", "release", "renew"),
