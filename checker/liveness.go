@@ -124,7 +124,7 @@ func liveViews(h *history.History) []*liveView {
 	var renewals []history.Operation // renewals and extends, by any of a client's threads (its watchdog's)
 	for _, o := range h.Ops {
 		inv := o.Invoke
-		if inv.F == "renew" || inv.F == "extend" {
+		if inv.F == "renew" || inv.F == "extend" { // the client's or, for a worker, the wire's
 			renewals = append(renewals, o)
 			continue
 		}
@@ -236,12 +236,23 @@ func expiry(o *hold, lastSet int64, paused [][2]int64, timeout int64, renewals [
 	}
 	for _, p := range paused {
 		t := p[0] + timeout + o.lease + Epsilon(o.lease)
-		if p[0] >= o.grant && t <= p[1] {
+		if p[0] >= o.grant && t <= p[1] && !renewedIn(renewals, o, p[0]+timeout, t) {
 			return t, fmt.Sprintf("%s froze at %s holding it, so its watchdog (%s) stopped and the lease ran out by %s",
 				o.client, Secs(p[0]), time.Duration(o.lease), Secs(t))
 		}
 	}
 	return math.MaxInt64, ""
+}
+
+// renewedIn reports whether o's client sent a renewal of o's key in (from, to]: then its freeze did not
+// stop its watchdog (a worker frozen only at the gate, as before the driver stopped its process there).
+func renewedIn(renewals []history.Operation, o *hold, from, to int64) bool {
+	for _, r := range renewals {
+		if r.Invoke.Client == o.client && r.Invoke.Key == o.key && r.Invoke.Time > from && r.Invoke.Time <= to {
+			return true
+		}
+	}
+	return false
 }
 
 // heldAt reports whether some hold may be in force at t.
@@ -368,7 +379,7 @@ func (SlowWakeup) Check(_ context.Context, h *history.History) Result {
 				"and nobody else was: %s, %s after the lock became free",
 				w.Key, Secs(w.Free), w.How, w.Waiter, Secs(w.Since), Secs(w.Bound), time.Duration(w.Bound-w.Free), end,
 				time.Duration(w.Until-w.Free).Round(time.Millisecond)),
-			At: w.Free, End: w.Until, Details: found}
+			At: w.Free, End: w.Until, Stall: w.Waiter + " waiting on a free lock", Details: found}
 	}
 	if len(undecided) > 0 {
 		w := undecided[0]
@@ -376,7 +387,7 @@ func (SlowWakeup) Check(_ context.Context, h *history.History) Result {
 			Summary: fmt.Sprintf("%d waiter(s) waited on a free lock past its lease plus ε, each while something else was wrong", len(undecided)),
 			Violation: fmt.Sprintf("%s was free from %s and %s waited until %s, but not decisively: %s",
 				w.Key, Secs(w.Free), w.Waiter, Secs(w.Until), w.Note),
-			At: w.Free, End: w.Until, Details: undecided}
+			At: w.Free, End: w.Until, Stall: w.Waiter + " waiting (undecided)", Details: undecided}
 	}
 	return Result{Valid: Valid, Summary: "every waiter on a free lock was woken within the holder's lease plus ε"}
 }
@@ -463,7 +474,7 @@ func (s Starvation) Check(_ context.Context, h *history.History) Result {
 		Violation: fmt.Sprintf("%s was free from %s (the last fault healed at %s) and %s kept trying, but nobody was granted until %s: "+
 			"%s, longer than the longest lease plus ε (%s)", w.Key, Secs(w.From), Secs(w.Healed), strings.Join(w.Clients, ", "),
 			Secs(w.To), time.Duration(w.To-w.From).Round(time.Millisecond), time.Duration(w.Bound)),
-		At: w.From, End: w.To, Details: found}
+		At: w.From, End: w.To, Stall: "starved: no grant", Details: found}
 }
 
 // trying reports whether tryLock calls cover [from, to] (gaps shorter than gap allowed) and who made them.

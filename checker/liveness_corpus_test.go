@@ -21,7 +21,7 @@ func TestLivenessOnCorpus(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, c := range []checker.Checker{checker.SlowWakeup{}, checker.Starvation{}, checker.Starvation{Fair: true}} {
-			r := c.Check(context.Background(), h.OnlySrc(""))
+			r := c.Check(context.Background(), h)
 			if r.Valid == checker.Invalid {
 				t.Errorf("%s: %s says invalid: %s", e.Name, c.Name(), r.Violation)
 			}

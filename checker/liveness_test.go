@@ -153,3 +153,22 @@ func TestStarvationValid(t *testing.T) {
 		t.Fatalf("want valid, got %v: %s %s", r.Valid, r.Summary, r.Violation)
 	}
 }
+
+// The holder "froze" but its renewals still reached the server (a worker frozen only at the gate, as the
+// driver did before it stopped the process there): no expiry is proven, and the long wait is legitimate.
+func TestSlowWakeupRenewalsOutlivePause(t *testing.T) {
+	extra := pauseOf("c2", 7000, 15200)
+	for i, at := int64(0), int64(7500); at < 15200; i, at = i+1, at+500 {
+		extra = append(extra,
+			fmt.Sprintf(`{"type":"invoke","time":%d,"id":%d,"client":"c2","key":"lock-0","node":"n1","owner":"u:61","src":"wire","f":"renew","args":{"lease_ms":1500}}`, at*1e6, 1000+i),
+			fmt.Sprintf(`{"type":"ok","time":%d,"id":%d,"client":"c2","key":"lock-0","node":"n1","owner":"u:61","f":"renew","value":1}`, at*1e6+1e6, 1000+i))
+	}
+	h := liveHistory(t, []liveCall{
+		{"c2", "tryLock", 6600, 7000, history.Ok, 0},
+		{"c1", "tryLock", 6900, 15300, history.Ok, 0},
+		{"c2", "unlock", 15200, 15250, history.Ok, 0},
+	}, extra...)
+	if r := (SlowWakeup{}).Check(context.Background(), h); r.Valid != Valid {
+		t.Fatalf("want valid, got %v: %s %s", r.Valid, r.Summary, r.Violation)
+	}
+}

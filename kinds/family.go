@@ -66,6 +66,8 @@ type Family struct {
 	Commands func(*history.History) []porcupine.Operation
 	// Promises are the checkers of what the family promises the application, given the recorded checks.
 	Promises func(Checks) []checker.Checker
+	// Liveness is set where --check liveness applies (a lock one holder at a time: kinds/extra.go).
+	Liveness bool
 }
 
 // Accepts reports whether c implements the family's interface.
@@ -81,6 +83,9 @@ func (f *Family) Checkers(c Checks, timeout time.Duration) (*checker.Linearizabl
 	out := []checker.Checker{lin}
 	for _, p := range append(f.Promises(c), checker.Stats{}) {
 		out = append(out, clientRecords{p})
+	}
+	if f.Liveness {
+		out = append(out, liveness(c)...) // whole history: a worker's renewals are wire records
 	}
 	return lin, out
 }
@@ -136,7 +141,7 @@ func family(f *Family) *Family {
 
 // The families. Their names are recorded in histories: never rename one.
 var (
-	Mutex = family(&Family{Name: "mutex", Client: reflect.TypeFor[locks.MutexClient](),
+	Mutex = family(&Family{Name: "mutex", Client: reflect.TypeFor[locks.MutexClient](), Liveness: true,
 		Workload: mutexWorkload(false), Model: checker.MutexModel, Commands: checker.MutexOps,
 		Promises: func(c Checks) []checker.Checker {
 			out := []checker.Checker{checker.Exclusion{Fenced: c.Fenced}}
@@ -152,7 +157,7 @@ var (
 			if c.Group {
 				out = append(out, checker.Group{})
 			}
-			return append(out, liveness(c)...)
+			return out
 		}})
 	RW = family(&Family{Name: "rwlock", Client: reflect.TypeFor[locks.RWClient](),
 		Workload: mutexWorkload(true), Model: checker.RWModel, Commands: commands("acquire", "release", "renew"),
