@@ -482,6 +482,12 @@ func (c *Client) Arm() {
 	c.cfg.Gate.Arm()
 }
 
+// Pause freezes the worker (SIGSTOP) and the workload's thread at the gate now.
+func (c *Client) Pause() {
+	c.cfg.Gate.Pause()
+	c.freeze()
+}
+
 // Resume lets a frozen worker run (SIGCONT) and disarms it.
 func (c *Client) Resume() {
 	c.armed.Store(false)

@@ -280,6 +280,26 @@ func TestArmedAfterGrantFreezesWorker(t *testing.T) {
 	}
 }
 
+// client-stall freezes the worker at once, with no grant: nothing it is sent is answered until it resumes.
+func TestPauseFreezesWorkerNow(t *testing.T) {
+	c, _, _ := startFake(t, 500*time.Millisecond)
+	c.Pause()
+	done := make(chan error)
+	go func() {
+		_, err := c.Mutex([]string{"a"}, 1).TryLock(context.Background(), 0, 10*time.Millisecond)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("a stalled worker answered: %v", err)
+	case <-time.After(1500 * time.Millisecond):
+	}
+	c.Resume()
+	if err := <-done; err != nil {
+		t.Fatalf("after the stall: %v", err)
+	}
+}
+
 // A re-entrant hold whose outer lease ran out: the nested acquire is a fresh grant and its release frees
 // the lock, which lockcheck's count of holds cannot know. The history must not accuse the server of it
 // (the release's depth is recorded as uncertain); recorded as "still held" it made porcupine and
