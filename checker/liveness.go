@@ -76,7 +76,11 @@ func liveSettings(h *history.History) (timeout, watchdog int64) {
 	return
 }
 
-// pauses maps a client to the spans in which it was surely frozen (client-pause): from its freeze (the
+// freezes are the faults that freeze a client whole (its watchdog too): client-pause at its next grant,
+// client-stall at once.
+var freezes = map[string]bool{"client-pause": true, "client-stall": true}
+
+// pauses maps a client to the spans in which it was surely frozen (freezes): from its freeze (the
 // "frozen" record of an armed pause, else the start) to the stop.
 func pauses(h *history.History) map[string][][2]int64 {
 	out := map[string][][2]int64{}
@@ -87,7 +91,7 @@ func pauses(h *history.History) map[string][][2]int64 {
 		}
 	}
 	for _, w := range h.Windows() {
-		if w.Kind != "client-pause" {
+		if !freezes[w.Kind] {
 			continue
 		}
 		for _, c := range w.Targets {
@@ -186,18 +190,18 @@ func liveViews(h *history.History) []*liveView {
 			case inv.F == "tryLock" && o.Outcome() == history.Ok && open != nil:
 				lastSet = ret // a nested grant sets the lease again
 			case inv.F == "unlock" && !nested && open != nil:
+				// A proven expiry wins over what the unlock says later (Redisson's fair unlock answers 1
+				// for a lock already gone).
+				t, how := expiry(open, lastSet, paused[k.client], timeout, renewals)
 				switch {
+				case t < ret:
+					closeAt(t, how)
 				case o.Outcome() == history.Ok:
-					// A proven expiry wins: Redisson's fair unlock answers 1 for a lock already gone.
-					if t, how := expiry(open, lastSet, paused[k.client], timeout, renewals); t < ret {
-						closeAt(t, how)
-					} else {
-						closeAt(ret, fmt.Sprintf("%s released it at %s", k.client, Secs(ret)))
-					}
+					closeAt(ret, fmt.Sprintf("%s released it at %s", k.client, Secs(ret)))
 				case o.Outcome() == history.Fail && c.Value != nil && *c.Value == -1:
 					closeAt(ret, fmt.Sprintf("%s's unlock at %s found it already gone", k.client, Secs(ret)))
 				default:
-					closeAt(expiry(open, lastSet, paused[k.client], timeout, renewals))
+					closeAt(t, how)
 				}
 			}
 		}
@@ -285,14 +289,14 @@ func (v *liveView) nextGrant(t int64) (int64, string) {
 	return math.MaxInt64, ""
 }
 
-// faultsIn lists the fault windows overlapping [from, to], other than a pause of the client named ok.
+// faultsIn lists the fault windows overlapping [from, to], other than a freeze of the client named ok.
 func faultsIn(ws []history.Window, from, to int64, ok string) []history.Window {
 	var out []history.Window
 	for _, w := range ws {
 		if w.Start > to || w.End < from {
 			continue
 		}
-		if w.Kind == "client-pause" && len(w.Targets) == 1 && w.Targets[0] == ok {
+		if freezes[w.Kind] && len(w.Targets) == 1 && w.Targets[0] == ok {
 			continue
 		}
 		out = append(out, w)

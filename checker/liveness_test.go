@@ -172,3 +172,26 @@ func TestSlowWakeupRenewalsOutlivePause(t *testing.T) {
 		t.Fatalf("want valid, got %v: %s %s", r.Valid, r.Summary, r.Violation)
 	}
 }
+
+// client-stall at an unlock: c2 leaves its critical section and freezes as its unlock begins (2 s), still
+// holding; its lease runs out by 2 + 1 + 1.5 s. c1 (waiting since 1.5 s) is granted only when c2 resumes
+// at 12 s: invalid. Had c1 been granted at 4.6 s, it would be valid.
+func TestSlowWakeupAfterStall(t *testing.T) {
+	stall := []string{
+		`{"type":"fault","time":2000000000,"client":"nemesis","f":"client-stall","phase":"start","targets":["c2"],"detail":"frozen"}`,
+		`{"type":"fault","time":12000000000,"client":"nemesis","f":"client-stall","phase":"stop","targets":["c2"]}`,
+	}
+	for _, c := range []struct {
+		granted int64
+		want    Validity
+	}{{12100, Invalid}, {4600, Valid}} {
+		h := liveHistory(t, []liveCall{
+			{"c2", "tryLock", 1000, 1100, history.Ok, 0},
+			{"c1", "tryLock", 1500, c.granted, history.Ok, 0},
+			{"c2", "unlock", 2000, 12050, history.Fail, 0},
+		}, stall...)
+		if r := (SlowWakeup{}).Check(context.Background(), h); r.Valid != c.want {
+			t.Errorf("granted at %d ms: want %v, got %v: %s %s", c.granted, c.want, r.Valid, r.Summary, r.Violation)
+		}
+	}
+}
