@@ -129,7 +129,7 @@
         ctx.fillStyle = 'rgba(123,31,162,0.55)'
         ctx.fillRect(x1, a.bottom - 8, Math.max(x2 - x1, 2), 8)
         ctx.fillStyle = '#6a1b9a'
-        ctx.fillText(s.label, x1 + 3, a.bottom - 22)
+        ctx.fillText(s.label, x1 + 3, a.bottom - 30)
       }
       chart.canvas.dataset.stalls = (d.stalls || []).length
       if (d.first) line(d.first.at, '#d00', 'first violation')
