@@ -101,3 +101,44 @@ func TestLivenessCheckAndPage(t *testing.T) {
 		t.Fatalf("the holder plot did not draw the slow waiter's band (stalls %q)", attr(t, dom, "gantt", "data-stalls"))
 	}
 }
+
+// A healthy fair lock (the emulation wakes a waiter when a frozen holder's lease runs out) whose holder
+// stalls at an unlock stays valid under --check liveness: no false slow wake-up or starvation, and the
+// stall left nobody inside twice.
+func TestLivenessHealthyFairLockAfterStall(t *testing.T) {
+	code, dir := run(t, "run", "--lock", "fair", "--check", "liveness", "--nemesis", "client-stall", "--nemesis-trigger",
+		"--watchdog", "1500ms", "--timeout", "1s", "--wait", "30s", "--hold", "100ms-300ms", "--clients", "3",
+		"--nemesis-duration", "6s", "--nemesis-interval", "2s", "--time", "10s", "--quiet", "1s", "--seed", "1")
+	if code != exitValid {
+		t.Fatalf("exit %d, want %d (%s)", code, exitValid, dir)
+	}
+	var res struct {
+		Checkers []struct {
+			Checker string `json:"checker"`
+			Valid   any    `json:"valid"`
+		} `json:"checkers"`
+		Faults []struct{ Kind string } `json:"faults"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Faults) != 1 || res.Faults[0].Kind != "client-stall" {
+		t.Fatalf("faults %+v, want one client-stall", res.Faults)
+	}
+	judged := 0
+	for _, c := range res.Checkers {
+		if c.Checker == "slow-wakeup" || c.Checker == "starvation" {
+			judged++
+			if c.Valid != true {
+				t.Errorf("%s: %v", c.Checker, c.Valid)
+			}
+		}
+	}
+	if judged != 2 {
+		t.Fatalf("%d liveness checkers ran, want 2", judged)
+	}
+}
