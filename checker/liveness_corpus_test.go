@@ -20,7 +20,7 @@ func TestLivenessOnCorpus(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, c := range []checker.Checker{checker.SlowWakeup{}, checker.Starvation{}, checker.Starvation{Fair: true}} {
+		for _, c := range []checker.Checker{checker.SlowWakeup{}, checker.Starvation{}, checker.Starvation{Fair: true}, checker.KeptAlive{}} {
 			r := c.Check(context.Background(), h)
 			if r.Valid == checker.Invalid {
 				t.Errorf("%s: %s says invalid: %s", e.Name, c.Name(), r.Violation)

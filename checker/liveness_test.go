@@ -195,3 +195,38 @@ func TestSlowWakeupAfterStall(t *testing.T) {
 		}
 	}
 }
+
+// renewRecord is an applied (value 1) or refused (0) wire renewal of lock-0 by client c at ms.
+func renewRecord(c string, id, ms, value int64) []string {
+	return []string{
+		fmt.Sprintf(`{"type":"invoke","time":%d,"id":%d,"client":"%s","key":"lock-0","node":"n1","owner":"u-%s:61","src":"wire","f":"renew","args":{"lease_ms":1500}}`, ms*1e6, id, c, c),
+		fmt.Sprintf(`{"type":"ok","time":%d,"id":%d,"client":"%s","key":"lock-0","node":"n1","owner":"u-%s:61","f":"renew","value":%d}`, ms*1e6+1e6, id, c, c, value),
+	}
+}
+
+// Redisson #7272 as the history shows it: c2 released lock-0 at 2.05 s and asked for nothing since, yet
+// its watchdog's renewal at 3 s found its hold still there: invalid. Renewals that find nothing (0), or
+// that come while c2 holds it again, are what a healthy watchdog does: valid.
+func TestKeptAlive(t *testing.T) {
+	calls := []liveCall{
+		{"c2", "tryLock", 1000, 1100, history.Ok, 0},
+		{"c2", "unlock", 2000, 2050, history.Ok, 0},
+		{"c2", "tryLock", 5000, 5100, history.Ok, 0},
+		{"c2", "unlock", 6000, 6050, history.Ok, 0},
+	}
+	var bad, good []string
+	bad = append(renewRecord("c2", 900, 1500, 1), renewRecord("c2", 901, 3000, 1)...)
+	good = append(append(renewRecord("c2", 900, 1500, 1), renewRecord("c2", 901, 3000, 0)...), renewRecord("c2", 902, 5500, 1)...)
+	r := KeptAlive{}.Check(context.Background(), liveHistory(t, calls, bad...))
+	if r.Valid != Invalid || !strings.Contains(r.Violation, "c2 fully released lock-0 at 2.050s") || r.At != 2050000000 || r.End != 3000000000 {
+		t.Fatalf("want invalid from 2.05 s to 3 s, got %v: %s", r.Valid, r.Violation)
+	}
+	if r := (KeptAlive{}).Check(context.Background(), liveHistory(t, calls, good...)); r.Valid != Valid {
+		t.Fatalf("want valid, got %v: %s", r.Valid, r.Violation)
+	}
+	// An unknown tryLock may have taken the lock back unseen: undecided.
+	calls[2].typ = history.Unknown
+	if r := (KeptAlive{}).Check(context.Background(), liveHistory(t, calls[:3], renewRecord("c2", 901, 5500, 1)...)); r.Valid != Unknown {
+		t.Fatalf("want unknown, got %v: %s", r.Valid, r.Violation)
+	}
+}

@@ -43,5 +43,5 @@ func liveness(c Checks) []checker.Checker {
 	if !c.Liveness || c.Group {
 		return nil
 	}
-	return []checker.Checker{checker.SlowWakeup{}, checker.Starvation{Fair: c.Fair}}
+	return []checker.Checker{checker.SlowWakeup{}, checker.Starvation{Fair: c.Fair}, checker.KeptAlive{}}
 }
