@@ -74,6 +74,10 @@ type Result struct {
 	At      int64 `json:"violation_at_ns,omitempty"`
 	End     int64 `json:"violation_end_ns,omitempty"`
 	Details any   `json:"details,omitempty"`
+
+	// Stall names what [At, End] is when it is a span with no progress (a waiter left on a free lock): the
+	// summary page draws it as a band.
+	Stall string `json:"stall,omitempty"`
 }
 
 // Checker judges one history.

@@ -49,6 +49,8 @@ type Checks struct {
 	Permits int64  `json:"permits,omitempty"`
 	// Members is set where a lock spans independent masters (RedLock): losing it on one is tolerated.
 	Members bool `json:"members,omitempty"`
+	// Liveness is set by --check liveness (extra.go): judge slow wake-ups and starvation too.
+	Liveness bool `json:"liveness,omitempty"`
 }
 
 // Family is one interface of lock clients with the workload that drives it and the checkers that judge it.
@@ -64,6 +66,8 @@ type Family struct {
 	Commands func(*history.History) []porcupine.Operation
 	// Promises are the checkers of what the family promises the application, given the recorded checks.
 	Promises func(Checks) []checker.Checker
+	// Liveness is set where --check liveness applies (a lock one holder at a time: kinds/extra.go).
+	Liveness bool
 }
 
 // Accepts reports whether c implements the family's interface.
@@ -79,6 +83,9 @@ func (f *Family) Checkers(c Checks, timeout time.Duration) (*checker.Linearizabl
 	out := []checker.Checker{lin}
 	for _, p := range append(f.Promises(c), checker.Stats{}) {
 		out = append(out, clientRecords{p})
+	}
+	if f.Liveness {
+		out = append(out, liveness(c)...) // whole history: a worker's renewals are wire records
 	}
 	return lin, out
 }
@@ -134,7 +141,7 @@ func family(f *Family) *Family {
 
 // The families. Their names are recorded in histories: never rename one.
 var (
-	Mutex = family(&Family{Name: "mutex", Client: reflect.TypeFor[locks.MutexClient](),
+	Mutex = family(&Family{Name: "mutex", Client: reflect.TypeFor[locks.MutexClient](), Liveness: true,
 		Workload: mutexWorkload(false), Model: checker.MutexModel, Commands: checker.MutexOps,
 		Promises: func(c Checks) []checker.Checker {
 			out := []checker.Checker{checker.Exclusion{Fenced: c.Fenced}}

@@ -14,6 +14,15 @@ type Gate struct {
 	closed chan struct{} // non-nil while paused; closed on resume
 	armed  bool          // pause at the next grant
 	offset atomic.Int64  // ns added to the client's wall clock
+	// onFreeze stops what the gate cannot hold: a worker's process, whose watchdog runs on its own.
+	onFreeze func()
+}
+
+// OnFreeze makes f run whenever the client freezes at a grant (Granted).
+func (g *Gate) OnFreeze(f func()) {
+	g.mu.Lock()
+	g.onFreeze = f
+	g.mu.Unlock()
 }
 
 // NewGate returns an open gate.
@@ -64,7 +73,11 @@ func (g *Gate) Granted() bool {
 	if g.closed == nil {
 		g.closed = make(chan struct{})
 	}
+	f := g.onFreeze
 	g.mu.Unlock()
+	if f != nil {
+		f()
+	}
 	return true
 }
 

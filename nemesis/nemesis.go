@@ -21,7 +21,8 @@ type Link interface {
 
 // Client is one lock client's pause gate and wall clock.
 type Client interface {
-	Arm() // freeze at the next grant
+	Arm()   // freeze at the next grant
+	Pause() // freeze now (client-stall)
 	Resume()
 	SetClockOffset(time.Duration)
 }

@@ -187,7 +187,8 @@ func readMeta(path string, h *history.History) (Meta, error) {
 	case meta.Checks.Family != k.Family.Name:
 		return meta, usagef("%s: family %q, but lock %s is a %s", at, meta.Checks.Family, k.Name, k.Family.Name)
 	default:
-		meta.Checks.Members = want.Members // histories older than the field
+		meta.Checks.Members = want.Members   // histories older than the field
+		want.Liveness = meta.Checks.Liveness // the run's choice (--check), not the kind's
 		if meta.Checks != want {
 			return meta, usagef("%s: checks %+v are not lock %s's own (%+v)", at, meta.Checks, k.Name, want)
 		}

@@ -54,6 +54,7 @@ type Options struct {
 	Persistence     string
 	Scripts         string // a directory of .lua files replacing scripts of the lock's set
 	CheckTimeout    time.Duration
+	Check           string // --check: extra checker groups (kinds.Checks.Ask), e.g. liveness
 	Permits         int64  // semaphores
 	Count           int64  // latch
 	Readers         string // read-write lock: readers:writers
@@ -131,7 +132,7 @@ func (o Options) describe() map[string]any {
 		"nemesis_trigger": o.NemesisTrigger, "quiet": o.Quiet.String(), "time": o.Time.String(), "clients": o.Clients, "keys": o.Keys,
 		"lease": o.Lease.String(), "watchdog": o.Watchdog.String(), "wait": o.Wait.String(),
 		"timeout": o.Timeout.String(), "hold": o.Hold, "reentry": o.Reentry, "seed": o.Seed,
-		"persistence": o.Persistence, "scripts": o.Scripts, "check_timeout": o.CheckTimeout.String(),
+		"persistence": o.Persistence, "scripts": o.Scripts, "check_timeout": o.CheckTimeout.String(), "check": o.Check,
 		"permits": o.Permits, "count": o.Count, "readers": o.Readers, "group": o.Group,
 		"latency": o.Latency.String(), "jitter": o.Jitter.String(), "clock_bump": o.ClockBump.String(),
 		"backend": o.Backend, "docker_image": o.DockerImage, "external": o.External,

@@ -136,8 +136,12 @@ func NewTest(o Options) (*Test, error) {
 	if err != nil {
 		return nil, UsageError{err}
 	}
+	checks := kind.Checks(params)
+	if err := checks.Ask(o.Check); err != nil {
+		return nil, UsageError{err}
+	}
 	return &Test{Options: o, Kind: kind, Spec: spec, External: ext, Clients: kind.New, Scripts: scripts,
-		Workload: workload, Faults: faults, Plan: plan, Targets: names.Targets, Checks: kind.Checks(params)}, nil
+		Workload: workload, Faults: faults, Plan: plan, Targets: names.Targets, Checks: checks}, nil
 }
 
 // keyShards lists the shards (of a kind of topology) that hold the workload's keys, for faults to aim at.

@@ -100,6 +100,7 @@ func TestRefusedInputs(t *testing.T) {
 		{"15", []string{"--nemesis", "client-pause", "--nemesis-targets", "n1"}, "fault client-pause hits clients"},
 		{"15", []string{"--nemesis", "kill", "--nemesis-targets", "n1,c2"}, "uses c2"},
 		{"15", []string{"--nemesis-targets", "c1"}, "no fault to aim"},
+		{"15", []string{"--check", "liveliness"}, `--check "liveliness": want one of liveness`},
 		// 16: bad external deployments and --results, then (18) nothing is left behind.
 		{"16", []string{"--backend", "external", "--topology", "redlock", "--external-addrs", "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3"},
 			"does not answer as described (3 of 3)"},

@@ -97,6 +97,7 @@ func newRunCmd() *cobra.Command {
 	f.StringVar(&o.Persistence, "persistence", o.Persistence, "node persistence: none, everysec or always (AOF)")
 	f.StringVar(&o.Scripts, "scripts", o.Scripts, "directory of .lua files replacing the lock's scripts by name")
 	f.DurationVar(&o.CheckTimeout, "check-timeout", o.CheckTimeout, "bound on the porcupine search (then: unknown)")
+	f.StringVar(&o.Check, "check", o.Check, "extra checkers: liveness (slow wake-ups, starvation after the last heal)")
 	f.Int64Var(&o.Permits, "permits", o.Permits, "semaphores: permits per key")
 	f.Int64Var(&o.Count, "count", o.Count, "latch: countDowns per round (needs count+1 clients)")
 	f.StringVar(&o.Readers, "readers", o.Readers, "rwlock: readers:writers share of acquisitions")

@@ -157,6 +157,10 @@ func Start(cfg Config) (*Client, error) {
 	}
 	defer logf.Close() // the child holds its own descriptor
 	c := &Client{cfg: cfg, pending: map[int64]*call{}, holds: map[holdKey]int{}, unsure: map[holdKey]bool{}, lost: map[holdKey]bool{}, exited: make(chan struct{})}
+	// A pause armed just after a grant was read (--nemesis-trigger fires on the grant) freezes the workload
+	// at the gate, but the reader's armed check has passed: stop the process there too, or its watchdog
+	// keeps renewing through the "pause".
+	cfg.Gate.OnFreeze(c.freeze)
 	cmd := exec.Command(cfg.Argv[0], cfg.Argv[1:]...)
 	cmd.Stderr = logf
 	cmd.Env = os.Environ()
@@ -476,6 +480,12 @@ func (c *Client) Gate() *locks.Gate { return c.cfg.Gate }
 func (c *Client) Arm() {
 	c.armed.Store(true)
 	c.cfg.Gate.Arm()
+}
+
+// Pause freezes the worker (SIGSTOP) and the workload's thread at the gate now.
+func (c *Client) Pause() {
+	c.cfg.Gate.Pause()
+	c.freeze()
 }
 
 // Resume lets a frozen worker run (SIGCONT) and disarms it.

@@ -251,6 +251,55 @@ func TestPausedTimeNotCounted(t *testing.T) {
 	}
 }
 
+// --nemesis-trigger arms the pause on the grant it observes, after the driver has read that grant: the
+// workload's thread freezes at the gate, and the worker process must stop there too, or its watchdog
+// renews through the "pause" and the holder never loses the lock.
+func TestArmedAfterGrantFreezesWorker(t *testing.T) {
+	c, _, _ := startFake(t, 500*time.Millisecond)
+	ctx := context.Background()
+	if ok, err := c.Mutex([]string{"a"}, 1).TryLock(ctx, 0, 0); !ok || err != nil {
+		t.Fatalf("grant: %v %v", ok, err)
+	}
+	c.Arm() // the trigger fires on that grant
+	if !c.cfg.Gate.Granted() {
+		t.Fatal("the gate was not armed")
+	}
+	done := make(chan error)
+	go func() {
+		_, err := c.Mutex([]string{"b"}, 2).TryLock(ctx, 0, 10*time.Millisecond)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("the worker answered while its client was frozen: %v", err)
+	case <-time.After(1500 * time.Millisecond): // three times the driver's bound
+	}
+	c.Resume()
+	if err := <-done; err != nil {
+		t.Fatalf("after the pause: %v", err)
+	}
+}
+
+// client-stall freezes the worker at once, with no grant: nothing it is sent is answered until it resumes.
+func TestPauseFreezesWorkerNow(t *testing.T) {
+	c, _, _ := startFake(t, 500*time.Millisecond)
+	c.Pause()
+	done := make(chan error)
+	go func() {
+		_, err := c.Mutex([]string{"a"}, 1).TryLock(context.Background(), 0, 10*time.Millisecond)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("a stalled worker answered: %v", err)
+	case <-time.After(1500 * time.Millisecond):
+	}
+	c.Resume()
+	if err := <-done; err != nil {
+		t.Fatalf("after the stall: %v", err)
+	}
+}
+
 // A re-entrant hold whose outer lease ran out: the nested acquire is a fresh grant and its release frees
 // the lock, which lockcheck's count of holds cannot know. The history must not accuse the server of it
 // (the release's depth is recorded as uncertain); recorded as "still held" it made porcupine and

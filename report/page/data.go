@@ -56,6 +56,7 @@ type data struct {
 	Bin       float64           `json:"bin"` // seconds per bin of the series: 1 unless the run is very long
 	First     *violation        `json:"first,omitempty"`
 	Checkers  []check           `json:"checkers"`
+	Stalls    []stall           `json:"stalls,omitempty"`
 	Notes     []string          `json:"notes,omitempty"`
 	Faults    []fault           `json:"faults"`
 	FaultLog  []string          `json:"fault_log,omitempty"`
@@ -75,6 +76,13 @@ type violation struct {
 	Checker string  `json:"checker"`
 	At      float64 `json:"at"`
 	Text    string  `json:"text"`
+}
+
+// stall is a checker's span with no progress (checker.Result.Stall), drawn as a band on every chart.
+type stall struct {
+	Label string  `json:"label"`
+	Start float64 `json:"start"`
+	End   float64 `json:"end"`
 }
 
 type check struct {
@@ -176,6 +184,9 @@ func build(in Input) data {
 			}
 		}
 		d.Checkers = append(d.Checkers, ck)
+		if c.Stall != "" && c.Violation != "" && c.End > c.At {
+			d.Stalls = append(d.Stalls, stall{Label: c.Checker + ": " + c.Stall, Start: secs(c.At), End: secs(c.End)})
+		}
 	}
 	d.Faults = []fault{}
 	for _, w := range r.Faults {

@@ -121,6 +121,17 @@
         ctx.fillStyle = color
         ctx.fillText(label, px + 3, a.bottom - 14)
       }
+      // A liveness checker's span with no progress: a hatched band along the bottom, labelled.
+      for (const s of d.stalls || []) {
+        const x1 = Math.max(a.left, x.getPixelForValue(s.start))
+        const x2 = Math.min(a.right, x.getPixelForValue(s.end))
+        if (x2 < x1) continue
+        ctx.fillStyle = 'rgba(123,31,162,0.55)'
+        ctx.fillRect(x1, a.bottom - 8, Math.max(x2 - x1, 2), 8)
+        ctx.fillStyle = '#6a1b9a'
+        ctx.fillText(s.label, x1 + 3, a.bottom - 30)
+      }
+      chart.canvas.dataset.stalls = (d.stalls || []).length
       if (d.first) line(d.first.at, '#d00', 'first violation')
       if (moment !== null && (!d.first || moment !== d.first.at)) line(moment, '#333', fmt(moment))
       ctx.restore()
