@@ -26,9 +26,9 @@ func TestUnknownClientVersion(t *testing.T) {
 		{"redsync-nosuch", "--client redsync-nosuch: no such worker (have: naive"}, // the names it has
 	} {
 		t.Run(tc.client, func(t *testing.T) {
-			stderr := captureStderr(t)
-			code, _ := run(t, "run", "--client", tc.client, "--time", "2s", "--quiet", "1s", "--clients", "1")
-			out := stderr()
+			// The binary, not run(): this test is parallel, and capturing os.Stderr would take in others' output.
+			code, _, out := runBinary(t, buildBinary(t), "run", "--client", tc.client, "--time", "2s", "--quiet", "1s",
+				"--clients", "1", "--results", t.TempDir())
 			var lines []string
 			for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 				if !strings.HasPrefix(l, "lockcheck: building worker ") { // the progress line before a build
@@ -143,12 +143,13 @@ func TestLockSpecBrokenTwinEverySeed(t *testing.T) {
 	}
 }
 
-// workerCheck runs `lockcheck worker-check ARGS` and returns its exit code and what it printed.
+// workerCheck runs `lockcheck worker-check ARGS` and returns its exit code and what it printed. It runs the
+// binary, not execute: its callers run in parallel, and capturing the process's os.Stdout would mix their
+// outputs.
 func workerCheck(t *testing.T, args ...string) (int, string) {
 	t.Helper()
-	stdout := capture(t, &os.Stdout)
-	code := execute(t.Context(), append([]string{"worker-check", "--time", "4s", "--seed", "1", "--results", t.TempDir()}, args...))
-	return code, stdout()
+	code, out, _ := runBinary(t, buildBinary(t), append([]string{"worker-check", "--time", "4s", "--seed", "1", "--results", t.TempDir()}, args...)...)
+	return code, out
 }
 
 // worker-check passes every reference worker on all three items (handshake, fault-free run, client
