@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"net"
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +51,44 @@ func TestStartRefusesAPortAnsweredByAnotherServer(t *testing.T) {
 		t.Fatalf("started on port %d, which another server answers", port)
 	}
 	if !node.PortTaken(err) || !strings.Contains(err.Error(), "n2") {
+		t.Fatalf("error %q: want the port named as taken", err)
+	}
+}
+
+// Another program's Redis with no password on the port (it accepts go-redis's AUTH with a user name) must
+// not pass for the node either: a repro run once sent a member's traffic to such a server after a restart
+// and judged the lock invalid.
+func TestStartRefusesAPortAnsweredByAPasswordlessServer(t *testing.T) {
+	port, err := node.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--dir", dir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for { // until it answers: it must hold the port before the node tries to bind it
+		c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err == nil {
+			c.Close()
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the passwordless server did not start")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	n, err := node.Start(ctx, node.Config{Name: "n4", Dir: t.TempDir(), Password: node.NewPassword(), Port: port})
+	if err == nil {
+		n.Stop()
+		t.Fatalf("started on port %d, which a passwordless server answers", port)
+	}
+	if !node.PortTaken(err) || !strings.Contains(err.Error(), "n4") {
 		t.Fatalf("error %q: want the port named as taken", err)
 	}
 }

@@ -54,6 +54,7 @@ type Config struct {
 type Node struct {
 	cfg  Config
 	port int
+	conf string // the config file launch wrote: the server answering on port must report it (checkPort)
 	// addr is set for a node lockcheck did not start (Attach): it is never stopped, only controlled where
 	// a runtime can (its container).
 	addr string
@@ -213,6 +214,7 @@ func (n *Node) launch(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	n.conf = conf
 	argv := []string{"redis-server", conf}
 	if n.cfg.Sentinel {
 		argv = append(argv, "--sentinel")
@@ -265,16 +267,22 @@ func (n *Node) waitReady(ctx context.Context, exited <-chan struct{}) error {
 
 // checkPort makes sure that the server answering is this node: between FreePort and redis-server's bind
 // another process can take the port (one of the run's own proxies, forwarding to another node with the
-// same password), and this node's server then exits while the other answers for it.
+// same password; or another program's Redis with no password, which accepts any AUTH with a user name),
+// and this node's server then exits while the other answers for it. Its port and its config file tell.
 func (n *Node) checkPort(ctx context.Context, c *redis.Client) error {
 	info, err := c.Info(ctx, "server").Result()
 	if err != nil {
 		return fmt.Errorf("%s: INFO server: %w", n.cfg.Name, err)
 	}
 	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "tcp_port:"); ok && v != strconv.Itoa(n.port) {
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, "tcp_port:"); ok && v != strconv.Itoa(n.port) {
 			return fmt.Errorf("%s: port %d is taken (Address already in use): the server answering there listens on %s",
 				n.cfg.Name, n.port, v)
+		}
+		if v, ok := strings.CutPrefix(line, "config_file:"); ok && n.conf != "" && v != n.conf {
+			return fmt.Errorf("%s: port %d is taken (Address already in use): the server answering there runs %q, not this node's %s",
+				n.cfg.Name, n.port, v, n.conf)
 		}
 	}
 	return nil
