@@ -325,6 +325,10 @@ func (q Quiescence) Check(_ context.Context, h *history.History) Result {
 	return Result{Valid: Valid, Summary: fmt.Sprintf("available + held = %d permits on all %d keys at rest", q.Permits, len(last))}
 }
 
+// latchCalls names a latch's calls as the emulation does, whichever recorded them.
+var latchCalls = map[string]string{"setCount": "setCount", "countDown": "countDown", "await": "await",
+	history.UnseenPrefix + "set_count": "setCount", history.UnseenPrefix + "count_down": "countDown"}
+
 // LatchAwaits checks the latch's promise: no await returns open before count distinct countDowns were
 // even sent, and the count never goes below zero.
 type LatchAwaits struct{}
@@ -340,7 +344,8 @@ func (LatchAwaits) Check(_ context.Context, h *history.History) Result {
 	negative := ""
 	var at int64
 	for _, o := range h.Ops {
-		switch o.Invoke.F {
+		// A worker's calls are lcp_set_count and lcp_count_down (locks/worker); its await is the workload's.
+		switch latchCalls[o.Invoke.F] {
 		case "setCount":
 			if o.Outcome() == history.Ok {
 				count[o.Invoke.Key] = o.Invoke.Args["count"]
@@ -349,7 +354,7 @@ func (LatchAwaits) Check(_ context.Context, h *history.History) Result {
 			if o.Outcome() != history.Fail {
 				downs[o.Invoke.Key] = append(downs[o.Invoke.Key], o.Invoke.Time)
 			}
-			if o.Outcome() == history.Ok && *o.Complete.Value < 0 && negative == "" {
+			if o.Outcome() == history.Ok && o.Complete.Value != nil && *o.Complete.Value < 0 && negative == "" {
 				negative = fmt.Sprintf("%s's countDown on %s at %s took the count to %d", o.Invoke.Client, o.Invoke.Key,
 					Secs(o.Complete.Time), *o.Complete.Value)
 				at = o.Complete.Time

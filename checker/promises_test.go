@@ -168,3 +168,18 @@ func TestExclusionModes(t *testing.T) {
 	old.Rejected = false
 	expect(t, Exclusion{Fenced: true}, &history.History{Sections: []history.Record{old, young}}, Invalid, "c2 entered")
 }
+
+// A real worker's latch calls are lcp_set_count and lcp_count_down (its count_down answers no count): the
+// checker reads them as the emulation's, so an await that opened early is caught there too (it was blind).
+func TestLatchFromWorkerCalls(t *testing.T) {
+	early := &hb{}
+	early.op("c1", "lcp_set_count", "l", 0, 1, history.Ok, v(1), map[string]int64{"count": 2}).
+		op("c2", "lcp_count_down", "l", 2, 3, history.Ok, nil, nil).op("c3", "await", "l", 2, 4, history.Ok, nil, nil).
+		op("c3", "lcp_await", "l", 2, 4, history.Ok, v(1), nil)
+	expect(t, LatchAwaits{}, &early.h, Invalid, "after only 1 of 2 countDowns")
+	fine := &hb{}
+	fine.op("c1", "lcp_set_count", "l", 0, 1, history.Ok, v(1), map[string]int64{"count": 2}).
+		op("c2", "lcp_count_down", "l", 2, 3, history.Ok, nil, nil).op("c4", "lcp_count_down", "l", 3, 4, history.Unknown, nil, nil).
+		op("c3", "await", "l", 2, 5, history.Ok, nil, nil)
+	expect(t, LatchAwaits{}, &fine.h, Valid, "none open")
+}

@@ -33,6 +33,10 @@ var triggers = map[string]Trigger{}
 // RegisterTrigger adds a trigger kind.
 func RegisterTrigger(t Trigger) { triggers[t.Name] = t }
 
+// releases are the calls the unlock trigger fires at: a lock's unlock, a latch's countDown (the emulation's
+// name and the worker protocol's, history.UnseenPrefix + count_down).
+var releases = []string{"unlock", "countDown", "lcp_count_down"}
+
 // triggered is how a fault takes a trigger: which event fires it, and how the event aims it (the holder,
 // the nodes that hold the lock) given the targets the plan drew.
 type triggered struct {
@@ -54,9 +58,10 @@ func init() {
 	// grant: a caller was just granted the lock (its tryLock returned true), before it goes on.
 	RegisterTrigger(Trigger{Name: "grant", About: "a caller was just granted the lock, before its critical section",
 		Match: func(e Event) bool { return e.F == "tryLock" && e.Type == "ok" }})
-	// unlock: a caller is about to unlock (its unlock began, its first command not sent yet).
-	RegisterTrigger(Trigger{Name: "unlock", About: "a caller begins its unlock, before its first command",
-		Match: func(e Event) bool { return e.F == "unlock" && e.Type == "invoke" }})
+	// unlock: a caller is about to unlock (its unlock began, its first command not sent yet); a latch's
+	// countDown is its release, so it fires there too (Redisson #3850: a resent countDown).
+	RegisterTrigger(Trigger{Name: "unlock", About: "a caller begins its unlock or countDown, before its first command",
+		Match: func(e Event) bool { return e.Type == "invoke" && slices.Contains(releases, e.F) }})
 
 	// release: a caller's unlock was just acknowledged: the lock is free on the primary and its replicas.
 	RegisterTrigger(Trigger{Name: "release", About: "a caller's unlock was just acknowledged (the lock is free)",

@@ -157,3 +157,23 @@ func TestTriggerAim(t *testing.T) {
 		t.Fatalf("drop-reply aimed at %v", a)
 	}
 }
+
+// A latch's countDown is its release: the unlock trigger fires as one begins (the emulation's name and the
+// worker protocol's), so a drop-reply can swallow its answer (Redisson #3850); not at its end, nor at an await.
+func TestUnlockTriggerFiresAtCountDown(t *testing.T) {
+	for _, f := range []string{"countDown", "lcp_count_down"} {
+		h := NewTriggers()
+		var got []Event
+		_, _ = h.arm("unlock", 0, nil, func(ev Event) { got = append(got, ev) })
+		h.Observe(Event{Type: "ok", F: f, Client: "c2", Key: "latch-0"})
+		h.Observe(Event{Type: "invoke", F: "await", Client: "c3", Key: "latch-0"})
+		h.Observe(Event{Type: "invoke", F: "lcp_await", Client: "c3", Key: "latch-0"})
+		if len(got) != 0 {
+			t.Fatalf("%s: fired at %+v, before any countDown began", f, got)
+		}
+		h.Observe(Event{Type: "invoke", F: f, Client: "c4", Key: "latch-0"})
+		if len(got) != 1 || got[0].Client != "c4" {
+			t.Fatalf("%s: fired at %+v, want c4's countDown", f, got)
+		}
+	}
+}

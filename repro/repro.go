@@ -110,12 +110,13 @@ type Side struct {
 	Entry, What      string
 	Runs, Caught     int
 	Unknown          int
+	Errors           int // runs with no verdict (the run itself failed): never a pass
 	MedianFirst      float64
 	Expected, Passed bool
 }
 
 // Tally sums the outcomes per side. The buggy side passes when at least 80% of its seeds were caught (4 of
-// 5); the fixed side when every seed was valid.
+// 5); the fixed side when every seed was valid (a run that ended in an error is not).
 func Tally(rep *suite.Report) []Side {
 	by := map[string]*Side{}
 	firsts := map[string][]float64{}
@@ -132,6 +133,8 @@ func Tally(rep *suite.Report) []Side {
 			firsts[o.Entry] = append(firsts[o.Entry], float64(o.FirstNs)/1e9)
 		case "unknown":
 			s.Unknown++
+		case "error":
+			s.Errors++
 		}
 	}
 	var out []Side
@@ -145,7 +148,7 @@ func Tally(rep *suite.Report) []Side {
 		if name == "buggy" {
 			s.Passed = s.Caught*5 >= s.Runs*4
 		} else {
-			s.Passed = s.Caught == 0 && s.Unknown == 0
+			s.Passed = s.Caught == 0 && s.Unknown == 0 && s.Errors == 0
 		}
 		out = append(out, *s)
 	}
@@ -173,7 +176,11 @@ func Print(w io.Writer, sides []Side) {
 		if !math.IsNaN(s.MedianFirst) {
 			first = fmt.Sprintf("%.1fs", s.MedianFirst)
 		}
-		fmt.Fprintf(w, "%-6s %-22s caught %d/%d (unknown %d), median first violation %s: %s\n",
-			s.Entry, s.What, s.Caught, s.Runs, s.Unknown, first, mark)
+		errs := ""
+		if s.Errors > 0 {
+			errs = fmt.Sprintf(", error %d", s.Errors)
+		}
+		fmt.Fprintf(w, "%-6s %-22s caught %d/%d (unknown %d%s), median first violation %s: %s\n",
+			s.Entry, s.What, s.Caught, s.Runs, s.Unknown, errs, first, mark)
 	}
 }

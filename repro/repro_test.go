@@ -1,0 +1,29 @@
+package repro
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/lockcheck/lockcheck/suite"
+)
+
+// A fixed side whose runs failed (no verdict: a worker that did not start) has shown nothing: it must not
+// pass as valid, and the line says how many runs failed.
+func TestTallyErrorsNeverPass(t *testing.T) {
+	rep := &suite.Report{}
+	for i, v := range []string{"invalid", "invalid", "invalid", "invalid", "error"} {
+		rep.Outcomes = append(rep.Outcomes, suite.Outcome{Case: suite.Case{Entry: "buggy"}, Verdict: v, FirstNs: int64(i+1) * 1e9})
+	}
+	for _, v := range []string{"valid", "error", "error", "valid", "valid"} {
+		rep.Outcomes = append(rep.Outcomes, suite.Outcome{Case: suite.Case{Entry: "fixed"}, Verdict: v})
+	}
+	sides := Tally(rep)
+	if len(sides) != 2 || !sides[0].Passed || sides[0].Caught != 4 || sides[1].Passed || sides[1].Errors != 2 {
+		t.Fatalf("tally %+v: want buggy passed (4/5 caught), fixed not passed with 2 errors", sides)
+	}
+	var b strings.Builder
+	Print(&b, sides)
+	if !strings.Contains(b.String(), "caught 0/5 (unknown 0, error 2)") || !strings.Contains(b.String(), "NOT as expected") {
+		t.Fatalf("printed:\n%s", b.String())
+	}
+}
