@@ -199,9 +199,9 @@ type lagRun struct {
 	primary string
 	laggers []string
 	others  []string
-	links           []string
-	cancel          context.CancelFunc
-	done            chan struct{}
+	links   []string
+	cancel  context.CancelFunc
+	done    chan struct{}
 }
 
 func (l *lagging) Applies(env *Env) error { return needReplication(l.name, env) }
