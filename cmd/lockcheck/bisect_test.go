@@ -40,3 +40,31 @@ func TestBisectBadInput(t *testing.T) {
 		}
 	}
 }
+
+// The real thing, on the registries' own release lists (minutes: make bisect, LOCKCHECK_BISECT=1). Each
+// bisect names the release that fixed its entry's bug, and a --good side that is in fact bad is refused.
+func TestBisectEndToEnd(t *testing.T) {
+	if os.Getenv("LOCKCHECK_BISECT") == "" {
+		t.Skip("minutes of real runs: make bisect (LOCKCHECK_BISECT=1)")
+	}
+	useWorkerCache(t)
+	bin := buildBinary(t)
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--client", "redis-py", "--good", "2.10.6", "--bad", "3.0.0", "--seeds", "1", "redis-py-621-with-blocking-timeout"}, exitUsage,
+			"--good 2.10.6 is not good: caught on 1 of 1 seeds"},
+		{[]string{"--client", "redis-py", "--good", "3.2.0", "--bad", "2.10.0", "--seeds", "1", "redis-py-621-with-blocking-timeout"}, exitValid,
+			"the fix: redis-py 3.0.0 is the first good release (redis-py 2.10.6 the last bad)"},
+		{[]string{"--client", "redisson", "--good", "3.17.0", "--bad", "3.16.0", "--seeds", "2", "redisson-3994-wait-ignored"}, exitValid,
+			"the fix: redisson 3.16.7 is the first good release (redisson 3.16.6 the last bad)"},
+	} {
+		code, out, errs := runBinary(t, bin, append([]string{"bisect", "--results", t.TempDir()}, c.args...)...)
+		t.Logf("bisect %v: exit %d\n%s%s", c.args, code, out, errs)
+		if code != c.code || !strings.Contains(out+errs, c.want) {
+			t.Errorf("bisect %v: exit %d, want %d and %q", c.args, code, c.code, c.want)
+		}
+	}
+}
