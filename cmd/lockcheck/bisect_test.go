@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lockcheck/lockcheck/locks/worker"
+	"github.com/lockcheck/lockcheck/repro"
 )
 
 // Bad input to bisect is one line and exit 254, before anything is built or run. The release list is the
@@ -65,6 +66,25 @@ func TestBisectEndToEnd(t *testing.T) {
 		t.Logf("bisect %v: exit %d\n%s%s", c.args, code, out, errs)
 		if code != c.code || !strings.Contains(out+errs, c.want) {
 			t.Errorf("bisect %v: exit %d, want %d and %q", c.args, code, c.code, c.want)
+		}
+	}
+}
+
+// Every catalog entry's runs pass the run command's own flag checks (a dry run: nothing built or started),
+// so a typo in an entry's flags is caught here rather than by make repro.
+func TestReproEntriesDryRun(t *testing.T) {
+	entries, err := repro.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := newRoot()
+	root.SetContext(context.Background())
+	for _, s := range entries {
+		repro.Reseed(s, 1)
+		for _, c := range s.Cases {
+			if err := dryRun(root, c.Args); err != nil {
+				t.Errorf("repro %s %s: %v", s.Name, c.Entry, err)
+			}
 		}
 	}
 }
