@@ -5,9 +5,12 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/lockcheck/lockcheck/bisect"
 	"github.com/lockcheck/lockcheck/locks/worker"
 	"github.com/lockcheck/lockcheck/repro"
+	"github.com/lockcheck/lockcheck/suite"
 )
 
 // Bad input to bisect is one line and exit 254, before anything is built or run. The release list is the
@@ -86,5 +89,41 @@ func TestReproEntriesDryRun(t *testing.T) {
 				t.Errorf("repro %s %s: %v", s.Name, c.Entry, err)
 			}
 		}
+	}
+}
+
+// A release is bad when any seed was caught, good only when every seed was valid, and skipped when a
+// seed gave no verdict and none was caught.
+func TestJudgeRelease(t *testing.T) {
+	out := func(verdicts ...string) *suite.Report {
+		r := &suite.Report{}
+		for i, v := range verdicts {
+			o := suite.Outcome{Verdict: v, FirstNs: int64(i+1) * 1e9}
+			o.Seed = int64(i + 1)
+			r.Outcomes = append(r.Outcomes, o)
+		}
+		return r
+	}
+	for _, c := range []struct {
+		verdicts []string
+		want     bisect.Verdict
+		caught   int
+	}{
+		{[]string{"valid", "invalid", "unknown"}, bisect.Bad, 1},
+		{[]string{"valid", "valid", "valid"}, bisect.Good, 0},
+		{[]string{"valid", "unknown", "valid"}, bisect.Skip, 0},
+		{[]string{"error", "valid", "valid"}, bisect.Skip, 0},
+		{[]string{"valid", "valid"}, bisect.Skip, 0}, // a seed missing
+	} {
+		r := judgeRelease(out(c.verdicts...), 3, time.Second)
+		if r.Verdict != c.want || r.Caught != c.caught {
+			t.Errorf("%v: %v caught %d, want %v caught %d", c.verdicts, r.Verdict, r.Caught, c.want, c.caught)
+		}
+		if c.want == bisect.Skip && !strings.Contains(r.Why, "no verdict") {
+			t.Errorf("%v: skipped without saying why: %q", c.verdicts, r.Why)
+		}
+	}
+	if r := judgeRelease(out("invalid", "valid", "invalid"), 3, 0); r.FirstViolation != 3*time.Second {
+		t.Errorf("median first violation %v, want 3s (seeds 1 and 3 at 1 s and 3 s)", r.FirstViolation)
 	}
 }
