@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/lockcheck
 APT     := DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: all build demo smoke repro test test-all-seeds bench differential falsealarms lagging-decides deps vet clean images docker-engine compose-up compose-down
+.PHONY: all build demo smoke repro bisect test test-all-seeds bench differential falsealarms lagging-decides deps vet clean images docker-engine compose-up compose-down
 
 all: build
 
@@ -40,6 +40,11 @@ smoke: deps build
 # The catalog of reproduced bugs (lockcheck repro list), both sides of each on 3 seeds, with JUnit.
 repro: deps build
 	./$(BIN) repro --all --seeds 3 --junit results/repro.xml
+
+# lockcheck bisect end to end on the registries' release lists: redis-py 2.10.0..3.2.0 and Redisson
+# 3.16.0..3.17.0 each name their fix release (17 minutes here with fresh builds: real builds and runs per step).
+bisect: deps build
+	LOCKCHECK_BISECT=1 $(GO) test -count=1 -timeout 60m -v -run 'TestBisectEndToEnd' ./cmd/lockcheck/
 
 test: deps
 	$(GO) vet ./...

@@ -14,7 +14,8 @@ import (
 func init() {
 	Register("failover", &failover{cut: map[string][]string{}, ready: map[int]string{}})
 	Register("failover-command", failoverCommand{})
-	Register("lagging-failover", &lagging{runs: map[string]*lagRun{}})
+	Register("lagging-failover", &lagging{name: "lagging-failover", runs: map[string]*lagRun{}})
+	Register("stalled-failover", &lagging{name: "stalled-failover", all: true, runs: map[string]*lagRun{}})
 	Register("partition-nodes", partitionNodes{})
 }
 
@@ -185,24 +186,31 @@ func (failoverCommand) Stop(context.Context, *Env, []string) error { return nil 
 // lagging reproduces Redisson #5256: a replica's replication stream is held (it lags, while the other
 // replica keeps acknowledging writes, so WAIT still counts one), the other replicas are made unpromotable
 // (replica-priority 0), and after a third of the fault the primary is isolated: the lagging replica is the
-// one promoted, without the writes it never received.
+// one promoted, without the writes it never received. With all set (stalled-failover, Redisson #3994)
+// every replica is held, so WAIT counts none, and whichever replica Sentinel picks lacks the writes.
 type lagging struct {
+	name string
+	all  bool
 	mu   sync.Mutex
 	runs map[string]*lagRun
 }
 
 type lagRun struct {
-	primary, lagger string
-	others          []string
-	links           []string
-	cancel          context.CancelFunc
-	done            chan struct{}
+	primary string
+	laggers []string
+	others  []string
+	links   []string
+	cancel  context.CancelFunc
+	done    chan struct{}
 }
 
-func (l *lagging) Applies(env *Env) error { return needReplication("lagging-failover", env) }
+func (l *lagging) Applies(env *Env) error { return needReplication(l.name, env) }
 
 // Targets are the shard and which of its replicas (by rank) lags.
 func (l *lagging) Targets(rng *rand.Rand, env *Env) []string {
+	if l.all {
+		return []string{pickShard(rng, env), "lagging-replica:all"}
+	}
 	return []string{pickShard(rng, env), "lagging-replica:" + strconv.Itoa(rng.IntN(2))}
 }
 
@@ -223,9 +231,11 @@ func (l *lagging) Start(ctx context.Context, env *Env, targets []string) (string
 			rank, _ = strconv.Atoi(s)
 		}
 	}
-	run := &lagRun{primary: primary, lagger: replicas[rank%len(replicas)], done: make(chan struct{})}
-	for _, n := range replicas {
-		if n != run.lagger {
+	run := &lagRun{primary: primary, done: make(chan struct{})}
+	for i, n := range replicas {
+		if l.all || i == rank%len(replicas) {
+			run.laggers = append(run.laggers, n)
+		} else {
 			run.others = append(run.others, n)
 		}
 	}
@@ -233,10 +243,13 @@ func (l *lagging) Start(ctx context.Context, env *Env, targets []string) (string
 	l.mu.Lock()
 	l.runs[strings.Join(targets, ",")] = run
 	l.mu.Unlock()
-	if err := r.StallReplication(run.lagger, true); err != nil {
-		close(run.done)
-		return "", err
+	for _, n := range run.laggers {
+		if err := r.StallReplication(n, true); err != nil {
+			close(run.done)
+			return "", err
+		}
 	}
+	lagger := strings.Join(run.laggers, " and ")
 	for _, n := range run.others {
 		if err := r.SetReplicaPriority(ctx, n, 0); err != nil {
 			close(run.done)
@@ -248,12 +261,12 @@ func (l *lagging) Start(ctx context.Context, env *Env, targets []string) (string
 	run.cancel = cancel
 	isolate := func(why string) {
 		err := eachLink(env, run.links, Link.Cut)
-		detail := fmt.Sprintf("primary %s isolated%s: %s, lagging, is the only promotable replica", primary, why, run.lagger)
+		detail := fmt.Sprintf("primary %s isolated%s: %s, lagging, the only promotable replicas", primary, why, lagger)
 		if err != nil {
 			detail += "; cut failed: " + err.Error()
 		}
 		if env.Note != nil {
-			env.Note("lagging-failover", targets, detail)
+			env.Note(l.name, targets, detail)
 		}
 	}
 	// Under a trigger the primary is isolated right after the next grant: a lock the lagging replica
@@ -280,7 +293,7 @@ func (l *lagging) Start(ctx context.Context, env *Env, targets []string) (string
 	if triggered {
 		when = "right after the next grant"
 	}
-	return fmt.Sprintf("replication to %s held, %s; primary %s isolated %s", run.lagger, others, primary, when), nil
+	return fmt.Sprintf("replication to %s held, %s; primary %s isolated %s", lagger, others, primary, when), nil
 }
 
 func (l *lagging) Stop(ctx context.Context, env *Env, targets []string) error {
@@ -296,7 +309,10 @@ func (l *lagging) Stop(ctx context.Context, env *Env, targets []string) error {
 	}
 	<-run.done
 	r := env.Replication
-	errs := []error{eachLink(env, run.links, Link.Heal), r.StallReplication(run.lagger, false)}
+	errs := []error{eachLink(env, run.links, Link.Heal)}
+	for _, n := range run.laggers {
+		errs = append(errs, r.StallReplication(n, false))
+	}
 	for _, n := range run.others {
 		errs = append(errs, r.SetReplicaPriority(ctx, n, -1))
 	}

@@ -76,6 +76,7 @@ func init() {
 	RegisterTriggered("drop-reply", "unlock", callerLinks)
 	triggeredBy["lagging-failover"] = triggered{trigger: "grant", phase: true,
 		aim: func(_ Event, planned []string) []string { return planned }}
+	triggeredBy["stalled-failover"] = triggeredBy["lagging-failover"]
 }
 
 // TriggerNames lists the faults that take a trigger, with it.

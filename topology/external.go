@@ -153,7 +153,7 @@ func (e External) Refusal(fault string) string {
 		}
 	case "clock", "clock-strobe":
 		return "a node's clock can only be moved on nodes lockcheck starts (the clockshift library is preloaded at start)"
-	case "lagging-failover", "partition-nodes":
+	case "lagging-failover", "stalled-failover", "partition-nodes":
 		return "it needs lockcheck's taps between the nodes, which only its own topologies have"
 	case "failover":
 		if e.Toxiproxy == "" || !fronts {

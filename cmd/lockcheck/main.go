@@ -89,6 +89,6 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newRunCmd(), newCheckCmd(), newLocksCmd(), newImagesCmd(), newCleanCmd(), newWorkerCheckCmd(),
-		newSuiteCmd(), newMergeCmd(), newCompareCmd(), newReproCmd(), newServeCmd())
+		newSuiteCmd(), newMergeCmd(), newCompareCmd(), newReproCmd(), newBisectCmd(), newServeCmd())
 	return root
 }

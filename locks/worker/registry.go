@@ -40,6 +40,8 @@ type Spec struct {
 	// Broken is set on negative controls: what is wrong; Flags are the fault-free run that shows it.
 	Broken string
 	Flags  []string
+	// Releases is the registry's own list of the library's versions (lockcheck bisect walks it).
+	Releases Releases
 }
 
 var specs = map[string]Spec{}
@@ -238,17 +240,17 @@ func init() {
 		Args: []string{"--safe"}, Lock: "naive", // with a lease longer than the holds (the defaults), it is safe
 		About: "reference worker: SET NX PX, compare-and-delete release (the control's safe twin)"})
 	Register(Spec{Name: "redisson", Folder: "redisson", Language: "java", ClientClock: true, Lock: "reentrant",
-		Emulated: "Redisson 4.7",
-		About:    "Redisson (Java): the real library, built with Maven per version"})
-	Register(Spec{Name: "redis-py", Folder: "redis-py", Language: "python", ClientClock: true, Lock: "mutex",
+		Emulated: "Redisson 4.7", Releases: MavenCentral("org.redisson", "redisson"),
+		About: "Redisson (Java): the real library, built with Maven per version"})
+	Register(Spec{Name: "redis-py", Folder: "redis-py", Language: "python", ClientClock: true, Lock: "mutex", Releases: PyPI("redis"),
 		About: "redis-py's Lock (Python): SET NX PX, Lua release and extend; single and sentinel"})
-	Register(Spec{Name: "pottery", Folder: "pottery", Language: "python", ClientClock: true, Lock: "mutex",
+	Register(Spec{Name: "pottery", Folder: "pottery", Language: "python", ClientClock: true, Lock: "mutex", Releases: PyPI("pottery"),
 		About: "pottery's Redlock (Python) over the masters; single and redlock"})
-	Register(Spec{Name: "node-redlock", Folder: "node-redlock", Language: "node", ClientClock: true, Lock: "mutex",
+	Register(Spec{Name: "node-redlock", Folder: "node-redlock", Language: "node", ClientClock: true, Lock: "mutex", Releases: NPM("redlock"),
 		About: "npm redlock (Node.js), 4.x and 5.x APIs over ioredis; single, redlock, sentinel, cluster"})
 	// The Go libraries' workers are static binaries (one per library version): no client-clock.
-	Register(Spec{Name: "redsync", Folder: "redsync", Language: "go", Lock: "mutex",
+	Register(Spec{Name: "redsync", Folder: "redsync", Language: "go", Lock: "mutex", Releases: GoProxy("github.com/go-redsync/redsync/v4"),
 		About: "go-redsync/redsync v4 (Go): Redlock over the masters, one pool per node; single and redlock"})
-	Register(Spec{Name: "redislock", Folder: "redislock", Language: "go", Lock: "mutex",
+	Register(Spec{Name: "redislock", Folder: "redislock", Language: "go", Lock: "mutex", Releases: GoProxy("github.com/bsm/redislock"),
 		About: "bsm/redislock (Go): SET NX PX, Lua release and refresh; single and sentinel"})
 }

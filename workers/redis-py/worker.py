@@ -57,6 +57,7 @@ class RedisPy(lcp.Backend):
         self.sleep = 0.1
         self.lock_class = redis.lock.Lock
         self.supports_replace_ttl = False
+        self.enter = False
 
     def init(self, msg):
         topo = msg.get("topology") or {}
@@ -68,6 +69,11 @@ class RedisPy(lcp.Backend):
                 lock.get("family"), lock.get("kind"), ", ".join(self.kinds)))
         self.lock_class = _lock_class(lib)
         self.sleep = float(lib.get("sleep", "0.1"))
+        acquire = lib.get("acquire", "call")
+        if acquire not in ("call", "with"):
+            raise lcp.Error(lcp.NOT_SUPPORTED, "library option acquire=%r: call (Lock.acquire) or with (the "
+                            "context manager's __enter__)" % acquire)
+        self.enter = acquire == "with"
         lease = opts.get("lease_ms") or opts.get("watchdog_ms") or 30000
         self.default_lease_ms = int(lease)
         timeout = (opts.get("timeout_ms") or 3000) / 1000.0
@@ -95,6 +101,8 @@ class RedisPy(lcp.Backend):
 
     def acquire(self, thread, keys, wait_ms, lease_ms):
         lease_ms = lease_ms or self.default_lease_ms
+        if self.enter:
+            return self._enter(thread, keys[0], wait_ms, lease_ms)
         lk = self._new_lock(keys[0], lease_ms)
         # blocking=False is one SET NX PX; otherwise redis-py polls every `sleep` until blocking_timeout.
         if wait_ms > 0:
@@ -104,6 +112,21 @@ class RedisPy(lcp.Backend):
         if granted:
             self.locks[(thread, keys[0])] = lk
         return {"granted": bool(granted)}
+
+    def _enter(self, thread, key, wait_ms, lease_ms):
+        """`with r.lock(key, timeout=lease, blocking_timeout=wait):` as an application writes it: the body
+        runs once __enter__ returns. Before 3.0 __enter__ ignored acquire() returning False, so the body ran
+        without the lock (issue #621); 3.0 raises LockError instead."""
+        lk = self.lock_class(self.client, key, timeout=lease_ms / 1000.0, sleep=self.sleep,
+                             blocking_timeout=wait_ms / 1000.0)
+        try:
+            lk.__enter__()
+        except LockError as exc:
+            if isinstance(exc, LockNotOwnedError) and LockNotOwnedError is not LockError:
+                raise
+            return {"granted": False}  # 3.0+: "Unable to acquire lock within the time specified"
+        self.locks[(thread, key)] = lk
+        return {"granted": True}
 
     def _held(self, thread, key):
         lk = self.locks.get((thread, key))

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockcheck/lockcheck/bisect"
+	"github.com/lockcheck/lockcheck/locks/worker"
+	"github.com/lockcheck/lockcheck/repro"
+	"github.com/lockcheck/lockcheck/suite"
+)
+
+// Bad input to bisect is one line and exit 254, before anything is built or run. The release list is the
+// Go module proxy's answer as recorded on this machine (locks/worker/testdata), which lacks v4.0.x.
+func TestBisectBadInput(t *testing.T) {
+	b, err := os.ReadFile("../../locks/worker/testdata/releases/redsync-v4-list.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := listReleases
+	defer func() { listReleases = saved }()
+	listReleases = func(_ context.Context, r worker.Releases) ([]string, error) { return r.Stable(b) }
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--client", "redsync", "--good", "v4.12.1", "--bad", "v4.11.0", "nosuch"}, `no repro "nosuch"`},
+		{[]string{"--client", "redsync", "--good", "v4.12.1", "--bad", "v4.12.1", "redsync-extend-lost-lock"}, "the same release"},
+		{[]string{"--client", "redsync", "--good", "v4.0.4", "--bad", "v4.11.0", "redsync-extend-lost-lock"}, "--good v4.0.4 is not a stable release in the registry's list"},
+		{[]string{"--client", "redsync", "--good", "v4.12.1-rc.1", "--bad", "v4.11.0", "redsync-extend-lost-lock"}, "is not a stable release"},
+		{[]string{"--client", "redisson", "--good", "3.16.7", "--bad", "3.16.6", "redsync-extend-lost-lock"}, "runs --client redsync, not redisson"},
+		{[]string{"--client", "redsync", "--good", "v4.12.1", "--bad", "v4.11.0", "kleppmann-pause"}, "does not run a library's worker"},
+		{[]string{"--client", "nosuch", "--good", "1", "--bad", "2", "kleppmann-pause"}, "no such worker"},
+		{[]string{"--good", "v4.12.1", "--bad", "v4.11.0", "redsync-extend-lost-lock"}, "needs --client"},
+		{[]string{"--client", "redsync", "--good", "v4.12.1", "--bad", "v4.11.0", "--seeds", "0", "redsync-extend-lost-lock"}, "--seeds"},
+		{[]string{"--client", "redsync", "--good", "v4.12.1", "--bad", "v4.11.0"}, "name one catalog entry"},
+	} {
+		code, errs := runCaptured(t, t.TempDir(), append([]string{"bisect", "--results", t.TempDir()}, c.args...)...)
+		if code != exitUsage || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, c.want) {
+			t.Errorf("bisect %v: exit %d %q; want 254 and one line with %q", c.args, code, errs, c.want)
+		}
+	}
+}
+
+// The real thing, on the registries' own release lists (minutes: make bisect, LOCKCHECK_BISECT=1). Each
+// bisect names the release that fixed its entry's bug, and a --good side that is in fact bad is refused.
+func TestBisectEndToEnd(t *testing.T) {
+	if os.Getenv("LOCKCHECK_BISECT") == "" {
+		t.Skip("minutes of real runs: make bisect (LOCKCHECK_BISECT=1)")
+	}
+	useWorkerCache(t)
+	bin := buildBinary(t)
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--client", "redis-py", "--good", "2.10.6", "--bad", "3.0.0", "--seeds", "1", "redis-py-621-with-blocking-timeout"}, exitUsage,
+			"--good 2.10.6 is not good: caught on 1 of 1 seeds"},
+		{[]string{"--client", "redis-py", "--good", "3.2.0", "--bad", "2.10.0", "--seeds", "1", "redis-py-621-with-blocking-timeout"}, exitValid,
+			"the fix: redis-py 3.0.0 is the first good release (redis-py 2.10.6 the last bad)"},
+		{[]string{"--client", "redisson", "--good", "3.17.0", "--bad", "3.16.0", "--seeds", "2", "redisson-3994-wait-ignored"}, exitValid,
+			"the fix: redisson 3.16.7 is the first good release (redisson 3.16.6 the last bad)"},
+	} {
+		code, out, errs := runBinary(t, bin, append([]string{"bisect", "--results", t.TempDir()}, c.args...)...)
+		t.Logf("bisect %v: exit %d\n%s%s", c.args, code, out, errs)
+		if code != c.code || !strings.Contains(out+errs, c.want) {
+			t.Errorf("bisect %v: exit %d, want %d and %q", c.args, code, c.code, c.want)
+		}
+	}
+}
+
+// Every catalog entry's runs pass the run command's own flag checks (a dry run: nothing built or started),
+// so a typo in an entry's flags is caught here rather than by make repro.
+func TestReproEntriesDryRun(t *testing.T) {
+	entries, err := repro.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := newRoot()
+	root.SetContext(context.Background())
+	for _, s := range entries {
+		repro.Reseed(s, 1)
+		for _, c := range s.Cases {
+			if err := dryRun(root, c.Args); err != nil {
+				t.Errorf("repro %s %s: %v", s.Name, c.Entry, err)
+			}
+		}
+	}
+}
+
+// A release is bad when any seed was caught, good only when every seed was valid, and skipped when a
+// seed gave no verdict and none was caught.
+func TestJudgeRelease(t *testing.T) {
+	out := func(verdicts ...string) *suite.Report {
+		r := &suite.Report{}
+		for i, v := range verdicts {
+			o := suite.Outcome{Verdict: v, FirstNs: int64(i+1) * 1e9}
+			o.Seed = int64(i + 1)
+			r.Outcomes = append(r.Outcomes, o)
+		}
+		return r
+	}
+	for _, c := range []struct {
+		verdicts []string
+		want     bisect.Verdict
+		caught   int
+	}{
+		{[]string{"valid", "invalid", "unknown"}, bisect.Bad, 1},
+		{[]string{"valid", "valid", "valid"}, bisect.Good, 0},
+		{[]string{"valid", "unknown", "valid"}, bisect.Skip, 0},
+		{[]string{"error", "valid", "valid"}, bisect.Skip, 0},
+		{[]string{"valid", "valid"}, bisect.Skip, 0}, // a seed missing
+	} {
+		r := judgeRelease(out(c.verdicts...), 3, time.Second)
+		if r.Verdict != c.want || r.Caught != c.caught {
+			t.Errorf("%v: %v caught %d, want %v caught %d", c.verdicts, r.Verdict, r.Caught, c.want, c.caught)
+		}
+		if c.want == bisect.Skip && !strings.Contains(r.Why, "no verdict") {
+			t.Errorf("%v: skipped without saying why: %q", c.verdicts, r.Why)
+		}
+	}
+	if r := judgeRelease(out("invalid", "valid", "invalid"), 3, 0); r.FirstViolation != 3*time.Second {
+		t.Errorf("median first violation %v, want 3s (seeds 1 and 3 at 1 s and 3 s)", r.FirstViolation)
+	}
+}
