@@ -2,10 +2,13 @@ package worker
 
 import (
 	"context"
+	"crypto/sha256"
 	"debug/elf"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -131,6 +134,36 @@ func Folder(folder string) (string, error) {
 	return "", fmt.Errorf("no workers/%s/build.sh found (run from a lockcheck checkout or set LOCKCHECK_WORKERS)", folder)
 }
 
+// sourceStamp is a digest of the worker's source folder: a build made from other sources (the worker was
+// changed since, e.g. a new library option) is stale although its library version is the same. Folders
+// that package managers or builds fill are left out.
+func sourceStamp(src string) string {
+	h := sha256.New()
+	_ = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		switch d.Name() {
+		case "node_modules", "target", ".venv", "venv", "__pycache__", ".git":
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil
+		}
+		rel, _ := filepath.Rel(src, p)
+		fmt.Fprintf(h, "%s\x00%d\x00", rel, len(b))
+		h.Write(b)
+		return nil
+	})
+	return hex.EncodeToString(h.Sum(nil))
+}
+
 // CacheDir is $LOCKCHECK_CACHE, or ~/.cache/lockcheck.
 func CacheDir() string {
 	if d := os.Getenv("LOCKCHECK_CACHE"); d != "" {
@@ -170,7 +203,8 @@ func Build(ctx context.Context, s Spec, version string, say io.Writer) ([]string
 		return nil, err
 	}
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
-	if _, err := os.Stat(filepath.Join(out, ".built")); err == nil {
+	stamp := sourceStamp(src)
+	if b, err := os.ReadFile(filepath.Join(out, ".built")); err == nil && string(b) == stamp {
 		return argv, nil
 	}
 	_ = os.RemoveAll(out) // a build that died half-way
@@ -204,7 +238,7 @@ func Build(ctx context.Context, s Spec, version string, say io.Writer) ([]string
 		return nil, fmt.Errorf("building worker %s@%s failed (%v): %s; full log in %s", s.Name, version, err,
 			textfile.LastLine(logPath), logPath)
 	}
-	return argv, os.WriteFile(filepath.Join(out, ".built"), nil, 0o644)
+	return argv, os.WriteFile(filepath.Join(out, ".built"), []byte(stamp), 0o644)
 }
 
 // Shiftable reports whether the client-clock fault can shift the clock of the program argv starts: not a

@@ -120,3 +120,32 @@ func TestShiftable(t *testing.T) {
 		t.Fatalf("sh: %q", why)
 	}
 }
+
+// A cached build made from other sources than the worker folder's (the worker changed since) is stale
+// and built again; an unchanged folder reuses it.
+func TestBuildStaleWhenSourcesChange(t *testing.T) {
+	cache := testCache(t)
+	src := filepath.Join(t.TempDir(), "counting")
+	if err := os.CopyFS(src, os.DirFS(filepath.Join("testdata", "workers", "counting"))); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("LOCKCHECK_WORKERS", filepath.Dir(src))
+	s := Spec{Name: "counting", Folder: "counting", Versions: []string{"7"}}
+	builds := func() int {
+		b, _ := os.ReadFile(filepath.Join(cache, "workers", "counting", "builds.count"))
+		return strings.Count(string(b), "\n")
+	}
+	for i, edit := range []bool{false, false, true} {
+		if edit {
+			if err := os.WriteFile(filepath.Join(src, "worker.extra"), []byte("a new option\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := Build(context.Background(), s, "7", io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		if want := []int{1, 1, 2}[i]; builds() != want {
+			t.Fatalf("use %d: built %d times, want %d", i+1, builds(), want)
+		}
+	}
+}
