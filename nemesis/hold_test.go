@@ -1,0 +1,64 @@
+package nemesis_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/topology"
+	"github.com/redis/go-redis/v9"
+)
+
+// hold-replies (S2) on a real node: the held client's SET applies at once, its reply comes only after the
+// fault ends; the other client is untouched.
+func TestHoldRepliesOnARealNode(t *testing.T) {
+	ctx := context.Background()
+	topo, env := realEnv(t, topology.Single)
+	f := nemesis.Lookup("hold-replies")
+	targets := f.Targets(rand.New(rand.NewPCG(1, 1)), env)
+	if len(targets) != 1 {
+		t.Fatalf("targets %v, want one client's link to the one node", targets)
+	}
+	client := targets[0][:2]
+	other := map[string]string{"c1": "c2", "c2": "c1"}[client]
+	dial := func(c string) *redis.Client {
+		r := redis.NewClient(&redis.Options{Addr: topo.Link(c, "n1").Addr(), Password: topo.Password, MaxRetries: -1,
+			ReadTimeout: 20 * time.Second, Protocol: 2, DisableIdentity: true})
+		t.Cleanup(func() { r.Close() })
+		if err := r.Ping(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	held, free := dial(client), dial(other)
+	if _, err := f.Start(ctx, env, targets); err != nil {
+		t.Fatal(err)
+	}
+	replied := make(chan error, 1)
+	go func() { replied <- held.Set(ctx, "lock", "held-client", 0).Err() }()
+	deadline := time.Now().Add(5 * time.Second)
+	for v := ""; v != "held-client"; v, _ = free.Get(ctx, "lock").Result() {
+		if time.Now().After(deadline) {
+			t.Fatal("the held client's SET never applied")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case err := <-replied:
+		t.Fatalf("the held client heard back during the fault (%v)", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := f.Stop(ctx, env, targets); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-replied:
+		if err != nil {
+			t.Fatalf("the held reply after the heal: %v, want OK", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the held reply never came after the heal")
+	}
+}
