@@ -41,3 +41,26 @@ func TestCompareS2HoldReplies(t *testing.T) {
 		t.Fatalf("naive %s, redlock-spec %s; want violates and safe", got["naive/S2"], got["redlock-spec/S2"])
 	}
 }
+
+// S11, an extend after the lease lapsed: Redisson's watchdog finds the lock gone and stops renewing without
+// telling the holder, who writes on; redsync's Extend says the lock is lost and the holder stops. A
+// --client row joins the table by its flag alone.
+func TestCompareS11ExtendAfterLapse(t *testing.T) {
+	t.Parallel() // child lockcheck processes
+	useWorkerCache(t)
+	got := cells(t, "naive,rlock-single", "S11", "--client", "redsync")
+	if got["rlock-single/S11"] != "violates" || got["redsync/S11"] != "safe" || got["naive/S11"] != "n/a" {
+		t.Fatalf("rlock-single %s, redsync %s, naive %s; want violates, safe, n/a", got["rlock-single/S11"],
+			got["redsync/S11"], got["naive/S11"])
+	}
+}
+
+// S10, a failover that loses the last INCR: the fenced lock on Sentinel hands out a token again (its
+// counter failed over with the lock); on one node the scenario does not apply.
+func TestCompareS10TokenRegression(t *testing.T) {
+	t.Parallel() // child lockcheck processes
+	got := cells(t, "fenced,fenced-sentinel", "S10")
+	if got["fenced-sentinel/S10"] != "violates" || got["fenced/S10"] != "n/a" {
+		t.Fatalf("fenced-sentinel %s, fenced %s; want violates and n/a", got["fenced-sentinel/S10"], got["fenced/S10"])
+	}
+}
