@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/node/clockshift"
+	"github.com/lockcheck/lockcheck/runner"
 	"github.com/lockcheck/lockcheck/topology"
 	"github.com/redis/go-redis/v9"
 )
@@ -60,5 +62,47 @@ func TestHoldRepliesOnARealNode(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the held reply never came after the heal")
+	}
+}
+
+// clock-drift (S8) on a real node: its clock runs fast, so a 2 s key ends early by a quarter of real time
+// (1.6 s); the heal sets the clock back to the real time.
+func TestClockDriftOnARealNode(t *testing.T) {
+	ctx := context.Background()
+	lib, err := clockshift.Library(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := topology.Start(ctx, topology.Spec{Kind: topology.Single, Clients: []string{"c1"}, Dir: t.TempDir(), ClockLib: lib})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(topo.Stop)
+	env := runner.FaultEnv(topo, []string{"c1"}, nemesis.Params{})
+	f := nemesis.Lookup("clock-drift")
+	targets := f.Targets(rand.New(rand.NewPCG(1, 1)), env)
+	if len(targets) != 1 || targets[0] != "n1" {
+		t.Fatalf("targets %v, want the majority of one node", targets)
+	}
+	c := admin(topo, "n1")
+	defer c.Close()
+	if _, err := f.Start(ctx, env, targets); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Set(ctx, "lease", "owner", 2*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for c.Exists(ctx, "lease").Val() == 1 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if d := time.Since(start); d > 1850*time.Millisecond || d < 1300*time.Millisecond {
+		t.Fatalf("a 2 s key ended after %v of real time on a clock 25%% fast; want about 1.6 s", d)
+	}
+	if err := f.Stop(ctx, env, targets); err != nil {
+		t.Fatal(err)
+	}
+	if now, _ := c.Time(ctx).Result(); time.Until(now).Abs() > 200*time.Millisecond {
+		t.Fatalf("after the heal the node's clock is %v off", time.Until(now))
 	}
 }
