@@ -64,3 +64,24 @@ func TestCompareS10TokenRegression(t *testing.T) {
 		t.Fatalf("fenced-sentinel %s, fenced %s; want violates and n/a", got["fenced-sentinel/S10"], got["fenced/S10"])
 	}
 }
+
+// S3, a write that lands after the lease: any lease lock has two writers at the resource; the fenced lock's
+// resource refuses the late write's older token.
+func TestCompareS3ResourceDelay(t *testing.T) {
+	t.Parallel() // child lockcheck processes
+	got := cells(t, "naive,fenced", "S3")
+	if got["naive/S3"] != "violates" || got["fenced/S3"] != "safe" {
+		t.Fatalf("naive %s, fenced %s; want violates and safe", got["naive/S3"], got["fenced/S3"])
+	}
+}
+
+// S8, nodes' clocks running 25 % fast: spec Redlock's holds, inside the validity it computed, outlive the
+// keys on the drifting majority; a watchdog renews faster than the drift ends the lease, and fencing refuses
+// the stale writes anyway.
+func TestCompareS8ClockDrift(t *testing.T) {
+	t.Parallel() // child lockcheck processes
+	got := cells(t, "redlock-spec,fenced", "S8")
+	if got["redlock-spec/S8"] != "violates" || got["fenced/S8"] != "safe" {
+		t.Fatalf("redlock-spec %s, fenced %s; want violates and safe", got["redlock-spec/S8"], got["fenced/S8"])
+	}
+}
