@@ -82,8 +82,8 @@ var QuickLocks = []string{"naive", "rlock-single", "rlock-sentinel", "redlock-sp
 // rest and why.
 var Scenarios = []Scenario{
 	{ID: "S1", Name: "pause after acquire", Quick: true, Time: "8s",
-		Args:    []string{"--nemesis", "client-pause", "--nemesis-interval", "1s", "--nemesis-duration", "4s"},
-		Why:     "client-pause: a client freezes right after a grant, watchdog included, for 4 s (leases are 2 s)",
+		Args:    []string{"--nemesis", "client-pause", "--nemesis-trigger", "--nemesis-interval", "1s", "--nemesis-duration", "4s"},
+		Why:     "client-pause, triggered by a grant: the client just granted freezes there, watchdog included, for 4 s (leases are 2 s)",
 		Predict: map[Class]string{OneNode: Violates, Replicated: Violates, Redlock: Violates, RedissonRL: Violates, Fenced: Safe}},
 	{ID: "S2", Name: "pause during acquisition", Quick: true, Time: "10s",
 		Args:    []string{"--nemesis", "hold-replies", "--nemesis-trigger", "--nemesis-interval", "1s", "--nemesis-duration", "3s", "--timeout", "5s"},
@@ -107,9 +107,9 @@ var Scenarios = []Scenario{
 		Why:     "failover: the primary is cut from its replicas and Sentinels while some clients still reach it; a replica is promoted",
 		Predict: map[Class]string{OneNode: Violates, Replicated: Mitigated, Redlock: Safe, RedissonRL: Safe, Fenced: Safe}},
 	{ID: "S7", Name: "holder partitioned from Redis", Quick: true, Time: "10s",
-		Args:    []string{"--nemesis", "partition", "--nemesis-interval", "1s", "--nemesis-duration", "4s", "--hold", "3s-5s"},
+		Args:    []string{"--nemesis", "partition", "--nemesis-trigger", "--nemesis-interval", "1s", "--nemesis-duration", "4s", "--hold", "3s-5s"},
 		Needs:   func(l Lock) bool { return l.Renews },
-		Why:     "partition: a minority of clients lose every link for 4 s while holds last 3-5 s on 2 s leases kept by renewal, so renewals fail and leases end while they hold (locks that do not renew cannot hold past their lease at all: n/a)",
+		Why:     "partition, triggered by a grant: the holder just granted loses every link for 4 s while holds last 3-5 s on 2 s leases kept by renewal, so renewals fail and leases end while they hold (locks that do not renew cannot hold past their lease at all: n/a)",
 		Predict: map[Class]string{OneNode: Violates, Replicated: Violates, Redlock: Violates, RedissonRL: Violates, Fenced: Safe}},
 	{ID: "S8", Name: "clock drift on nodes", Time: "10s",
 		Args:    []string{"--nemesis", "clock-drift", "--nemesis-interval", "1s", "--nemesis-duration", "6s", "--hold", "1500ms-1900ms"},

@@ -1,0 +1,24 @@
+package nemesis
+
+import (
+	"reflect"
+	"testing"
+)
+
+// A triggered partition cuts the client just granted, every link of it, in place of the drawn minority
+// (S7 aimed at the holder); held replies fire as a caller begins its tryLock (S2) and hold its links.
+func TestPartitionAndHoldAimAtTheCaller(t *testing.T) {
+	p := triggeredBy["partition"]
+	if p.trigger != "grant" {
+		t.Fatalf("partition is fired by %q, want grant", p.trigger)
+	}
+	ev := Event{Type: "ok", F: "tryLock", Client: "c3"}
+	if a := p.aim(ev, []string{"c1->n1", "c1->n2", "c2->n1", "c2->n2"}); !reflect.DeepEqual(a, []string{"c3->n1", "c3->n2"}) {
+		t.Fatalf("partition aimed at %v, want the holder's links", a)
+	}
+	h := triggeredBy["hold-replies"]
+	if h.trigger != "try" || !triggers["try"].Match(Event{Type: "invoke", F: "tryLock"}) ||
+		triggers["try"].Match(Event{Type: "ok", F: "tryLock"}) {
+		t.Fatalf("hold-replies is fired by %q; try must match a tryLock's invoke only", h.trigger)
+	}
+}
