@@ -69,6 +69,10 @@ var Locks = []Lock{
 	{Name: "rlock-cluster", Renews: true, Class: Replicated, Args: []string{"--lock", "reentrant", "--topology", "cluster"}, Lease: []string{"--watchdog", "2s"}, Replicated: true, What: "Redisson RLock on Cluster, WAIT for a replica"},
 	{Name: "redisson-redlock", Renews: true, Class: RedissonRL, Args: []string{"--lock", "redlock", "--topology", "redlock"}, Lease: []string{"--watchdog", "2s"}, What: "Redisson RedissonRedLock over 5 masters"},
 	{Name: "redlock-spec", Class: Redlock, Args: []string{"--lock", "redlock-spec", "--topology", "redlock"}, Lease: []string{"--lease", "2s"}, What: "Redlock as the Redis docs specify, 5 masters"},
+	{Name: "redsync-redlock", Class: Redlock, Args: []string{"--client", "redsync", "--topology", "redlock"}, Lease: []string{"--lease", "2s"}, Extends: true,
+		What: "redsync (the real Go library, --client redsync) over 5 masters: spec Redlock"},
+	{Name: "redisson-sentinel", Renews: true, Class: Replicated, Args: []string{"--client", "redisson", "--topology", "sentinel"}, Lease: []string{"--watchdog", "2s"}, Replicated: true,
+		What: "Redisson RLock (the real Java library, --client redisson) on Sentinel"},
 	{Name: "fenced-sentinel", Renews: true, Class: Fenced, Args: []string{"--lock", "fenced", "--topology", "sentinel"}, Lease: []string{"--watchdog", "2s"}, Replicated: true,
 		What: "Redisson RFencedLock on Sentinel: its token counter fails over with the lock", Judge: []string{"mutual-exclusion", "fencing-tokens"}},
 	{Name: "fenced", Renews: true, Class: Fenced, Args: []string{"--lock", "fenced", "--topology", "single"}, Lease: []string{"--watchdog", "2s"}, What: "Redisson RFencedLock, the resource refuses stale tokens",
@@ -222,4 +226,12 @@ func (s Scenario) Prediction(l Lock) string {
 		return p
 	}
 	return s.Predict[l.Class]
+}
+
+// Names lists the default rows (those of --quick, if quick), for help texts.
+func Names(quick bool) string {
+	if quick {
+		return strings.Join(QuickLocks, ", ")
+	}
+	return strings.Join(lockNamesOf(Locks), ", ")
 }
