@@ -91,7 +91,7 @@ var Scenarios = []Scenario{
 		Predict: map[Class]string{OneNode: Violates, Replicated: Violates, Redlock: Violates, RedissonRL: Violates, Fenced: Safe}},
 	{ID: "S2", Name: "pause during acquisition", Quick: true, Time: "10s",
 		Args:    []string{"--nemesis", "hold-replies", "--nemesis-trigger", "--nemesis-interval", "1s", "--nemesis-duration", "3s", "--timeout", "5s"},
-		Why:     "hold-replies, triggered as a client begins a tryLock: its commands reach every node and apply, their replies wait at its proxies for 3 s (leases are 2 s, the command timeout 5 s), so it reads its grant after the lease ended",
+		Why:     "hold-replies, fired by a release (the lock just became free): every client's commands reach the nodes and apply, their replies wait at the proxies for 3 s (leases are 2 s, the command timeout 5 s), so whoever took the free lock reads its grant after the lease, and another takes it at the heal",
 		Predict: map[Class]string{OneNode: Violates, Replicated: Violates, Redlock: Safe, RedissonRL: Violates, Fenced: Safe}},
 	{ID: "S3", Name: "delay between holder and resource", Time: "10s",
 		Args:    []string{"--nemesis", "resource-delay", "--nemesis-interval", "1s", "--nemesis-duration", "3s"},

@@ -6,7 +6,8 @@ import (
 )
 
 // A triggered partition cuts the client just granted, every link of it, in place of the drawn minority
-// (S7 aimed at the holder); held replies fire as a caller begins its tryLock (S2) and hold its links.
+// (S7 aimed at the holder); held replies fire at a release (S2) and
+// hold every client's links.
 func TestPartitionAndHoldAimAtTheCaller(t *testing.T) {
 	p := triggeredBy["partition"]
 	if p.trigger != "grant" {
@@ -17,8 +18,8 @@ func TestPartitionAndHoldAimAtTheCaller(t *testing.T) {
 		t.Fatalf("partition aimed at %v, want the holder's links", a)
 	}
 	h := triggeredBy["hold-replies"]
-	if h.trigger != "try" || !triggers["try"].Match(Event{Type: "invoke", F: "tryLock"}) ||
-		triggers["try"].Match(Event{Type: "ok", F: "tryLock"}) {
-		t.Fatalf("hold-replies is fired by %q; try must match a tryLock's invoke only", h.trigger)
+	all := []string{"c1->n1", "c2->n1"}
+	if a := h.aim(Event{Type: "ok", F: "unlock", Client: "c2"}, all); h.trigger != "release" || !reflect.DeepEqual(a, all) {
+		t.Fatalf("hold-replies is fired by %q and aimed at %v; want release, every client's links", h.trigger, a)
 	}
 }
