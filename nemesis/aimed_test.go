@@ -23,3 +23,11 @@ func TestPartitionAndHoldAimAtTheCaller(t *testing.T) {
 		t.Fatalf("hold-replies is fired by %q and aimed at %v; want release, every client's links", h.trigger, a)
 	}
 }
+
+// A triggered resource-delay delays the writes of the client just granted.
+func TestResourceDelayAimsAtTheHolder(t *testing.T) {
+	r := triggeredBy["resource-delay"]
+	if a := r.aim(Event{Type: "ok", F: "tryLock", Client: "c3"}, []string{"c1"}); r.trigger != "grant" || !reflect.DeepEqual(a, []string{"c3"}) {
+		t.Fatalf("resource-delay fired by %q, aimed at %v; want grant, the holder c3", r.trigger, a)
+	}
+}

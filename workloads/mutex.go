@@ -216,6 +216,9 @@ func (w *mutexWorker) loop(ctx context.Context) {
 // the holder goes on (holds, then releases) while its write is in flight; at the resource the section
 // lasts hold from its landing. A write still in flight when the run ends never lands.
 func (w *mutexWorker) delayedWrite(ctx context.Context, e Entry, keys []string, hold, d time.Duration) {
+	// The write was sent inside the holder's validity; when it lands is out of its hands, so the section is
+	// not cut at the validity's end as a holder's own late writes are.
+	e.Until = 0
 	w.late.Add(1)
 	go func() {
 		defer w.late.Done()
