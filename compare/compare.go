@@ -39,6 +39,9 @@ type Lock struct {
 	Replicated bool // on sentinel or cluster: failover scenarios apply
 	What       string
 	Renews     bool // a watchdog renews its lease, so holds may outlast it
+	// Extends: the application extends a fixed lease itself (a worker library with no watchdog does, in
+	// holds longer than a third of the lease), so an extend can come after the lease lapsed (S11).
+	Extends bool
 	// Judge names the checkers whose invalid verdict counts as a violation of this lock; empty: any. A fenced
 	// lock is judged by its resource (a lost lock whose stale writes are refused is what fencing is for).
 	Judge []string
@@ -51,8 +54,11 @@ type Scenario struct {
 	Time     string           // run length: at least the schedule's minimum
 	Needs    func(Lock) bool  // nil: every lock; else the locks the scenario applies to
 	Predict  map[Class]string // the reference's outcome per class
-	Quick    bool             // in --quick
-	Why      string           // how the schedule realises the scenario
+	// PredictLock overrides Predict for a lock whose class's reasoning does not hold here, where the
+	// reference's reasoning for another class does (Redisson's watchdog on one node, in S11).
+	PredictLock map[string]string
+	Quick       bool   // in --quick
+	Why         string // how the schedule realises the scenario
 }
 
 // Locks are the default rows.
@@ -63,6 +69,12 @@ var Locks = []Lock{
 	{Name: "rlock-cluster", Renews: true, Class: Replicated, Args: []string{"--lock", "reentrant", "--topology", "cluster"}, Lease: []string{"--watchdog", "2s"}, Replicated: true, What: "Redisson RLock on Cluster, WAIT for a replica"},
 	{Name: "redisson-redlock", Renews: true, Class: RedissonRL, Args: []string{"--lock", "redlock", "--topology", "redlock"}, Lease: []string{"--watchdog", "2s"}, What: "Redisson RedissonRedLock over 5 masters"},
 	{Name: "redlock-spec", Class: Redlock, Args: []string{"--lock", "redlock-spec", "--topology", "redlock"}, Lease: []string{"--lease", "2s"}, What: "Redlock as the Redis docs specify, 5 masters"},
+	{Name: "redsync-redlock", Class: Redlock, Args: []string{"--client", "redsync", "--topology", "redlock"}, Lease: []string{"--lease", "2s"}, Extends: true,
+		What: "redsync (the real Go library, --client redsync) over 5 masters: spec Redlock"},
+	{Name: "redisson-sentinel", Renews: true, Class: Replicated, Args: []string{"--client", "redisson", "--topology", "sentinel"}, Lease: []string{"--watchdog", "2s"}, Replicated: true,
+		What: "Redisson RLock (the real Java library, --client redisson) on Sentinel"},
+	{Name: "fenced-sentinel", Renews: true, Class: Fenced, Args: []string{"--lock", "fenced", "--topology", "sentinel"}, Lease: []string{"--watchdog", "2s"}, Replicated: true,
+		What: "Redisson RFencedLock on Sentinel: its token counter fails over with the lock", Judge: []string{"mutual-exclusion", "fencing-tokens"}},
 	{Name: "fenced", Renews: true, Class: Fenced, Args: []string{"--lock", "fenced", "--topology", "single"}, Lease: []string{"--watchdog", "2s"}, What: "Redisson RFencedLock, the resource refuses stale tokens",
 		Judge: []string{"mutual-exclusion", "fencing-tokens"}},
 }
@@ -70,12 +82,20 @@ var Locks = []Lock{
 // QuickLocks are the rows of --quick.
 var QuickLocks = []string{"naive", "rlock-single", "rlock-sentinel", "redlock-spec", "fenced"}
 
-// Scenarios are the columns lockcheck's faults can express today (S1, S4, S5, S6, S7); Unmeasured names the
+// Scenarios are the columns lockcheck's faults can express today (S1, S2, S4, S5, S6, S7); Unmeasured names the
 // rest and why.
 var Scenarios = []Scenario{
 	{ID: "S1", Name: "pause after acquire", Quick: true, Time: "8s",
-		Args:    []string{"--nemesis", "client-pause", "--nemesis-interval", "1s", "--nemesis-duration", "4s"},
-		Why:     "client-pause: a client freezes right after a grant, watchdog included, for 4 s (leases are 2 s)",
+		Args:    []string{"--nemesis", "client-pause", "--nemesis-trigger", "--nemesis-interval", "1s", "--nemesis-duration", "4s"},
+		Why:     "client-pause, triggered by a grant: the client just granted freezes there, watchdog included, for 4 s (leases are 2 s)",
+		Predict: map[Class]string{OneNode: Violates, Replicated: Violates, Redlock: Violates, RedissonRL: Violates, Fenced: Safe}},
+	{ID: "S2", Name: "pause during acquisition", Quick: true, Time: "10s",
+		Args:    []string{"--nemesis", "hold-replies", "--nemesis-trigger", "--nemesis-interval", "1s", "--nemesis-duration", "3s", "--timeout", "5s"},
+		Why:     "hold-replies, fired by a release (the lock just became free): every client's commands reach the nodes and apply, their replies wait at the proxies for 3 s (leases are 2 s, the command timeout 5 s), so whoever took the free lock reads its grant after the lease, and another takes it at the heal",
+		Predict: map[Class]string{OneNode: Violates, Replicated: Violates, Redlock: Safe, RedissonRL: Violates, Fenced: Safe}},
+	{ID: "S3", Name: "delay between holder and resource", Time: "10s",
+		Args:    []string{"--nemesis", "resource-delay", "--nemesis-trigger", "--nemesis-interval", "1s", "--nemesis-duration", "3s"},
+		Why:     "resource-delay, fired by a grant: the holder's writes to the protected resource (the harness's) land 3 s after it sent them, after it released the lock and its 2 s lease ended, while others hold it",
 		Predict: map[Class]string{OneNode: Violates, Replicated: Violates, Redlock: Violates, RedissonRL: Violates, Fenced: Safe}},
 	{ID: "S4", Name: "clock jump on a node", Quick: true, Time: "8s",
 		Args:    []string{"--nemesis", "clock", "--nemesis-interval", "1s", "--nemesis-duration", "1s"},
@@ -91,20 +111,30 @@ var Scenarios = []Scenario{
 		Why:     "failover: the primary is cut from its replicas and Sentinels while some clients still reach it; a replica is promoted",
 		Predict: map[Class]string{OneNode: Violates, Replicated: Mitigated, Redlock: Safe, RedissonRL: Safe, Fenced: Safe}},
 	{ID: "S7", Name: "holder partitioned from Redis", Quick: true, Time: "10s",
-		Args:    []string{"--nemesis", "partition", "--nemesis-interval", "1s", "--nemesis-duration", "4s", "--hold", "3s-5s"},
+		Args:    []string{"--nemesis", "partition", "--nemesis-trigger", "--nemesis-interval", "1s", "--nemesis-duration", "4s", "--hold", "3s-5s"},
 		Needs:   func(l Lock) bool { return l.Renews },
-		Why:     "partition: a minority of clients lose every link for 4 s while holds last 3-5 s on 2 s leases kept by renewal, so renewals fail and leases end while they hold (locks that do not renew cannot hold past their lease at all: n/a)",
+		Why:     "partition, triggered by a grant: the holder just granted loses every link for 4 s while holds last 3-5 s on 2 s leases kept by renewal, so renewals fail and leases end while they hold (locks that do not renew cannot hold past their lease at all: n/a)",
 		Predict: map[Class]string{OneNode: Violates, Replicated: Violates, Redlock: Violates, RedissonRL: Violates, Fenced: Safe}},
+	{ID: "S8", Name: "clock drift on nodes", Time: "10s",
+		Args:    []string{"--nemesis", "clock-drift", "--nemesis-interval", "1s", "--nemesis-duration", "6s", "--hold", "1500ms-1900ms"},
+		Why:     "clock-drift: a majority of the nodes' clocks run 25 % fast (clockshift's drift mode: a rate, not a jump) for 6 s, so a 2 s lease there ends after 1.6 s, while holds last 1.5-1.9 s, inside the lease as the client counts it",
+		Predict: map[Class]string{OneNode: NotApplicable, Replicated: NotApplicable, Redlock: Violates, RedissonRL: Violates, Fenced: Safe}},
+	{ID: "S10", Name: "token regression on failover", Time: "14s",
+		Args:    []string{"--nemesis", "lagging-failover", "--nemesis-trigger", "--nemesis-interval", "1s", "--nemesis-duration", "9s", "--hold", "2s-5s"},
+		Needs:   func(l Lock) bool { return l.Replicated },
+		Why:     "lagging-failover: one replica's stream is held (WAIT still counts the other), and right after a grant the primary is isolated and the lagging replica promoted, without the last lock writes and token INCRs; holds of 2-5 s outlast the promotion, so the holder is still inside when another takes the lock there",
+		Predict: map[Class]string{Replicated: Violates, Fenced: Violates}},
+	{ID: "S11", Name: "extend after the lease lapsed", Time: "10s",
+		Args:        []string{"--nemesis", "client-pause", "--nemesis-targets", "all", "--nemesis-interval", "1s", "--nemesis-duration", "4s", "--hold", "1s-1500ms"},
+		Needs:       func(l Lock) bool { return l.Renews || l.Extends || l.Class == ThirdParty },
+		Why:         "client-pause of every client at its next grant for 4 s (leases 2 s); holds of 1-1.5 s are kept by a watchdog or by the application's extends (one every third of the lease, before each write), so the first renewal after the resume comes after the lease lapsed and others held the lock: a library that reports the failed extend stops, one that does not writes on (locks that neither renew nor extend: n/a)",
+		Predict:     map[Class]string{OneNode: Safe, Replicated: Violates, Redlock: Safe, RedissonRL: Violates, Fenced: Safe},
+		PredictLock: map[string]string{"rlock-single": Violates}},
 }
 
 // Unmeasured are the reference's scenarios no fault of lockcheck expresses yet, with what is missing.
 var Unmeasured = map[string]string{
-	"S2":  "a pause during acquisition (replies held in the kernel until after the lease) needs the client's replies held at its proxies",
-	"S3":  "a delay between holder and resource needs a delayed write path to the protected resource",
-	"S8":  "a clock that runs fast (a rate) needs a drift mode in the clock library",
-	"S9":  "client wall-clock skew on Redisson's PES and fair lock: client-clock on those locks (not in this table's rows)",
-	"S10": "a fencing-token regression needs a failover that loses the last INCR on a replicated fenced lock",
-	"S11": "an extend after the lease lapsed needs a trigger that delays one extend past another client's hold",
+	"S9": "client wall-clock skew on Redisson's PES and fair lock: client-clock on those locks (not in this table's rows)",
 }
 
 // Select picks locks and scenarios by name ("" = the defaults or --quick's).
@@ -177,4 +207,31 @@ func Suite(ls []Lock, ss []Scenario, seeds int, extra []string) *suite.Suite {
 		}
 	}
 	return s
+}
+
+// IDs lists the measured scenarios (those of --quick only, if quick), for help texts.
+func IDs(quick bool) string {
+	var out []string
+	for _, s := range Scenarios {
+		if !quick || s.Quick {
+			out = append(out, s.ID)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// Prediction is the reference's outcome for l under s ("" when it predicts nothing for l).
+func (s Scenario) Prediction(l Lock) string {
+	if p, ok := s.PredictLock[l.Name]; ok {
+		return p
+	}
+	return s.Predict[l.Class]
+}
+
+// Names lists the default rows (those of --quick, if quick), for help texts.
+func Names(quick bool) string {
+	if quick {
+		return strings.Join(QuickLocks, ", ")
+	}
+	return strings.Join(lockNamesOf(Locks), ", ")
 }

@@ -64,7 +64,7 @@ func Build(dir string, rep *suite.Report, ls []Lock, ss []Scenario, seeds int) *
 	for _, l := range ls {
 		costs[l.Name] = &acc{}
 		for _, sc := range ss {
-			c := Cell{Lock: l.Name, Scenario: sc.ID, Predicted: sc.Predict[l.Class]}
+			c := Cell{Lock: l.Name, Scenario: sc.ID, Predicted: sc.Prediction(l)}
 			if sc.Needs != nil && !sc.Needs(l) {
 				c.Measured = NotApplicable
 				t.Cells = append(t.Cells, c)

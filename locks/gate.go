@@ -14,6 +14,7 @@ type Gate struct {
 	closed chan struct{} // non-nil while paused; closed on resume
 	armed  bool          // pause at the next grant
 	offset atomic.Int64  // ns added to the client's wall clock
+	delay  atomic.Int64  // ns the client's writes to the protected resource take to land (S3)
 	// onFreeze stops what the gate cannot hold: a worker's process, whose watchdog runs on its own.
 	onFreeze func()
 }
@@ -108,4 +109,16 @@ func (g *Gate) Now() time.Time {
 		return time.Now()
 	}
 	return time.Now().Add(time.Duration(g.offset.Load()))
+}
+
+// SetWriteDelay makes the client's writes to the protected resource land d after it sends them (0: at
+// once), as a write delayed in the network between holder and resource would; the client does not wait.
+func (g *Gate) SetWriteDelay(d time.Duration) { g.delay.Store(int64(d)) }
+
+// WriteDelay is how late the client's writes land now.
+func (g *Gate) WriteDelay() time.Duration {
+	if g == nil {
+		return 0
+	}
+	return time.Duration(g.delay.Load())
 }

@@ -12,7 +12,7 @@ import (
 
 // The trigger marks are seeded and leave the plan's steps and targets as they were without them.
 func TestTriggerPlanSeeded(t *testing.T) {
-	s := schedule("client-pause", "partition", "drop-reply")
+	s := schedule("client-pause", "kill", "drop-reply")
 	plain, err := NewPlan(7, s, names())
 	if err != nil {
 		t.Fatal(err)
@@ -38,12 +38,12 @@ func TestTriggerPlanSeeded(t *testing.T) {
 		if st.Fault != p.Fault || st.Start != p.Start || st.End != p.End || !reflect.DeepEqual(st.Targets, p.Targets) {
 			t.Fatalf("step %d: %+v with the trigger, %+v without", i, st, p)
 		}
-		want := map[string]string{"client-pause": "grant", "drop-reply": "unlock", "partition": ""}[st.Fault]
+		want := map[string]string{"client-pause": "grant", "drop-reply": "unlock", "kill": ""}[st.Fault]
 		if st.Trigger != want || st.Skip < 0 || st.Skip >= maxSkip {
 			t.Fatalf("step %d (%s): trigger %q skip %d, want %q", i, st.Fault, st.Trigger, st.Skip, want)
 		}
 	}
-	s.Faults = []string{"partition"}
+	s.Faults = []string{"kill"}
 	if _, err := NewPlan(7, s, names()); err == nil || !strings.Contains(err.Error(), "takes a trigger") {
 		t.Fatalf("--nemesis-trigger with no fault that takes one: %v", err)
 	}

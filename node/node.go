@@ -442,6 +442,21 @@ func (n *Node) SetClockOffset(d time.Duration) error {
 	return n.checkClock(d)
 }
 
+// SetClockDrift makes the node's wall clock run fast (ppm > 0) or slow by ppm parts per million from now,
+// from the real time; SetClockOffset(0) ends it. The node must have been started with a ClockLib.
+func (n *Node) SetClockDrift(ppm int64) error {
+	if n.cfg.ClockLib == "" {
+		return fmt.Errorf("%s was started without the clock library", n.cfg.Name)
+	}
+	if n.addr != "" {
+		return fmt.Errorf("%s is not lockcheck's: its clock cannot be moved", n.cfg.Name)
+	}
+	if err := clockshift.SetDrift(n.clockFile(), ppm); err != nil {
+		return err
+	}
+	return n.checkClock(0)
+}
+
 // checkClock asks a running node for its TIME and fails if it is not about d off the real clock: a clock
 // fault that did not take effect must not pass silently.
 func (n *Node) checkClock(d time.Duration) error {

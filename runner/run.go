@@ -147,7 +147,7 @@ func (t *Test) Run(ctx context.Context, stderr io.Writer) (*report.Results, erro
 func execute(ctx context.Context, t *Test, dir string, rec *history.Recorder, meta *Meta, stderr io.Writer) error {
 	o, plan, spec, ext := t.Options, t.Plan, t.Spec, t.External
 	spec.Dir = dir
-	clock := slices.Contains(plan.Faults(), "clock") || slices.Contains(plan.Faults(), "clock-strobe")
+	clock := nemesis.NeedsNodeClock(plan.Faults())
 	if clock && o.Backend == BackendProcess {
 		lib, err := clockshift.Library(filepath.Join(dir, "clockshift"))
 		if err != nil {

@@ -151,8 +151,10 @@ func (e External) Refusal(fault string) string {
 		if !containers {
 			return "it needs process control: give every node's container in the deployment file"
 		}
-	case "clock", "clock-strobe":
+	case "clock", "clock-strobe", "clock-drift":
 		return "a node's clock can only be moved on nodes lockcheck starts (the clockshift library is preloaded at start)"
+	case "hold-replies":
+		return "replies are held by a toxic of lockcheck's own proxies, which a toxiproxy server does not have"
 	case "lagging-failover", "stalled-failover", "partition-nodes":
 		return "it needs lockcheck's taps between the nodes, which only its own topologies have"
 	case "failover":

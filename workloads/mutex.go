@@ -135,6 +135,7 @@ type mutexWorker struct {
 	thread int64
 	rng    *rand.Rand
 	back   *backoff
+	late   sync.WaitGroup // writes in flight to the resource (resource-delay)
 }
 
 // next picks the keys and the lock (and mode) of one acquisition.
@@ -159,6 +160,7 @@ func (w *mutexWorker) next() (locks.Mutex, string, []string) {
 }
 
 func (w *mutexWorker) loop(ctx context.Context) {
+	defer w.late.Wait() // no section is recorded after the workload ends
 	for ctx.Err() == nil {
 		l, mode, keys := w.next()
 		begin := time.Now()
@@ -177,6 +179,12 @@ func (w *mutexWorker) loop(ctx context.Context) {
 		hold := w.Hold.Draw(w.rng)
 		if x, lease := w.extending(l, hold); x != nil {
 			w.extendingHold(ctx, x, e, keys, hold, lease)
+			w.unlock(ctx, l, 0)
+			continue
+		}
+		if d := w.c.Gate().WriteDelay(); d > 0 {
+			w.delayedWrite(ctx, e, keys, hold, d)
+			sleep(ctx, hold)
 			w.unlock(ctx, l, 0)
 			continue
 		}
@@ -202,6 +210,32 @@ func (w *mutexWorker) loop(ctx context.Context) {
 		}
 		w.unlock(ctx, l, 0)
 	}
+}
+
+// delayedWrite is a critical section whose write to the resource lands d after the holder sent it (S3):
+// the holder goes on (holds, then releases) while its write is in flight; at the resource the section
+// lasts hold from its landing. A write still in flight when the run ends never lands.
+func (w *mutexWorker) delayedWrite(ctx context.Context, e Entry, keys []string, hold, d time.Duration) {
+	// The write was sent inside the holder's validity; when it lands is out of its hands, so the section is
+	// not cut at the validity's end as a holder's own late writes are.
+	e.Until = 0
+	w.late.Add(1)
+	go func() {
+		defer w.late.Done()
+		sleep(ctx, d)
+		if ctx.Err() != nil {
+			return
+		}
+		var secs []*Section
+		for _, k := range keys {
+			e.Key = k
+			secs = append(secs, w.res.Enter(e))
+		}
+		sleep(ctx, hold)
+		for _, s := range secs {
+			s.Exit()
+		}
+	}()
 }
 
 func (w *mutexWorker) userOp(f string, l locks.Mutex, nested int64) *history.Op {

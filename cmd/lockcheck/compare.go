@@ -86,10 +86,10 @@ func newCompareCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&locks, "locks", "", "rows, comma-separated (default all: naive, rlock-single, rlock-sentinel, rlock-cluster, redisson-redlock, redlock-spec, fenced)")
-	f.StringVar(&scenarios, "scenarios", "", "columns, comma-separated (S1, S4, S5, S6, S7; default all measured)")
+	f.StringVar(&locks, "locks", "", "rows, comma-separated (default all: "+compare.Names(false)+")")
+	f.StringVar(&scenarios, "scenarios", "", "columns, comma-separated ("+compare.IDs(false)+"; default all measured)")
 	f.IntVar(&seeds, "seeds", 5, "seeds per cell (1..N)")
-	f.BoolVar(&quick, "quick", false, "naive, rlock-single, rlock-sentinel, redlock-spec and fenced over S1, S4, S5, S6, S7, one seed (unless --seeds)")
+	f.BoolVar(&quick, "quick", false, compare.Names(true)+" over "+compare.IDs(true)+", one seed (unless --seeds)")
 	f.StringSliceVar(&clients, "client", nil, "add a worker's lock as a row (NAME[@VERSION]; repeatable)")
 	f.StringSliceVar(&specs, "lock-spec", nil, "add a spec lock as a row (repeatable)")
 	f.IntVar(&parallel, "parallel", defaultParallel(), "runs at a time")

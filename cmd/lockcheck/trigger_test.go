@@ -99,8 +99,8 @@ func TestTriggeredFaultsFindTheClassicBugs(t *testing.T) {
 // --nemesis-trigger with no fault that takes a trigger is bad input: one line, exit 254, nothing started.
 func TestTriggerWithoutTriggeredFault(t *testing.T) {
 	root := t.TempDir()
-	code, stderr := runCaptured(t, root, "run", "--nemesis", "partition", "--nemesis-trigger", "--time", "20s")
-	if code != exitUsage || !strings.Contains(stderr, "--nemesis-trigger: none of --nemesis partition takes a trigger") ||
+	code, stderr := runCaptured(t, root, "run", "--nemesis", "kill", "--nemesis-trigger", "--time", "20s")
+	if code != exitUsage || !strings.Contains(stderr, "--nemesis-trigger: none of --nemesis kill takes a trigger") ||
 		strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}

@@ -68,10 +68,21 @@ func Env(lib, file string) []string {
 	return []string{"LD_PRELOAD=" + lib, "LOCKCHECK_CLOCK_FILE=" + file}
 }
 
-// Set writes the offset into file (created if missing); processes that mapped it see it at once.
-func Set(file string, d time.Duration) error {
-	b := make([]byte, 8)
+// Set writes the offset into file (created if missing), with no drift; processes that mapped it see it at
+// once.
+func Set(file string, d time.Duration) error { return write(file, d, 0, time.Time{}) }
+
+// SetDrift makes the clock run fast (ppm > 0) or slow by ppm parts per million from now on, starting from
+// the real time (no offset): a rate, as a clock whose oscillator is off, not a step.
+func SetDrift(file string, ppm int64) error { return write(file, 0, ppm, time.Now()) }
+
+func write(file string, d time.Duration, ppm int64, anchor time.Time) error {
+	b := make([]byte, 24)
 	binary.LittleEndian.PutUint64(b, uint64(int64(d)))
+	binary.LittleEndian.PutUint64(b[8:], uint64(ppm))
+	if ppm != 0 {
+		binary.LittleEndian.PutUint64(b[16:], uint64(anchor.UnixNano()))
+	}
 	f, err := os.OpenFile(file, os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err

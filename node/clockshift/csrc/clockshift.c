@@ -7,6 +7,11 @@
  * So this library never allocates and never calls into libc beyond syscall(): the file named by
  * LOCKCHECK_CLOCK_FILE is opened and mapped with raw system calls on first use, and the real clock is read
  * with the clock_gettime system call. Monotonic clocks are left alone, as a real clock step leaves them.
+ *
+ * The file holds three little-endian int64s: the offset, a drift rate in parts per million and the real
+ * time (ns) the drift is counted from, so a clock can also run fast or slow (a rate, not a jump):
+ * shifted = real + offset + (real - anchor) * rate / 1e6. An 8-byte file from before the drift mode reads
+ * as no drift (the rest of its mapped page is zeros).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -18,10 +23,10 @@
 #include <time.h>
 #include <unistd.h>
 
-static volatile int64_t *offset_ns; /* mapped offset, or NULL when there is none */
+static volatile int64_t *offset_ns; /* mapped offset, rate (ppm) and anchor, or NULL when there are none */
 static volatile int mapped;         /* set once the file is mapped, or known to be absent */
 
-static int64_t offset(void) {
+static int64_t offset(int64_t real_ns) {
 	if (!mapped) {
 		/* The clock is read very early (jemalloc's own start-up), maybe before the environment can be
 		 * read: without a path, try again on the next call rather than give up for good. */
@@ -29,7 +34,7 @@ static int64_t offset(void) {
 		if (path) {
 			long fd = syscall(SYS_open, path, O_RDONLY | O_CLOEXEC);
 			if (fd >= 0) {
-				void *p = (void *)syscall(SYS_mmap, NULL, sizeof(int64_t), PROT_READ, MAP_SHARED, fd, 0);
+				void *p = (void *)syscall(SYS_mmap, NULL, 3 * sizeof(int64_t), PROT_READ, MAP_SHARED, fd, 0);
 				if (p != MAP_FAILED)
 					offset_ns = (volatile int64_t *)p;
 				syscall(SYS_close, fd);
@@ -37,7 +42,12 @@ static int64_t offset(void) {
 			mapped = 1;
 		}
 	}
-	return offset_ns ? *offset_ns : 0;
+	if (!offset_ns)
+		return 0;
+	int64_t off = offset_ns[0], rate = offset_ns[1], anchor = offset_ns[2];
+	if (rate != 0 && real_ns > anchor)
+		off += (real_ns - anchor) / 1000 * rate / 1000; /* µs × ppm / 1000: no overflow for days */
+	return off;
 }
 
 static int real_clock_gettime(clockid_t clk, struct timespec *ts) {
@@ -45,7 +55,8 @@ static int real_clock_gettime(clockid_t clk, struct timespec *ts) {
 }
 
 static void shift(struct timespec *ts) {
-	int64_t ns = (int64_t)ts->tv_sec * 1000000000LL + ts->tv_nsec + offset();
+	int64_t real = (int64_t)ts->tv_sec * 1000000000LL + ts->tv_nsec;
+	int64_t ns = real + offset(real);
 	ts->tv_sec = ns / 1000000000LL;
 	ts->tv_nsec = ns % 1000000000LL;
 	if (ts->tv_nsec < 0) {

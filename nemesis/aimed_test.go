@@ -1,0 +1,33 @@
+package nemesis
+
+import (
+	"reflect"
+	"testing"
+)
+
+// A triggered partition cuts the client just granted, every link of it, in place of the drawn minority
+// (S7 aimed at the holder); held replies fire at a release (S2) and
+// hold every client's links.
+func TestPartitionAndHoldAimAtTheCaller(t *testing.T) {
+	p := triggeredBy["partition"]
+	if p.trigger != "grant" {
+		t.Fatalf("partition is fired by %q, want grant", p.trigger)
+	}
+	ev := Event{Type: "ok", F: "tryLock", Client: "c3"}
+	if a := p.aim(ev, []string{"c1->n1", "c1->n2", "c2->n1", "c2->n2"}); !reflect.DeepEqual(a, []string{"c3->n1", "c3->n2"}) {
+		t.Fatalf("partition aimed at %v, want the holder's links", a)
+	}
+	h := triggeredBy["hold-replies"]
+	all := []string{"c1->n1", "c2->n1"}
+	if a := h.aim(Event{Type: "ok", F: "unlock", Client: "c2"}, all); h.trigger != "release" || !reflect.DeepEqual(a, all) {
+		t.Fatalf("hold-replies is fired by %q and aimed at %v; want release, every client's links", h.trigger, a)
+	}
+}
+
+// A triggered resource-delay delays the writes of the client just granted.
+func TestResourceDelayAimsAtTheHolder(t *testing.T) {
+	r := triggeredBy["resource-delay"]
+	if a := r.aim(Event{Type: "ok", F: "tryLock", Client: "c3"}, []string{"c1"}); r.trigger != "grant" || !reflect.DeepEqual(a, []string{"c3"}) {
+		t.Fatalf("resource-delay fired by %q, aimed at %v; want grant, the holder c3", r.trigger, a)
+	}
+}
