@@ -121,9 +121,18 @@ func frontierKey(ctx context.Context, m porcupine.NondeterministicModel, ops []p
 		}
 		k := slotOf[e.op]
 		next, seen := antichain{}, antichain{}
-		broken := false
+		broken, late := false, false
+		calls := 0
 		var expand func(c config, w *placed) bool
 		expand = func(c config, w *placed) bool {
+			// One return can take long to expand (many commands in flight): the bound must hold inside it
+			// too, not only between events, or a check runs far past --check-timeout.
+			if calls++; calls%1024 == 0 && ctx.Err() != nil {
+				late = true
+			}
+			if late {
+				return false
+			}
 			if !seen.add(c, def, nil) {
 				return true // it, or a configuration with fewer unknown outcomes done, was explored
 			}
@@ -176,7 +185,10 @@ func frontierKey(ctx context.Context, m porcupine.NondeterministicModel, ops []p
 			return true
 		}
 		for _, c := range cur.all() {
-			if !expand(c.config, c.w) && broken {
+			if !expand(c.config, c.w) && late {
+				v.res, v.why = porcupine.Unknown, fmt.Sprintf("the search ran out of time at %s", Secs(e.t))
+				return v
+			} else if broken {
 				v.res = porcupine.Unknown
 				v.why = fmt.Sprintf("the model changed the state for a command of unknown outcome that did not run, at %s", Secs(e.t))
 				return v

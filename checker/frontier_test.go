@@ -1,10 +1,13 @@
 package checker
 
 import (
+	"compress/gzip"
 	"context"
 	"fmt"
 	"math"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -353,5 +356,42 @@ func TestLinearizableSaysWhy(t *testing.T) {
 	if res.Valid != Invalid || !strings.Contains(res.Violation, "b acquire → ok (called 0.050s, returned 0.051s) cannot take effect") ||
 		!strings.Contains(res.Violation, "held by a ×1") {
 		t.Fatalf("double grant: %v (%s)", res.Valid, res.Violation)
+	}
+}
+
+// The search honours its bound inside one return's expansion too: this recorded history (the naive lock
+// under kill, 67 unknown outcomes on one key) once kept one return expanding for 20 minutes past a 60 s
+// --check-timeout, because the bound was only checked between events.
+func TestFrontierBoundInsideOneReturn(t *testing.T) {
+	f, err := os.Open(filepath.Join("testdata", "slow", "naive-kill-wide-return.jsonl.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := history.Read(z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	done := make(chan keyVerdict, 1)
+	go func() {
+		ops := MutexOps(h)
+		for _, part := range MutexModel.Partition(ops) {
+			done <- frontierKey(ctx, MutexModel, part)
+			return
+		}
+	}()
+	select {
+	case v := <-done:
+		if v.res == porcupine.Unknown && !strings.Contains(v.why, "ran out of time") {
+			t.Fatalf("unknown, but not for time: %s", v.why)
+		}
+	case <-time.After(2 * time.Minute): // far beyond the 1 s bound: the search ignored it
+		t.Fatal("the search ran on 2 minutes past its 1 s bound")
 	}
 }
