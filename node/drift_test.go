@@ -4,22 +4,13 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	"github.com/lockcheck/lockcheck/internal/redistest"
-	"github.com/lockcheck/lockcheck/node"
-	"github.com/lockcheck/lockcheck/node/clockshift"
 )
 
 // A drifting clock runs at a rate: at +100% a node's TIME advances twice as fast as the real clock, and a
 // key's PX lease ends in half the real time; the reset brings the clock back.
 func TestClockDriftRunsFast(t *testing.T) {
 	ctx := context.Background()
-	lib, err := clockshift.Library(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := redistest.StartConfig(t, node.Config{ClockLib: lib})
-	c := redistest.Client(t, n.Addr(), n.Password())
+	n, c := clockNode(t)
 	if err := n.SetClockDrift(1_000_000); err != nil {
 		t.Fatal(err)
 	}

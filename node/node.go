@@ -430,11 +430,8 @@ func (n *Node) clockFile() string { return filepath.Join(n.cfg.Dir, "clock.offse
 // SetClockOffset moves the node's wall clock by d from the real one (0 resets it). The node must have been
 // started with a ClockLib.
 func (n *Node) SetClockOffset(d time.Duration) error {
-	if n.cfg.ClockLib == "" {
-		return fmt.Errorf("%s was started without the clock library", n.cfg.Name)
-	}
-	if n.addr != "" {
-		return fmt.Errorf("%s is not lockcheck's: its clock cannot be moved", n.cfg.Name)
+	if err := n.clockMovable(); err != nil {
+		return err
 	}
 	if err := clockshift.Set(n.clockFile(), d); err != nil {
 		return err
@@ -445,16 +442,25 @@ func (n *Node) SetClockOffset(d time.Duration) error {
 // SetClockDrift makes the node's wall clock run fast (ppm > 0) or slow by ppm parts per million from now,
 // from the real time; SetClockOffset(0) ends it. The node must have been started with a ClockLib.
 func (n *Node) SetClockDrift(ppm int64) error {
+	if err := n.clockMovable(); err != nil {
+		return err
+	}
+	if err := clockshift.SetDrift(n.clockFile(), ppm); err != nil {
+		return err
+	}
+	return n.checkClock(0)
+}
+
+// clockMovable says why the node's clock cannot be set: it runs without the clock library, or it is not
+// lockcheck's.
+func (n *Node) clockMovable() error {
 	if n.cfg.ClockLib == "" {
 		return fmt.Errorf("%s was started without the clock library", n.cfg.Name)
 	}
 	if n.addr != "" {
 		return fmt.Errorf("%s is not lockcheck's: its clock cannot be moved", n.cfg.Name)
 	}
-	if err := clockshift.SetDrift(n.clockFile(), ppm); err != nil {
-		return err
-	}
-	return n.checkClock(0)
+	return nil
 }
 
 // checkClock asks a running node for its TIME and fails if it is not about d off the real clock: a clock

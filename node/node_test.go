@@ -8,6 +8,7 @@ import (
 	"github.com/lockcheck/lockcheck/internal/redistest"
 	"github.com/lockcheck/lockcheck/node"
 	"github.com/lockcheck/lockcheck/node/clockshift"
+	"github.com/redis/go-redis/v9"
 )
 
 func TestPasswordIsRequired(t *testing.T) {
@@ -99,15 +100,21 @@ func TestBadPersistence(t *testing.T) {
 	}
 }
 
-// A clock bump on a node makes a key's TTL run out at once, and a reset brings the clock back.
-func TestClockBumpExpiresKeys(t *testing.T) {
-	ctx := context.Background()
+// clockNode starts a node under the clock library and a client straight to it.
+func clockNode(t *testing.T) (*node.Node, *redis.Client) {
+	t.Helper()
 	lib, err := clockshift.Library(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := redistest.StartConfig(t, node.Config{ClockLib: lib})
-	c := redistest.Client(t, n.Addr(), n.Password())
+	return n, redistest.Client(t, n.Addr(), n.Password())
+}
+
+// A clock bump on a node makes a key's TTL run out at once, and a reset brings the clock back.
+func TestClockBumpExpiresKeys(t *testing.T) {
+	ctx := context.Background()
+	n, c := clockNode(t)
 	before, err := c.Time(ctx).Result()
 	if err != nil {
 		t.Fatal(err)
