@@ -45,12 +45,19 @@ func TestStartRefusesAPortAnsweredByAnotherServer(t *testing.T) {
 	port := l.Addr().(*net.TCPAddr).Port
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	n, err := node.Start(ctx, node.Config{Name: "n2", Dir: t.TempDir(), Password: other.Password(), Port: port})
+	refusesPort(t, ctx, node.Config{Name: "n2", Dir: t.TempDir(), Password: other.Password(), Port: port})
+}
+
+// refusesPort asserts that a node configured on a port another server answers does not start, and that
+// its error names the node and the port as taken.
+func refusesPort(t *testing.T, ctx context.Context, cfg node.Config) {
+	t.Helper()
+	n, err := node.Start(ctx, cfg)
 	if err == nil {
 		n.Stop()
-		t.Fatalf("started on port %d, which another server answers", port)
+		t.Fatalf("started on port %d, which another server answers", cfg.Port)
 	}
-	if !node.PortTaken(err) || !strings.Contains(err.Error(), "n2") {
+	if !node.PortTaken(err) || !strings.Contains(err.Error(), cfg.Name) {
 		t.Fatalf("error %q: want the port named as taken", err)
 	}
 }
@@ -83,12 +90,5 @@ func TestStartRefusesAPortAnsweredByAPasswordlessServer(t *testing.T) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	n, err := node.Start(ctx, node.Config{Name: "n4", Dir: t.TempDir(), Password: node.NewPassword(), Port: port})
-	if err == nil {
-		n.Stop()
-		t.Fatalf("started on port %d, which a passwordless server answers", port)
-	}
-	if !node.PortTaken(err) || !strings.Contains(err.Error(), "n4") {
-		t.Fatalf("error %q: want the port named as taken", err)
-	}
+	refusesPort(t, ctx, node.Config{Name: "n4", Dir: t.TempDir(), Password: node.NewPassword(), Port: port})
 }
