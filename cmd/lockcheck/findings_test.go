@@ -117,14 +117,17 @@ func isWorkerCode(err error, code int) bool {
 	return errors.As(err, &e) && e.Code == code
 }
 
-// An api the worker does not know is refused at init: bad input, as an unknown library option is.
+// An api the worker does not know, an option it has not, or a value of the wrong type is refused at init:
+// bad input (exit 254), not a harness failure.
 func TestRedissonAPIFormUnknown(t *testing.T) {
 	needJava(t)
 	useWorkerCache(t)
-	code, _ := run(t, "run", "--client", "redisson", "--client-option", "api=lockSomehow", "--time", "3s",
-		"--quiet", "1s", "--clients", "1")
-	if code != exitUsage {
-		t.Fatalf("exit %d for an unknown api form", code)
+	for _, opt := range []string{"api=lockSomehow", "noSuchSetter=1", "lockWatchdogTimeout=abc"} {
+		code, _ := run(t, "run", "--client", "redisson", "--client-option", opt, "--time", "3s",
+			"--quiet", "1s", "--clients", "1")
+		if code != exitUsage {
+			t.Errorf("--client-option %s: exit %d, want %d", opt, code, exitUsage)
+		}
 	}
 }
 

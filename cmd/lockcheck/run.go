@@ -81,7 +81,7 @@ func newRunCmd() *cobra.Command {
 	f.DurationVar(&o.NemesisInterval, "nemesis-interval", o.NemesisInterval, "healthy time between faults (jittered ±25%)")
 	f.DurationVar(&o.NemesisDuration, "nemesis-duration", o.NemesisDuration, "how long each fault lasts")
 	f.StringVar(&o.NemesisTargets, "nemesis-targets", "", "what faults hit: one, minority, majority, all or primary, and/or named nodes and clients (n2,c1); default: each fault's own choice")
-	f.BoolVar(&o.NemesisTrigger, "nemesis-trigger", false, "fire faults by the lock's own events: client-pause and clock right after a grant (the holder, its nodes), failover right after a release, drop-reply at an unlock or countDown, lagging-failover's isolation after a grant")
+	f.BoolVar(&o.NemesisTrigger, "nemesis-trigger", false, "fire faults by the lock's own events (grant: a caller was just granted; unlock: an unlock or countDown begins; release: an unlock was acknowledged), aimed at the caller, its nodes or links: "+strings.Join(nemesis.TriggerNames(), ", "))
 	f.DurationVar(&o.Quiet, "quiet", o.Quiet, "fault-free time at the end, after the final heal")
 	f.DurationVar(&o.Time, "time", o.Time, "how long the workload runs")
 	f.IntVar(&o.Clients, "clients", o.Clients, "concurrent clients, each its own Redisson instance")

@@ -190,7 +190,9 @@ func Start(cfg Config) (*Client, error) {
 	reply, err := c.call(init, nil)
 	switch {
 	case err != nil:
-	case reply.Type == sdk.TypeError && reply.Code != nil && *reply.Code == sdk.CodeNotSupported:
+	// An init the worker cannot use carries the user's settings (a --client-option it does not have, or a value
+	// of the wrong type): bad input, not a harness failure.
+	case reply.Type == sdk.TypeError && reply.Code != nil && (*reply.Code == sdk.CodeNotSupported || *reply.Code == sdk.CodeMalformed):
 		err = RefusedError{msg: fmt.Sprintf("client %s: the worker refused the run: %s", cfg.Client, reply.Text)}
 	case reply.Type == sdk.TypeError:
 		err = fmt.Errorf("client %s: the worker failed to start: %s", cfg.Client, reply.Text)
