@@ -186,8 +186,19 @@ func expand(d, e Entry, base string) ([]Case, error) {
 		}
 		return b
 	}
-	if e.Lock == "" && e.Client == "" && e.LockSpec == "" {
-		e.Lock, e.Client, e.LockSpec = d.Lock, d.Client, d.LockSpec
+	// Each of lock, client and lock-spec falls back to the defaults on its own (a default lock kind under an
+	// entry's client), except across the two ways of naming the lock: an entry's lock-spec takes neither the
+	// default lock nor client, an entry's lock or client not the default lock-spec.
+	if e.LockSpec == "" {
+		if e.Lock == "" {
+			e.Lock = d.Lock
+		}
+		if e.Client == "" {
+			e.Client = d.Client
+		}
+		if e.Lock == "" && e.Client == "" {
+			e.LockSpec = d.LockSpec
+		}
 	}
 	if e.Lock != "" && e.LockSpec != "" {
 		return nil, errors.New("give lock or lock-spec, not both")
