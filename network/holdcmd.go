@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/Shopify/toxiproxy/v2/stream"
 	"github.com/Shopify/toxiproxy/v2/toxics"
@@ -120,7 +121,7 @@ func (*holdCommand) Cleanup(stub *toxics.ToxicStub) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if rest := append(s.held, s.partial...); len(rest) > 0 {
-		stub.WriteOutput(&stream.StreamChunk{Data: rest}, 0)
+		stub.WriteOutput(&stream.StreamChunk{Data: rest, Timestamp: time.Now()}, 0)
 	}
 	s.held, s.partial, s.holding = nil, nil, false
 	if s.closed {

@@ -1,7 +1,11 @@
 package network_test
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,5 +80,57 @@ func TestHoldCommandDelaysOnlyThatCommand(t *testing.T) {
 	}
 	if err := plain.Set(ctx, "d", "v", 0).Err(); err != nil {
 		t.Fatalf("after the heal the link carries on: %v", err)
+	}
+}
+
+// A PEXPIRE split across writes is still told, and what its connection sends after it waits behind it, so
+// the replies come in the order the commands were sent.
+func TestHoldCommandSplitWritesKeepOrder(t *testing.T) {
+	n, l, _ := proxied(t)
+	c, err := net.Dial("tcp", l.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	send := func(s string) {
+		if _, err := c.Write([]byte(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	line := func() string {
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		s, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("read: %v", err)
+		}
+		return strings.TrimSpace(s)
+	}
+	send(fmt.Sprintf("*2\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n", len(n.Password()), n.Password()))
+	if a, b := line(), line(); a != "+OK" || b != "+OK" {
+		t.Fatalf("AUTH, SET: %q %q", a, b)
+	}
+	if err := l.HoldCommand("PEXPIRE"); err != nil {
+		t.Fatal(err)
+	}
+	send("*3\r\n$7\r\nPEX")
+	time.Sleep(50 * time.Millisecond) // two TCP segments, not a tuned wait: the toxic must join them either way
+	send("PIRE\r\n$1\r\nk\r\n$7\r\n3600000\r\n*2\r\n$4\r\nPTTL\r\n$1\r\nk\r\n")
+	c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if b, err := r.Peek(1); err == nil {
+		t.Fatalf("a reply came during the hold: %q", b)
+	}
+	direct := redistest.Client(t, n.Addr(), n.Password())
+	if d := direct.PTTL(context.Background(), "k").Val(); d != -1 {
+		t.Fatalf("pttl %v during the hold", d)
+	}
+	if err := l.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	if a := line(); a != ":1" {
+		t.Fatalf("PEXPIRE after the heal: %q, want :1", a)
+	}
+	if b := line(); !strings.HasPrefix(b, ":") || b == ":-1" || b == ":-2" {
+		t.Fatalf("PTTL after the held PEXPIRE: %q, want the hour", b)
 	}
 }
