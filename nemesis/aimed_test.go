@@ -31,3 +31,14 @@ func TestResourceDelayAimsAtTheHolder(t *testing.T) {
 		t.Fatalf("resource-delay fired by %q, aimed at %v; want grant, the holder c3", r.trigger, a)
 	}
 }
+
+// A triggered delay-pexpire fires at a release and holds every client's PEXPIREs but the releaser's, which
+// may take the lock again unheld.
+func TestDelayPexpireLeavesTheReleaserOut(t *testing.T) {
+	d := triggeredBy["delay-pexpire"]
+	all := []string{"c1->n1", "c1->n2", "c2->n1", "c2->n2", "c3->n1", "c3->n2"}
+	if a := d.aim(Event{Type: "ok", F: "unlock", Client: "c2"}, all); d.trigger != "release" ||
+		!reflect.DeepEqual(a, []string{"c1->n1", "c1->n2", "c3->n1", "c3->n2"}) {
+		t.Fatalf("delay-pexpire is fired by %q and aimed at %v; want release, every client's links but c2's", d.trigger, a)
+	}
+}

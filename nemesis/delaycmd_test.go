@@ -1,0 +1,76 @@
+package nemesis_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/topology"
+	"github.com/redis/go-redis/v9"
+)
+
+// delay-pexpire on a real node: a held client's PEXPIRE waits at its proxy until the heal while its other
+// commands, and the PEXPIRE of a client left out (a release's caller, under a trigger), pass; at the heal
+// it applies, and its caller hears.
+func TestDelayPexpireOnARealNode(t *testing.T) {
+	ctx := context.Background()
+	topo, env := realEnv(t, topology.Single)
+	f := nemesis.Lookup("delay-pexpire")
+	targets := f.Targets(rand.New(rand.NewPCG(1, 1)), env)
+	if !reflect.DeepEqual(targets, []string{"c1->n1", "c2->n1"}) {
+		t.Fatalf("targets %v, want every client's link to the one node", targets)
+	}
+	targets = targets[:1] // as a release by c2 aims it (TestDelayPexpireLeavesTheReleaserOut): c1's link only
+	held, free := "c1", "c2"
+	client := func(name string) *redis.Client {
+		c := redis.NewClient(&redis.Options{Addr: topo.Link(name, "n1").Addr(), Password: topo.Password,
+			MaxRetries: -1, ReadTimeout: 20 * time.Second, Protocol: 2, DisableIdentity: true})
+		t.Cleanup(func() { c.Close() })
+		if err := c.Ping(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	hc, fc := client(held), client(free)
+	direct := admin(topo, "n1")
+	defer direct.Close()
+	if _, err := f.Start(ctx, env, targets); err != nil {
+		t.Fatal(err)
+	}
+	replied := make(chan error, 1)
+	go func() { replied <- hc.PExpire(ctx, "held", time.Hour).Err() }()
+	if err := hc.Set(ctx, "held", "v", 0).Err(); err != nil {
+		t.Fatalf("the held client's SET on another connection: %v", err)
+	}
+	if err := fc.Set(ctx, "free", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := fc.PExpire(ctx, "free", time.Hour).Result(); err != nil || !ok {
+		t.Fatalf("the other client's PEXPIRE during the fault: %v, %v", ok, err)
+	}
+	select {
+	case err := <-replied:
+		t.Fatalf("the held PEXPIRE was answered during the fault (%v)", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if d := direct.PTTL(ctx, "held").Val(); d != -1 {
+		t.Fatalf("pttl %v during the fault: the held PEXPIRE applied", d)
+	}
+	if err := f.Stop(ctx, env, targets); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-replied:
+		if err != nil {
+			t.Fatalf("the held PEXPIRE after the heal: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the held PEXPIRE never came through after the heal")
+	}
+	if d := direct.PTTL(ctx, "held").Val(); d < time.Minute {
+		t.Fatalf("pttl %v after the heal, want the delivered PEXPIRE's hour", d)
+	}
+}

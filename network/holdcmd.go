@@ -1,0 +1,220 @@
+package network
+
+import (
+	"bytes"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/Shopify/toxiproxy/v2/stream"
+	"github.com/Shopify/toxiproxy/v2/toxics"
+)
+
+// HoldCommand holds, until the heal, every command on the link that runs command (a name such as PEXPIRE)
+// and whatever its connection sends after it; other connections' commands, and the ones before it, pass.
+// At the heal the held bytes go on in order, so the command applies late rather than never: a delay of
+// that one command, as a pause between two steps of a client would give.
+//
+// A command runs name when it is that command, or a script (EVAL, or EVALSHA of a script this link saw
+// as text) whose first redis.call is that command. A script known only by its SHA-1 cannot be told
+// apart: run the client without its script cache (Redisson: useScriptCache=false).
+func (l *Link) HoldCommand(name string) error {
+	name = strings.ToUpper(strings.TrimSpace(name))
+	if name == "" || strings.ContainsAny(name, "\" \\") {
+		return fmt.Errorf("hold-command: bad command name %q", name)
+	}
+	return l.apply("hold-command "+name,
+		fmt.Sprintf(`{"name":"hold-cmd","type":"hold-command","stream":"upstream","attributes":{"command":%q}}`, name))
+}
+
+// holdCommand is the toxic behind HoldCommand. As with hold, what it keeps lives in the stub's state,
+// because toxiproxy reruns Pipe whenever the chain changes; Cleanup writes it out.
+type holdCommand struct {
+	Command string `json:"command"`
+}
+
+type heldCommands struct {
+	mu      sync.Mutex
+	partial []byte // the start of a command not complete yet: kept until it is, since it may match
+	held    []byte // from the first matching command on
+	holding bool
+	closed  bool
+	bad     bool // the stream is not RESP as we read it: passed through untouched from then on
+}
+
+func (*holdCommand) NewState() interface{} { return new(heldCommands) }
+
+func (t *holdCommand) Pipe(stub *toxics.ToxicStub) {
+	s := stub.State.(*heldCommands)
+	for {
+		select {
+		case <-stub.Interrupt:
+			return
+		case c := <-stub.Input:
+			if c == nil {
+				s.mu.Lock()
+				keep := s.holding || len(s.partial) > 0
+				s.closed = keep
+				s.mu.Unlock()
+				if !keep { // nothing held: the close goes on at once
+					stub.Close()
+					return
+				}
+				<-stub.Interrupt // passed on after the held commands, at the heal
+				return
+			}
+			if out := t.take(s, c.Data); len(out) > 0 {
+				stub.Output <- &stream.StreamChunk{Data: out, Timestamp: c.Timestamp}
+			}
+		}
+	}
+}
+
+// take splits what came into whole commands and returns what may pass now.
+func (t *holdCommand) take(s *heldCommands, data []byte) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.holding {
+		s.held = append(s.held, data...)
+		return nil
+	}
+	if s.bad {
+		return append([]byte(nil), data...)
+	}
+	s.partial = append(s.partial, data...)
+	var out []byte
+	for len(s.partial) > 0 {
+		n, args, err := frameCommand(s.partial)
+		if err != nil { // not a command stream we can split: do not hold what we cannot read
+			s.bad = true
+			out = append(out, s.partial...)
+			s.partial = nil
+			break
+		}
+		if n == 0 {
+			break
+		}
+		if runs(args, t.Command) {
+			s.holding = true
+			s.held = append(s.held, s.partial...)
+			s.partial = nil
+			break
+		}
+		out = append(out, s.partial[:n]...)
+		s.partial = s.partial[n:]
+	}
+	if len(s.partial) == 0 {
+		s.partial = nil
+	} else {
+		s.partial = append([]byte(nil), s.partial...)
+	}
+	return out
+}
+
+func (*holdCommand) Cleanup(stub *toxics.ToxicStub) {
+	s := stub.State.(*heldCommands)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if rest := append(s.held, s.partial...); len(rest) > 0 {
+		stub.WriteOutput(&stream.StreamChunk{Data: rest, Timestamp: time.Now()}, 0)
+	}
+	s.held, s.partial, s.holding = nil, nil, false
+	if s.closed {
+		stub.Close()
+	}
+}
+
+func init() { toxics.Register("hold-command", new(holdCommand)) }
+
+// scripts maps the SHA-1 of every script text any link saw (EVAL, SCRIPT LOAD) to the command its first
+// redis.call runs, so an EVALSHA of it is told too.
+var scripts sync.Map
+
+var firstCall = regexp.MustCompile(`redis\.p?call\(\s*['"]([A-Za-z]+)['"]`)
+
+// scriptRuns names the command a script's first redis.call runs, upper-case; "" if none.
+func scriptRuns(text []byte) string {
+	m := firstCall.FindSubmatch(text)
+	if m == nil {
+		return ""
+	}
+	name := strings.ToUpper(string(m[1]))
+	h := sha1.Sum(text)
+	scripts.Store(hex.EncodeToString(h[:]), name)
+	return name
+}
+
+// runs says whether a command (its words) runs name.
+func runs(args [][]byte, name string) bool {
+	if len(args) == 0 {
+		return false
+	}
+	switch cmd := strings.ToUpper(string(args[0])); {
+	case cmd == name:
+		return true
+	case (cmd == "EVAL" || cmd == "EVAL_RO") && len(args) > 1:
+		return scriptRuns(args[1]) == name
+	case (cmd == "EVALSHA" || cmd == "EVALSHA_RO") && len(args) > 1:
+		v, ok := scripts.Load(strings.ToLower(string(args[1])))
+		return ok && v.(string) == name
+	case cmd == "SCRIPT" && len(args) > 2 && strings.EqualFold(string(args[1]), "LOAD"):
+		scriptRuns(args[2]) // learned, not held: loading runs nothing
+	}
+	return false
+}
+
+// frameCommand reads one client command at the start of b: its length and words. n is 0 when b does not
+// hold a whole command yet; err when b is not a command (a client sends arrays of bulk strings, or an
+// inline line).
+func frameCommand(b []byte) (n int, args [][]byte, err error) {
+	if b[0] != '*' {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			if len(b) > 64<<10 {
+				return 0, nil, fmt.Errorf("inline command too long")
+			}
+			return 0, nil, nil
+		}
+		return i + 1, bytes.Fields(b[:i]), nil
+	}
+	count, p, ok, err := header(b, 0, '*')
+	if !ok || err != nil {
+		return 0, nil, err
+	}
+	for range count {
+		size, q, ok, err := header(b, p, '$')
+		if !ok || err != nil {
+			return 0, nil, err
+		}
+		if len(b) < q+size+2 {
+			return 0, nil, nil
+		}
+		args = append(args, b[q:q+size])
+		p = q + size + 2
+	}
+	return p, args, nil
+}
+
+// header reads "<kind><int>\r\n" at b[p:]: the int and where the next part starts; ok false if incomplete.
+func header(b []byte, p int, kind byte) (v, next int, ok bool, err error) {
+	if p >= len(b) {
+		return 0, 0, false, nil
+	}
+	if b[p] != kind {
+		return 0, 0, false, fmt.Errorf("want %q at %d, have %q", kind, p, b[p])
+	}
+	i := bytes.IndexByte(b[p:], '\n')
+	if i < 0 {
+		return 0, 0, false, nil
+	}
+	v, err = strconv.Atoi(string(bytes.TrimRight(b[p+1:p+i], "\r")))
+	if err != nil || v < 0 || v > 512<<20 {
+		return 0, 0, false, fmt.Errorf("bad length at %d", p)
+	}
+	return v, p + i + 1, true, nil
+}
