@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -88,6 +89,11 @@ func settle(ops []*history.Op, err error, notHeld bool) {
 	}
 }
 
+// errGroupOutcome completes each member's command of a group (MultiLock, RedLock) that the library answered
+// "refused" or "not held" as a whole: which members it took and let go, or found not held, the worker cannot
+// say (a refused group may have taken some members for twice its wait), so no member is claimed refused.
+var errGroupOutcome = errors.New("answered for the group as a whole: this member's own outcome is not known")
+
 func isCode(err error, code int) bool {
 	e, ok := err.(*Error)
 	return ok && e.Code == code
@@ -158,7 +164,11 @@ func (l *mutex) TryLock(_ context.Context, wait, lease time.Duration) (bool, err
 	}
 	if reply.Granted == nil || !*reply.Granted {
 		for _, op := range ops {
-			op.Fail(history.Int64(-2), nil) // refused: held by someone
+			if len(l.keys) > 1 {
+				op.Fail(nil, errGroupOutcome) // says nothing of this member: the models leave it out
+			} else {
+				op.Fail(history.Int64(-2), nil) // refused: held by someone
+			}
 		}
 		return false, nil
 	}
@@ -236,7 +246,13 @@ func (l *mutex) Unlock(_ context.Context) error {
 		l.c.mu.Unlock()
 	}
 	if notHeld {
-		settle(ops, err, true)
+		if len(l.keys) > 1 {
+			for _, op := range ops {
+				op.Fail(nil, errGroupOutcome)
+			}
+		} else {
+			settle(ops, err, true)
+		}
 		return fmt.Errorf("%w: %v", locks.ErrNotHeld, err)
 	}
 	if err != nil {

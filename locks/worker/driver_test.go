@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -347,5 +348,41 @@ func TestInitBound(t *testing.T) {
 	_, _, _, err := startWorker(t, "mute", 200*time.Millisecond, 300*time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), "client c1: worker left init") || time.Since(begin) > 5*time.Second {
 		t.Fatalf("a worker that never answers init: %v after %s", err, time.Since(begin))
+	}
+}
+
+// A group (MultiLock, RedLock) the library refuses, or finds not held, as a whole says nothing of each
+// member: its members' commands carry no refusal for the models (a refused MultiLock may have taken some
+// members for twice its wait and let them go), while a one-key refusal stays "held by someone" (-2).
+func TestGroupOutcomeClaimsNoMember(t *testing.T) {
+	c, buf, _ := startFake(t, time.Second)
+	ctx := context.Background()
+	if ok, _ := c.Mutex([]string{"a"}, 1).TryLock(ctx, 0, time.Minute); !ok {
+		t.Fatal("grant of a")
+	}
+	if ok, _ := c.Mutex([]string{"a", "b"}, 2).TryLock(ctx, 0, time.Minute); ok {
+		t.Fatal("the group was granted while a is held")
+	}
+	if ok, _ := c.Mutex([]string{"a"}, 3).TryLock(ctx, 0, time.Minute); ok {
+		t.Fatal("a granted twice")
+	}
+	if err := c.Mutex([]string{"b", "a"}, 4).Unlock(ctx); err == nil {
+		t.Fatal("a group nobody holds was released")
+	}
+	h := readHistory(t, buf)
+	var got []string
+	for _, o := range h.Ops {
+		v := "-"
+		if o.Complete.Value != nil {
+			v = fmt.Sprint(*o.Complete.Value)
+		}
+		got = append(got, fmt.Sprintf("%s %s t%d %s %s", o.Invoke.F, o.Invoke.Key, o.Invoke.Thread, o.Outcome(), v))
+	}
+	want := "[acquire a t1 ok 7 acquire a t2 fail - acquire b t2 fail - acquire a t3 fail -2 release b t4 fail - release a t4 fail -]"
+	if fmt.Sprint(got) != want {
+		t.Fatalf("got  %v\nwant %s", got, want)
+	}
+	if ops := checker.MutexOps(h); len(ops) != 2 {
+		t.Fatalf("%d commands reach the model, want the grant and the one-key refusal", len(ops))
 	}
 }

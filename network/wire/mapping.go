@@ -63,13 +63,16 @@ const (
 	CompareDelete
 	// CompareExpire (redsync's touchScript): KEYS[1] lock; ARGV[1] owner, ARGV[2] lease ms. 1 or 0.
 	CompareExpire
+	// ExpireKeys (RedissonExpirable.expireAsync, MultiLock's and RedLock's final lease): KEYS[i] locks; ARGV[1]
+	// lease ms. PEXPIRE with no owner check; 1 when some key was set, 0 when none existed.
+	ExpireKeys
 )
 
 var shapeNames = map[Shape]string{RLockAcquire: "acquire", FencedAcquire: "fenced_acquire",
 	RLockRelease: "release", RenewBatch: "renew", RenewOne: "renew-one", RWReadAcquire: "rw_read_acquire",
 	RWReadRelease: "rw_read_release", RWReadRenewOne: "rw_read_renew", RWReadRenewBatch: "rw_read_renew-batch", RWReadRenewOwners: "rw_read_renew-owners",
 	FairAcquireWait: "fair_acquire", FairAcquireNoWait: "fair_acquire-nowait", FairDequeue: "fair_acquire_failed",
-	FairRelease: "fair_release", CompareDelete: "compare-delete", CompareExpire: "compare-expire"}
+	FairRelease: "fair_release", CompareDelete: "compare-delete", CompareExpire: "compare-expire", ExpireKeys: "expire"}
 
 func (s Shape) String() string { return shapeNames[s] }
 
@@ -119,6 +122,10 @@ var redissonScripts = map[string]Script{
 	"8f6ed299ffd259f0539c20f89253998c0777ea75": {Shape: FairAcquireWait, Source: "redisson 3.45.0–4.7.0 RedissonFairLock tryLockInnerAsync"},
 	"d1ddef65ad80886b5d36e023c99930044ddd653a": {Shape: FairDequeue, Source: "redisson 3.11.1–4.7.0 RedissonFairLock acquireFailedAsync"},
 	"367f80bd2e300e411fb0936d9b601e5bcb3fd4b6": {Shape: FairRelease, Source: "redisson 3.32.0–4.7.0 RedissonFairLock unlockInnerAsync"},
+	// RedissonExpirable.expireAsync, which MultiLock and RedLock call on each member after taking them all with a
+	// lease of twice the wait (H6). 4.7.0's text checked through the tap; the one-ARGV text is the older form.
+	"3fd750e0b43af99dbd223e5523718f18cded3664": {Shape: ExpireKeys, Source: "redisson 4.7.0 RedissonExpirable expireAsync (PEXPIRE option ARGV[2])"},
+	"3adcab8843f28538b47f67950913e2a88189dddd": {Shape: ExpireKeys, Source: "redisson RedissonExpirable expireAsync, older one-ARGV text"},
 	// go-redsync/redsync v4 (the SHA-1s it declares beside its scripts). Its acquire is a plain SET NX PX:
 	// see Table.SetNX.
 	"e950836ed1e694540c503ef9972b8de518044d3b": {Shape: CompareDelete, Source: "redsync v4 deleteScript"},
@@ -393,8 +400,37 @@ func (s Shape) commands(sc scriptCall, attempts func(latch string) int64) ([]his
 			recs = append(recs, r)
 		}
 		return recs, batchResults(len(recs))
+	case ExpireKeys:
+		var recs []history.Record
+		for _, k := range sc.keys {
+			recs = append(recs, op("expire", k, "", map[string]int64{"lease_ms": ms(sc.arg(0))}))
+		}
+		return recs, func(v Value) []result { return expireResults(len(recs), v) }
 	}
 	return nil, nil
+}
+
+// expireResults reads expireAsync's reply as the emulation records it (1 set, 0 no such key) for each key:
+// with several keys a 1 says only that some key was set, so each is unknown.
+func expireResults(n int, v Value) []result {
+	var r result
+	switch {
+	case v.IsError():
+		r = result{typ: history.Fail, err: string(v.Str)}
+	case v.Kind == Integer && v.Int == 0:
+		r = result{typ: history.Fail, value: history.Int64(0)}
+	case v.Kind == Integer && v.Int == 1 && n == 1:
+		r = result{typ: history.Ok, value: history.Int64(1)}
+	case v.Kind == Integer && v.Int == 1:
+		r = result{typ: history.Unknown, err: "expire: some of several keys set"}
+	default:
+		r = unexpected("expire", v)
+	}
+	out := make([]result, n)
+	for i := range out {
+		out[i] = r
+	}
+	return out
 }
 
 // batchResults reads a batched renewal's reply: one 1 or 0 per lock.

@@ -259,3 +259,29 @@ func TestRecordRedissonReadRenewOwners(t *testing.T) {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
 }
+
+// MultiLock's and RedLock's final lease (RedissonExpirable.expireAsync, H6) is an expire of each key with no
+// owner: one key's 1 is its expire applied, its 0 a key that was gone; with several keys a 1 says only that
+// some key was set, so each is unknown. The 4.7.0 text is recognised by its SHA-1 (the worker's script cache).
+func TestRecordRedissonExpire(t *testing.T) {
+	text := "local result = 0;for j = 1, #KEYS, 1 do local expireSet; if ARGV[2] ~= '' then expireSet = redis.call('pexpire', KEYS[j], ARGV[1], ARGV[2]); else expireSet = redis.call('pexpire', KEYS[j], ARGV[1]); end; if expireSet == 1 then result = expireSet;end; end; return result; "
+	if SHA(text) != "3fd750e0b43af99dbd223e5523718f18cded3664" {
+		t.Fatalf("the 4.7.0 text hashes to %s", SHA(text))
+	}
+	s, buf := newTestSession(t)
+	client := cmd("EVAL", text, "1", "L", "5000", "") + cmd("EVALSHA", "3fd750e0b43af99dbd223e5523718f18cded3664", "1", "M", "5000", "") +
+		cmd("EVALSHA", "3fd750e0b43af99dbd223e5523718f18cded3664", "2", "N", "O", "5000", "")
+	h := recordBytes(t, s, buf, client, ":1\r\n:0\r\n:1\r\n")
+	want := strings.Join([]string{
+		"expire L  t0 map[lease_ms:5000] -> ok 1",
+		"expire M  t0 map[lease_ms:5000] -> fail 0",
+		"expire N  t0 map[lease_ms:5000] -> unknown",
+		"expire O  t0 map[lease_ms:5000] -> unknown",
+	}, "\n")
+	if got := opsText(h); got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+	if st := s.Stats(); st.Problem() != "" {
+		t.Fatalf("the expire script counted as a problem: %s", st.Problem())
+	}
+}
