@@ -1,10 +1,14 @@
 package compare
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/report"
 	"github.com/lockcheck/lockcheck/suite"
 )
 
@@ -46,5 +50,33 @@ func TestSuiteOnlyRows(t *testing.T) {
 		if c.Lock == "fair" && c.Scenario == "S9" && c.Predicted != Violates {
 			t.Errorf("fair/S9 predicted %q; want the reference's fairness loss (violates)", c.Predicted)
 		}
+	}
+}
+
+// A cell's time to first violation counts from the moment the workload began (the meta record, once every
+// client answered), not from the history's zero, which precedes the topology's and the workers' start: a
+// Java row's 20 s of JVM start-up is not a slower finding.
+func TestTTFVFromWorkloadStart(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "runs", "x")
+	if err := os.MkdirAll(run, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	meta := `{"type":"meta","time":20000000000,"data":{}}` + "\n"
+	if err := os.WriteFile(filepath.Join(run, "history.jsonl"), []byte(meta), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := report.Results{Valid: checker.Invalid, Checkers: []checker.Result{
+		{Checker: "mutual-exclusion", Valid: checker.Invalid, Violation: "2 holders", At: 23_500_000_000}}}
+	if err := res.WriteJSON(run); err != nil {
+		t.Fatal(err)
+	}
+	l := Lock{Name: "naive", Class: OneNode}
+	sc := Scenario{ID: "S1", Predict: map[Class]string{OneNode: Violates}}
+	rep := &suite.Report{Outcomes: []suite.Outcome{{Case: suite.NewCase("naive/S1/1", "naive", 1, nil),
+		Verdict: "invalid", FirstNs: 23_500_000_000, Dir: "runs/x"}}}
+	c := Build(dir, rep, []Lock{l}, []Scenario{sc}, 1).Cells[0]
+	if c.Measured != Violates || c.MedianTTFV != 3.5 {
+		t.Fatalf("%s at %.1f s; want violates at 3.5 s (23.5 s on the history's clock, the workload began at 20 s)", c.Measured, c.MedianTTFV)
 	}
 }
