@@ -81,12 +81,13 @@ var Locks = []Lock{
 	{Name: "fenced", Renews: true, Class: Fenced, Args: []string{"--lock", "fenced", "--topology", "single"}, Lease: []string{"--watchdog", "2s"}, What: "Redisson RFencedLock, the resource refuses stale tokens",
 		Judge: []string{"mutual-exclusion", "fencing-tokens"}},
 	// S9's rows: the Redisson primitives whose scripts take the client's wall clock (the reference's Redisson
-	// column). The fair lock's loss is fairness, so the fifo checker judges it; it keeps the default 30 s
-	// watchdog, since with a 2 s lease its waiters' deadlines (anchored at the first waiter's lease + wait,
-	// never re-based while the queue stays busy) lapse after about 7 s of contention without any fault.
+	// column). The fair lock's loss is fairness, so the fifo checker judges it. Its waiters' deadlines are
+	// anchored at the first waiter's lease + wait and never re-based while the queue stays busy, so with a
+	// 2 s lease and a 5 s wait they lapse after about 7 s of contention without any fault; a 3 s lease and a
+	// 10 s wait keep that past the run.
 	{Name: "pes", Class: Replicated, Args: []string{"--lock", "expirable-semaphore", "--permits", "1"}, Lease: []string{"--lease", "2s"},
 		What: "Redisson RPermitExpirableSemaphore (emulation), 1 permit: permit deadlines in client time", Only: []string{"S9"}},
-	{Name: "fair", Class: Replicated, Args: []string{"--lock", "fair"}, What: "Redisson RFairLock (emulation): waiter deadlines in client time",
+	{Name: "fair", Class: Replicated, Args: []string{"--lock", "fair", "--wait", "10s"}, Lease: []string{"--watchdog", "3s"}, What: "Redisson RFairLock (emulation): waiter deadlines in client time",
 		Judge: []string{"fifo"}, Only: []string{"S9"}},
 }
 
