@@ -50,7 +50,7 @@ its runs.</p>
 })();
 </script>
 <h2>Scenarios</h2><ul>{{range .T.Scenarios}}<li><b>{{.ID}}</b> {{.Name}}: {{.Why}} <code>{{join .Args " "}}</code></li>{{end}}</ul>
-<h2>Not measured yet</h2><ul>{{range $id, $why := .T.Unmeasured}}<li><b>{{$id}}</b>: {{$why}}</li>{{end}}</ul>
+{{if .T.Unmeasured}}<h2>Not measured yet</h2><ul>{{range $id, $why := .T.Unmeasured}}<li><b>{{$id}}</b>: {{$why}}</li>{{end}}</ul>{{end}}
 </body></html>
 `))
 

@@ -20,7 +20,10 @@ import (
 // the loop gets no reply; not when the first attempt or a later one fails with an answer.
 func (r *Redisson) waitFor(ctx context.Context, channel string, kind wakeKind, wait time.Duration,
 	attempt func(context.Context) (bool, int64, error), giveUp func(context.Context)) (bool, error) {
-	deadline := time.Now().Add(wait)
+	// Redisson spends the wait by System.currentTimeMillis() differences: the client's wall clock, so a
+	// clock that jumps ahead (client-clock) spends it at once, and one that jumps back lengthens it.
+	deadline := r.now().Add(wait)
+	left := func() time.Duration { return deadline.Sub(r.now()) }
 	cmdCtx := context.WithoutCancel(ctx)
 	fail := func(err error) (bool, error) {
 		if giveUp != nil {
@@ -34,7 +37,7 @@ func (r *Redisson) waitFor(ctx context.Context, channel string, kind wakeKind, w
 		return false, err // Redisson's first attempt throws without acquireFailed (a fair waiter stays queued)
 	case ok:
 		return true, nil
-	case time.Until(deadline) <= 0:
+	case left() <= 0:
 		return fail(nil)
 	}
 	e, err := r.subscribe(cmdCtx, channel, kind)
@@ -43,7 +46,7 @@ func (r *Redisson) waitFor(ctx context.Context, channel string, kind wakeKind, w
 	}
 	defer r.subs.unsubscribe(e)
 	for {
-		if ctx.Err() != nil || time.Until(deadline) <= 0 {
+		if ctx.Err() != nil || left() <= 0 {
 			return fail(nil)
 		}
 		if ok, ttl, err = attempt(cmdCtx); err != nil {
@@ -54,7 +57,7 @@ func (r *Redisson) waitFor(ctx context.Context, channel string, kind wakeKind, w
 		} else if ok {
 			return true, nil
 		}
-		d := time.Until(deadline)
+		d := left()
 		if d <= 0 {
 			return fail(nil)
 		}

@@ -92,3 +92,14 @@ func TestCompareS8ClockDrift(t *testing.T) {
 		t.Fatalf("redlock-spec %s, fenced %s; want violates and safe", got["redlock-spec/S8"], got["fenced/S8"])
 	}
 }
+
+// S9, a client's wall clock a minute off: the expirable semaphore's permit deadlines are client time, so a
+// second client gets the only permit; the fair lock's waiters, dropped by a client ahead, are granted after
+// later arrivals (its fifo checker); the lock that takes no client time is n/a.
+func TestCompareS9ClientClock(t *testing.T) {
+	t.Parallel() // child lockcheck processes
+	got := cells(t, "naive,pes,fair", "S9")
+	if got["pes/S9"] != "violates" || got["fair/S9"] != "violates" || got["naive/S9"] != "n/a" {
+		t.Fatalf("pes %s, fair %s, naive %s; want violates, violates and n/a", got["pes/S9"], got["fair/S9"], got["naive/S9"])
+	}
+}
