@@ -320,10 +320,15 @@ func (l *Linearizable) Visualize(w io.Writer, h *history.History, notes []Annota
 // used for operations and annotations. A client's own-initiative commands (watchdog renewals, thread 0)
 // get a row of their own.
 func clientIDs(h *history.History) map[string]int {
+	return clientIDsNamed(h, newNames())
+}
+
+func clientIDsNamed(h *history.History, nm *names) map[string]int {
 	ids := map[string]int{}
 	rows := 0 // not len(ids): the clients' own entries would leave empty rows between the threads
-	for _, o := range h.Ops {
-		k := threadName(o.Invoke)
+	for i := range h.Ops {
+		k := nm.thread(&h.Ops[i].Invoke)
+		o := &h.Ops[i]
 		if _, ok := ids[k]; !ok {
 			ids[k] = rows
 			rows++
@@ -333,13 +338,6 @@ func clientIDs(h *history.History) map[string]int {
 		}
 	}
 	return ids
-}
-
-func threadName(r history.Record) string {
-	if r.Thread == 0 {
-		return r.Client + "/watchdog"
-	}
-	return fmt.Sprintf("%s/%d", r.Client, r.Thread)
 }
 
 // MutexOps converts a history's lock commands (acquire, release, renew, expire) for MutexModel.
@@ -354,17 +352,25 @@ func Commands(h *history.History, fs ...string) []porcupine.Operation {
 	for _, f := range fs {
 		want[f] = true
 	}
-	ids := clientIDs(h)
+	nm := newNames()
+	ids := clientIDsNamed(h, nm)
 	volatile := failoverTopology(h)
 	split := splitBrain(h)
 	deadline := unknownDeadline(h)
-	var ops []porcupine.Operation
-	for _, o := range h.Ops {
-		inv := o.Invoke
+	n := 0
+	for i := range h.Ops {
+		if want[h.Ops[i].Invoke.F] {
+			n++
+		}
+	}
+	ops := make([]porcupine.Operation, 0, n) // once: a grown slice of a million leaves its old copies behind
+	for i := range h.Ops {
+		o := &h.Ops[i]
+		inv := &o.Invoke
 		if !want[inv.F] {
 			continue
 		}
-		in := Command{Key: nodeKey(inv), Client: threadName(inv), F: inv.F, Owner: ownerName(inv),
+		in := Command{Key: nm.key(inv), Client: nm.thread(inv), F: inv.F, Owner: nm.owner(inv),
 			Lease: inv.Args["lease_ms"] * int64(time.Millisecond), Call: inv.Time, Return: math.MaxInt64,
 			Replay: inv.Args["attempt"] > 0 || inv.Args["uncertain"] == 1, Fair: inv.Args["fair"] == 1, Read: inv.Args["read"] == 1,
 			N: firstNonZero(inv.Args["permits"], inv.Args["count"]), Volatile: volatile, Watchdog: inv.Args["watchdog"] == 1}
@@ -394,7 +400,7 @@ func Commands(h *history.History, fs ...string) []porcupine.Operation {
 				continue
 			}
 		}
-		ops = append(ops, porcupine.Operation{ClientId: ids[threadName(inv)], Input: in, Output: out,
+		ops = append(ops, porcupine.Operation{ClientId: ids[in.Client], Input: in, Output: out,
 			Call: in.Call, Return: in.Return})
 	}
 	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
