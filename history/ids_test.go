@@ -1,6 +1,7 @@
 package history
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -45,5 +46,28 @@ func TestReadKeepsCopies(t *testing.T) {
 	if len(h.Ops) != 2 || h.Ops[0].Invoke.Client != "c1" || h.Ops[1].Invoke.F != "release" ||
 		h.Ops[0].Complete.Type != Ok || h.Ops[1].Complete.Error != "x" || h.Ops[1].Complete.Time != 5 {
 		t.Fatalf("ops %+v", h.Ops)
+	}
+}
+
+// A fault never stopped runs to the end of the history, also one started twice and stopped once; a
+// stopped one ends at its stop.
+func TestWindowsOpenRunToEnd(t *testing.T) {
+	h := History{
+		Ops: []Operation{{Invoke: Record{Type: Invoke, Time: 50}, Complete: &Record{Type: Ok, Time: 90}}},
+		Faults: []Record{
+			{Type: Fault, F: "pause", Phase: "start", Time: 10, Targets: []string{"n1"}},
+			{Type: Fault, F: "pause", Phase: "start", Time: 20, Targets: []string{"n1"}},
+			{Type: Fault, F: "pause", Phase: "stop", Time: 30, Targets: []string{"n1"}},
+			{Type: Fault, F: "kill", Phase: "start", Time: 40},
+			{Type: Fault, F: "cut", Phase: "start", Time: 41},
+			{Type: Fault, F: "cut", Phase: "stop", Time: 45},
+		},
+	}
+	var got []int64
+	for _, w := range h.Windows() {
+		got = append(got, w.End)
+	}
+	if want := []int64{90, 30, 90, 45}; !slices.Equal(got, want) {
+		t.Fatalf("window ends %v, want %v", got, want)
 	}
 }

@@ -286,9 +286,12 @@ func (h *History) Windows() []Window {
 			delete(openIdx, k)
 		}
 	}
-	end := h.End()
+	end := int64(-1) // read only when a window is open: End reads every record, and checkers ask often
 	for i := range out {
 		if out[i].End < 0 {
+			if end < 0 {
+				end = h.End()
+			}
 			out[i].End = end
 		}
 	}
