@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -340,30 +341,44 @@ func clientIDsNamed(h *history.History, nm *names) map[string]int {
 	return ids
 }
 
+// mutexCommands are the commands MutexModel reads.
+var mutexCommands = []string{"acquire", "release", "renew", "expire"}
+
 // MutexOps converts a history's lock commands (acquire, release, renew, expire) for MutexModel.
 func MutexOps(h *history.History) []porcupine.Operation {
-	return Commands(h, "acquire", "release", "renew", "expire")
+	return Commands(h, mutexCommands...)
 }
 
-// Commands converts the history's commands named fs into model operations. A command that surely did
-// not run is left out; one whose outcome is unknown returns at +infinity.
+// Commands converts the history's commands named fs into model operations, in order of call. A command
+// that surely did not run is left out; one whose outcome is unknown returns at +infinity.
 func Commands(h *history.History, fs ...string) []porcupine.Operation {
-	want := map[string]bool{}
-	for _, f := range fs {
-		want[f] = true
-	}
 	nm := newNames()
 	ids := clientIDsNamed(h, nm)
-	volatile := failoverTopology(h)
-	split := splitBrain(h)
-	deadline := unknownDeadline(h)
-	n := 0
+	n := 0 // an upper bound: a command that surely did not run is left out
 	for i := range h.Ops {
-		if want[h.Ops[i].Invoke.F] {
+		if slices.Contains(fs, h.Ops[i].Invoke.F) {
 			n++
 		}
 	}
 	ops := make([]porcupine.Operation, 0, n) // once: a grown slice of a million leaves its old copies behind
+	eachCommand(h, nm, fs, func(_ int, in Command, out Reply) {
+		ops = append(ops, porcupine.Operation{ClientId: ids[in.Client], Input: in, Output: out,
+			Call: in.Call, Return: in.Return})
+	})
+	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
+	return ops
+}
+
+// eachCommand calls yield with each command named fs that the models read, in the history's order (not
+// sorted by call), and its index in h.Ops: Commands boxes them for porcupine, LostLock groups them.
+func eachCommand(h *history.History, nm *names, fs []string, yield func(i int, in Command, out Reply)) {
+	want := map[string]bool{}
+	for _, f := range fs {
+		want[f] = true
+	}
+	volatile := failoverTopology(h)
+	split := splitBrain(h)
+	deadline := unknownDeadline(h)
 	for i := range h.Ops {
 		o := &h.Ops[i]
 		inv := &o.Invoke
@@ -400,11 +415,8 @@ func Commands(h *history.History, fs ...string) []porcupine.Operation {
 				continue
 			}
 		}
-		ops = append(ops, porcupine.Operation{ClientId: ids[in.Client], Input: in, Output: out,
-			Call: in.Call, Return: in.Return})
+		yield(i, in, out)
 	}
-	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
-	return ops
 }
 
 // unknownSlack covers what can still pass between a client giving up on a command and the command reaching
