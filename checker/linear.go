@@ -94,9 +94,12 @@ func (l *Linearizable) decide(ctx context.Context, parts [][]porcupine.Operation
 		}()
 	}
 	wg.Wait()
-	all := countOps(parts)
-	details := map[string]any{"operations": len(all), "keys": len(parts),
-		"unknown_operations": countUnknown(all), "search": "frontier"}
+	ops, unknown := 0, 0
+	for _, p := range parts {
+		ops, unknown = ops+len(p), unknown+countUnknown(p)
+	}
+	details := map[string]any{"operations": ops, "keys": len(parts),
+		"unknown_operations": unknown, "search": "frontier"}
 	inflight, configs := 0, 0
 	for _, v := range vs {
 		inflight, configs = max(inflight, v.maxInFlight), max(configs, v.maxConfigs)
@@ -173,14 +176,6 @@ func (l *Linearizable) illegal(v keyVerdict, parts [][]porcupine.Operation, deta
 		Secs(c.Call), retText(c.Return), describeStates(l.Model, v.before), flight)
 	return Result{Valid: Invalid, Details: details, Violation: why, At: c.Call, End: min(c.Return, c.Call+1),
 		Summary: fmt.Sprintf("no legal order exists for %d lock commands on %d keys", details["operations"], len(parts))}
-}
-
-func countOps(parts [][]porcupine.Operation) []porcupine.Operation {
-	var all []porcupine.Operation
-	for _, p := range parts {
-		all = append(all, p...)
-	}
-	return all
 }
 
 func countUnknown(ops []porcupine.Operation) int {
