@@ -11,9 +11,15 @@ import (
 // history held until its check ends, all copies of a few hundred strings. The history's own strings are
 // shared, so the lookups cost a hash and no allocation.
 type names struct {
-	threads map[threadID]string
+	threads map[threadID]*threadNames
 	keys    map[[2]string]string
-	owners  map[[2]string]string
+}
+
+// threadNames are a thread's name and its latest owner's: a thread keeps one owner id for long, so
+// comparing it is cheaper than hashing the 40-byte id per command.
+type threadNames struct {
+	name, ownerID, owner string
+	haveOwner            bool
 }
 
 type threadID struct {
@@ -22,19 +28,21 @@ type threadID struct {
 }
 
 func newNames() *names {
-	return &names{threads: map[threadID]string{}, keys: map[[2]string]string{}, owners: map[[2]string]string{}}
+	return &names{threads: map[threadID]*threadNames{}, keys: map[[2]string]string{}}
+}
+
+func (n *names) of(r *history.Record) *threadNames {
+	id := threadID{r.Client, r.Thread}
+	t, ok := n.threads[id]
+	if !ok {
+		t = &threadNames{name: threadName(*r)}
+		n.threads[id] = t
+	}
+	return t
 }
 
 // thread is threadName(r).
-func (n *names) thread(r *history.Record) string {
-	id := threadID{r.Client, r.Thread}
-	s, ok := n.threads[id]
-	if !ok {
-		s = threadName(*r)
-		n.threads[id] = s
-	}
-	return s
-}
+func (n *names) thread(r *history.Record) string { return n.of(r).name }
 
 // key is nodeKey(r).
 func (n *names) key(r *history.Record) string {
@@ -52,13 +60,11 @@ func (n *names) key(r *history.Record) string {
 
 // owner is ownerName(r).
 func (n *names) owner(r *history.Record) string {
-	id := [2]string{r.Client, r.Owner}
-	s, ok := n.owners[id]
-	if !ok {
-		s = ownerName(*r)
-		n.owners[id] = s
+	t := n.of(r)
+	if !t.haveOwner || t.ownerID != r.Owner {
+		t.ownerID, t.owner, t.haveOwner = r.Owner, ownerName(*r), true
 	}
-	return s
+	return t.owner
 }
 
 // threadName names a record's row: client/thread, or client/watchdog for its own-initiative commands.

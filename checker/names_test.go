@@ -54,6 +54,9 @@ func TestNamesMatchPerRecord(t *testing.T) {
 		{Client: "c1", Thread: 0, Key: "k", Node: "n2", Owner: "u:9:write"},
 		{Client: "c2", Thread: 3, Key: "k", Node: "n2", Owner: "permit-1"},
 		{Client: "c1", Thread: 3, Key: "k", Owner: "u:3"},
+		{Client: "c1", Thread: 3, Key: "k", Owner: "v:7"}, // the thread's owner changes, and back
+		{Client: "c1", Thread: 3, Key: "k", Owner: ""},
+		{Client: "c1", Thread: 3, Key: "k", Owner: "u:3"},
 	} {
 		if nm.thread(&r) != threadName(r) || nm.key(&r) != nodeKey(r) || nm.owner(&r) != ownerName(r) {
 			t.Fatalf("%+v: %q %q %q, want %q %q %q", r, nm.thread(&r), nm.key(&r), nm.owner(&r), threadName(r), nodeKey(r), ownerName(r))
