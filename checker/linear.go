@@ -29,7 +29,8 @@ type Linearizable struct {
 	// for wire records, the summary, so a verdict says whether it is about what reached Redis.
 	Level func(h *history.History) string
 	// NoTimeline says no Visualize follows: Check then lets go of the call-ordered commands once they
-	// are split by key (a million commands: 60 MB held through the search for nothing).
+	// are split by key (a million commands: 60 MB held through the search for nothing), and of each
+	// key's commands once the key is found legal.
 	NoTimeline bool
 
 	info     porcupine.LinearizationInfo
@@ -89,6 +90,10 @@ func (l *Linearizable) decide(ctx context.Context, parts [][]porcupine.Operation
 		ctx, cancel = context.WithDeadline(ctx, begin.Add(l.Timeout))
 		defer cancel()
 	}
+	ops, unknown := 0, 0 // counted first: without a timeline, a decided key's commands go as it is decided
+	for _, p := range parts {
+		ops, unknown = ops+len(p), unknown+countUnknown(p)
+	}
 	vs := make([]keyVerdict, len(parts))
 	sem := make(chan struct{}, max(runtime.GOMAXPROCS(0), 1))
 	var wg sync.WaitGroup
@@ -98,13 +103,14 @@ func (l *Linearizable) decide(ctx context.Context, parts [][]porcupine.Operation
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			vs[i] = frontierKey(ctx, l.Model, parts[i])
+			if l.NoTimeline && vs[i].res == porcupine.Ok {
+				// Nothing below reads a legal key's commands: let their boxed inputs and outputs go now
+				// rather than after the last key (a million commands: 100 MB through the whole search).
+				clear(parts[i])
+			}
 		}()
 	}
 	wg.Wait()
-	ops, unknown := 0, 0
-	for _, p := range parts {
-		ops, unknown = ops+len(p), unknown+countUnknown(p)
-	}
 	details := map[string]any{"operations": ops, "keys": len(parts),
 		"unknown_operations": unknown, "search": "frontier"}
 	inflight, configs := 0, 0
