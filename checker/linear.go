@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -27,6 +28,10 @@ type Linearizable struct {
 	// Level, when set, names the records Convert judged ("wire" or "client"): reported in the details and,
 	// for wire records, the summary, so a verdict says whether it is about what reached Redis.
 	Level func(h *history.History) string
+	// NoTimeline says no Visualize follows: Check then lets go of the call-ordered commands once they
+	// are split by key (a million commands: 60 MB held through the search for nothing), and of each
+	// key's commands once the key is found legal.
+	NoTimeline bool
 
 	info     porcupine.LinearizationInfo
 	haveInfo bool
@@ -53,11 +58,15 @@ func (l *Linearizable) Check(ctx context.Context, h *history.History) Result {
 	if parts == nil {
 		parts = [][]porcupine.Operation{ops}
 	}
+	n := len(ops)
+	if l.NoTimeline {
+		ops, l.ops = nil, nil
+	}
 	out := l.decide(ctx, parts, begin)
 	took := time.Since(begin)
 	out.Details.(map[string]any)["check_ms"] = took.Milliseconds()
 	if out.Valid == Valid {
-		out.Summary = fmt.Sprintf("%d lock commands on %d keys have a legal order (%s)", len(ops), len(parts), took.Round(time.Millisecond))
+		out.Summary = fmt.Sprintf("%d lock commands on %d keys have a legal order (%s)", n, len(parts), took.Round(time.Millisecond))
 	}
 	if l.Level != nil {
 		level := l.Level(h)
@@ -81,6 +90,10 @@ func (l *Linearizable) decide(ctx context.Context, parts [][]porcupine.Operation
 		ctx, cancel = context.WithDeadline(ctx, begin.Add(l.Timeout))
 		defer cancel()
 	}
+	ops, unknown := 0, 0 // counted first: without a timeline, a decided key's commands go as it is decided
+	for _, p := range parts {
+		ops, unknown = ops+len(p), unknown+countUnknown(p)
+	}
 	vs := make([]keyVerdict, len(parts))
 	sem := make(chan struct{}, max(runtime.GOMAXPROCS(0), 1))
 	var wg sync.WaitGroup
@@ -90,12 +103,16 @@ func (l *Linearizable) decide(ctx context.Context, parts [][]porcupine.Operation
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			vs[i] = frontierKey(ctx, l.Model, parts[i])
+			if l.NoTimeline && vs[i].res == porcupine.Ok {
+				// Nothing below reads a legal key's commands: let their boxed inputs and outputs go now
+				// rather than after the last key (a million commands: 100 MB through the whole search).
+				clear(parts[i])
+			}
 		}()
 	}
 	wg.Wait()
-	all := countOps(parts)
-	details := map[string]any{"operations": len(all), "keys": len(parts),
-		"unknown_operations": countUnknown(all), "search": "frontier"}
+	details := map[string]any{"operations": ops, "keys": len(parts),
+		"unknown_operations": unknown, "search": "frontier"}
 	inflight, configs := 0, 0
 	for _, v := range vs {
 		inflight, configs = max(inflight, v.maxInFlight), max(configs, v.maxConfigs)
@@ -172,14 +189,6 @@ func (l *Linearizable) illegal(v keyVerdict, parts [][]porcupine.Operation, deta
 		Secs(c.Call), retText(c.Return), describeStates(l.Model, v.before), flight)
 	return Result{Valid: Invalid, Details: details, Violation: why, At: c.Call, End: min(c.Return, c.Call+1),
 		Summary: fmt.Sprintf("no legal order exists for %d lock commands on %d keys", details["operations"], len(parts))}
-}
-
-func countOps(parts [][]porcupine.Operation) []porcupine.Operation {
-	var all []porcupine.Operation
-	for _, p := range parts {
-		all = append(all, p...)
-	}
-	return all
 }
 
 func countUnknown(ops []porcupine.Operation) int {
@@ -284,6 +293,9 @@ func (l *Linearizable) Visualize(w io.Writer, h *history.History, notes []Annota
 	if !l.ran {
 		return fmt.Errorf("visualize before check")
 	}
+	if l.NoTimeline {
+		return fmt.Errorf("visualize after a check that kept no timeline")
+	}
 	ids := clientIDs(h)
 	var anns []porcupine.Annotation
 	for _, n := range notes {
@@ -320,10 +332,15 @@ func (l *Linearizable) Visualize(w io.Writer, h *history.History, notes []Annota
 // used for operations and annotations. A client's own-initiative commands (watchdog renewals, thread 0)
 // get a row of their own.
 func clientIDs(h *history.History) map[string]int {
+	return clientIDsNamed(h, newNames())
+}
+
+func clientIDsNamed(h *history.History, nm *names) map[string]int {
 	ids := map[string]int{}
 	rows := 0 // not len(ids): the clients' own entries would leave empty rows between the threads
-	for _, o := range h.Ops {
-		k := threadName(o.Invoke)
+	for i := range h.Ops {
+		k := nm.thread(&h.Ops[i].Invoke)
+		o := &h.Ops[i]
 		if _, ok := ids[k]; !ok {
 			ids[k] = rows
 			rows++
@@ -335,36 +352,51 @@ func clientIDs(h *history.History) map[string]int {
 	return ids
 }
 
-func threadName(r history.Record) string {
-	if r.Thread == 0 {
-		return r.Client + "/watchdog"
-	}
-	return fmt.Sprintf("%s/%d", r.Client, r.Thread)
-}
+// mutexCommands are the commands MutexModel reads.
+var mutexCommands = []string{"acquire", "release", "renew", "expire"}
 
 // MutexOps converts a history's lock commands (acquire, release, renew, expire) for MutexModel.
 func MutexOps(h *history.History) []porcupine.Operation {
-	return Commands(h, "acquire", "release", "renew", "expire")
+	return Commands(h, mutexCommands...)
 }
 
-// Commands converts the history's commands named fs into model operations. A command that surely did
-// not run is left out; one whose outcome is unknown returns at +infinity.
+// Commands converts the history's commands named fs into model operations, in order of call. A command
+// that surely did not run is left out; one whose outcome is unknown returns at +infinity.
 func Commands(h *history.History, fs ...string) []porcupine.Operation {
+	nm := newNames()
+	ids := clientIDsNamed(h, nm)
+	n := 0 // an upper bound: a command that surely did not run is left out
+	for i := range h.Ops {
+		if slices.Contains(fs, h.Ops[i].Invoke.F) {
+			n++
+		}
+	}
+	ops := make([]porcupine.Operation, 0, n) // once: a grown slice of a million leaves its old copies behind
+	eachCommand(h, nm, fs, func(_ int, in Command, out Reply) {
+		ops = append(ops, porcupine.Operation{ClientId: ids[in.Client], Input: in, Output: out,
+			Call: in.Call, Return: in.Return})
+	})
+	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
+	return ops
+}
+
+// eachCommand calls yield with each command named fs that the models read, in the history's order (not
+// sorted by call), and its index in h.Ops: Commands boxes them for porcupine, LostLock groups them.
+func eachCommand(h *history.History, nm *names, fs []string, yield func(i int, in Command, out Reply)) {
 	want := map[string]bool{}
 	for _, f := range fs {
 		want[f] = true
 	}
-	ids := clientIDs(h)
 	volatile := failoverTopology(h)
 	split := splitBrain(h)
 	deadline := unknownDeadline(h)
-	var ops []porcupine.Operation
-	for _, o := range h.Ops {
-		inv := o.Invoke
+	for i := range h.Ops {
+		o := &h.Ops[i]
+		inv := &o.Invoke
 		if !want[inv.F] {
 			continue
 		}
-		in := Command{Key: nodeKey(inv), Client: threadName(inv), F: inv.F, Owner: ownerName(inv),
+		in := Command{Key: nm.key(inv), Client: nm.thread(inv), F: inv.F, Owner: nm.owner(inv),
 			Lease: inv.Args["lease_ms"] * int64(time.Millisecond), Call: inv.Time, Return: math.MaxInt64,
 			Replay: inv.Args["attempt"] > 0 || inv.Args["uncertain"] == 1, Fair: inv.Args["fair"] == 1, Read: inv.Args["read"] == 1,
 			N: firstNonZero(inv.Args["permits"], inv.Args["count"]), Volatile: volatile, Watchdog: inv.Args["watchdog"] == 1}
@@ -394,11 +426,8 @@ func Commands(h *history.History, fs ...string) []porcupine.Operation {
 				continue
 			}
 		}
-		ops = append(ops, porcupine.Operation{ClientId: ids[threadName(inv)], Input: in, Output: out,
-			Call: in.Call, Return: in.Return})
+		yield(i, in, out)
 	}
-	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
-	return ops
 }
 
 // unknownSlack covers what can still pass between a client giving up on a command and the command reaching

@@ -14,6 +14,7 @@ func runCheckers(ctx context.Context, h *history.History, lin *checker.Lineariza
 	if !noTimeline || len(cs) == 0 || cs[0] != checker.Checker(lin) {
 		return checker.Run(ctx, h, cs...)
 	}
+	lin.NoTimeline = true
 	first, v1 := checker.Run(ctx, h, lin)
 	*lin = checker.Linearizable{}
 	rest, v2 := checker.Run(ctx, h, cs[1:]...)

@@ -168,8 +168,9 @@ func secs(ns int64) float64 { return math.Round(float64(ns)/1e6) / 1e3 }
 
 func build(in Input) data {
 	r, h := in.Results, in.History
+	end := h.End() // once: it reads every record (never negative)
 	d := data{Verdict: r.Valid.String(), Lock: r.Lock, Topology: r.Topology, Nemesis: r.Nemesis, Seed: r.Seed,
-		Client: in.Client, Duration: secs(h.End()), Notes: r.Notes, Plan: r.Plan, Versions: r.Versions,
+		Client: in.Client, Duration: secs(end), Notes: r.Notes, Plan: r.Plan, Versions: r.Versions,
 		Links: in.Links, Truncated: r.Truncated}
 	if len(in.Command) > 0 {
 		d.Command = shellJoin(in.Command)
@@ -202,11 +203,11 @@ func build(in Input) data {
 	// One bin a second; a run longer than maxBins seconds (a crafted history can claim a century) gets wider
 	// ones, so that the page stays small whatever the history says.
 	width := int64(time.Second)
-	if end := max(h.End(), 0); end/width >= maxBins {
+	if end/width >= maxBins {
 		width = end/maxBins + 1
 	}
 	d.Bin = float64(width) / 1e9
-	bins := int(max(h.End(), 0)/width) + 1
+	bins := int(end/width) + 1
 	b := binner{width, bins}
 	d.Rate = rates(h, b)
 	d.Latency = latencies(h, b)
