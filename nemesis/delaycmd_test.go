@@ -9,7 +9,6 @@ import (
 
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/topology"
-	"github.com/redis/go-redis/v9"
 )
 
 // delay-pexpire on a real node: a held client's PEXPIRE waits at its proxy until the heal while its other
@@ -25,16 +24,7 @@ func TestDelayPexpireOnARealNode(t *testing.T) {
 	}
 	targets = targets[:1] // as a release by c2 aims it (TestDelayPexpireLeavesTheReleaserOut): c1's link only
 	held, free := "c1", "c2"
-	client := func(name string) *redis.Client {
-		c := redis.NewClient(&redis.Options{Addr: topo.Link(name, "n1").Addr(), Password: topo.Password,
-			MaxRetries: -1, ReadTimeout: 20 * time.Second, Protocol: 2, DisableIdentity: true})
-		t.Cleanup(func() { c.Close() })
-		if err := c.Ping(ctx).Err(); err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	hc, fc := client(held), client(free)
+	hc, fc := linkClient(t, topo, held), linkClient(t, topo, free)
 	direct := admin(topo, "n1")
 	defer direct.Close()
 	if _, err := f.Start(ctx, env, targets); err != nil {

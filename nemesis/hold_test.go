@@ -11,7 +11,6 @@ import (
 	"github.com/lockcheck/lockcheck/node/clockshift"
 	"github.com/lockcheck/lockcheck/runner"
 	"github.com/lockcheck/lockcheck/topology"
-	"github.com/redis/go-redis/v9"
 )
 
 // hold-replies (S2) on a real node: every client's links are held; a held client's SET applies at once, its
@@ -24,12 +23,7 @@ func TestHoldRepliesOnARealNode(t *testing.T) {
 	if !reflect.DeepEqual(targets, []string{"c1->n1", "c2->n1"}) {
 		t.Fatalf("targets %v, want every client's link to the one node", targets)
 	}
-	held := redis.NewClient(&redis.Options{Addr: topo.Link("c1", "n1").Addr(), Password: topo.Password, MaxRetries: -1,
-		ReadTimeout: 20 * time.Second, Protocol: 2, DisableIdentity: true})
-	defer held.Close()
-	if err := held.Ping(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
+	held := linkClient(t, topo, "c1")
 	direct := admin(topo, "n1")
 	defer direct.Close()
 	if _, err := f.Start(ctx, env, targets); err != nil {

@@ -127,3 +127,16 @@ func TestPartitionNodesOnCluster(t *testing.T) {
 		t.Fatal("n3 did not rejoin as a replica after the heal")
 	}
 }
+
+// linkClient is client name's connection to n1 through its link (so a fault on the link reaches it), with
+// no retries and a read timeout longer than any fault here; closed when the test ends.
+func linkClient(t *testing.T, topo *topology.Topology, name string) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: topo.Link(name, "n1").Addr(), Password: topo.Password,
+		MaxRetries: -1, ReadTimeout: 20 * time.Second, Protocol: 2, DisableIdentity: true})
+	t.Cleanup(func() { c.Close() })
+	if err := c.Ping(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
