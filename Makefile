@@ -37,9 +37,9 @@ demo: deps build
 smoke: deps build
 	./$(BIN) suite examples/suites/smoke.yaml --junit results/smoke.xml
 
-# The catalog of reproduced bugs (lockcheck repro list), both sides of each on 3 seeds, with JUnit.
+# The catalog of reproduced bugs (lockcheck repro list), both sides of each on 3 seeds, two runs at a time, with JUnit.
 repro: deps build
-	./$(BIN) repro --all --seeds 3 --junit results/repro.xml
+	./$(BIN) repro --all --seeds 3 --parallel 2 --junit results/repro.xml
 
 # lockcheck bisect end to end on the registries' release lists: redis-py 2.10.0..3.2.0 and Redisson
 # 3.16.0..3.17.0 each name their fix release (17 minutes here with fresh builds: real builds and runs per step).
