@@ -12,7 +12,7 @@ import (
 func cells(t *testing.T, locks, scenarios string, extra ...string) map[string]string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "cmp")
-	args := append([]string{"compare", "--locks", locks, "--scenarios", scenarios, "--seeds", "1", "--results", dir}, extra...)
+	args := append([]string{"compare", "--locks", locks, "--scenarios", scenarios, "--seeds", "1", "--parallel", "1", "--results", dir}, extra...)
 	code, out, errs := runSuite(t, args...)
 	if code != exitValid {
 		t.Fatalf("exit %d, want 0 (a complete table)\n%s\n%s", code, out, errs)

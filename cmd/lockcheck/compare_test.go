@@ -15,7 +15,7 @@ func TestCompareTable(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "cmp")
 	spec := filepath.Join("..", "..", "examples", "locks", "setnx.yaml")
 	code, out, errs := runSuite(t, "compare", "--locks", "naive,rlock-sentinel", "--scenarios", "S4,S6", "--seeds", "1",
-		"--lock-spec", spec, "--results", dir)
+		"--lock-spec", spec, "--parallel", "1", "--results", dir)
 	if code != exitValid && code != exitUnknown {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
