@@ -2,13 +2,8 @@ package nemesis_test
 
 import (
 	"context"
-	"math/rand/v2"
-	"reflect"
 	"testing"
 	"time"
-
-	"github.com/lockcheck/lockcheck/nemesis"
-	"github.com/lockcheck/lockcheck/topology"
 )
 
 // delay-pexpire on a real node: a held client's PEXPIRE waits at its proxy until the heal while its other
@@ -16,12 +11,7 @@ import (
 // it applies, and its caller hears.
 func TestDelayPexpireOnARealNode(t *testing.T) {
 	ctx := context.Background()
-	topo, env := realEnv(t, topology.Single)
-	f := nemesis.Lookup("delay-pexpire")
-	targets := f.Targets(rand.New(rand.NewPCG(1, 1)), env)
-	if !reflect.DeepEqual(targets, []string{"c1->n1", "c2->n1"}) {
-		t.Fatalf("targets %v, want every client's link to the one node", targets)
-	}
+	topo, env, f, targets := everyLinkFault(t, "delay-pexpire")
 	targets = targets[:1] // as a release by c2 aims it (TestDelayPexpireLeavesTheReleaserOut): c1's link only
 	held, free := "c1", "c2"
 	hc, fc := linkClient(t, topo, held), linkClient(t, topo, free)

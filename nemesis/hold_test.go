@@ -3,7 +3,6 @@ package nemesis_test
 import (
 	"context"
 	"math/rand/v2"
-	"reflect"
 	"testing"
 	"time"
 
@@ -17,12 +16,7 @@ import (
 // reply comes only after the fault ends.
 func TestHoldRepliesOnARealNode(t *testing.T) {
 	ctx := context.Background()
-	topo, env := realEnv(t, topology.Single)
-	f := nemesis.Lookup("hold-replies")
-	targets := f.Targets(rand.New(rand.NewPCG(1, 1)), env)
-	if !reflect.DeepEqual(targets, []string{"c1->n1", "c2->n1"}) {
-		t.Fatalf("targets %v, want every client's link to the one node", targets)
-	}
+	topo, env, f, targets := everyLinkFault(t, "hold-replies")
 	held := linkClient(t, topo, "c1")
 	direct := admin(topo, "n1")
 	defer direct.Close()

@@ -2,6 +2,8 @@ package nemesis_test
 
 import (
 	"context"
+	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -139,4 +141,16 @@ func linkClient(t *testing.T, topo *topology.Topology, name string) *redis.Clien
 		t.Fatal(err)
 	}
 	return c
+}
+
+// everyLinkFault is fault on a single node with two clients, and the targets it draws: every client's link.
+func everyLinkFault(t *testing.T, fault string) (*topology.Topology, *nemesis.Env, nemesis.Fault, []string) {
+	t.Helper()
+	topo, env := realEnv(t, topology.Single)
+	f := nemesis.Lookup(fault)
+	targets := f.Targets(rand.New(rand.NewPCG(1, 1)), env)
+	if !reflect.DeepEqual(targets, []string{"c1->n1", "c2->n1"}) {
+		t.Fatalf("targets %v, want every client's link to the one node", targets)
+	}
+	return topo, env, f, targets
 }
