@@ -1,18 +1,15 @@
 package network
 
 import (
-	"bytes"
-	"crypto/sha1"
-	"encoding/hex"
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/Shopify/toxiproxy/v2/stream"
 	"github.com/Shopify/toxiproxy/v2/toxics"
+	"github.com/lockcheck/lockcheck/network/wire"
 )
 
 // HoldCommand holds, until the heal, every command on the link that runs command (a name such as PEXPIRE)
@@ -89,7 +86,7 @@ func (t *holdCommand) take(s *heldCommands, data []byte) []byte {
 	s.partial = append(s.partial, data...)
 	var out []byte
 	for len(s.partial) > 0 {
-		n, args, err := frameCommand(s.partial)
+		n, args, err := wire.FrameCommand(s.partial)
 		if err != nil { // not a command stream we can split: do not hold what we cannot read
 			s.bad = true
 			out = append(out, s.partial...)
@@ -144,8 +141,7 @@ func scriptRuns(text []byte) string {
 		return ""
 	}
 	name := strings.ToUpper(string(m[1]))
-	h := sha1.Sum(text)
-	scripts.Store(hex.EncodeToString(h[:]), name)
+	scripts.Store(wire.SHA(string(text)), name)
 	return name
 }
 
@@ -166,55 +162,4 @@ func runs(args [][]byte, name string) bool {
 		scriptRuns(args[2]) // learned, not held: loading runs nothing
 	}
 	return false
-}
-
-// frameCommand reads one client command at the start of b: its length and words. n is 0 when b does not
-// hold a whole command yet; err when b is not a command (a client sends arrays of bulk strings, or an
-// inline line).
-func frameCommand(b []byte) (n int, args [][]byte, err error) {
-	if b[0] != '*' {
-		i := bytes.IndexByte(b, '\n')
-		if i < 0 {
-			if len(b) > 64<<10 {
-				return 0, nil, fmt.Errorf("inline command too long")
-			}
-			return 0, nil, nil
-		}
-		return i + 1, bytes.Fields(b[:i]), nil
-	}
-	count, p, ok, err := header(b, 0, '*')
-	if !ok || err != nil {
-		return 0, nil, err
-	}
-	for range count {
-		size, q, ok, err := header(b, p, '$')
-		if !ok || err != nil {
-			return 0, nil, err
-		}
-		if len(b) < q+size+2 {
-			return 0, nil, nil
-		}
-		args = append(args, b[q:q+size])
-		p = q + size + 2
-	}
-	return p, args, nil
-}
-
-// header reads "<kind><int>\r\n" at b[p:]: the int and where the next part starts; ok false if incomplete.
-func header(b []byte, p int, kind byte) (v, next int, ok bool, err error) {
-	if p >= len(b) {
-		return 0, 0, false, nil
-	}
-	if b[p] != kind {
-		return 0, 0, false, fmt.Errorf("want %q at %d, have %q", kind, p, b[p])
-	}
-	i := bytes.IndexByte(b[p:], '\n')
-	if i < 0 {
-		return 0, 0, false, nil
-	}
-	v, err = strconv.Atoi(string(bytes.TrimRight(b[p+1:p+i], "\r")))
-	if err != nil || v < 0 || v > 512<<20 {
-		return 0, 0, false, fmt.Errorf("bad length at %d", p)
-	}
-	return v, p + i + 1, true, nil
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"strings"
 	"testing"
+
+	"github.com/lockcheck/lockcheck/network/wire"
 )
 
 // The framer splits a client's stream into whole commands, waits for the rest of a partial one, and calls
@@ -26,7 +28,7 @@ func TestFrameCommand(t *testing.T) {
 		{in: "*x\r\n", bad: true},
 		{in: "*1\r\n$-1\r\n", bad: true},
 	} {
-		n, args, err := frameCommand([]byte(tc.in))
+		n, args, err := wire.FrameCommand([]byte(tc.in))
 		var words []string
 		for _, a := range args {
 			words = append(words, string(a))

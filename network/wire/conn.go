@@ -155,13 +155,10 @@ func (c *Conn) command(v Value) {
 		c.giveUp(errors.New("client sent a command that is not an array of strings"))
 		return
 	}
-	args := make([][]byte, 0, len(v.Elems))
-	for _, e := range v.Elems {
-		if e.Kind != Bulk || e.Nil {
-			c.giveUp(errors.New("client sent a command that is not an array of bulk strings"))
-			return
-		}
-		args = append(args, e.Str)
+	args, err := words(v)
+	if err != nil {
+		c.giveUp(err)
+		return
 	}
 	cmd := &Command{Name: strings.ToLower(string(args[0])), Args: args[1:], Seen: c.now()}
 	if why, ok := unfollowable[cmd.Name]; ok {

@@ -275,3 +275,35 @@ func (p *parser) value(depth int) (Value, error) {
 	}
 	return Value{}, fmt.Errorf("unknown type byte %q", byte(k))
 }
+
+// words are a client command's words: its elements, each a bulk string.
+func words(v Value) ([][]byte, error) {
+	args := make([][]byte, 0, len(v.Elems))
+	for _, e := range v.Elems {
+		if e.Kind != Bulk || e.Nil {
+			return nil, errors.New("client sent a command that is not an array of bulk strings")
+		}
+		args = append(args, e.Str)
+	}
+	return args, nil
+}
+
+// FrameCommand reads one client command at the start of b, as the tap's decoder does: its length in bytes
+// and its words. n is 0 while b holds only part of one; err when b is no command stream (a client sends
+// arrays of bulk strings, or inline lines). The hold-command toxic splits a connection's stream with it.
+func FrameCommand(b []byte) (n int, args [][]byte, err error) {
+	p := parser{b: b}
+	v, err := p.next(true)
+	switch {
+	case err == errIncomplete:
+		return 0, nil, nil
+	case err != nil:
+		return 0, nil, err
+	case v.Nil:
+		return 0, nil, errors.New("client sent a null array")
+	}
+	if args, err = words(v); err != nil {
+		return 0, nil, err
+	}
+	return p.off, args, nil
+}
