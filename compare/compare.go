@@ -132,9 +132,9 @@ var Scenarios = []Scenario{
 		Why:     "clock-drift: a majority of the nodes' clocks run 25 % fast (clockshift's drift mode: a rate, not a jump) for 6 s, so a 2 s lease there ends after 1.6 s, while holds last 1.5-1.9 s, inside the lease as the client counts it",
 		Predict: map[Class]string{OneNode: NotApplicable, Replicated: NotApplicable, Redlock: Violates, RedissonRL: Violates, Fenced: Safe}},
 	{ID: "S9", Name: "client clock skew", Time: "10s",
-		Args:  []string{"--nemesis", "client-clock", "--nemesis-interval", "500ms", "--nemesis-duration", "1s"},
+		Args:  []string{"--nemesis", "client-clock", "--nemesis-trigger", "--nemesis-interval", "500ms", "--nemesis-duration", "1s"},
 		Needs: func(l Lock) bool { return slices.Contains(l.Only, "S9") },
-		Why: "client-clock: one client's wall clock jumps a minute ahead or behind (the sign drawn per fault, about six faults a run) for 1 s; " +
+		Why: "client-clock, fired by an arrival: the client just beginning a tryLock or tryAcquire has its wall clock jump a minute ahead or behind (the sign drawn per fault, about six faults a run) for 1 s; " +
 			"the expirable semaphore's permit deadlines and the fair lock's waiter deadlines are that client's time, so a client ahead reclaims " +
 			"others' live permits or purges live waiters, one behind stamps deadlines already past (rows whose scripts take no client time: n/a)",
 		Predict: map[Class]string{Replicated: Violates}},

@@ -67,6 +67,11 @@ func init() {
 	RegisterTrigger(Trigger{Name: "release", About: "a caller's unlock was just acknowledged (the lock is free)",
 		Match: func(e Event) bool { return e.F == "unlock" && e.Type == "ok" }})
 
+	// arrival: a caller begins a tryLock (or a semaphore's tryAcquire), before its first command, so the
+	// first script it runs is the one a fault fired here affects.
+	RegisterTrigger(Trigger{Name: "arrival", About: "a caller begins a tryLock or tryAcquire, before its first command",
+		Match: func(e Event) bool { return e.Type == "invoke" && (e.F == "tryLock" || e.F == "tryAcquire") }})
+
 	RegisterTriggered("client-pause", "grant", func(ev Event, _ []string) []string { return []string{ev.Client} })
 	RegisterTriggered("clock", "grant", holderNodes)
 	RegisterTriggered("clock-strobe", "grant", holderNodes)
@@ -74,6 +79,7 @@ func init() {
 	// the lock there before the fault heals; right after a release the lock is free on both sides of it.
 	RegisterTriggered("failover", "release", keepHolder)
 	RegisterTriggered("drop-reply", "unlock", callerLinks)
+	RegisterTriggered("client-clock", "arrival", callerClock)
 	triggeredBy["lagging-failover"] = triggered{trigger: "grant", phase: true,
 		aim: func(_ Event, planned []string) []string { return planned }}
 	triggeredBy["stalled-failover"] = triggeredBy["lagging-failover"]
@@ -119,6 +125,21 @@ func keepHolder(ev Event, planned []string) []string {
 	}
 	for _, c := range kept {
 		out = append(out, "keep:"+c)
+	}
+	return out
+}
+
+// callerClock moves a client-clock fault ("c2@+1m0s") from the planned client to the caller, keeping the
+// drawn shift: a caller that arrives with its clock ahead purges the waiters or permits it sees as lapsed,
+// one behind stamps a deadline already past.
+func callerClock(ev Event, planned []string) []string {
+	var out []string
+	for _, t := range planned {
+		_, shift, ok := strings.Cut(t, "@")
+		if !ok || ev.Client == "" {
+			return planned
+		}
+		out = append(out, ev.Client+"@"+shift)
 	}
 	return out
 }

@@ -156,6 +156,23 @@ func TestTriggerAim(t *testing.T) {
 	if a := callerLinks(got, []string{"c1->n1", "c1->n2"}); !reflect.DeepEqual(a, []string{"c3->n1", "c3->n2"}) {
 		t.Fatalf("drop-reply aimed at %v", a)
 	}
+	if a := callerClock(got, []string{"c1@-1m0s"}); !reflect.DeepEqual(a, []string{"c3@-1m0s"}) {
+		t.Fatalf("client-clock aimed at %v", a)
+	}
+}
+
+// The arrival trigger fires as a tryLock or a semaphore's tryAcquire begins, not at its end nor at others'.
+func TestArrivalTrigger(t *testing.T) {
+	h := NewTriggers()
+	var got []Event
+	_, _ = h.arm("arrival", 1, nil, func(ev Event) { got = append(got, ev) })
+	h.Observe(Event{Type: "ok", F: "tryLock", Client: "c1", Key: "k"})
+	h.Observe(Event{Type: "invoke", F: "unlock", Client: "c1", Key: "k"})
+	h.Observe(Event{Type: "invoke", F: "tryLock", Client: "c2", Key: "k"}) // skipped
+	h.Observe(Event{Type: "invoke", F: "tryAcquire", Client: "c5", Key: "s"})
+	if len(got) != 1 || got[0].Client != "c5" {
+		t.Fatalf("fired at %+v, want c5's tryAcquire (the second arrival)", got)
+	}
 }
 
 // A latch's countDown is its release: the unlock trigger fires as one begins (the emulation's name and the
