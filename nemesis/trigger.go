@@ -19,6 +19,9 @@ type Event struct {
 	F      string // tryLock and unlock (the caller's), acquire and release (the lock's commands)
 	// Nodes are, on a grant, the nodes whose acquire for this owner and key succeeded since its tryLock began.
 	Nodes []string
+	// Nested: a reentrant tryLock or unlock inside the caller's own hold (set by the caller on its invoke;
+	// the hub carries it to the completion). Such a grant or release changes no holder, so no trigger fires.
+	Nested bool
 }
 
 // Trigger is a kind of lock event that can fire a fault (--nemesis-trigger), registered by name.
@@ -57,20 +60,20 @@ func RegisterTriggered(fault, trigger string, aim func(Event, []string) []string
 func init() {
 	// grant: a caller was just granted the lock (its tryLock returned true), before it goes on.
 	RegisterTrigger(Trigger{Name: "grant", About: "a caller was just granted the lock, before its critical section",
-		Match: func(e Event) bool { return e.F == "tryLock" && e.Type == "ok" }})
+		Match: func(e Event) bool { return e.F == "tryLock" && e.Type == "ok" && !e.Nested }})
 	// unlock: a caller is about to unlock (its unlock began, its first command not sent yet); a latch's
 	// countDown is its release, so it fires there too (Redisson #3850: a resent countDown).
 	RegisterTrigger(Trigger{Name: "unlock", About: "a caller begins its unlock or countDown, before its first command",
-		Match: func(e Event) bool { return e.Type == "invoke" && slices.Contains(releases, e.F) }})
+		Match: func(e Event) bool { return e.Type == "invoke" && slices.Contains(releases, e.F) && !e.Nested }})
 
 	// release: a caller's unlock was just acknowledged: the lock is free on the primary and its replicas.
 	RegisterTrigger(Trigger{Name: "release", About: "a caller's unlock was just acknowledged (the lock is free)",
-		Match: func(e Event) bool { return e.F == "unlock" && e.Type == "ok" }})
+		Match: func(e Event) bool { return e.F == "unlock" && e.Type == "ok" && !e.Nested }})
 
 	// arrival: a caller begins a tryLock (or a semaphore's tryAcquire), before its first command, so the
 	// first script it runs is the one a fault fired here affects.
 	RegisterTrigger(Trigger{Name: "arrival", About: "a caller begins a tryLock or tryAcquire, before its first command",
-		Match: func(e Event) bool { return e.Type == "invoke" && (e.F == "tryLock" || e.F == "tryAcquire") }})
+		Match: func(e Event) bool { return e.Type == "invoke" && (e.F == "tryLock" || e.F == "tryAcquire") && !e.Nested }})
 
 	RegisterTriggered("client-pause", "grant", func(ev Event, _ []string) []string { return []string{ev.Client} })
 	RegisterTriggered("clock", "grant", holderNodes)
@@ -166,6 +169,8 @@ type Triggers struct {
 	mu    sync.Mutex
 	armed *arming
 	held  map[string][]string // owner/key -> nodes whose acquire succeeded since its tryLock began
+	// nested: owner/key/call whose reentrant call is in flight (an owner makes one call at a time per key)
+	nested map[string]bool
 }
 
 type arming struct {
@@ -176,13 +181,20 @@ type arming struct {
 }
 
 // NewTriggers returns a hub with nothing armed.
-func NewTriggers() *Triggers { return &Triggers{held: map[string][]string{}} }
+func NewTriggers() *Triggers { return &Triggers{held: map[string][]string{}, nested: map[string]bool{}} }
 
 // Observe takes one event. It is cheap when nothing is armed.
 func (t *Triggers) Observe(ev Event) {
 	k := ev.Owner + "\x00" + ev.Key
 	t.mu.Lock()
+	if call := k + "\x00" + ev.F; ev.Type == "invoke" && ev.Nested {
+		t.nested[call] = true
+	} else if ev.Type != "invoke" && t.nested[call] {
+		ev.Nested = true
+		delete(t.nested, call)
+	}
 	switch {
+	case ev.Nested: // the outer hold's nodes stay as they are
 	case ev.F == "tryLock" && ev.Type == "invoke":
 		delete(t.held, k)
 	case ev.F == "acquire" && ev.Type == "ok" && ev.Node != "":

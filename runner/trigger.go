@@ -19,7 +19,7 @@ func observeTriggers(plan nemesis.Plan, env *nemesis.Env, rec *history.Recorder)
 				return
 			}
 			hub.Observe(nemesis.Event{Time: rec.Clock.Now(), Type: string(r.Type), Client: r.Client, Key: r.Key,
-				Owner: r.Owner, Node: r.Node, F: r.F})
+				Owner: r.Owner, Node: r.Node, F: r.F, Nested: r.Args["nested"] > 0})
 		})
 		return
 	}
