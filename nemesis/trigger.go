@@ -73,7 +73,9 @@ func init() {
 	// arrival: a caller begins a tryLock (or a semaphore's tryAcquire), before its first command, so the
 	// first script it runs is the one a fault fired here affects.
 	RegisterTrigger(Trigger{Name: "arrival", About: "a caller begins a tryLock or tryAcquire, before its first command",
-		Match: func(e Event) bool { return e.Type == "invoke" && (e.F == "tryLock" || e.F == "tryAcquire") && !e.Nested }})
+		Match: func(e Event) bool {
+			return e.Type == "invoke" && (e.F == "tryLock" || e.F == "tryAcquire") && !e.Nested
+		}})
 
 	RegisterTriggered("client-pause", "grant", func(ev Event, _ []string) []string { return []string{ev.Client} })
 	RegisterTriggered("clock", "grant", holderNodes)
@@ -181,7 +183,9 @@ type arming struct {
 }
 
 // NewTriggers returns a hub with nothing armed.
-func NewTriggers() *Triggers { return &Triggers{held: map[string][]string{}, nested: map[string]bool{}} }
+func NewTriggers() *Triggers {
+	return &Triggers{held: map[string][]string{}, nested: map[string]bool{}}
+}
 
 // Observe takes one event. It is cheap when nothing is armed.
 func (t *Triggers) Observe(ev Event) {
