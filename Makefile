@@ -49,11 +49,11 @@ bisect: deps build
 test: deps
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 40m ./...
-	$(GO) test -run '^$$' -fuzz FuzzRead -fuzztime 10s ./history/
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 10s ./lockspec/
-	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 10s ./locks/worker/
-	$(GO) test -run '^$$' -fuzz FuzzServe -fuzztime 10s ./workers/sdk/
-	$(GO) test -run '^$$' -fuzz FuzzDecoder -fuzztime 10s ./network/wire/
+	$(GO) test -run '^$$' -fuzz FuzzRead -fuzztime 5s ./history/
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 5s ./lockspec/
+	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 5s ./locks/worker/
+	$(GO) test -run '^$$' -fuzz FuzzServe -fuzztime 5s ./workers/sdk/
+	$(GO) test -run '^$$' -fuzz FuzzDecoder -fuzztime 5s ./network/wire/
 
 # The chaos tests that make test runs on one seed, on every seed their verdict was shown on.
 test-all-seeds: deps
@@ -67,7 +67,7 @@ bench: deps
 # The differential check of the Go emulation against the real Redisson (--client redisson,go): every
 # primitive of the suite on every topology it supports, fault-free, plus the wake-up tests across the two.
 differential: deps
-	LOCKCHECK_DIFFERENTIAL=1 $(GO) test -count=1 -timeout 60m -v -run 'TestDifferentialMatrix|TestMixedWaitersAreWoken|TestMixedWakeUpControl' ./cmd/lockcheck/
+	LOCKCHECK_DIFFERENTIAL=1 $(GO) test -count=1 -timeout 60m -v -run 'TestDifferentialMatrix|TestMixedWaitersAreWoken|TestMixedWakeUpControl|TestRedissonEveryLockIsValid' ./cmd/lockcheck/
 
 # No false alarms: fault-free runs of every emulated lock and seeds of every combination that must be safe,
 # all through bin/lockcheck; prints the run count and names each invalid run with its command. Long (see

@@ -134,34 +134,29 @@ func keepHolder(ev Event, planned []string) []string {
 	return out
 }
 
+// callerLinks moves a link fault from the planned client's links to the caller's links to the same nodes.
+var callerLinks = toCaller("->")
+
 // callerClock moves a client-clock fault ("c2@+1m0s") from the planned client to the caller, keeping the
 // drawn shift: a caller that arrives with its clock ahead purges the waiters or permits it sees as lapsed,
 // one behind stamps a deadline already past.
-func callerClock(ev Event, planned []string) []string {
-	var out []string
-	for _, t := range planned {
-		_, shift, ok := strings.Cut(t, "@")
-		if !ok || ev.Client == "" {
-			return planned
-		}
-		out = append(out, ev.Client+"@"+shift)
-	}
-	return out
-}
+var callerClock = toCaller("@")
 
-// callerLinks moves a link fault from the planned client's links to the caller's links to the same nodes.
-func callerLinks(ev Event, planned []string) []string {
-	var out []string
-	for _, t := range planned {
-		_, n, ok := strings.Cut(t, "->")
-		if !ok || ev.Client == "" {
-			return planned
+// toCaller aims targets named "<client><sep><rest>" at the event's caller, keeping each rest.
+func toCaller(sep string) func(Event, []string) []string {
+	return func(ev Event, planned []string) []string {
+		var out []string
+		for _, t := range planned {
+			_, rest, ok := strings.Cut(t, sep)
+			if !ok || ev.Client == "" {
+				return planned
+			}
+			if x := ev.Client + sep + rest; !slices.Contains(out, x) {
+				out = append(out, x)
+			}
 		}
-		if l := ev.Client + "->" + n; !slices.Contains(out, l) {
-			out = append(out, l)
-		}
+		return out
 	}
-	return out
 }
 
 // Triggers receives the stream of lock events and fires at most one armed fault at a time: the first

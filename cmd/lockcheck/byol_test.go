@@ -229,6 +229,7 @@ func TestLockSpecExamplesUnderFaults(t *testing.T) {
 		{"setnx.yaml", "partition,kill", "1"}, {"setnx.yaml", "partition,kill", "2"}, {"rwlock.yaml", "partition", "1"},
 	} {
 		t.Run(tc.spec+"/"+tc.nemesis+"/"+tc.seed, func(t *testing.T) {
+			t.Parallel() // 10 s runs that mostly wait: two at a time
 			args := []string{"run", "--lock-spec", filepath.Join("..", "..", "examples", "locks", tc.spec),
 				"--nemesis", tc.nemesis, "--nemesis-interval", "2s", "--nemesis-duration", "1s",
 				"--time", "10s", "--quiet", "2s", "--seed", tc.seed}

@@ -105,6 +105,7 @@ func TestFaultRunsHeal(t *testing.T) {
 	for _, nem := range []string{"partition", "partition-node", "partition-halves", "partition-ring", "kill", "latency",
 		"drop-reply", "pause", "client-pause", "client-clock"} {
 		t.Run(nem, func(t *testing.T) {
+			t.Parallel() // 6 s runs that mostly wait: two at a time
 			code, dir := run(t, "run", "--lock", "reentrant", "--nemesis", nem, "--nemesis-interval", "1s",
 				"--nemesis-duration", "1s", "--time", "6s", "--quiet", "2s", "--persistence", "always", "--seed", "5")
 			if code != exitValid {
