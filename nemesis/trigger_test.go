@@ -165,25 +165,23 @@ func TestTriggerAim(t *testing.T) {
 // would arm a client-pause for the caller's next outer grant, which may come seconds later (a CI run's
 // client-pause, fired by a nested grant, froze nobody); its release frees nothing.
 func TestNestedCallsFireNoTrigger(t *testing.T) {
-	for _, tr := range []string{"grant", "unlock", "release", "arrival"} {
+	for _, tc := range []struct{ trigger, outer string }{
+		{"grant", "tryLock"}, {"unlock", "unlock"}, {"release", "unlock"}, {"arrival", "tryLock"},
+	} {
 		h := NewTriggers()
 		var got []Event
-		_, _ = h.arm(tr, 0, nil, func(ev Event) { got = append(got, ev) })
-		for _, f := range []string{"tryLock", "unlock"} {
-			h.Observe(Event{Type: "invoke", F: f, Client: "c1", Owner: "o1", Key: "k", Nested: true})
-			h.Observe(Event{Type: "ok", F: f, Client: "c1", Owner: "o1", Key: "k"})
+		_, _ = h.arm(tc.trigger, 0, nil, func(ev Event) { got = append(got, ev) })
+		for _, call := range []string{"tryLock", "unlock"} {
+			h.Observe(Event{Type: "invoke", F: call, Client: "c1", Owner: "o1", Key: "k", Nested: true})
+			h.Observe(Event{Type: "ok", F: call, Client: "c1", Owner: "o1", Key: "k"})
 		}
 		if len(got) != 0 {
-			t.Fatalf("%s fired at a nested call: %+v", tr, got)
+			t.Fatalf("%s fired at a nested call: %+v", tc.trigger, got)
 		}
-		f := map[string]string{"grant": "tryLock", "arrival": "tryLock"}[tr]
-		if f == "" {
-			f = "unlock"
-		}
-		h.Observe(Event{Type: "invoke", F: f, Client: "c2", Owner: "o2", Key: "k"})
-		h.Observe(Event{Type: "ok", F: f, Client: "c2", Owner: "o2", Key: "k"})
+		h.Observe(Event{Type: "invoke", F: tc.outer, Client: "c2", Owner: "o2", Key: "k"})
+		h.Observe(Event{Type: "ok", F: tc.outer, Client: "c2", Owner: "o2", Key: "k"})
 		if len(got) != 1 || got[0].Client != "c2" {
-			t.Fatalf("%s: fired at %+v, want c2's outer call", tr, got)
+			t.Fatalf("%s: fired at %+v, want c2's outer call", tc.trigger, got)
 		}
 	}
 }

@@ -194,9 +194,7 @@ func TestDifferentialRefusals(t *testing.T) {
 
 // The full matrix, for `make differential`: every primitive on every topology it supports.
 func TestDifferentialMatrix(t *testing.T) {
-	if os.Getenv("LOCKCHECK_DIFFERENTIAL") == "" {
-		t.Skip("the full matrix takes minutes: make differential (LOCKCHECK_DIFFERENTIAL=1)")
-	}
+	differentialOnly(t, "the full matrix takes minutes")
 	needJava(t)
 	useWorkerCache(t)
 	for lock, topos := range differentialLocks {
@@ -205,5 +203,13 @@ func TestDifferentialMatrix(t *testing.T) {
 				bothSidesTookPart(t, checkMixedRun(t, lock, topo))
 			})
 		}
+	}
+}
+
+// differentialOnly skips a test that only make differential runs (LOCKCHECK_DIFFERENTIAL=1), saying why.
+func differentialOnly(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv("LOCKCHECK_DIFFERENTIAL") == "" {
+		t.Skip("make differential (LOCKCHECK_DIFFERENTIAL=1): " + why)
 	}
 }

@@ -41,9 +41,7 @@ func clientOf(t *testing.T, dir string) string {
 // the real Redisson on half the clients (TestDifferentialEveryLockIsValid); this all-Redisson form is
 // make differential's.
 func TestRedissonEveryLockIsValid(t *testing.T) {
-	if os.Getenv("LOCKCHECK_DIFFERENTIAL") == "" {
-		t.Skip("make differential (LOCKCHECK_DIFFERENTIAL=1); make test runs the same primitives half real Redisson")
-	}
+	differentialOnly(t, "make test runs the same primitives half real Redisson")
 	needJava(t)
 	useWorkerCache(t)
 	for _, lock := range []string{"reentrant", "fair", "fenced", "multi", "rwlock", "semaphore",

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -278,9 +277,7 @@ func TestMixedWaitersAreWokenByTheOtherKind(t *testing.T) {
 // Through Sentinel: both sides find the primary through the Sentinels and meet on it. Only in `make
 // differential` (it adds a minute); a case fails naming a failover if one happened.
 func TestMixedWaitersAreWokenOnSentinel(t *testing.T) {
-	if os.Getenv("LOCKCHECK_DIFFERENTIAL") == "" {
-		t.Skip("make differential (LOCKCHECK_DIFFERENTIAL=1)")
-	}
+	differentialOnly(t, "it adds a minute")
 	wakeUps(t, topology.Sentinel, nil)
 }
 
