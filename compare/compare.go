@@ -134,7 +134,7 @@ var Scenarios = []Scenario{
 	{ID: "S9", Name: "client clock skew", Time: "10s",
 		Args:  []string{"--nemesis", "client-clock", "--nemesis-trigger", "--nemesis-interval", "500ms", "--nemesis-duration", "1s"},
 		Needs: func(l Lock) bool { return slices.Contains(l.Only, "S9") },
-		Why: "client-clock, fired by an arrival: the client just beginning a tryLock or tryAcquire has its wall clock jump a minute ahead or behind (the sign drawn per fault, about six faults a run) for 1 s; " +
+		Why: "client-clock, fired by an acquire attempt: the client about to send an acquire script (its first or a retry while it waits) has its wall clock jump a minute ahead or behind (the sign drawn per fault, about six faults a run) for 1 s; " +
 			"the expirable semaphore's permit deadlines and the fair lock's waiter deadlines are that client's time, so a client ahead reclaims " +
 			"others' live permits or purges live waiters, one behind stamps deadlines already past (rows whose scripts take no client time: n/a)",
 		Predict: map[Class]string{Replicated: Violates}},

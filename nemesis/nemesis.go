@@ -65,8 +65,9 @@ type Env struct {
 	// Triggers, when set, receives the lock's events: steps with a Trigger are fired by them.
 	Triggers *Triggers
 
-	phase *Step  // the step being started, when a trigger fires its decisive phase
-	used  *usage // set while checkTargets asks which part of Targets a fault reads
+	phase *Step          // the step being started, when a trigger fires its decisive phase
+	fired chan time.Time // when that phase fired (one value, buffered)
+	used  *usage         // set while checkTargets asks which part of Targets a fault reads
 }
 
 // Replication is a deployment whose nodes replicate: one or more shards, each a primary and its replicas.

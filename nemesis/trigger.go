@@ -70,12 +70,12 @@ func init() {
 	RegisterTrigger(Trigger{Name: "release", About: "a caller's unlock was just acknowledged (the lock is free)",
 		Match: func(e Event) bool { return e.F == "unlock" && e.Type == "ok" && !e.Nested }})
 
-	// arrival: a caller begins a tryLock (or a semaphore's tryAcquire), before its first command, so the
-	// first script it runs is the one a fault fired here affects.
-	RegisterTrigger(Trigger{Name: "arrival", About: "a caller begins a tryLock or tryAcquire, before its first command",
-		Match: func(e Event) bool {
-			return e.Type == "invoke" && (e.F == "tryLock" || e.F == "tryAcquire") && !e.Nested
-		}})
+	// attempt: a caller is about to send an acquire: a tryLock's or tryAcquire's first script, or a retry
+	// while it waits. A clock fault fired here is in the script that follows; fired at the call's start
+	// instead, it could land on a waiter asleep for the whole fault, and waiters' calls begin only as
+	// often as grants come (under load, less than once in a 1 s window).
+	RegisterTrigger(Trigger{Name: "attempt", About: "a caller is about to send an acquire (first or retried)",
+		Match: func(e Event) bool { return e.Type == "invoke" && e.F == "acquire" }})
 
 	RegisterTriggered("client-pause", "grant", func(ev Event, _ []string) []string { return []string{ev.Client} })
 	RegisterTriggered("clock", "grant", holderNodes)
@@ -84,7 +84,7 @@ func init() {
 	// the lock there before the fault heals; right after a release the lock is free on both sides of it.
 	RegisterTriggered("failover", "release", keepHolder)
 	RegisterTriggered("drop-reply", "unlock", callerLinks)
-	RegisterTriggered("client-clock", "arrival", callerClock)
+	RegisterTriggered("client-clock", "attempt", callerClock)
 	triggeredBy["lagging-failover"] = triggered{trigger: "grant", phase: true,
 		aim: func(_ Event, planned []string) []string { return planned }}
 	triggeredBy["stalled-failover"] = triggeredBy["lagging-failover"]

@@ -115,9 +115,13 @@ func awaitPhase(env *Env, fire func(Event)) (wait func(stop <-chan struct{}), ok
 		return nil, false
 	}
 	fired := make(chan struct{})
+	at := env.fired
 	disarm, err := env.Triggers.arm(st.Trigger, st.Skip, env.Targets.Clients, func(ev Event) {
 		defer close(fired)
 		fire(ev)
+		if at != nil {
+			at <- time.Now()
+		}
 	})
 	if err != nil {
 		return nil, false

@@ -2,6 +2,7 @@ package nemesis
 
 import (
 	"context"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
@@ -166,7 +167,7 @@ func TestTriggerAim(t *testing.T) {
 // client-pause, fired by a nested grant, froze nobody); its release frees nothing.
 func TestNestedCallsFireNoTrigger(t *testing.T) {
 	for _, tc := range []struct{ trigger, outer string }{
-		{"grant", "tryLock"}, {"unlock", "unlock"}, {"release", "unlock"}, {"arrival", "tryLock"},
+		{"grant", "tryLock"}, {"unlock", "unlock"}, {"release", "unlock"},
 	} {
 		h := NewTriggers()
 		var got []Event
@@ -186,17 +187,20 @@ func TestNestedCallsFireNoTrigger(t *testing.T) {
 	}
 }
 
-// The arrival trigger fires as a tryLock or a semaphore's tryAcquire begins, not at its end nor at others'.
-func TestArrivalTrigger(t *testing.T) {
+// The attempt trigger fires as an acquire script is about to be sent (a call's first or a waiter's
+// retry), not at a call's start or end, nor at other commands.
+func TestAttemptTrigger(t *testing.T) {
 	h := NewTriggers()
 	var got []Event
-	_, _ = h.arm("arrival", 1, nil, func(ev Event) { got = append(got, ev) })
-	h.Observe(Event{Type: "ok", F: "tryLock", Client: "c1", Key: "k"})
-	h.Observe(Event{Type: "invoke", F: "unlock", Client: "c1", Key: "k"})
-	h.Observe(Event{Type: "invoke", F: "tryLock", Client: "c2", Key: "k"}) // skipped
-	h.Observe(Event{Type: "invoke", F: "tryAcquire", Client: "c5", Key: "s"})
-	if len(got) != 1 || got[0].Client != "c5" {
-		t.Fatalf("fired at %+v, want c5's tryAcquire (the second arrival)", got)
+	_, _ = h.arm("attempt", 1, nil, func(ev Event) { got = append(got, ev) })
+	h.Observe(Event{Type: "invoke", F: "tryLock", Client: "c1", Key: "k"})
+	h.Observe(Event{Type: "invoke", F: "acquire", Client: "c1", Key: "k"}) // skipped
+	h.Observe(Event{Type: "fail", F: "acquire", Client: "c1", Key: "k"})
+	h.Observe(Event{Type: "ok", F: "tryLock", Client: "c2", Key: "k"})
+	h.Observe(Event{Type: "invoke", F: "release", Client: "c2", Key: "k"})
+	h.Observe(Event{Type: "invoke", F: "acquire", Client: "c1", Key: "k"}) // c1's retry
+	if len(got) != 1 || got[0].Client != "c1" || got[0].F != "acquire" {
+		t.Fatalf("fired at %+v, want c1's retried acquire", got)
 	}
 }
 
@@ -217,5 +221,62 @@ func TestUnlockTriggerFiresAtCountDown(t *testing.T) {
 		if len(got) != 1 || got[0].Client != "c4" {
 			t.Fatalf("%s: fired at %+v, want c4's countDown", f, got)
 		}
+	}
+}
+
+// phaseProbe is a fault whose decisive phase a trigger fires: it notes when the phase fired and when the
+// fault was healed.
+type phaseProbe struct{ firedAt, stoppedAt chan time.Time }
+
+func (phaseProbe) Applies(*Env) error                { return nil }
+func (phaseProbe) Targets(*rand.Rand, *Env) []string { return nil }
+func (p phaseProbe) Stop(context.Context, *Env, []string) error {
+	p.stoppedAt <- time.Now()
+	return nil
+}
+func (p phaseProbe) Start(_ context.Context, env *Env, _ []string) (string, error) {
+	wait, ok := awaitPhase(env, func(Event) { p.firedAt <- time.Now() })
+	if ok {
+		go wait(make(chan struct{}))
+	}
+	return "", nil
+}
+
+// A decisive phase fired late in its step still lasts two thirds of the step (a lagging failover's
+// isolation fired just before its heal promoted nobody in a CI run), but not past the quiet period.
+func TestLatePhaseLastsTwoThirds(t *testing.T) {
+	const step = 600 * time.Millisecond
+	for _, tc := range []struct {
+		name   string
+		healAt time.Duration // the plan's context ends here (the quiet period)
+	}{{"room", 2 * time.Second}, {"quiet-first", 650 * time.Millisecond}} {
+		t.Run(tc.name, func(t *testing.T) {
+			probe := phaseProbe{firedAt: make(chan time.Time, 1), stoppedAt: make(chan time.Time, 1)}
+			Register("phase-probe", probe)
+			triggeredBy["phase-probe"] = triggered{trigger: "grant", phase: true}
+			defer func() { delete(registry, "phase-probe"); delete(triggeredBy, "phase-probe") }()
+			env := names()
+			env.Triggers = NewTriggers()
+			start := time.Now()
+			ctx, cancel := context.WithDeadline(context.Background(), start.Add(tc.healAt))
+			defer cancel()
+			p := Plan{Steps: []Step{{Fault: "phase-probe", End: step, Trigger: "grant"}}}
+			done := make(chan struct{})
+			go func() { p.Run(ctx, env, &events{}, start); close(done) }()
+			time.Sleep(step * 3 / 4) // late in the step: the ordinary end would leave the phase 150 ms
+			env.Triggers.Observe(Event{Type: "ok", F: "tryLock", Client: "c1", Key: "k"})
+			<-done
+			fired, stopped := <-probe.firedAt, <-probe.stoppedAt
+			want := fired.Add(step * 2 / 3)
+			if q := start.Add(tc.healAt); q.Before(want) {
+				want = q
+			}
+			if want.Before(start.Add(step)) {
+				want = start.Add(step)
+			}
+			if stopped.Before(want.Add(-5*time.Millisecond)) || stopped.After(want.Add(150*time.Millisecond)) {
+				t.Fatalf("phase fired at %v, healed at %v, want at %v", fired.Sub(start), stopped.Sub(start), want.Sub(start))
+			}
+		})
 	}
 }

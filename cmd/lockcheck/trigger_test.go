@@ -29,7 +29,7 @@ var triggerScenarios = []struct {
 		"--nemesis-interval", "1s", "--nemesis-duration", "6s", "--quiet", "2s", "--time", "10s"}, true, "release"},
 	{"lagging-failover", []string{"--lock", "reentrant", "--topology", "sentinel", "--nemesis", "lagging-failover",
 		"--keys", "4", "--hold", "2s-5s", "--nemesis-interval", "1s", "--nemesis-duration", "6s", "--quiet", "2s",
-		"--time", "10s"}, true, "grant"},
+		"--time", "12s"}, true, "grant"},
 }
 
 type triggerResults struct {
