@@ -390,6 +390,7 @@ func eachCommand(h *history.History, nm *names, fs []string, yield func(i int, i
 	volatile := failoverTopology(h)
 	split := splitBrain(h)
 	deadline := unknownDeadline(h)
+	down := downNodes(h)
 	for i := range h.Ops {
 		o := &h.Ops[i]
 		inv := &o.Invoke
@@ -402,6 +403,9 @@ func eachCommand(h *history.History, nm *names, fs []string, yield func(i int, i
 			N: firstNonZero(inv.Args["permits"], inv.Args["count"]), Volatile: volatile, Watchdog: inv.Args["watchdog"] == 1}
 		out := Reply{Outcome: Unsure}
 		if c := o.Complete; c != nil && c.Type == history.Unknown {
+			if down(inv.Node, inv.Time, c.Time) {
+				continue // sent to a killed server, given up before it restarted: it never ran
+			}
 			in.Return = deadline(inv.Time, c.Time)
 		}
 		if c := o.Complete; c != nil && c.Type != history.Unknown {
@@ -468,6 +472,55 @@ func unknownDeadline(h *history.History) func(call, gaveUp int64) int64 {
 			}
 		}
 		return satAdd(end, slack)
+	}
+}
+
+// downNodes reports whether a command sent to node at call, whose client gave up at gaveUp, went to a
+// server that the kill fault had stopped and not yet begun to restart. Such a command never ran: the kill's
+// start record follows the server's exit, and the proxy joins each client connection to the server it
+// dials when the client connects, closing it (with whatever it holds) when that server is gone or cannot
+// be dialled, so nothing sent then reaches the server started later. The restart begins at the kill's step
+// record; a history without one (older runs) keeps every such command unknown. A record names the server
+// only where each client talks to one node (single, Redlock's masters): on Sentinel or Cluster it names
+// the client's first node, and a command may have gone to another; lockcheck does not see inside an
+// external deployment. (A burst of such unknowns, clients retrying a refused node, made the search give up.)
+func downNodes(h *history.History) func(node string, call, gaveUp int64) bool {
+	never := func(string, int64, int64) bool { return false }
+	m, ok := metaOf(h)
+	if !ok || m.Options.Backend == "external" || m.Topology != "single" && m.Topology != "redlock" {
+		return never
+	}
+	type span struct{ from, to int64 }
+	spans := map[string][]span{}
+	open := map[string]int64{} // node -> its kill's start
+	for _, f := range h.Faults {
+		if f.F != "kill" {
+			continue
+		}
+		for _, n := range f.Targets {
+			switch f.Phase {
+			case "start":
+				open[n] = f.Time
+			case "step":
+				if from, ok := open[n]; ok {
+					spans[n] = append(spans[n], span{from, f.Time})
+					delete(open, n)
+				}
+			case "stop", "error":
+				delete(open, n)
+			}
+		}
+	}
+	if len(spans) == 0 {
+		return never
+	}
+	return func(node string, call, gaveUp int64) bool {
+		for _, s := range spans[node] {
+			if call >= s.from && gaveUp < s.to {
+				return true
+			}
+		}
+		return false
 	}
 }
 

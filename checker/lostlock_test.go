@@ -119,3 +119,43 @@ func TestLostLockConcurrentRelease(t *testing.T) {
 		t.Fatalf("got %v: %s", r.Valid, r.Violation)
 	}
 }
+
+// A command sent to a killed server after its exit and given up before its restart began never ran; one
+// sent before the kill, or still pending at the restart, may have; on Sentinel a record does not name the
+// server the command reached, and a history without the restart's step keeps every unknown.
+func TestDownNodes(t *testing.T) {
+	s := int64(1e9)
+	meta := func(topology, backend string) *history.Record {
+		return &history.Record{Type: history.Meta, Data: []byte(`{"topology":"` + topology + `","options":{"backend":"` + backend + `"}}`)}
+	}
+	kill := func(phase string, at int64, nodes ...string) history.Record {
+		return history.Record{Type: history.Fault, F: "kill", Phase: phase, Targets: nodes, Time: at}
+	}
+	faults := []history.Record{kill("start", 1*s, "n2"), kill("step", 2*s, "n2"), kill("stop", 3*s, "n2")}
+	h := &history.History{Meta: meta("redlock", "process"), Faults: faults}
+	down := downNodes(h)
+	for _, tc := range []struct {
+		node         string
+		call, gaveUp int64
+		want         bool
+	}{
+		{"n2", 1 * s, 1*s + s/10, true},        // after the exit, given up at once
+		{"n2", 1*s + s/2, 2*s - 1, true},       // given up just before the restart began
+		{"n2", s - 1, 1*s + s/10, false},       // sent before the kill: may have run
+		{"n2", 1*s + s/2, 2 * s, false},        // still pending as the restart began
+		{"n1", 1*s + s/2, 1*s + s/10*6, false}, // another master
+	} {
+		if got := down(tc.node, tc.call, tc.gaveUp); got != tc.want {
+			t.Errorf("%s called %d gave up %d: down %v, want %v", tc.node, tc.call, tc.gaveUp, got, tc.want)
+		}
+	}
+	for name, h := range map[string]*history.History{
+		"sentinel":   {Meta: meta("sentinel", "process"), Faults: faults},
+		"external":   {Meta: meta("single", "external"), Faults: faults},
+		"no restart": {Meta: meta("single", "process"), Faults: []history.Record{kill("start", 1*s, "n2"), kill("stop", 3*s, "n2")}},
+	} {
+		if downNodes(h)("n2", 1*s, 1*s+s/10) {
+			t.Errorf("%s: a command to the killed node was taken as never run", name)
+		}
+	}
+}

@@ -61,6 +61,11 @@ func (kill) Stop(ctx context.Context, env *Env, targets []string) error {
 	var errs []error
 	for _, t := range targets {
 		if p := env.Node(t); p != nil && !p.Running() {
+			// The kill's one step marks where its restart begins: a command whose client gave up before
+			// it, sent after the start (the server had exited), surely never ran (checker.downNodes).
+			if env.Note != nil {
+				env.Note("kill", targets, "restarting "+t)
+			}
 			errs = append(errs, p.Restart(ctx))
 		}
 	}
