@@ -95,6 +95,7 @@ func frontierKey(ctx context.Context, m porcupine.NondeterministicModel, ops []p
 		// next and seen are cleared at each return rather than made anew: two maps per return were 0.8 GB
 		// of garbage for a million commands.
 		next, seen antichain
+		queue      []witnessed // the configurations to expand at one return, in order
 	)
 	for _, s := range init {
 		cur.add(config{state: s}, 0, nil)
@@ -127,14 +128,19 @@ func frontierKey(ctx context.Context, m porcupine.NondeterministicModel, ops []p
 		seen.reset()
 		broken, late := false, false
 		calls := 0
-		var expand func(c config, w *placed) bool
-		expand = func(c config, w *placed) bool {
+		// Breadth first: a configuration with fewer commands done is reached before those it makes
+		// redundant (antichain), so they are never explored. Depth first explored the larger ones first
+		// and then again from each smaller one found later: 27 million expansions for 83 commands after
+		// a kill, where each return kept at most 346 configurations.
+		queue = queue[:0]
+		for _, c := range cur.all() {
+			queue = append(queue, witnessed{c.config, c.w})
+		}
+		expand := func(c config, w *placed) bool {
 			// One return can take long to expand (many commands in flight): the bound must hold inside it
 			// too, not only between events, or a check runs far past --check-timeout.
 			if calls++; calls%1024 == 0 && ctx.Err() != nil {
 				late = true
-			}
-			if late {
 				return false
 			}
 			if !seen.add(c, def, nil) {
@@ -160,7 +166,8 @@ func frontierKey(ctx context.Context, m porcupine.NondeterministicModel, ops []p
 					next.add(config{state: c.state, done: c.done}, def, &placed{opAt[j], w})
 					return true
 				}
-				return expand(config{state: c.state, done: c.done | 1<<j}, &placed{opAt[j], w})
+				queue = append(queue, witnessed{config{state: c.state, done: c.done | 1<<j}, &placed{opAt[j], w}})
+				return true
 			}
 			for free := live &^ c.done; free != 0; free &= free - 1 {
 				j := bits.TrailingZeros64(free)
@@ -181,27 +188,27 @@ func frontierKey(ctx context.Context, m porcupine.NondeterministicModel, ops []p
 						// keeps a burst of unknown outcomes from doubling the configurations each.
 						continue
 					}
-					if !expand(config{state: s, done: c.done | 1<<j}, &placed{opAt[j], w}) {
-						return false
-					}
+					queue = append(queue, witnessed{config{state: s, done: c.done | 1<<j}, &placed{opAt[j], w}})
 				}
 			}
 			return true
 		}
-		for _, c := range cur.all() {
-			if !expand(c.config, c.w) && late {
+		for i := 0; i < len(queue); i++ {
+			if expand(queue[i].config, queue[i].w) {
+				continue
+			}
+			switch {
+			case late:
 				v.res, v.why = porcupine.Unknown, fmt.Sprintf("the search ran out of time at %s", Secs(e.t))
-				return v
-			} else if broken {
+			case broken:
 				v.res = porcupine.Unknown
 				v.why = fmt.Sprintf("the model changed the state for a command of unknown outcome that did not run, at %s", Secs(e.t))
-				return v
-			} else if seen.n > maxConfigs {
+			default:
 				v.res = porcupine.Unknown
 				v.why = fmt.Sprintf("over %d configurations at %s (%d commands in flight)", maxConfigs, Secs(e.t),
 					bits.OnesCount64(live))
-				return v
 			}
+			return v
 		}
 		v.maxConfigs = max(v.maxConfigs, seen.n)
 		if next.n == 0 {
