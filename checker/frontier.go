@@ -136,6 +136,13 @@ func frontierKey(ctx context.Context, m porcupine.NondeterministicModel, ops []p
 		for _, c := range cur.all() {
 			queue = append(queue, witnessed{c.config, c.w})
 		}
+		// push queues c unless seen already covers it (it would be skipped when taken; the set's cover only
+		// grows): the same configuration reached from many parents before its turn is queued once.
+		push := func(c config, op int, w *placed) {
+			if !seen.covers(c, def) {
+				queue = append(queue, witnessed{c, &placed{op, w}})
+			}
+		}
 		expand := func(c config, w *placed) bool {
 			// One return can take long to expand (many commands in flight): the bound must hold inside it
 			// too, not only between events, or a check runs far past --check-timeout.
@@ -166,7 +173,7 @@ func frontierKey(ctx context.Context, m porcupine.NondeterministicModel, ops []p
 					next.add(config{state: c.state, done: c.done}, def, &placed{opAt[j], w})
 					return true
 				}
-				queue = append(queue, witnessed{config{state: c.state, done: c.done | 1<<j}, &placed{opAt[j], w}})
+				push(config{state: c.state, done: c.done | 1<<j}, opAt[j], w)
 				return true
 			}
 			for free := live &^ c.done; free != 0; free &= free - 1 {
@@ -188,7 +195,7 @@ func frontierKey(ctx context.Context, m porcupine.NondeterministicModel, ops []p
 						// keeps a burst of unknown outcomes from doubling the configurations each.
 						continue
 					}
-					queue = append(queue, witnessed{config{state: s, done: c.done | 1<<j}, &placed{opAt[j], w}})
+					push(config{state: s, done: c.done | 1<<j}, opAt[j], w)
 				}
 			}
 			return true
@@ -301,13 +308,11 @@ func (a *antichain) add(c config, def uint64, w *placed) bool {
 	if a.m == nil {
 		a.m = map[config][]member{}
 	}
+	if a.covers(c, def) {
+		return false
+	}
 	g, d := config{state: c.state, done: c.done &^ def}, c.done&def
 	list := a.m[g]
-	for _, e := range list {
-		if e.d&^d == 0 {
-			return false
-		}
-	}
 	kept := list[:0]
 	for _, e := range list {
 		if d&^e.d != 0 {
@@ -318,6 +323,17 @@ func (a *antichain) add(c config, def uint64, w *placed) bool {
 	a.m[g] = append(kept, member{d, w})
 	a.n++
 	return true
+}
+
+// covers reports whether a configuration in the set makes c redundant; def is the deferrable slots.
+func (a *antichain) covers(c config, def uint64) bool {
+	d := c.done & def
+	for _, e := range a.m[config{state: c.state, done: c.done &^ def}] {
+		if e.d&^d == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // reset empties the set, keeping its map for reuse.
