@@ -65,9 +65,14 @@ type Env struct {
 	// Triggers, when set, receives the lock's events: steps with a Trigger are fired by them.
 	Triggers *Triggers
 
-	phase *Step          // the step being started, when a trigger fires its decisive phase
-	fired chan time.Time // when that phase fired (one value, buffered)
-	used  *usage         // set while checkTargets asks which part of Targets a fault reads
+	phase *phaseArm // the step being started, when a trigger fires its decisive phase
+	used  *usage    // set while checkTargets asks which part of Targets a fault reads
+}
+
+// phaseArm is a step whose decisive phase a trigger fires, and when it fired (one value, buffered).
+type phaseArm struct {
+	step  Step
+	fired chan time.Time
 }
 
 // Replication is a deployment whose nodes replicate: one or more shards, each a primary and its replicas.

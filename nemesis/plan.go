@@ -170,14 +170,13 @@ func (p Plan) Run(ctx context.Context, env *Env, rec Recorder, start time.Time) 
 			rec.Fault(st.Fault, "error", st.Targets, "start: "+err.Error())
 			continue
 		}
-		env.phase, env.fired = nil, nil
-		var fired chan time.Time
+		var ph *phaseArm
 		if tb, ok := triggeredBy[st.Fault]; ok && st.Trigger != "" && env.Triggers != nil && tb.phase {
-			fired = make(chan time.Time, 1)
-			env.phase, env.fired = &st, fired
+			ph = &phaseArm{step: st, fired: make(chan time.Time, 1)}
 		}
+		env.phase = ph
 		detail, err := f.Start(ctx, env, targets)
-		env.phase, env.fired = nil, nil
+		env.phase = nil
 		if err != nil {
 			rec.Fault(st.Fault, "error", targets, "start: "+err.Error())
 			// Undo whatever part applied before the error.
@@ -190,10 +189,12 @@ func (p Plan) Run(ctx context.Context, env *Env, rec Recorder, start time.Time) 
 		sleepUntil(ctx, start.Add(st.End))
 		// A decisive phase fired late still lasts two thirds of the step, as the untriggered one does (up to
 		// the quiet period): a primary isolated just before the heal would have had no replica promoted.
-		select {
-		case at := <-fired:
-			sleepUntil(ctx, at.Add((st.End-st.Start)*2/3))
-		default:
+		if ph != nil {
+			select {
+			case at := <-ph.fired:
+				sleepUntil(ctx, at.Add((st.End-st.Start)*2/3))
+			default:
+			}
 		}
 		// Heal even when ctx has ended: a fault must never outlive the run.
 		hctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

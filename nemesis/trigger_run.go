@@ -110,18 +110,15 @@ func runTriggered(ctx context.Context, env *Env, rec Recorder, start time.Time, 
 // runs in the recording goroutine. It returns false when no trigger applies; wait blocks until the phase
 // fired or stop is closed (then it disarms).
 func awaitPhase(env *Env, fire func(Event)) (wait func(stop <-chan struct{}), ok bool) {
-	st := env.phase
-	if st == nil || env.Triggers == nil {
+	ph := env.phase
+	if ph == nil || env.Triggers == nil {
 		return nil, false
 	}
 	fired := make(chan struct{})
-	at := env.fired
-	disarm, err := env.Triggers.arm(st.Trigger, st.Skip, env.Targets.Clients, func(ev Event) {
+	disarm, err := env.Triggers.arm(ph.step.Trigger, ph.step.Skip, env.Targets.Clients, func(ev Event) {
 		defer close(fired)
 		fire(ev)
-		if at != nil {
-			at <- time.Now()
-		}
+		ph.fired <- time.Now()
 	})
 	if err != nil {
 		return nil, false
