@@ -149,6 +149,12 @@ func TestDownNodes(t *testing.T) {
 			t.Errorf("%s called %d gave up %d: down %v, want %v", tc.node, tc.call, tc.gaveUp, got, tc.want)
 		}
 	}
+	// Two nodes killed at once restart one after the other, each marked by its own step.
+	both := &history.History{Meta: meta("single", "process"), Faults: []history.Record{kill("start", 1*s, "n1", "n2"),
+		kill("step", 2*s, "n1"), kill("step", 3*s, "n2"), kill("stop", 4*s, "n1", "n2")}}
+	if d := downNodes(both); d("n1", 1*s, 2*s+s/2) || !d("n2", 1*s, 2*s+s/2) {
+		t.Errorf("two nodes: n1 (restarting at 2 s) down at 2.5 s: %v, n2 (at 3 s): %v", d("n1", 1*s, 2*s+s/2), d("n2", 1*s, 2*s+s/2))
+	}
 	for name, h := range map[string]*history.History{
 		"sentinel":   {Meta: meta("sentinel", "process"), Faults: faults},
 		"external":   {Meta: meta("single", "external"), Faults: faults},

@@ -61,10 +61,10 @@ func (kill) Stop(ctx context.Context, env *Env, targets []string) error {
 	var errs []error
 	for _, t := range targets {
 		if p := env.Node(t); p != nil && !p.Running() {
-			// The kill's one step marks where its restart begins: a command whose client gave up before
-			// it, sent after the start (the server had exited), surely never ran (checker.downNodes).
+			// A step per node marks where its restart begins: a command to it whose client gave up
+			// before, sent after the start (the server had exited), surely never ran (checker.downNodes).
 			if env.Note != nil {
-				env.Note("kill", targets, "restarting "+t)
+				env.Note("kill", []string{t}, "restarting "+t)
 			}
 			errs = append(errs, p.Restart(ctx))
 		}
