@@ -90,18 +90,18 @@ func (o Overlap) String() string {
 // Overlaps returns every pair of intersecting sections of different owners on one key, earliest first.
 // Sections of one owner, and two readers, never count against each other.
 func Overlaps(sections []history.Record) []Overlap {
-	byKey := map[string][]history.Record{}
-	for _, s := range sections {
-		byKey[s.Key] = append(byKey[s.Key], s)
+	byKey := map[string][]*history.Record{} // pointers: a copy of each section was 288 B, 185 MB for a long run
+	for i := range sections {
+		byKey[sections[i].Key] = append(byKey[sections[i].Key], &sections[i])
 	}
 	var out []Overlap
 	for key, ss := range byKey {
 		sort.SliceStable(ss, func(i, j int) bool { return ss[i].Enter < ss[j].Enter })
-		var open []history.Record // sections still inside at the current entry
+		var open []*history.Record // sections still inside at the current entry
 		for _, s := range ss {
 			kept := open[:0]
 			for _, o := range open {
-				if end(o) > s.Enter {
+				if end(*o) > s.Enter {
 					kept = append(kept, o)
 				}
 			}
@@ -111,7 +111,7 @@ func Overlaps(sections []history.Record) []Overlap {
 					continue
 				}
 				out = append(out, Overlap{Key: key, Holder: o.Client, Intruder: s.Client, HolderOwner: o.Owner,
-					IntruderOwner: s.Owner, HeldFrom: o.Enter, HeldTo: end(o), Entered: s.Enter, IntruderOut: end(s),
+					IntruderOwner: s.Owner, HeldFrom: o.Enter, HeldTo: end(*o), Entered: s.Enter, IntruderOut: end(*s),
 					Fenced: o.Token != 0 && (o.Rejected || s.Rejected)})
 			}
 			open = append(open, s)

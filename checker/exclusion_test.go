@@ -49,7 +49,7 @@ func TestLinearizableExplainsViolation(t *testing.T) {
 			Owner: client + "-uuid:1", F: f, Args: map[string]int64{"lease_ms": 30000}}
 		done := inv
 		done.Type, done.Time, done.Value = typ, ret, value
-		ops = append(ops, history.Operation{Invoke: inv, Complete: &done})
+		ops = append(ops, history.OperationOf(inv, &done))
 	}
 	add(1, "c1", "acquire", 0, 10, history.Ok, nil)
 	add(2, "c2", "acquire", 20, 30, history.Ok, nil)

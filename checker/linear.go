@@ -587,7 +587,7 @@ func firstNonZero(a, b int64) int64 {
 }
 
 // nodeKey is what a model partitions by: the key, prefixed by its node where a lock spans masters.
-func nodeKey(r history.Record) string {
+func nodeKey(r history.Call) string {
 	if r.Node == "" {
 		return r.Key
 	}
@@ -596,7 +596,7 @@ func nodeKey(r history.Record) string {
 
 // ownerName is a readable stand-in for an owner id <uuid>:<thread> (one uuid per client): client/thread.
 // A read-write lock's write half (<uuid>:<thread>:write) is the same thread; a permit id stays as it is.
-func ownerName(r history.Record) string {
+func ownerName(r history.Call) string {
 	o := strings.TrimSuffix(r.Owner, ":write")
 	i := strings.LastIndex(o, ":")
 	if i < 0 {

@@ -49,8 +49,8 @@ func TestOwnerGroupsMatchMutexOps(t *testing.T) {
 	for i, at := range []int64{50, 10, 5, 10, 20, 50, 30} {
 		owner := []string{"u1:1", "u2:1", "u3:1"}[i%3]
 		shuffled.Ops = append(shuffled.Ops, history.Operation{
-			Invoke:   history.Record{Type: history.Invoke, Time: at, ID: int64(i + 1), Client: "c" + owner[1:2], Thread: 1, Key: "k", Owner: owner, F: "acquire"},
-			Complete: &history.Record{Type: history.Ok, Time: at + 3, ID: int64(i + 1)}})
+			Invoke:   history.Call{Time: at, ID: int64(i + 1), Client: "c" + owner[1:2], Thread: 1, Key: "k", Owner: owner, F: "acquire"},
+			Complete: &history.Result{Type: history.Ok, Time: at + 3}})
 	}
 	hs = append([]*history.History{&shuffled}, hs...)
 	for n, h := range hs {

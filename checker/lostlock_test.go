@@ -43,7 +43,7 @@ func opsOf(steps []step) []history.Operation {
 		if s.f == "acquire" && s.typ == history.Ok {
 			done.Value = nil
 		}
-		ops = append(ops, history.Operation{Invoke: inv, Complete: &done})
+		ops = append(ops, history.OperationOf(inv, &done))
 	}
 	return ops
 }

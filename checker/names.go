@@ -31,7 +31,7 @@ func newNames() *names {
 	return &names{threads: map[threadID]*threadNames{}, keys: map[[2]string]string{}}
 }
 
-func (n *names) of(r *history.Record) *threadNames {
+func (n *names) of(r *history.Call) *threadNames {
 	id := threadID{r.Client, r.Thread}
 	t, ok := n.threads[id]
 	if !ok {
@@ -42,10 +42,10 @@ func (n *names) of(r *history.Record) *threadNames {
 }
 
 // thread is threadName(r).
-func (n *names) thread(r *history.Record) string { return n.of(r).name }
+func (n *names) thread(r *history.Call) string { return n.of(r).name }
 
 // key is nodeKey(r).
-func (n *names) key(r *history.Record) string {
+func (n *names) key(r *history.Call) string {
 	if r.Node == "" {
 		return r.Key
 	}
@@ -59,7 +59,7 @@ func (n *names) key(r *history.Record) string {
 }
 
 // owner is ownerName(r).
-func (n *names) owner(r *history.Record) string {
+func (n *names) owner(r *history.Call) string {
 	t := n.of(r)
 	if !t.haveOwner || t.ownerID != r.Owner {
 		t.ownerID, t.owner, t.haveOwner = r.Owner, ownerName(*r), true
@@ -68,7 +68,7 @@ func (n *names) owner(r *history.Record) string {
 }
 
 // threadName names a record's row: client/thread, or client/watchdog for its own-initiative commands.
-func threadName(r history.Record) string {
+func threadName(r history.Call) string {
 	if r.Thread == 0 {
 		return r.Client + "/watchdog"
 	}

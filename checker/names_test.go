@@ -49,7 +49,7 @@ func TestPartitionByKeyMatchesAppend(t *testing.T) {
 // The shared names are the ones built per record.
 func TestNamesMatchPerRecord(t *testing.T) {
 	nm := newNames()
-	for _, r := range []history.Record{
+	for _, r := range []history.Call{
 		{Client: "c1", Thread: 3, Key: "k", Owner: "u:3"},
 		{Client: "c1", Thread: 0, Key: "k", Node: "n2", Owner: "u:9:write"},
 		{Client: "c2", Thread: 3, Key: "k", Node: "n2", Owner: "permit-1"},

@@ -15,7 +15,7 @@ type call struct {
 	commands []history.Operation
 }
 
-func callsOf(h *history.History, f string, keys func(history.Record) []string) []call {
+func callsOf(h *history.History, f string, keys func(history.Call) []string) []call {
 	type thread struct {
 		client string
 		thread int64
@@ -123,7 +123,7 @@ type waiter struct {
 // Check pairs each call's first refusal (its place in the queue) with its grant.
 func (Fairness) Check(_ context.Context, h *history.History) Result {
 	byKey := map[string][]waiter{}
-	for _, c := range callsOf(h, "tryLock", func(r history.Record) []string { return []string{r.Key} }) {
+	for _, c := range callsOf(h, "tryLock", func(r history.Call) []string { return []string{r.Key} }) {
 		if c.op.Invoke.Args["nested"] == 1 {
 			continue
 		}
@@ -226,7 +226,7 @@ func (Group) Name() string { return "all-or-nothing" }
 
 // Check replays each call's member commands to find what it held when it returned.
 func (Group) Check(_ context.Context, h *history.History) Result {
-	calls := callsOf(h, "tryLock", func(r history.Record) []string { return strings.Split(r.Key, ",") })
+	calls := callsOf(h, "tryLock", func(r history.Call) []string { return strings.Split(r.Key, ",") })
 	checked, undecided, bad := 0, 0, 0
 	first := ""
 	var at, atEnd int64

@@ -20,7 +20,7 @@ func (b *hb) op(client, f, key string, call, ret int64, typ history.Type, value 
 		Owner: client + "-uuid:1", F: f, Args: args}
 	done := inv
 	done.Type, done.Time, done.Value = typ, ret, value
-	b.h.Ops = append(b.h.Ops, history.Operation{Invoke: inv, Complete: &done})
+	b.h.Ops = append(b.h.Ops, history.OperationOf(inv, &done))
 	return b
 }
 

@@ -19,7 +19,7 @@ func TestTimelineRowsAreNamed(t *testing.T) {
 		if f == "renew" {
 			done.Value = history.Int64(1)
 		}
-		ops = append(ops, history.Operation{Invoke: inv, Complete: &done})
+		ops = append(ops, history.OperationOf(inv, &done))
 	}
 	add(1, "c1", 1, "acquire", 0, 10)
 	add(2, "c1", 0, "renew", 20, 30)

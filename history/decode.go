@@ -13,7 +13,7 @@ type decoder struct {
 	strs map[string]string
 	args map[string]map[string]int64
 	vals map[int64]*int64
-	slab []Record // completions are carved from here rather than allocated one by one
+	slab []Result // completions are carved from here rather than allocated one by one
 }
 
 // Bounds on the shared tables: a history of unique strings (error texts with addresses) or unique args
@@ -45,9 +45,9 @@ func (d *decoder) decode(line []byte, rec *Record) error {
 }
 
 // keep returns a completion record that lives as long as the history, from the slab.
-func (d *decoder) keep(rec Record) *Record {
+func (d *decoder) keep(rec Result) *Result {
 	if len(d.slab) == 0 {
-		d.slab = make([]Record, 256)
+		d.slab = make([]Result, 256)
 	}
 	p := &d.slab[0]
 	*p = rec

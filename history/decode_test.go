@@ -83,7 +83,7 @@ func TestDecodeShares(t *testing.T) {
 	}
 	a, b := h.Ops[0], h.Ops[2]
 	if reflect.ValueOf(a.Invoke.Args).Pointer() != reflect.ValueOf(b.Invoke.Args).Pointer() || a.Complete.Value != b.Complete.Value ||
-		unsafe.StringData(a.Invoke.Owner) != unsafe.StringData(b.Complete.Owner) {
+		unsafe.StringData(a.Invoke.Owner) != unsafe.StringData(b.Invoke.Owner) {
 		t.Fatalf("equal fields not shared: %+v %+v", a, b)
 	}
 }

@@ -53,7 +53,7 @@ func TestReadKeepsCopies(t *testing.T) {
 // stopped one ends at its stop.
 func TestWindowsOpenRunToEnd(t *testing.T) {
 	h := History{
-		Ops: []Operation{{Invoke: Record{Type: Invoke, Time: 50}, Complete: &Record{Type: Ok, Time: 90}}},
+		Ops: []Operation{{Invoke: Call{Time: 50}, Complete: &Result{Type: Ok, Time: 90}}},
 		Faults: []Record{
 			{Type: Fault, F: "pause", Phase: "start", Time: 10, Targets: []string{"n1"}},
 			{Type: Fault, F: "pause", Phase: "start", Time: 20, Targets: []string{"n1"}},

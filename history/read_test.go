@@ -27,7 +27,7 @@ func TestRecorderRoundTrip(t *testing.T) {
 	if got := []Type{h.Ops[0].Outcome(), h.Ops[1].Outcome(), h.Ops[2].Outcome()}; got[0] != Ok || got[1] != Unknown || got[2] != Unknown {
 		t.Fatalf("outcomes %v", got)
 	}
-	if h.Ops[0].Complete.Key != "k" || h.Ops[0].Invoke.Args["lease_ms"] != 5 {
+	if h.Ops[0].Invoke.Key != "k" || h.Ops[0].Invoke.Args["lease_ms"] != 5 || h.Ops[0].CompleteRecord().Key != "k" {
 		t.Fatalf("completion lost fields: %+v", h.Ops[0])
 	}
 	w := h.Windows()

@@ -13,11 +13,11 @@ import (
 func op(client, node, f string, call, ret int64, outcome history.Type) history.Operation {
 	inv := history.Record{Type: history.Invoke, Time: call, Client: client, Node: node, F: f}
 	if outcome == "" { // never completed
-		return history.Operation{Invoke: inv}
+		return history.OperationOf(inv, nil)
 	}
 	c := inv
 	c.Type, c.Time = outcome, ret
-	return history.Operation{Invoke: inv, Complete: &c}
+	return history.OperationOf(inv, &c)
 }
 
 func fault(kind, phase string, at int64, targets ...string) history.Record {

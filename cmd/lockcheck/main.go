@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/lockcheck/lockcheck/runner"
@@ -33,10 +34,24 @@ func main() {
 	if !supervised() {
 		os.Exit(supervise()) // crashes are 255: see supervise.go
 	}
+	softMemoryLimit()
 	ctx, stop := interruptContext(forwardedSignals())
 	code := execute(ctx, os.Args[1:])
 	stop()
 	os.Exit(code)
+}
+
+// memoryLimit is the heap size past which Go's collector works harder instead of letting the heap grow.
+// Without it the heap grows to twice what is live: the check of a million operations has about 500 MB
+// live at its peak and reached 1.05 GB of RSS; with it, about 780 MB, for 0.2 s more CPU. A process whose
+// live data exceeds the limit runs slower (the collector takes at most half the CPU), never out of memory.
+const memoryLimit = 768 << 20
+
+// softMemoryLimit sets memoryLimit unless GOMEMLIMIT says otherwise.
+func softMemoryLimit() {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(memoryLimit)
+	}
 }
 
 // execute runs the CLI and maps every outcome to an exit code, printing one line for an error.

@@ -389,15 +389,15 @@ func holders(h *history.History, capacity int64) (gantt, int) {
 		return client(o) && o.Outcome() == history.Ok && (o.Invoke.F == "acquire" || o.Invoke.F == "renew") &&
 			o.Invoke.Args["lease_ms"] > 0
 	}
-	threadOf := func(r history.Record) int64 {
-		if r.Thread != 0 {
-			return r.Thread
+	threadOf := func(thread int64, owner string) int64 {
+		if thread != 0 {
+			return thread
 		}
-		return ownerThread(r.Owner)
+		return ownerThread(owner)
 	}
 	for _, o := range h.Ops {
 		if granted(o) {
-			add(rk{o.Invoke.Key, o.Invoke.Client, threadOf(o.Invoke)})
+			add(rk{o.Invoke.Key, o.Invoke.Client, threadOf(o.Invoke.Thread, o.Invoke.Owner)})
 		}
 	}
 	sort.Slice(keys, func(i, j int) bool {
@@ -448,14 +448,14 @@ func holders(h *history.History, capacity int64) (gantt, int) {
 	var marks []mark
 	for _, o := range h.Ops {
 		if client(o) && o.Invoke.F == "release" && o.Outcome() == history.Ok {
-			if r, ok := idx[rk{o.Invoke.Key, o.Invoke.Client, threadOf(o.Invoke)}]; ok {
+			if r, ok := idx[rk{o.Invoke.Key, o.Invoke.Client, threadOf(o.Invoke.Thread, o.Invoke.Owner)}]; ok {
 				releases[r] = append(releases[r], o.Complete.Time)
 			}
 		}
 		if !granted(o) {
 			continue
 		}
-		r, ok := idx[rk{o.Invoke.Key, o.Invoke.Client, threadOf(o.Invoke)}]
+		r, ok := idx[rk{o.Invoke.Key, o.Invoke.Client, threadOf(o.Invoke.Thread, o.Invoke.Owner)}]
 		if !ok {
 			continue
 		}
@@ -492,7 +492,7 @@ func holders(h *history.History, capacity int64) (gantt, int) {
 		if e.F != "lost" && e.F != "renewed" {
 			continue
 		}
-		if r, ok := idx[rk{e.Key, e.Client, threadOf(e)}]; ok {
+		if r, ok := idx[rk{e.Key, e.Client, threadOf(e.Thread, e.Owner)}]; ok {
 			marks = append(marks, mark{Row: r, At: secs(e.Time), Kind: e.F})
 		}
 	}

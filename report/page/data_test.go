@@ -46,7 +46,7 @@ func TestCenturyLongHistoryStaysSmall(t *testing.T) {
 	inv := history.Record{Type: history.Invoke, ID: 1, Time: 1, Client: "c1", Thread: 1, Key: "k", F: "tryLock"}
 	done := inv
 	done.Type, done.Time = history.Ok, end
-	h := &history.History{Ops: []history.Operation{{Invoke: inv, Complete: &done}},
+	h := &history.History{Ops: []history.Operation{history.OperationOf(inv, &done)},
 		Sections: []history.Record{{Type: history.Section, Client: "c1", Thread: 1, Key: "k", Enter: 2, Exit: end}}}
 	var b strings.Builder
 	if err := Render(&b, Input{Results: &report.Results{Valid: checker.Valid}, History: h, Permits: 2}); err != nil {
