@@ -108,13 +108,18 @@ func runOp(b *testing.B, addr, password string, d time.Duration, op func(context
 
 // benchScript runs p's script through redis-benchmark at the same concurrency and returns requests/s.
 func benchScript(b *testing.B, n *node.Node, p primitive, requests int) float64 {
+	return benchScriptAt(b, n, n.Port(), p, requests)
+}
+
+// benchScriptAt is benchScript sent to port, the node's or a proxy's in front of it.
+func benchScriptAt(b *testing.B, n *node.Node, port int, p primitive, requests int) float64 {
 	scripts, _ := locks.LoadScripts("redisson", "")
 	admin := redistest.Client(b, n.Addr(), n.Password())
 	sha, err := admin.ScriptLoad(context.Background(), scripts.Source(p.script)).Result()
 	if err != nil {
 		b.Fatal(err)
 	}
-	args := []string{"-h", "127.0.0.1", "-p", strconv.Itoa(n.Port()), "-a", n.Password(), "-c", strconv.Itoa(concurrency),
+	args := []string{"-h", "127.0.0.1", "-p", strconv.Itoa(port), "-a", n.Password(), "-c", strconv.Itoa(concurrency),
 		"-n", strconv.Itoa(requests), "-r", "1000000", "-q", "EVALSHA", sha, strconv.Itoa(len(p.keys))}
 	out, err := exec.Command("redis-benchmark", append(append(args, p.keys...), p.args...)...).CombinedOutput()
 	if err != nil {
