@@ -43,7 +43,7 @@ func BenchmarkLockThroughput(b *testing.B) {
 	plain := spliceProxy(b, n.Addr())
 	for i := 0; i < b.N; i++ {
 		// Rounds alternate the measures so that drift in the machine's speed hits all of them; medians are kept.
-		var bases, directs, proxieds, linkBases, plainBases, plainLCs []float64
+		var bases, directs, proxieds, linkBases, plainBases, plainLCs, bares []float64
 		for round := 0; round < 3; round++ {
 			rlock := primitives()[0]
 			bases = append(bases, benchScript(b, n, rlock, 100_000))
@@ -52,14 +52,16 @@ func BenchmarkLockThroughput(b *testing.B) {
 			linkBases = append(linkBases, benchScriptAt(b, n, portOf(b, link.Addr()), rlock, 100_000))
 			plainBases = append(plainBases, benchScriptAt(b, n, portOf(b, plain), rlock, 100_000))
 			plainLCs = append(plainLCs, runOp(b, plain, n.Password(), 2*time.Second, rlock.op))
+			bares = append(bares, bareRate(b, n, n.Addr(), rlock, 2*time.Second))
 		}
 		base, direct, proxied := median(bases), median(directs), median(proxieds)
-		linkBase, plainBase, plainLC := median(linkBases), median(plainBases), median(plainLCs)
+		linkBase, plainBase, plainLC, bare := median(linkBases), median(plainBases), median(plainLCs), median(bares)
 		fmt.Fprintf(os.Stdout, "\nlock throughput, %d clients, RLock acquire script on fresh keys (median of 3 rounds; load average %s)\n",
 			concurrency, loadAverage())
 		fmt.Fprintf(os.Stdout, "  redis-benchmark EVALSHA        %8.0f /s\n", base)
 		fmt.Fprintf(os.Stdout, "  lockcheck RLock, direct        %8.0f /s   ratio %.2f (target >= 0.90)\n", direct, direct/base)
 		fmt.Fprintf(os.Stdout, "  lockcheck RLock, via toxiproxy %8.0f /s   ratio %.2f (target >= 0.80)\n", proxied, proxied/base)
+		fmt.Fprintf(os.Stdout, "  bare Go RESP client, direct    %8.0f /s   ratio %.2f; lockcheck / this %.2f\n", bare, bare/base, direct/bare)
 		fmt.Fprintf(os.Stdout, "  what the hop allows:\n")
 		fmt.Fprintf(os.Stdout, "  redis-benchmark, via toxiproxy %8.0f /s   ratio %.2f; lockcheck / this %.2f\n", linkBase, linkBase/base, proxied/linkBase)
 		fmt.Fprintf(os.Stdout, "  redis-benchmark, via io.Copy   %8.0f /s   ratio %.2f\n", plainBase, plainBase/base)
@@ -68,6 +70,7 @@ func BenchmarkLockThroughput(b *testing.B) {
 		b.ReportMetric(proxied/base, "ratio-proxied")
 		b.ReportMetric(linkBase/base, "ratio-bench-via-link")
 		b.ReportMetric(plainBase/base, "ratio-bench-via-copy")
+		b.ReportMetric(bare/base, "ratio-bare-go")
 	}
 }
 
