@@ -476,11 +476,15 @@ func unknownDeadline(h *history.History) func(call, gaveUp int64) int64 {
 }
 
 // downNodes reports whether a command sent to node at call, whose client gave up at gaveUp, went to a
-// server that the kill fault had stopped and not yet begun to restart. Such a command never ran: the kill's
-// start record follows the server's exit, and the proxy joins each client connection to the server it
-// dials when the client connects, closing it (with whatever it holds) when that server is gone or cannot
-// be dialled, so nothing sent then reaches the server started later. The restart begins at the kill's step
-// record; a history without one (older runs) keeps every such command unknown. A record names the server
+// server that the kill fault had stopped and that did not answer again yet. Such a command never ran: the
+// kill's start record follows the server's exit, and the proxy joins each client connection to the server
+// it dials when the client connects, closing it (with whatever it holds) when that server is gone or cannot
+// be dialled, so nothing sent then reaches the server started later. The restarted server answers every
+// command with a LOADING error (a failure, not an unknown) until its data is loaded, and the kill's last
+// step record for the node follows its first answer to PING after that: a command of unknown outcome given
+// up before then never reached a server able to run it. The first step marks where the restart began
+// (histories before the second step end their span there); a history without steps keeps every such
+// command unknown. A record names the server
 // only where each client talks to one node (single, Redlock's masters): on Sentinel or Cluster it names
 // the client's first node, and a command may have gone to another; lockcheck does not see inside an
 // external deployment. (A burst of such unknowns, clients retrying a refused node, made the search give up.)
@@ -492,7 +496,7 @@ func downNodes(h *history.History) func(node string, call, gaveUp int64) bool {
 	}
 	type span struct{ from, to int64 }
 	spans := map[string][]span{}
-	open := map[string]int64{} // node -> its kill's start
+	open := map[string]*span{} // node -> its kill's start and its latest step (to < 0: none yet)
 	for _, f := range h.Faults {
 		if f.F != "kill" {
 			continue
@@ -500,15 +504,22 @@ func downNodes(h *history.History) func(node string, call, gaveUp int64) bool {
 		for _, n := range f.Targets {
 			switch f.Phase {
 			case "start":
-				open[n] = f.Time
+				open[n] = &span{f.Time, -1}
 			case "step":
-				if from, ok := open[n]; ok {
-					spans[n] = append(spans[n], span{from, f.Time})
-					delete(open, n)
+				if s, ok := open[n]; ok {
+					s.to = f.Time
 				}
 			case "stop", "error":
+				if s, ok := open[n]; ok && s.to >= 0 {
+					spans[n] = append(spans[n], *s)
+				}
 				delete(open, n)
 			}
+		}
+	}
+	for n, s := range open { // a kill the history ends inside of
+		if s.to >= 0 {
+			spans[n] = append(spans[n], *s)
 		}
 	}
 	if len(spans) == 0 {

@@ -155,6 +155,13 @@ func TestDownNodes(t *testing.T) {
 	if d := downNodes(both); d("n1", 1*s, 2*s+s/2) || !d("n2", 1*s, 2*s+s/2) {
 		t.Errorf("two nodes: n1 (restarting at 2 s) down at 2.5 s: %v, n2 (at 3 s): %v", d("n1", 1*s, 2*s+s/2), d("n2", 1*s, 2*s+s/2))
 	}
+	// The restarted server answering again is a later step: a command given up before it never ran.
+	ready := &history.History{Meta: meta("single", "process"), Faults: []history.Record{kill("start", 1*s, "n2"),
+		kill("step", 2*s, "n2"), kill("step", 3*s, "n2"), kill("stop", 3*s+1, "n2")}}
+	if d := downNodes(ready); !d("n2", 1*s, 3*s-1) || d("n2", 1*s, 3*s) || d("n2", 3*s, 3*s+s/10) {
+		t.Errorf("restart at 2 s, answering at 3 s: given up at 3 s - 1 ns: %v (want true), at 3 s: %v, sent at 3 s: %v",
+			d("n2", 1*s, 3*s-1), d("n2", 1*s, 3*s), d("n2", 3*s, 3*s+s/10))
+	}
 	for name, h := range map[string]*history.History{
 		"sentinel":   {Meta: meta("sentinel", "process"), Faults: faults},
 		"external":   {Meta: meta("single", "external"), Faults: faults},

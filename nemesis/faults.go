@@ -61,12 +61,17 @@ func (kill) Stop(ctx context.Context, env *Env, targets []string) error {
 	var errs []error
 	for _, t := range targets {
 		if p := env.Node(t); p != nil && !p.Running() {
-			// A step per node marks where its restart begins: a command to it whose client gave up
-			// before, sent after the start (the server had exited), surely never ran (checker.downNodes).
+			// A step per node marks where its restart begins, and another where the server answers again
+			// (its data loaded): a command to it whose client gave up before that, sent after the start
+			// (the server had exited), surely never ran (checker.downNodes).
 			if env.Note != nil {
 				env.Note("kill", []string{t}, "restarting "+t)
 			}
-			errs = append(errs, p.Restart(ctx))
+			err := p.Restart(ctx)
+			if err == nil && env.Note != nil {
+				env.Note("kill", []string{t}, t+" answering again")
+			}
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
