@@ -3,8 +3,10 @@ package checker
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/lockcheck/lockcheck/history"
 )
@@ -322,29 +324,99 @@ func (Group) Check(_ context.Context, h *history.History) Result {
 	return Result{Valid: Valid, Summary: fmt.Sprintf("%d calls held all or nothing (%d undecided)", checked, undecided)}
 }
 
-// Quiescence checks a semaphore at rest: after every holder released, the final read sees all the
-// permits. Unknown outcomes may have moved permits, so they make it unknown.
+// Quiescence checks a semaphore at rest: the final read of each key sees the permits, less those that the
+// permit commands before it took and did not give back. A command of unknown outcome may or may not have
+// run, so it widens what the read may see (a permit taken whose reply was lost stays taken; a release lost
+// leaves its permit held), and so does an expirable permit whose lease surely ended before the read. A
+// command sent to a killed server and given up before it answered again never ran (downNodes).
 type Quiescence struct{ Permits int64 }
 
 // Name is the checker's stable name.
 func (Quiescence) Name() string { return "permits-at-rest" }
 
-// Check compares each key's last "available" read with the permits.
+// Check compares each key's last "available" read with the range the permit commands before it explain.
 func (q Quiescence) Check(_ context.Context, h *history.History) Result {
 	last := map[string]history.Operation{}
-	unknown := 0
+	worker := false
 	for _, o := range h.Ops {
 		// A worker's calls are lcp_<request> (locks/worker): its available read and permit calls count too.
-		f := strings.TrimPrefix(o.Invoke.F, "lcp_")
+		f := strings.TrimPrefix(o.Invoke.F, history.UnseenPrefix)
+		worker = worker || f != o.Invoke.F
 		if f == "available" && o.Outcome() == history.Ok {
 			last[o.Invoke.Key] = o
-		}
-		if o.Outcome() == history.Unknown && (strings.HasPrefix(f, "acquire") || strings.HasPrefix(f, "release")) {
-			unknown++
 		}
 	}
 	if len(last) == 0 {
 		return Result{Valid: Unknown, Summary: "no final read of the permits"}
+	}
+	if worker {
+		return q.checkCalls(h, last)
+	}
+	down := downNodes(h)
+	var bad []string
+	var at int64
+	unsure := 0
+	for key, read := range last {
+		lo, hi := q.Permits, q.Permits
+		for _, o := range h.Ops {
+			if o.Invoke.Key != key || o.Invoke.F != "acquire" && o.Invoke.F != "release" ||
+				o.Outcome() == history.Fail || o.Invoke.Time >= read.Complete.Time {
+				continue
+			}
+			n := max(o.Invoke.Args["permits"], 1)
+			if o.Invoke.F == "acquire" {
+				n = -n
+			}
+			gaveUp := int64(math.MaxInt64) // no completion recorded: still pending
+			if o.Complete != nil {
+				gaveUp = o.Complete.Time
+			}
+			// Uncertain too: overlapping the read, or applied on a primary no replica acknowledged (a failover
+			// may have undone it).
+			maybe := o.Outcome() == history.Unknown || gaveUp > read.Invoke.Time || o.Complete.Args["nosync"] == 1
+			switch {
+			case o.Outcome() == history.Unknown && down(o.Invoke.Node, o.Invoke.Time, gaveUp):
+				continue // never ran
+			case o.Invoke.F == "release" && !maybe && (o.Complete.Value == nil || *o.Complete.Value == 0):
+				continue // released nothing (an expired or unknown permit)
+			case maybe:
+				unsure++
+				lo, hi = lo+min(n, 0), hi+max(n, 0)
+			default:
+				lo, hi = lo+n, hi+n
+			}
+			if lease := o.Invoke.Args["lease_ms"]; n < 0 && lease > 0 && o.Outcome() != history.Unknown &&
+				satAdd(o.Complete.Time, lease*int64(time.Millisecond)) < read.Invoke.Time {
+				hi -= n // its lease surely ended: the permit may be back
+			}
+		}
+		if v := *read.Complete.Value; v < lo || v > hi {
+			want := fmt.Sprint(lo)
+			if hi != lo {
+				want = fmt.Sprintf("between %d and %d", lo, hi)
+			}
+			bad = append(bad, fmt.Sprintf("%s has %d available at rest, where its permit commands leave %s", key, v, want))
+			at = read.Complete.Time
+		}
+	}
+	sort.Strings(bad)
+	if len(bad) > 0 {
+		return Result{Valid: Invalid, Violation: bad[0], At: at, End: at,
+			Summary: fmt.Sprintf("%d keys lost or gained permits", len(bad))}
+	}
+	return Result{Valid: Valid, Summary: fmt.Sprintf("the permits at rest on all %d keys are what the permit commands left (%d of uncertain outcome)",
+		len(last), unsure)}
+}
+
+// checkCalls judges a worker's semaphore, whose calls (lcp_*) stand for its lock commands: at rest every
+// permit is back, unless a call of unknown outcome may have moved one.
+func (q Quiescence) checkCalls(h *history.History, last map[string]history.Operation) Result {
+	unknown := 0
+	for _, o := range h.Ops {
+		f := strings.TrimPrefix(o.Invoke.F, history.UnseenPrefix)
+		if o.Outcome() == history.Unknown && (strings.HasPrefix(f, "acquire") || strings.HasPrefix(f, "release")) {
+			unknown++
+		}
 	}
 	var bad []string
 	var at int64
