@@ -3,7 +3,9 @@ package checker
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -353,53 +355,61 @@ func (q Quiescence) Check(_ context.Context, h *history.History) Result {
 		return q.checkCalls(h, last)
 	}
 	down := downNodes(h)
-	var bad []string
-	var at int64
+	type bounds struct{ lo, hi int64 }
+	rng := map[string]*bounds{}
+	for key := range last {
+		rng[key] = &bounds{q.Permits, q.Permits}
+	}
 	unsure := 0
-	for key, read := range last {
-		lo, hi := q.Permits, q.Permits
-		for _, o := range h.Ops {
-			if o.Invoke.Key != key || o.Invoke.F != "acquire" && o.Invoke.F != "release" ||
-				o.Outcome() == history.Fail || o.Invoke.Time >= read.Complete.Time {
-				continue
-			}
-			n := max(o.Invoke.Args["permits"], 1)
-			if o.Invoke.F == "acquire" {
-				n = -n
-			}
-			gaveUp := int64(math.MaxInt64) // no completion recorded: still pending
-			if o.Complete != nil {
-				gaveUp = o.Complete.Time
-			}
-			// Uncertain too: overlapping the read, or applied on a primary no replica acknowledged (a failover
-			// may have undone it).
-			maybe := o.Outcome() == history.Unknown || gaveUp > read.Invoke.Time || o.Complete.Args["nosync"] == 1
-			switch {
-			case o.Outcome() == history.Unknown && down(o.Invoke.Node, o.Invoke.Time, gaveUp):
-				continue // never ran
-			case o.Invoke.F == "release" && !maybe && (o.Complete.Value == nil || *o.Complete.Value == 0):
-				continue // released nothing (an expired or unknown permit)
-			case maybe:
-				unsure++
-				lo, hi = lo+min(n, 0), hi+max(n, 0)
-			default:
-				lo, hi = lo+n, hi+n
-			}
-			if lease := o.Invoke.Args["lease_ms"]; n < 0 && lease > 0 && o.Outcome() != history.Unknown &&
-				satAdd(o.Complete.Time, lease*int64(time.Millisecond)) < read.Invoke.Time {
-				hi -= n // its lease surely ended: the permit may be back
-			}
+	for _, o := range h.Ops { // one pass: a history may hold many keys and a million commands
+		read, ok := last[o.Invoke.Key]
+		if !ok || o.Invoke.F != "acquire" && o.Invoke.F != "release" ||
+			o.Outcome() == history.Fail || o.Invoke.Time >= read.Complete.Time {
+			continue
 		}
-		if v := *read.Complete.Value; v < lo || v > hi {
-			want := fmt.Sprint(lo)
-			if hi != lo {
-				want = fmt.Sprintf("between %d and %d", lo, hi)
-			}
-			bad = append(bad, fmt.Sprintf("%s has %d available at rest, where its permit commands leave %s", key, v, want))
-			at = read.Complete.Time
+		r := rng[o.Invoke.Key]
+		n := max(o.Invoke.Args["permits"], 1)
+		if o.Invoke.F == "acquire" {
+			n = -n
+		}
+		gaveUp := int64(math.MaxInt64) // no completion recorded: still pending
+		if o.Complete != nil {
+			gaveUp = o.Complete.Time
+		}
+		// Uncertain too: overlapping the read, or applied on a primary no replica acknowledged (a failover
+		// may have undone it).
+		maybe := o.Outcome() == history.Unknown || gaveUp > read.Invoke.Time || o.Complete.Args["nosync"] == 1
+		switch {
+		case o.Outcome() == history.Unknown && down(o.Invoke.Node, o.Invoke.Time, gaveUp):
+			continue // never ran
+		case o.Invoke.F == "release" && !maybe && (o.Complete.Value == nil || *o.Complete.Value == 0):
+			continue // released nothing (an expired or unknown permit)
+		case maybe:
+			unsure++
+			r.lo, r.hi = r.lo+min(n, 0), r.hi+max(n, 0)
+		default:
+			r.lo, r.hi = r.lo+n, r.hi+n
+		}
+		if lease := o.Invoke.Args["lease_ms"]; n < 0 && lease > 0 && o.Outcome() != history.Unknown &&
+			satAdd(o.Complete.Time, lease*int64(time.Millisecond)) < read.Invoke.Time {
+			r.hi -= n // its lease surely ended: the permit may be back
 		}
 	}
-	sort.Strings(bad)
+	var bad []string
+	var at int64
+	for _, key := range slices.Sorted(maps.Keys(last)) { // the first key named is the one whose time is given
+		read, r := last[key], rng[key]
+		if v := *read.Complete.Value; v < r.lo || v > r.hi {
+			want := fmt.Sprint(r.lo)
+			if r.hi != r.lo {
+				want = fmt.Sprintf("between %d and %d", r.lo, r.hi)
+			}
+			if bad == nil {
+				at = read.Complete.Time
+			}
+			bad = append(bad, fmt.Sprintf("%s has %d available at rest, where its permit commands leave %s", key, v, want))
+		}
+	}
 	if len(bad) > 0 {
 		return Result{Valid: Invalid, Violation: bad[0], At: at, End: at,
 			Summary: fmt.Sprintf("%d keys lost or gained permits", len(bad))}
