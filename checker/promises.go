@@ -430,13 +430,15 @@ func (q Quiescence) checkCalls(h *history.History, last map[string]history.Opera
 	}
 	var bad []string
 	var at int64
-	for key, o := range last {
+	for _, key := range slices.Sorted(maps.Keys(last)) { // the first key named is the one whose time is given
+		o := last[key]
 		if v := *o.Complete.Value; v != q.Permits {
+			if bad == nil {
+				at = o.Complete.Time
+			}
 			bad = append(bad, fmt.Sprintf("%s has %d available at rest, not %d", key, v, q.Permits))
-			at = o.Complete.Time
 		}
 	}
-	sort.Strings(bad)
 	switch {
 	case len(bad) > 0 && unknown > 0:
 		return Result{Valid: Unknown, Summary: fmt.Sprintf("%s; %d commands had unknown outcomes", bad[0], unknown)}
