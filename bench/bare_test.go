@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -12,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockcheck/lockcheck/internal/redistest"
-	"github.com/lockcheck/lockcheck/locks"
 	"github.com/lockcheck/lockcheck/node"
 )
 
@@ -21,12 +18,7 @@ import (
 // hand-written RESP, one command in flight per connection, no client library and no history. It is what a
 // Go client can do here at best, the yardstick between redis-benchmark (C, one event loop) and lockcheck.
 func bareRate(b *testing.B, n *node.Node, addr string, p primitive, d time.Duration) float64 {
-	scripts, _ := locks.LoadScripts("redisson", "")
-	admin := redistest.Client(b, n.Addr(), n.Password())
-	sha, err := admin.ScriptLoad(context.Background(), scripts.Source(p.script)).Result()
-	if err != nil {
-		b.Fatal(err)
-	}
+	sha := loadScript(b, n, p)
 	var total atomic.Int64
 	var wg sync.WaitGroup
 	stop := time.Now().Add(d)

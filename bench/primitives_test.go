@@ -111,14 +111,20 @@ func benchScript(b *testing.B, n *node.Node, p primitive, requests int) float64 
 	return benchScriptAt(b, n, n.Port(), p, requests)
 }
 
-// benchScriptAt is benchScript sent to port, the node's or a proxy's in front of it.
-func benchScriptAt(b *testing.B, n *node.Node, port int, p primitive, requests int) float64 {
+// loadScript loads p's script on the node and returns its SHA, for EVALSHA.
+func loadScript(b *testing.B, n *node.Node, p primitive) string {
 	scripts, _ := locks.LoadScripts("redisson", "")
 	admin := redistest.Client(b, n.Addr(), n.Password())
 	sha, err := admin.ScriptLoad(context.Background(), scripts.Source(p.script)).Result()
 	if err != nil {
 		b.Fatal(err)
 	}
+	return sha
+}
+
+// benchScriptAt is benchScript sent to port, the node's or a proxy's in front of it.
+func benchScriptAt(b *testing.B, n *node.Node, port int, p primitive, requests int) float64 {
+	sha := loadScript(b, n, p)
 	args := []string{"-h", "127.0.0.1", "-p", strconv.Itoa(port), "-a", n.Password(), "-c", strconv.Itoa(concurrency),
 		"-n", strconv.Itoa(requests), "-r", "1000000", "-q", "EVALSHA", sha, strconv.Itoa(len(p.keys))}
 	out, err := exec.Command("redis-benchmark", append(append(args, p.keys...), p.args...)...).CombinedOutput()
