@@ -22,6 +22,9 @@ type Event struct {
 	// Nested: a reentrant tryLock or unlock inside the caller's own hold (set by the caller on its invoke;
 	// the hub carries it to the completion). Such a grant or release changes no holder, so no trigger fires.
 	Nested bool
+	// Taken (set by the hub) on an unlock's completion: another owner's grant on the key was recorded and it
+	// has not unlocked since. A waiter's acquire can reach the server between the unlock and its reply.
+	Taken bool
 }
 
 // Trigger is a kind of lock event that can fire a fault (--nemesis-trigger), registered by name.
@@ -66,9 +69,11 @@ func init() {
 	RegisterTrigger(Trigger{Name: "unlock", About: "a caller begins its unlock or countDown, before its first command",
 		Match: func(e Event) bool { return e.Type == "invoke" && slices.Contains(releases, e.F) && !e.Nested }})
 
-	// release: a caller's unlock was just acknowledged: the lock is free on the primary and its replicas.
+	// release: a caller's unlock was just acknowledged and no other grant has been recorded since: the lock
+	// is free on the primary and its replicas, unless an acquire already on the wire takes it before the
+	// fault lands (a failover fired then splits a held lock).
 	RegisterTrigger(Trigger{Name: "release", About: "a caller's unlock was just acknowledged (the lock is free)",
-		Match: func(e Event) bool { return e.F == "unlock" && e.Type == "ok" && !e.Nested }})
+		Match: func(e Event) bool { return e.F == "unlock" && e.Type == "ok" && !e.Nested && !e.Taken }})
 
 	// attempt: a caller is about to send an acquire: a tryLock's or tryAcquire's first script, or a retry
 	// while it waits. A clock fault fired here is in the script that follows; fired at the call's start
@@ -168,6 +173,9 @@ type Triggers struct {
 	held  map[string][]string // owner/key -> nodes whose acquire succeeded since its tryLock began
 	// nested: owner/key/call whose reentrant call is in flight (an owner makes one call at a time per key)
 	nested map[string]bool
+	// holders: key -> owners granted it that have not unlocked it since (an unknown unlock may have left
+	// the lock held, so only an acknowledged one or the owner's next tryLock ends the hold here)
+	holders map[string]map[string]bool
 }
 
 type arming struct {
@@ -179,7 +187,7 @@ type arming struct {
 
 // NewTriggers returns a hub with nothing armed.
 func NewTriggers() *Triggers {
-	return &Triggers{held: map[string][]string{}, nested: map[string]bool{}}
+	return &Triggers{held: map[string][]string{}, nested: map[string]bool{}, holders: map[string]map[string]bool{}}
 }
 
 // Observe takes one event. It is cheap when nothing is armed.
@@ -196,6 +204,7 @@ func (t *Triggers) Observe(ev Event) {
 	case ev.Nested: // the outer hold's nodes stay as they are
 	case ev.F == "tryLock" && ev.Type == "invoke":
 		delete(t.held, k)
+		delete(t.holders[ev.Key], holder(ev))
 	case ev.F == "acquire" && ev.Type == "ok" && ev.Node != "":
 		if !slices.Contains(t.held[k], ev.Node) {
 			t.held[k] = append(t.held[k], ev.Node)
@@ -203,6 +212,13 @@ func (t *Triggers) Observe(ev Event) {
 	case ev.F == "tryLock" && ev.Type == "ok":
 		ev.Nodes = t.held[k]
 		delete(t.held, k)
+		if t.holders[ev.Key] == nil {
+			t.holders[ev.Key] = map[string]bool{}
+		}
+		t.holders[ev.Key][holder(ev)] = true
+	case ev.F == "unlock" && ev.Type == "ok":
+		delete(t.holders[ev.Key], holder(ev))
+		ev.Taken = len(t.holders[ev.Key]) > 0
 	}
 	a := t.armed
 	if a == nil || !a.match(ev) || len(a.only) > 0 && !a.only[ev.Client] {
@@ -217,6 +233,14 @@ func (t *Triggers) Observe(ev Event) {
 	t.armed = nil
 	t.mu.Unlock()
 	a.fire(ev) // outside the lock: the fault's start may take a few milliseconds
+}
+
+// holder names who holds a lock: its owner, or the client where a worker's records name none.
+func holder(ev Event) string {
+	if ev.Owner != "" {
+		return ev.Owner
+	}
+	return ev.Client
 }
 
 // arm makes the (skip+1)-th next event of the trigger call fire, once, in the recording goroutine. The

@@ -280,3 +280,36 @@ func TestLatePhaseLastsTwoThirds(t *testing.T) {
 		})
 	}
 }
+
+// The release trigger fires at an unlock that leaves the lock free: not where another owner's grant was
+// recorded before the unlock's answer (a waiter's acquire reached the server first), since a failover fired
+// there splits a held lock (a CI run's naive-on-Sentinel failover caught nothing so); an unknown unlock
+// keeps its owner a holder until its next tryLock.
+func TestReleaseTriggerWaitsForAFreeLock(t *testing.T) {
+	h := NewTriggers()
+	var got []Event
+	_, _ = h.arm("release", 0, nil, func(ev Event) { got = append(got, ev) })
+	call := func(typ, f, owner string) {
+		h.Observe(Event{Type: typ, F: f, Client: "c-" + owner, Owner: owner, Key: "k"})
+	}
+	call("ok", "tryLock", "o1")
+	call("invoke", "unlock", "o1")
+	call("ok", "tryLock", "o2") // o2's acquire ran between o1's unlock and its answer
+	call("ok", "unlock", "o1")
+	if len(got) != 0 {
+		t.Fatalf("fired at %+v while o2 held the lock", got)
+	}
+	call("ok", "tryLock", "o3") // another key's holder count is its own
+	h.Observe(Event{Type: "ok", F: "tryLock", Client: "c9", Owner: "o9", Key: "other"})
+	call("unknown", "unlock", "o3")
+	call("ok", "unlock", "o2")
+	if len(got) != 0 {
+		t.Fatalf("fired at %+v while o3's unlock was unknown", got)
+	}
+	call("invoke", "tryLock", "o3") // o3 no longer thinks it holds the lock
+	call("ok", "tryLock", "o2")
+	call("ok", "unlock", "o2")
+	if len(got) != 1 || got[0].Owner != "o2" {
+		t.Fatalf("fired at %+v, want o2's second unlock", got)
+	}
+}

@@ -13,16 +13,18 @@ import (
 // the queue and, woken as the head, gives up at once (its wait budget is spent by the jump) through
 // acquireFailed, which wakes nobody: the lock then stands free for the next head's whole wait while the
 // others spin. The Go emulation runs Redisson's scripts and tryLock loop; the finding's command runs the real
-// library. Seed 3 skews a client ahead in its first fault.
+// library. Seed 3 skews a client ahead. The trigger aims each fault at a client about to send an acquire; it
+// stalls the lock when that is a woken head, not when it is the releaser trying again at once (then it only
+// reorders the queue), so the run has room for three faults and each one's stall.
 func TestFindingH2FairClockJumpStallsFreeLock(t *testing.T) {
 	t.Parallel() // its own node
 	const wait = 5 * time.Second
 	args := []string{"run", "--lock", "fair", "--clients", "10", "--wait", wait.String(), "--hold", "100ms-300ms",
-		"--time", "10s", "--quiet", "1s", "--seed", "3"}
+		"--time", "20s", "--quiet", "1s", "--seed", "3"}
 	for _, c := range []struct {
 		nemesis []string
 		stall   bool
-	}{{[]string{"--nemesis", "client-clock", "--nemesis-interval", "1s", "--nemesis-duration", "3s"}, true}, {nil, false}} {
+	}{{[]string{"--nemesis", "client-clock", "--nemesis-trigger", "--nemesis-interval", "1s", "--nemesis-duration", "3s"}, true}, {nil, false}} {
 		_, dir := run(t, append(args, c.nemesis...)...)
 		gap, waiting := longestFreeGap(t, filepath.Join(dir, "history.jsonl"))
 		t.Logf("%v: the lock stood free for %s with %d waiting", c.nemesis, gap, waiting)

@@ -25,8 +25,12 @@ var triggerScenarios = []struct {
 	{"broken-unlock-drop-reply", []string{"--lock-spec", filepath.Join("..", "..", "examples", "locks", "setnx-retry-broken.yaml"),
 		"--nemesis", "drop-reply", "--nemesis-interval", "1s", "--nemesis-duration", "1s", "--timeout", "400ms",
 		"--quiet", "2s", "--time", "5s"}, false, "unlock"},
-	{"naive-failover", []string{"--lock", "naive", "--topology", "sentinel", "--nemesis", "failover",
-		"--nemesis-interval", "1s", "--nemesis-duration", "6s", "--quiet", "2s", "--time", "10s"}, true, "release"},
+	// Two failovers, and a lease shorter than one: a failover fired at a release can still find the lock
+	// taken (an acquire already on the wire landed before the split, its key on both sides), or the kept
+	// clients may follow Sentinel's switch before the others' cut reads time out; about 1 run in 15 here
+	// under load. With the default 30 s lease the stray key would block the second failover too.
+	{"naive-failover", []string{"--lock", "naive", "--topology", "sentinel", "--nemesis", "failover", "--lease", "1s",
+		"--nemesis-interval", "1s", "--nemesis-duration", "6s", "--quiet", "2s", "--time", "18s"}, true, "release"},
 	{"lagging-failover", []string{"--lock", "reentrant", "--topology", "sentinel", "--nemesis", "lagging-failover",
 		"--keys", "4", "--hold", "2s-5s", "--nemesis-interval", "1s", "--nemesis-duration", "6s", "--quiet", "2s",
 		"--time", "12s"}, true, "grant"},
@@ -42,7 +46,8 @@ type triggerResults struct {
 	} `json:"faults"`
 }
 
-// firstViolation is how long after the first fault began the first violation was found.
+// firstViolation is how long after the fault it fell in (the last one begun by then) the first violation was
+// found.
 func firstViolation(t *testing.T, dir string) (time.Duration, bool) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
@@ -62,7 +67,14 @@ func firstViolation(t *testing.T, dir string) (time.Duration, bool) {
 	if first < 0 || len(r.Faults) == 0 {
 		return 0, false
 	}
-	return time.Duration(first - r.Faults[0].Start), true
+	// The violation may begin just before the fault's start record: at the grant that fired it.
+	start := r.Faults[0].Start
+	for _, f := range r.Faults {
+		if f.Start <= first+int64(500*time.Millisecond) {
+			start = max(start, f.Start)
+		}
+	}
+	return time.Duration(first - start), true
 }
 
 // Each classic unsafe scenario is caught within seconds of its first lock-aware fault, which the history
@@ -87,9 +99,8 @@ func TestTriggeredFaultsFindTheClassicBugs(t *testing.T) {
 				if !strings.Contains(string(h), ev) {
 					t.Fatalf("no fault in the history was fired by a %s (%s)", sc.fired, dir)
 				}
-				// The violation may begin just before the fault's start record: at the grant that fired it.
 				if d, ok := firstViolation(t, dir); !ok || d < -500*time.Millisecond || d > 5*time.Second {
-					t.Fatalf("first violation %v after the first fault (found: %v), want within 5s (%s)", d, ok, dir)
+					t.Fatalf("first violation %v after its fault (found: %v), want within 5s of one (%s)", d, ok, dir)
 				}
 			})
 		}
