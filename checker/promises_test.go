@@ -44,6 +44,10 @@ func TestTokens(t *testing.T) {
 	// Concurrent grants are not ordered, so any tokens go.
 	conc := (&hb{}).op("c1", "acquire", "k", 0, 5, history.Ok, v(7), nil).op("c2", "acquire", "k", 1, 6, history.Ok, v(6), nil)
 	expect(t, Tokens{}, &conc.h, Valid, "")
+	// ... but two owners never share a token, in either order (a CI run's S10: the promoted replica lacked
+	// the counter's last INCR and gave it out again, to a call begun before the first grant was answered).
+	dup := (&hb{}).op("c1", "acquire", "k", 0, 5, history.Ok, v(2), nil).op("c2", "acquire", "k", 1, 9, history.Ok, v(2), nil)
+	expect(t, Tokens{}, &dup.h, Invalid, "c2 got token 2 on k at 0.000s, which c1 had been given at 0.000s")
 }
 
 func TestFairness(t *testing.T) {
