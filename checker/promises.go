@@ -77,7 +77,7 @@ func (Tokens) Check(_ context.Context, h *history.History) Result {
 		sort.Slice(gs, func(i, j int) bool { return gs[i].Invoke.Time < gs[j].Invoke.Time })
 		var top int64
 		topBy, j := "", 0
-		given := map[int64]history.Operation{} // token -> its first grant (an owner's re-entry keeps its token)
+		given := map[int64]history.Operation{} // token -> its first grant; one owner's grants answer to the rule above
 		for _, g := range gs {
 			for j < len(done) && done[j].Complete.Time < g.Invoke.Time {
 				if v := *done[j].Complete.Value; topBy == "" || v > top {
