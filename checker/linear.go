@@ -486,7 +486,8 @@ func unknownDeadline(h *history.History) func(call, gaveUp int64) int64 {
 // (histories before the second step end their span there); a history without steps keeps every such
 // command unknown. A record names the server only where each client talks to one node (single, Redlock's
 // masters): on Sentinel or Cluster it names the client's first node, and a command may have gone to
-// another; lockcheck does not see inside an external deployment. (A burst of such unknowns, clients retrying a refused node, made the search give up.)
+// another; lockcheck does not see inside an external deployment. (A burst of such unknowns, clients
+// retrying a refused node, made the search give up.)
 func downNodes(h *history.History) func(node string, call, gaveUp int64) bool {
 	never := func(string, int64, int64) bool { return false }
 	m, ok := metaOf(h)

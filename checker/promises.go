@@ -87,14 +87,15 @@ func (Tokens) Check(_ context.Context, h *history.History) Result {
 			}
 			grants++
 			v := *g.Complete.Value
+			o, seen := given[v]
+			if !seen {
+				given[v] = g
+			}
 			why := ""
 			if topBy != "" && v <= top {
 				why = fmt.Sprintf("after %s had already been given %d", topBy, top)
-			} else if o, ok := given[v]; ok && o.Invoke.Owner != g.Invoke.Owner {
+			} else if seen && o.Invoke.Owner != g.Invoke.Owner {
 				why = fmt.Sprintf("which %s had been given at %s", o.Invoke.Client, Secs(o.Complete.Time))
-			}
-			if _, ok := given[v]; !ok {
-				given[v] = g
 			}
 			if why != "" {
 				bad++

@@ -43,8 +43,9 @@ func main() {
 
 // memoryLimit is the heap size past which Go's collector works harder instead of letting the heap grow.
 // Without it the heap grows to twice what is live: the check of a million operations has about 500 MB
-// live at its peak and reached 1.05 GB of RSS; with it, about 775 MB, for about the same CPU (5.9-6.1 s). A process whose
-// live data exceeds the limit runs slower (the collector takes at most half the CPU), never out of memory.
+// live at its peak and reached 1.05 GB of RSS; with it, about 775 MB, for about the same CPU (5.9-6.1 s).
+// A process whose live data exceeds the limit runs slower (the collector takes at most half the CPU), never
+// out of memory.
 const memoryLimit = 768 << 20
 
 // softMemoryLimit sets memoryLimit unless GOMEMLIMIT says otherwise.
