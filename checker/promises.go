@@ -408,27 +408,42 @@ func (q Quiescence) Check(_ context.Context, h *history.History) Result {
 			r.hi -= n // its lease surely ended: the permit may be back
 		}
 	}
+	if bad := atRest(last, func(key string, v int64) string {
+		r := rng[key]
+		if v >= r.lo && v <= r.hi {
+			return ""
+		}
+		want := fmt.Sprint(r.lo)
+		if r.hi != r.lo {
+			want = fmt.Sprintf("between %d and %d", r.lo, r.hi)
+		}
+		return fmt.Sprintf("%s has %d available at rest, where its permit commands leave %s", key, v, want)
+	}); bad.Valid == Invalid {
+		return bad
+	}
+	return Result{Valid: Valid, Summary: fmt.Sprintf(
+		"the permits at rest on all %d keys are what the permit commands left (%d of uncertain outcome)", len(last), unsure)}
+}
+
+// atRest asks wrong of each key's final read (its available permits) in key order, and is Invalid, naming
+// the first key found wrong and its read's time, when any is; Valid otherwise.
+func atRest(last map[string]history.Operation, wrong func(key string, available int64) string) Result {
 	var bad []string
 	var at int64
 	for _, key := range slices.Sorted(maps.Keys(last)) { // the first key named is the one whose time is given
-		read, r := last[key], rng[key]
-		if v := *read.Complete.Value; v < r.lo || v > r.hi {
-			want := fmt.Sprint(r.lo)
-			if r.hi != r.lo {
-				want = fmt.Sprintf("between %d and %d", r.lo, r.hi)
-			}
+		read := last[key]
+		if why := wrong(key, *read.Complete.Value); why != "" {
 			if bad == nil {
 				at = read.Complete.Time
 			}
-			bad = append(bad, fmt.Sprintf("%s has %d available at rest, where its permit commands leave %s", key, v, want))
+			bad = append(bad, why)
 		}
 	}
-	if len(bad) > 0 {
-		return Result{Valid: Invalid, Violation: bad[0], At: at, End: at,
-			Summary: fmt.Sprintf("%d keys lost or gained permits", len(bad))}
+	if len(bad) == 0 {
+		return Result{Valid: Valid}
 	}
-	return Result{Valid: Valid, Summary: fmt.Sprintf("the permits at rest on all %d keys are what the permit commands left (%d of uncertain outcome)",
-		len(last), unsure)}
+	return Result{Valid: Invalid, Violation: bad[0], At: at, End: at,
+		Summary: fmt.Sprintf("%d keys lost or gained permits", len(bad))}
 }
 
 // checkCalls judges a worker's semaphore, whose calls (lcp_*) stand for its lock commands: at rest every
@@ -441,25 +456,20 @@ func (q Quiescence) checkCalls(h *history.History, last map[string]history.Opera
 			unknown++
 		}
 	}
-	var bad []string
-	var at int64
-	for _, key := range slices.Sorted(maps.Keys(last)) { // the first key named is the one whose time is given
-		o := last[key]
-		if v := *o.Complete.Value; v != q.Permits {
-			if bad == nil {
-				at = o.Complete.Time
-			}
-			bad = append(bad, fmt.Sprintf("%s has %d available at rest, not %d", key, v, q.Permits))
+	bad := atRest(last, func(key string, v int64) string {
+		if v == q.Permits {
+			return ""
 		}
-	}
+		return fmt.Sprintf("%s has %d available at rest, not %d", key, v, q.Permits)
+	})
 	switch {
-	case len(bad) > 0 && unknown > 0:
-		return Result{Valid: Unknown, Summary: fmt.Sprintf("%s; %d commands had unknown outcomes", bad[0], unknown)}
-	case len(bad) > 0:
-		return Result{Valid: Invalid, Violation: bad[0], At: at, End: at,
-			Summary: fmt.Sprintf("%d keys lost or gained permits", len(bad))}
+	case bad.Valid == Invalid && unknown > 0:
+		return Result{Valid: Unknown, Summary: fmt.Sprintf("%s; %d commands had unknown outcomes", bad.Violation, unknown)}
+	case bad.Valid == Invalid:
+		return bad
 	}
-	return Result{Valid: Valid, Summary: fmt.Sprintf("available + held = %d permits on all %d keys at rest", q.Permits, len(last))}
+	return Result{Valid: Valid, Summary: fmt.Sprintf("available + held = %d permits on all %d keys at rest", q.Permits,
+		len(last))}
 }
 
 // latchCalls names a latch's calls as the emulation does, whichever recorded them.
