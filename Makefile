@@ -57,6 +57,8 @@ test: deps
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 15000x ./locks/worker/
 	$(GO) test -run '^$$' -fuzz FuzzServe -fuzztime 100000x ./workers/sdk/
 	$(GO) test -run '^$$' -fuzz FuzzDecoder -fuzztime 12000x ./network/wire/
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 80000x ./suite/
+	$(GO) test -run '^$$' -fuzz FuzzMerge -fuzztime 2000x ./suite/
 
 # The chaos tests that make test runs on one seed, on every seed their verdict was shown on.
 test-all-seeds: deps

@@ -67,7 +67,20 @@ func (r *Recorder) write(rec Record, stamp bool) {
 		return
 	}
 	r.ended = rec.Type == End
+	if len(rec.Error) > MaxText || len(rec.Detail) > MaxText {
+		rec.Error, rec.Detail = ClipText(rec.Error, MaxText), ClipText(rec.Detail, MaxText)
+	}
 	r.buf = append(appendRecord(r.buf[:0], &rec), '\n')
+	if len(r.buf) > MaxLine { // escaping can grow a text sixfold: clip everything harder
+		rec = clipRecord(rec, 1<<10)
+		r.buf = append(appendRecord(r.buf[:0], &rec), '\n')
+	}
+	if len(r.buf) > MaxLine && rec.Type == Meta {
+		// Never write a line the reader refuses; the caller bounds the meta's parts before this.
+		r.err = fmt.Errorf("history: the meta record is %d bytes, over the %d a line may have", len(r.buf), MaxLine)
+		close(r.failed)
+		return
+	}
 	if _, err := r.w.Write(r.buf); err != nil {
 		r.err = err
 		close(r.failed)

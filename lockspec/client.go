@@ -84,7 +84,8 @@ func (s *Spec) LoadScripts(ctx context.Context, addr, password string) error {
 			if !errors.As(err, &rerr) {
 				return fmt.Errorf("%s: operation %s: SCRIPT LOAD on %s: %v", s.Path, name, addr, err)
 			}
-			return fmt.Errorf("%s: operation %s: %s does not compile: %s", s.Path, name, op.where(), oneLine(err.Error()))
+			// Lua quotes the token it choked on, which may be most of a 1 MiB script.
+			return fmt.Errorf("%s: operation %s: %s does not compile: %s", s.Path, name, op.where(), clip(oneLine(err.Error())))
 		}
 	}
 	return nil
@@ -232,6 +233,7 @@ func (c *client) run(ctx context.Context, x call) (Outcome, int64, error) {
 	if errors.Is(err, redis.Nil) {
 		reply, err = nil, nil
 	}
+	err = clipErr(err) // recorded twice (this command, the workload's call) and returned: never megabytes
 	if err != nil {
 		if locks.Definite(err) {
 			op.Fail(nil, err)
@@ -276,16 +278,42 @@ func (c *client) run(ctx context.Context, x call) (Outcome, int64, error) {
 	return out, n, nil
 }
 
+// describe says what a reply was, in at most about maxReply bytes.
 func describe(reply any) string {
 	switch v := reply.(type) {
 	case nil:
 		return "nil"
 	case string:
-		return strconv.Quote(v)
+		return strconv.Quote(clip(v))
 	case int64:
 		return "integer " + strconv.FormatInt(v, 10)
 	}
-	return fmt.Sprintf("%T %v", reply, reply)
+	return clip(fmt.Sprintf("%T %v", reply, reply))
+}
+
+// maxReply bounds the text of a reply or an error that a spec client keeps, records and returns: a script
+// can return or raise megabytes, and its start with its length says as much about it.
+const maxReply = 4 << 10
+
+// clip keeps the first maxReply bytes of s (on a rune boundary) and says how long s was.
+func clip(s string) string { return history.ClipText(s, maxReply) }
+
+// clippedError is an error whose text was too long to keep: its clipped text, and whether its outcome was
+// definite (locks.Definite asks it), so that clipping changes no recorded outcome.
+type clippedError struct {
+	text     string
+	definite bool
+}
+
+func (e *clippedError) Error() string  { return e.text }
+func (e *clippedError) Definite() bool { return e.definite }
+
+// clipErr is err, or a clippedError standing for it when its text is longer than maxReply.
+func clipErr(err error) error {
+	if err == nil || len(err.Error()) <= maxReply {
+		return err
+	}
+	return &clippedError{text: clip(err.Error()), definite: locks.Definite(err)}
 }
 
 // retry runs a call, repeating it while its outcome is unknown, if the spec says so, up to tries times.

@@ -9,13 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/lockcheck/lockcheck/internal/safefile"
 	"github.com/lockcheck/lockcheck/kinds"
 	"gopkg.in/yaml.v3"
 )
@@ -118,9 +118,11 @@ func opClass(name string) class {
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
 
-// Load reads and validates a spec file; every error is one line naming the file (and the operation).
+// Load reads and validates a spec file; every error is one line naming the file (and the operation). The
+// spec and its scripts are read as hostile input: regular files of at most safefile.SpecMax bytes, the
+// scripts inside the spec's directory.
 func Load(path string) (*Spec, error) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.Read(path, safefile.SpecMax)
 	if err != nil {
 		return nil, fmt.Errorf("lock spec: %v", oneLine(err.Error()))
 	}
@@ -128,16 +130,19 @@ func Load(path string) (*Spec, error) {
 }
 
 // Parse validates a spec's text; path names it in errors and dir is where file: scripts are found ("" to
-// refuse them).
+// refuse them). A file: is a path inside dir: neither absolute nor leading out of it (by .. or a symlink),
+// so a spec from a pull request cannot read, and show in its errors, a file of the machine it runs on.
 func Parse(b []byte, path, dir string) (*Spec, error) {
-	s, err := parse(b, path, dir)
+	files := &scriptFiles{dir: dir}
+	defer files.close()
+	s, err := parse(b, path, files)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s", path, oneLine(err.Error()))
 	}
 	return s, nil
 }
 
-func parse(b []byte, path, dir string) (*Spec, error) {
+func parse(b []byte, path string, files *scriptFiles) (*Spec, error) {
 	var r raw
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
@@ -182,12 +187,18 @@ func parse(b []byte, path, dir string) (*Spec, error) {
 		}
 		s.RetryDelay = d
 	}
+	if err := printable("about", &s.About); err != nil {
+		return nil, err
+	}
 	if r.Control != nil {
 		if r.Control.Why == "" {
 			return nil, errors.New("control: say why it is broken (why:)")
 		}
-		if len(r.Control.Flags)%2 != 0 {
-			return nil, errors.New("control: flags come in pairs (--flag value)")
+		if err := printable("control: why", &r.Control.Why); err != nil {
+			return nil, err
+		}
+		if err := CheckControlFlags(r.Control.Flags); err != nil {
+			return nil, fmt.Errorf("control: %v", err)
 		}
 		s.Broken, s.Flags = r.Control.Why, r.Control.Flags
 	}
@@ -217,7 +228,7 @@ func parse(b []byte, path, dir string) (*Spec, error) {
 		if _, dup := s.Ops[canon]; dup {
 			return nil, fmt.Errorf("operation %s: given twice (renew is extend)", name)
 		}
-		op, err := parseOp(canon, ro, dir, allowedPH)
+		op, err := parseOp(canon, ro, files, allowedPH)
 		if err != nil {
 			return nil, fmt.Errorf("operation %s: %v", name, err)
 		}
@@ -273,7 +284,7 @@ func (s *Spec) watchdog(n *yaml.Node, fam string) error {
 	return nil
 }
 
-func parseOp(name string, ro *rawOp, dir string, allowed map[string]bool) (*Op, error) {
+func parseOp(name string, ro *rawOp, files *scriptFiles, allowed map[string]bool) (*Op, error) {
 	if ro == nil {
 		return nil, errors.New("empty: give script: or file:, keys:, argv: and reply:")
 	}
@@ -282,16 +293,9 @@ func parseOp(name string, ro *rawOp, dir string, allowed map[string]bool) (*Op, 
 	case ro.Script != "" && ro.File != "":
 		return nil, errors.New("both script: and file: given: choose one")
 	case ro.File != "":
-		if dir == "" {
-			return nil, fmt.Errorf("file %s: scripts in files are not allowed here", ro.File)
-		}
-		p := ro.File
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(dir, p)
-		}
-		b, err := os.ReadFile(p)
+		b, p, err := files.read(ro.File)
 		if err != nil {
-			return nil, fmt.Errorf("file %s: %v", ro.File, oneLine(err.Error()))
+			return nil, errors.New(oneLine(err.Error()))
 		}
 		op.Script, op.Source = string(b), p
 	}

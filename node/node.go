@@ -185,7 +185,7 @@ func (n *Node) writeConfig() (string, error) {
 		}
 		lines := append([]string{"bind 127.0.0.1", fmt.Sprintf("port %d", n.port), "requirepass " + n.cfg.Password,
 			"dir " + n.cfg.Dir, "logfile " + n.LogPath(), "daemonize no"}, n.cfg.Extra...)
-		return path, os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
+		return path, writePrivate(path, lines)
 	}
 	lines := []string{
 		"bind 127.0.0.1",
@@ -206,7 +206,17 @@ func (n *Node) writeConfig() (string, error) {
 		lines = append(lines, "appendonly yes", "appendfsync "+n.cfg.Persistence)
 	}
 	lines = append(lines, n.cfg.Extra...)
-	return path, os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
+	return path, writePrivate(path, lines)
+}
+
+// writePrivate writes a config (it holds the password) readable by its owner only, also over one that a
+// server rewrote with its own umask (CONFIG REWRITE, which Sentinel sends on a failover): os.WriteFile
+// keeps an existing file's mode, so the mode is set first.
+func writePrivate(path string, lines []string) error {
+	if err := os.Chmod(path, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
 }
 
 func (n *Node) launch(ctx context.Context) error {

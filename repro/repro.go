@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode"
 
 	"github.com/lockcheck/lockcheck/suite"
 )
@@ -113,6 +114,7 @@ type Side struct {
 	Errors           int // runs with no verdict (the run itself failed): never a pass
 	MedianFirst      float64
 	Expected, Passed bool
+	Why              string // the first failed run's last line (a build's error), when a run failed
 }
 
 // Tally sums the outcomes per side. The buggy side passes when at least 80% of its seeds were caught (4 of
@@ -135,6 +137,14 @@ func Tally(rep *suite.Report) []Side {
 			s.Unknown++
 		case "error":
 			s.Errors++
+			if s.Why == "" { // a build's output may color its lines: no escape reaches the terminal
+				s.Why = strings.Map(func(r rune) rune {
+					if unicode.IsControl(r) {
+						return -1
+					}
+					return r
+				}, o.Violation)
+			}
 		}
 	}
 	var out []Side
@@ -154,6 +164,39 @@ func Tally(rep *suite.Report) []Side {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Entry < out[j].Entry })
 	return out
+}
+
+// Answer is what the buggy side run at one version (--version) says about that version.
+type Answer struct {
+	Decided  bool   // false: the runs cannot tell (none decided, or some failed or ended unknown)
+	Affected bool   // when decided
+	Why      string // when not decided
+}
+
+// Answer judges a side run at one version: affected when a run caught the bug; not affected when every
+// run was valid, as a fixed side must be; else undetermined, since a run that failed (a build that
+// failed, a worker that did not start) or ended unknown has shown nothing, and "not affected" would be
+// believed.
+func (s Side) Answer() Answer {
+	switch {
+	case s.Caught > 0:
+		return Answer{Decided: true, Affected: true}
+	case s.Runs > 0 && s.Errors == 0 && s.Unknown == 0:
+		return Answer{Decided: true}
+	case s.Errors == s.Runs:
+		return Answer{Why: fmt.Sprintf("no run reached a verdict (%d of %d failed): %s", s.Errors, s.Runs, s.Why)}
+	case s.Errors > 0:
+		return Answer{Why: fmt.Sprintf("%d of %d runs failed, %d unknown, none caught it: %s", s.Errors, s.Runs, s.Unknown, s.Why)}
+	}
+	return Answer{Why: fmt.Sprintf("%d of %d runs unknown, none caught it", s.Unknown, s.Runs)}
+}
+
+// String is the answer as "affected=" says it.
+func (a Answer) String() string {
+	if !a.Decided {
+		return "affected=undetermined: " + a.Why
+	}
+	return fmt.Sprintf("affected=%v", a.Affected)
 }
 
 func describe(args []string) string {

@@ -5,6 +5,7 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lockcheck/lockcheck/kinds"
@@ -90,6 +91,10 @@ func Defaults() Options {
 		DockerImage: docker.DefaultImage}
 }
 
+// maxCommand bounds the recorded command line, so that the meta record stays far below a history
+// line's 1 MiB (a long --client-cmd could otherwise make a run refuse its own history).
+const maxCommand = 64 << 10
+
 // validate checks everything that can be checked before starting a process.
 func (o Options) validate() (workloads.Range, error) {
 	hold, err := workloads.ParseRange(o.Hold)
@@ -101,6 +106,9 @@ func (o Options) validate() (workloads.Range, error) {
 	}
 	if o.Clients < 1 {
 		return hold, usagef("--clients must be at least 1, got %d", o.Clients)
+	}
+	if n := len(strings.Join(o.Command, " ")); n > maxCommand {
+		return hold, usagef("the command line is %d bytes, more than the %d a run records", n, maxCommand)
 	}
 	switch o.Backend {
 	case BackendProcess, BackendDocker:

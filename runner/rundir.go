@@ -68,3 +68,10 @@ func failedStart(dir string, err error) error {
 	_ = os.RemoveAll(dir)
 	return err
 }
+
+// ResultsDir makes the --results directory of a command that starts runs itself (suite, repro, compare),
+// before the first starts, with run's own check: one that cannot hold runs is bad input.
+func ResultsDir(root string) error {
+	_, err := makeRunDir(root, "")
+	return err
+}

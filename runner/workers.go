@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -56,6 +57,8 @@ type workerPlan struct {
 	began         time.Time    // when the workers were started
 	ready         time.Duration
 	clients       []string // every lockcheck client of the run, in order
+	// ctx is the run's: a signal during start-up ends the wait for the workers' init_ok.
+	ctx context.Context
 }
 
 func (w WorkerOptions) active() bool { return w.Client != "" || w.Cmd != "" }
@@ -79,7 +82,7 @@ func (o Options) planWorker(ctx context.Context, faults []string, stderr io.Writ
 	if o.Scripts != "" {
 		return nil, usagef("--scripts replaces the Go locks' scripts; a worker runs its library's own")
 	}
-	p := &workerPlan{name: "cmd", libOpts: map[string]string{}}
+	p := &workerPlan{name: "cmd", libOpts: map[string]string{}, ctx: ctx}
 	for _, kv := range w.Options {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
@@ -92,6 +95,13 @@ func (o Options) planWorker(ctx context.Context, faults []string, stderr io.Writ
 		argv, err := splitCommand(w.Cmd)
 		if err != nil || len(argv) == 0 {
 			return nil, usagef("--client-cmd %q: want a command line", w.Cmd)
+		}
+		if _, err := exec.LookPath(argv[0]); err != nil { // before anything starts: the user's typo
+			var ee *exec.Error
+			if errors.As(err, &ee) {
+				err = ee.Err
+			}
+			return nil, usagef("--client-cmd %q: %v", w.Cmd, err)
 		}
 		if ok, why := worker.Shiftable(argv); clock && !ok {
 			return nil, usagef("--nemesis client-clock cannot shift this worker's clock: %s", why)
@@ -165,7 +175,7 @@ func (p *workerPlan) factory(o Options, kind *kinds.Kind, topo *topology.Topolog
 				WaitMs: o.Wait.Milliseconds(), TimeoutMs: o.Timeout.Milliseconds()},
 			LibraryOptions: p.libOpts}
 		return worker.Start(worker.Config{Client: client, Argv: p.argv, Dir: dir, ClockLib: clockLib, Init: init,
-			Rec: rec, Gate: gates[client], OnFail: fail, Readers: readers})
+			Rec: rec, Gate: gates[client], OnFail: fail, Readers: readers, Ctx: p.ctx})
 	}
 	return func(e locks.Env) (locks.Client, error) {
 		abandon := func() { // the run ends here: nobody will close the workers not handed out

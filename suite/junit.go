@@ -2,10 +2,57 @@ package suite
 
 import (
 	"encoding/xml"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 )
+
+// CheckJUnit finds, before anything runs, a --junit path the report could not be written to at the end:
+// a directory or a FIFO in its place (a FIFO could block the write), an existing file not writable, or,
+// for a new file, a nearest existing directory that is not one or where nothing can be created (missing
+// directories below it are made at the end, as the suite's own are). It leaves nothing behind.
+func CheckJUnit(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case err == nil && fi.IsDir():
+		return fmt.Errorf("--junit %s: a directory, not a file", path)
+	case err == nil && !fi.Mode().IsRegular() && fi.Mode()&fs.ModeCharDevice == 0:
+		return fmt.Errorf("--junit %s: not a file JUnit can be written to", path)
+	case err == nil:
+		f, err := os.OpenFile(path, os.O_WRONLY, 0) // no O_TRUNC: the old report stays until the new one
+		if err != nil {
+			return fmt.Errorf("--junit %s: cannot write there: %v", path, unwrapPath(err))
+		}
+		return f.Close()
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("--junit %s: cannot write there: %v", path, unwrapPath(err))
+	}
+	dir := filepath.Dir(path)
+	for {
+		fi, err = os.Stat(dir)
+		if err == nil || !errors.Is(err, fs.ErrNotExist) || filepath.Dir(dir) == dir {
+			break
+		}
+		dir = filepath.Dir(dir)
+	}
+	if err == nil && !fi.IsDir() {
+		err = fmt.Errorf("%s is not a directory", dir)
+	}
+	if err == nil { // only creating a file there tells (permissions, a read-only file system, /proc)
+		var f *os.File
+		if f, err = os.CreateTemp(dir, ".lockcheck-junit-*"); err == nil {
+			f.Close()
+			err = os.Remove(f.Name())
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("--junit %s: cannot write there: %v", path, unwrapPath(err))
+	}
+	return nil
+}
 
 // JUnit's common schema (the one CI dashboards read): one testsuite, one testcase per case and round.
 type junitSuites struct {
@@ -64,6 +111,9 @@ func WriteJUnit(path string, r *Report) error {
 	s.Tests = len(s.Cases)
 	b, err := xml.MarshalIndent(junitSuites{Suites: []junitSuite{s}}, "", "  ")
 	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil { // as CheckJUnit allowed
 		return err
 	}
 	return os.WriteFile(path, append([]byte(xml.Header), append(b, '\n')...), 0o644)

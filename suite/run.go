@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/internal/safefile"
 	"github.com/lockcheck/lockcheck/internal/textfile"
 	"github.com/lockcheck/lockcheck/report"
 )
@@ -74,6 +75,9 @@ func (r *Report) Failed() int {
 // (so an interrupted suite keeps what it ran). The context's end stops the runs in flight (each gets one
 // SIGINT and ends as its own Ctrl-C does) and starts no more.
 func Run(ctx context.Context, s *Suite, shard string, cfg Config) (*Report, error) {
+	if err := distinct(s.Cases); err != nil { // cases made in code (compare, repro) as well as parsed
+		return nil, err
+	}
 	if err := os.MkdirAll(filepath.Join(cfg.Dir, "runs"), 0o755); err != nil {
 		return nil, err
 	}
@@ -241,7 +245,7 @@ func readRun(dir string) (*report.Results, string) {
 		if !e.IsDir() {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "results.json"))
+		b, err := safefile.Read(filepath.Join(dir, e.Name(), "results.json"), safefile.ResultsMax)
 		if err != nil {
 			continue
 		}
@@ -284,15 +288,23 @@ func (r *Report) Write(dir string) error {
 	})
 }
 
-// ReadReport reads a suite.json.
+// ReadReport reads a suite.json: a regular file of at most safefile.ResultsMax.
 func ReadReport(path string) (*Report, error) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.Read(path, safefile.ResultsMax)
 	if err != nil {
 		return nil, err
 	}
+	r, err := decodeReport(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}
+
+func decodeReport(b []byte) (*Report, error) {
 	var r Report
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
+		return nil, fmt.Errorf("not a suite.json: %v", err)
 	}
 	return &r, nil
 }

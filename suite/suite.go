@@ -8,18 +8,31 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"os"
+	"io"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/internal/safefile"
 	"gopkg.in/yaml.v3"
 )
+
+// MaxRuns bounds the runs one suite file expands to (entries × topologies × nemeses × seeds, before
+// --repeat): a seeds count, and each entry's product, is checked against it before anything is allocated.
+const MaxRuns = 10000
+
+// maxFlags bounds an entry's flags (defaults included): more than lockcheck run has.
+const maxFlags = 100
+
+// maxID bounds a run id, which names the run's directory (a path element is at most 255 bytes).
+const maxID = 200
 
 // File is a suite file as written.
 type File struct {
@@ -67,6 +80,9 @@ func (s *Seeds) UnmarshalYAML(n *yaml.Node) error {
 		if err != nil || c < 1 {
 			return fmt.Errorf("line %d: seeds: want a count of at least 1 or a list of seeds, got %q", n.Line, n.Value)
 		}
+		if c > MaxRuns { // before the list is made: a count is not a size anyone checked
+			return fmt.Errorf("line %d: seeds: %d is more than the %d runs a suite may have", n.Line, c, MaxRuns)
+		}
 		for i := 1; i <= c; i++ {
 			*s = append(*s, int64(i))
 		}
@@ -75,6 +91,14 @@ func (s *Seeds) UnmarshalYAML(n *yaml.Node) error {
 	var l []int64
 	if err := n.Decode(&l); err != nil {
 		return fmt.Errorf("line %d: seeds: want a count or a list of integers", n.Line)
+	}
+	// A seed given twice is the same run twice: one id, one directory, the second run deleting the first's.
+	seen := make(map[int64]bool, len(l))
+	for _, v := range l {
+		if seen[v] {
+			return fmt.Errorf("line %d: seeds: %d appears twice", n.Line, v)
+		}
+		seen[v] = true
 	}
 	*s = l
 	return nil
@@ -95,7 +119,9 @@ func (e *Expect) UnmarshalYAML(n *yaml.Node) error {
 		if !ok {
 			return fmt.Errorf("line %d: expect: %q is not valid, invalid or unknown", n.Line, w)
 		}
-		*e = append(*e, v)
+		if !slices.Contains(*e, v) { // a set: each outcome in suite.json carries it
+			*e = append(*e, v)
+		}
 	}
 	return nil
 }
@@ -131,25 +157,43 @@ type Suite struct {
 var entryName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 // Load reads and expands a suite file. Paths in it (lock-spec) are relative to the file. Every error names
-// the file and, where it has one, the entry.
+// the file and, where it has one, the entry. Only a regular file up to safefile.SuiteMax is read (a
+// device or a FIFO is refused at once).
 func Load(path string) (*Suite, error) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.Read(path, safefile.SuiteMax)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("suite: %w", err)
 	}
 	return Parse(path, b, filepath.Dir(path))
 }
 
-// Parse reads a suite from its text; base is the directory its relative paths start from.
+// Parse reads a suite from its text; base is the directory its relative paths start from. Its errors are
+// one line, with any control character in the text escaped.
 func Parse(path string, b []byte, base string) (*Suite, error) {
+	s, err := parse(path, b, base)
+	if err != nil {
+		return nil, errors.New(printable(err.Error()))
+	}
+	return s, nil
+}
+
+func parse(path string, b []byte, base string) (*Suite, error) {
 	var f File
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("suite %s: %s", path, strings.TrimPrefix(err.Error(), "yaml: "))
+		if errors.Is(err, io.EOF) { // no document at all: yaml says only "EOF"
+			return nil, fmt.Errorf("suite %s: the file is empty (a suite has a name and entries)", path)
+		}
+		return nil, fmt.Errorf("suite %s: %s", path, yamlError(err))
 	}
+	what := "name"
 	if f.Name == "" {
-		f.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+		f.Name, what = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)), "name (from the file's name)"
+	}
+	// The name becomes a directory under results/suites: one path element, no "..".
+	if err := safefile.Name(what, f.Name); err != nil {
+		return nil, fmt.Errorf("suite %s: %w", path, err)
 	}
 	if f.Repro != nil && (len(f.Entries) != 2 || f.Entries[0].Name != "buggy" || f.Entries[1].Name != "fixed") {
 		return nil, fmt.Errorf("suite %s: a repro entry has two entries, buggy and fixed", path)
@@ -170,16 +214,132 @@ func Parse(path string, b []byte, base string) (*Suite, error) {
 			return nil, fmt.Errorf("suite %s: entry %q appears twice", path, e.Name)
 		}
 		seen[e.Name] = true
-		cases, err := expand(f.Defaults, e, base)
+		cases, err := expand(f.Defaults, e, base, MaxRuns-len(s.Cases))
 		if err != nil {
 			return nil, fmt.Errorf("suite %s: entry %q: %w", path, e.Name, err)
 		}
 		s.Cases = append(s.Cases, cases...)
 	}
+	if err := distinct(s.Cases); err != nil {
+		return nil, fmt.Errorf("suite %s: %w", path, err)
+	}
 	return s, nil
 }
 
-func expand(d, e Entry, base string) ([]Case, error) {
+// distinct checks that every run has its own id and its own directory under runs/: the same one twice
+// would count a run twice, and the second would delete the first's directory.
+func distinct(cases []Case) error {
+	dirs := make(map[string]string, len(cases))
+	for _, c := range cases {
+		d := runDirName(Outcome{Case: c})
+		prev, ok := dirs[d]
+		switch {
+		case d == "." || d == "..":
+			return fmt.Errorf("entry %q: run id %q names no directory of its own", c.Entry, c.ID)
+		case ok && prev == c.ID:
+			return fmt.Errorf("entry %q: run %s appears twice", c.Entry, c.ID)
+		case ok:
+			return fmt.Errorf("runs %s and %s would share the directory runs/%s", prev, c.ID, d)
+		}
+		dirs[d] = c.ID
+	}
+	return nil
+}
+
+// yamlError is a decoding error as one line, in the suite's words rather than Go's types.
+func yamlError(err error) string {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return strings.TrimPrefix(err.Error(), "yaml: ")
+	}
+	var out []string
+	for _, e := range te.Errors {
+		if m := unknownField.FindStringSubmatch(e); m != nil {
+			t := goTypes[m[3]]
+			if t.words == "" {
+				t.words = m[3]
+			}
+			out = append(out, fmt.Sprintf("line %s: field %s not found in %s (fields: %s)", m[1], fieldName(m[2]), t.words, t.fields))
+		} else if m := wrongType.FindStringSubmatch(e); m != nil {
+			got := yamlKinds[m[2]]
+			if got == "" {
+				got = "a value"
+			}
+			if m[3] != "" {
+				got += " " + m[3]
+			}
+			want := goTypes[m[4]].words
+			if want == "" {
+				want = m[4]
+			}
+			out = append(out, fmt.Sprintf("line %s: want %s, got %s", m[1], want, got))
+		} else {
+			out = append(out, e)
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+var (
+	unknownField = regexp.MustCompile("(?s)^line ([0-9]+): field (.*) not found in type (\\S+)$")
+	wrongType    = regexp.MustCompile("(?s)^line ([0-9]+): cannot unmarshal (!!\\w+)(?: (`.*`))? into (\\S+)$")
+	plainField   = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+	yamlKinds    = map[string]string{"!!int": "an integer", "!!str": "a string", "!!seq": "a list", "!!map": "a map",
+		"!!bool": "a boolean", "!!float": "a number", "!!null": "nothing", "!!timestamp": "a date"}
+	// The Go types a suite file decodes into, in its own words, with the fields a map of that kind takes.
+	goTypes = map[string]struct{ words, fields string }{
+		"suite.File":        {"the suite", fieldsOf(File{})},
+		"suite.Entry":       {"an entry", fieldsOf(Entry{})},
+		"[]suite.Entry":     {"a list of entries", ""},
+		"suite.Repro":       {"repro", fieldsOf(Repro{})},
+		"string":            {"a string", ""},
+		"[]string":          {"a list of strings", ""},
+		"map[string]string": {"a map of flag: value", ""},
+		"bool":              {"true or false", ""},
+		"int64":             {"an integer", ""},
+	}
+)
+
+// fieldName shows a field as written when it is a plain word, quoted otherwise.
+func fieldName(s string) string {
+	if plainField.MatchString(s) {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
+// fieldsOf lists a struct's yaml keys, for an unknown field's message.
+func fieldsOf(v any) string {
+	t := reflect.TypeOf(v)
+	var names []string
+	for i := range t.NumField() {
+		if k, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); k != "" {
+			names = append(names, k)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// printable escapes control characters (a newline, a terminal escape) a hostile file may have put in a
+// message, which must stay one plain line.
+func printable(s string) string {
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// expand makes an entry's runs; room is how many more the suite may have (MaxRuns in all).
+func expand(d, e Entry, base string, room int) ([]Case, error) {
 	or := func(a, b []string) []string {
 		if len(a) > 0 {
 			return a
@@ -217,6 +377,14 @@ func expand(d, e Entry, base string) ([]Case, error) {
 	if len(seeds) == 0 {
 		seeds = Seeds{1}
 	}
+	// Counted before anything is made: each list may hold as many items as a 1 MiB file has lines.
+	if n := len(topos) * len(nems); n > room || len(seeds) > room || n*len(seeds) > room {
+		left := ""
+		if room < MaxRuns {
+			left = fmt.Sprintf(" (%d left after the entries before it)", room)
+		}
+		return nil, fmt.Errorf("%d topologies × %d nemeses × %d seeds: more than the %d runs a suite may have%s", len(topos), len(nems), len(seeds), MaxRuns, left)
+	}
 	expect := e.Expect
 	if len(expect) == 0 {
 		expect = d.Expect
@@ -234,6 +402,9 @@ func expand(d, e Entry, base string) ([]Case, error) {
 	}
 	for k, v := range e.Flags {
 		flags[k] = v
+	}
+	if len(flags) > maxFlags {
+		return nil, fmt.Errorf("flags: %d of them, more than lockcheck run has", len(flags))
 	}
 	for _, k := range []string{"lock", "client", "lock-spec", "topology", "nemesis", "seed", "time", "results"} {
 		if _, ok := flags[k]; ok {
@@ -275,6 +446,10 @@ func expand(d, e Entry, base string) ([]Case, error) {
 	var out []Case
 	for _, t := range topos {
 		for _, n := range nems {
+			// The id names the run's directory: bounded before it is made.
+			if l := len(e.Name) + len(or1(t, "default")) + len(n) + 23; l > maxID {
+				return nil, fmt.Errorf("topology %.40q with nemesis %.40q: a run id of %d bytes, more than %d", t, n, l, maxID)
+			}
 			for _, seed := range seeds {
 				args := slices.Clone(common)
 				if t != "" {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockcheck/lockcheck/internal/safefile"
 	"github.com/lockcheck/lockcheck/network"
 	"github.com/lockcheck/lockcheck/node"
 	"github.com/lockcheck/lockcheck/node/docker"
@@ -45,7 +46,7 @@ type ExternalNode struct {
 // LoadExternal reads and checks a deployment file.
 func LoadExternal(path string) (External, error) {
 	var e External
-	b, err := os.ReadFile(path)
+	b, err := safefile.Read(path, safefile.SpecMax) // a regular file only: a FIFO or /dev/zero is refused at once
 	if err != nil {
 		return e, fmt.Errorf("--external: %w", err)
 	}

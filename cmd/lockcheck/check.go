@@ -29,10 +29,13 @@ func newCheckCmd() *cobra.Command {
 				fmt.Fprintln(os.Stderr, "lockcheck:", err)
 				return exitError{exitUnknown}
 			}
-			if err != nil {
+			if err != nil && res == nil {
 				return err
 			}
 			res.Table(os.Stdout)
+			if err != nil { // a read-only directory: the verdict stands, only its files are missing
+				fmt.Fprintf(os.Stderr, "lockcheck: the verdict's files were not written: %v\n", err)
+			}
 			return exitError{res.Valid.ExitCode()}
 		},
 	}

@@ -43,6 +43,13 @@ func newCompareCmd() *cobra.Command {
 				name := strings.TrimSuffix(filepath.Base(p), filepath.Ext(p))
 				ls = append(ls, compare.Lock{Name: name, Args: []string{"--lock-spec", p}, Lease: []string{"--lease", "2s"}, What: "--lock-spec " + p})
 			}
+			seen := map[string]bool{}
+			for _, l := range ls { // two rows of one name would share a run directory
+				if seen[l.Name] {
+					return runner.UsageError{Err: fmt.Errorf("compare: the row %s is given twice", l.Name)}
+				}
+				seen[l.Name] = true
+			}
 			s := compare.Suite(ls, ss, seeds, nil)
 			for _, c := range s.Cases {
 				if err := dryRun(cmd, c.Args); err != nil {
@@ -56,6 +63,9 @@ func newCompareCmd() *cobra.Command {
 			}
 			if results == "" {
 				results = filepath.Join("results", "compare", time.Now().Format("20060102T150405"))
+			}
+			if err := runner.ResultsDir(results); err != nil {
+				return err
 			}
 			fmt.Fprintf(os.Stderr, "lockcheck: compare: %d locks × %d scenarios × %d seeds = %d runs, %d at a time, into %s\n",
 				len(ls), len(ss), seeds, len(s.Cases), max(parallel, 1), results)

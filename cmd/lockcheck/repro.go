@@ -82,7 +82,11 @@ func newReproCmd() *cobra.Command {
 			if results == "" {
 				results = filepath.Join("results", "repro", time.Now().Format("20060102T150405"))
 			}
+			if err := runner.ResultsDir(results); err != nil {
+				return err
+			}
 			ok := true
+			undetermined := false // --version: some entry's runs could not tell (exit 2)
 			total := &suite.Report{Name: "repro", Started: time.Now()}
 			for _, s := range entries {
 				r := s.Repro
@@ -95,8 +99,9 @@ func newReproCmd() *cobra.Command {
 				repro.Print(os.Stdout, sides)
 				for _, side := range sides {
 					if version != "" { // one side only: say whether that version is affected
-						affected := side.Caught > 0
-						fmt.Printf("%s at %s: affected=%v\n", r.Library, version, affected)
+						a := side.Answer()
+						fmt.Printf("%s at %s: %s\n", r.Library, version, a)
+						undetermined = undetermined || !a.Decided
 						continue
 					}
 					ok = ok && side.Passed
@@ -120,6 +125,9 @@ func newReproCmd() *cobra.Command {
 			}
 			if !ok {
 				return exitError{exitInvalid}
+			}
+			if undetermined {
+				return exitError{exitUnknown}
 			}
 			return nil
 		},

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/kinds"
+	"github.com/lockcheck/lockcheck/lockspec"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/runner"
 	"github.com/spf13/cobra"
@@ -31,6 +32,9 @@ func newRunCmd() *cobra.Command {
 				o.Seed = time.Now().UnixNano() % 1_000_000
 			}
 			o.Command = commandLine(cmd, o.Seed)
+			if !cmd.Flags().Changed("external-password") { // kept out of argv, which every local user can read
+				o.ExternalFlags.Password = os.Getenv("LOCKCHECK_EXTERNAL_PASSWORD")
+			}
 			if err := useLockSpec(cmd, lockSpec, &o); err != nil {
 				return err
 			}
@@ -71,7 +75,8 @@ func newRunCmd() *cobra.Command {
 	f.StringVar(&o.External, "external", "", "YAML file describing the deployment of --backend external")
 	f.StringVar(&o.ExternalFlags.Addrs, "external-addrs", "", "--backend external without a file: the nodes' addresses, comma-separated (with --topology, --external-password, ...)")
 	f.StringVar(&o.ExternalFlags.Containers, "external-containers", "", "the nodes' Docker containers, in --external-addrs order (enables kill and pause)")
-	f.StringVar(&o.ExternalFlags.Password, "external-password", "", "the deployment's password")
+	f.StringVar(&o.ExternalFlags.Password, "external-password", "", "the deployment's password (or $LOCKCHECK_EXTERNAL_PASSWORD; recorded as REDACTED)")
+	markSecret(f, "external-password")
 	f.StringVar(&o.ExternalFlags.Toxiproxy, "external-toxiproxy", "", "a running toxiproxy server's API (http://127.0.0.1:8474), for link faults")
 	f.StringVar(&o.ExternalFlags.Sentinels, "external-sentinels", "", "the Sentinels' addresses, comma-separated (--topology sentinel)")
 	f.StringVar(&o.ExternalFlags.MasterName, "external-master", "", "the name the Sentinels monitor (--topology sentinel)")
@@ -113,17 +118,22 @@ func newRunCmd() *cobra.Command {
 func join(s []string) string { return strings.Join(s, ", ") }
 
 // controlDefaults applies a negative control's own run flags where the user set none, and says so: these
-// are the fault-free runs on which the control must be flagged.
+// are the fault-free runs on which the control must be flagged. Only the workload flags of
+// lockspec.ControlFlags are applied: a spec's control comes from a file, and is checked against the same
+// list when it is read; the built-in controls are held to it here.
 func controlDefaults(cmd *cobra.Command, lock string) error {
 	k, err := kinds.Lookup(lock)
 	if err != nil || k.Broken == "" {
 		return nil // an unknown lock is reported by the run itself
 	}
+	if err := lockspec.CheckControlFlags(k.Flags); err != nil {
+		return runner.UsageError{Err: fmt.Errorf("negative control %s: %v", k.Name, err)}
+	}
 	for i := 0; i+1 < len(k.Flags); i += 2 {
 		name := strings.TrimPrefix(k.Flags[i], "--")
 		if !cmd.Flags().Changed(name) {
 			if err := cmd.Flags().Set(name, k.Flags[i+1]); err != nil {
-				return err
+				return runner.UsageError{Err: fmt.Errorf("negative control %s: %v", k.Name, err)}
 			}
 		}
 	}

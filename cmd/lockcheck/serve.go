@@ -25,21 +25,18 @@ func newServeCmd() *cobra.Command {
 			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 				return runner.UsageError{Err: fmt.Errorf("--results %s: not a results directory", dir)}
 			}
-			if err := loopbackOnly(addr, remote); err != nil {
+			bind, err := listenAddr(cmd.Context(), addr, remote)
+			if err != nil {
 				return err
 			}
-			h, err := store.Handler(dir)
-			if err != nil {
-				return runner.UsageError{Err: err}
-			}
-			ln, err := net.Listen("tcp", addr)
+			ln, err := net.Listen("tcp", bind)
 			if err != nil {
 				return runner.UsageError{Err: fmt.Errorf("--addr %s: %v", addr, err)}
 			}
-			// localhost could resolve anywhere: what counts is the address actually bound.
-			if ip := ln.Addr().(*net.TCPAddr).IP; !remote && !ip.IsLoopback() {
+			h, err := store.Handler(dir, serveHosts(addr, ln.Addr().(*net.TCPAddr).Port, remote))
+			if err != nil {
 				ln.Close()
-				return runner.UsageError{Err: fmt.Errorf("--addr %s bound %s, not a loopback address (--allow-remote to serve beyond this machine)", addr, ip)}
+				return runner.UsageError{Err: err}
 			}
 			return serve(cmd.Context(), ln, h, dir)
 		},
@@ -51,19 +48,56 @@ func newServeCmd() *cobra.Command {
 	return cmd
 }
 
-// loopbackOnly refuses an address beyond this machine (an empty host is every interface) unless allowed.
-func loopbackOnly(addr string, remote bool) error {
-	host, _, err := net.SplitHostPort(addr)
+// lookupIP resolves --addr's host name (a test stands in names this machine may not have).
+var lookupIP = func(ctx context.Context, host string) ([]net.IP, error) {
+	return net.DefaultResolver.LookupIP(ctx, "ip", host)
+}
+
+// listenAddr is the address to bind for --addr: an address beyond this machine (an empty host is every
+// interface) is refused unless allowed, and a name is resolved here and refused unless every address it
+// has is loopback; the first (IPv4 first) is bound, so that what is bound is what was checked.
+func listenAddr(ctx context.Context, addr string, remote bool) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return runner.UsageError{Err: fmt.Errorf("--addr %s: %v", addr, err)}
+		return "", runner.UsageError{Err: fmt.Errorf("--addr %s: %v", addr, err)}
 	}
-	if remote || host == "localhost" {
-		return nil
+	beyond := runner.UsageError{Err: fmt.Errorf("--addr %s is not a loopback address: serving the store beyond this machine needs --allow-remote", addr)}
+	if host == "" || net.ParseIP(host) != nil {
+		if ip := net.ParseIP(host); !remote && (ip == nil || !ip.IsLoopback()) {
+			return "", beyond
+		}
+		return addr, nil
 	}
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return runner.UsageError{Err: fmt.Errorf("--addr %s is not a loopback address: serving the store beyond this machine needs --allow-remote", addr)}
+	ips, err := lookupIP(ctx, host)
+	if err == nil && len(ips) == 0 {
+		err = errors.New("no address")
 	}
-	return nil
+	if err != nil {
+		return "", runner.UsageError{Err: fmt.Errorf("--addr %s: cannot resolve %s: %v", addr, host, err)}
+	}
+	pick := ips[0]
+	for _, ip := range ips {
+		if !remote && !ip.IsLoopback() {
+			return "", runner.UsageError{Err: fmt.Errorf("--addr %s: %s is also %s, not a loopback address: serving the store beyond this machine needs --allow-remote", addr, host, ip)}
+		}
+		if pick.To4() == nil && ip.To4() != nil {
+			pick = ip
+		}
+	}
+	return net.JoinHostPort(pick.String(), port), nil
+}
+
+// serveHosts are the names serve answers to (see store.Hosts): the loopback ones, the host --addr gave,
+// and with --allow-remote every address and this machine's name.
+func serveHosts(addr string, port int, remote bool) store.Hosts {
+	h := store.Hosts{Port: port, AnyAddress: remote}
+	if host, _, err := net.SplitHostPort(addr); err == nil && host != "" {
+		h.Names = append(h.Names, host)
+	}
+	if name, err := os.Hostname(); remote && err == nil {
+		h.Names = append(h.Names, name)
+	}
+	return h
 }
 
 // serve answers until the context ends (Ctrl-C, SIGTERM), then lets requests in flight finish.

@@ -48,15 +48,8 @@ func newSuiteCmd() *cobra.Command {
 			if cfg.Repeat < 0 || cfg.Parallel < 0 {
 				return runner.UsageError{Err: fmt.Errorf("--repeat and --parallel must not be negative")}
 			}
-			if shardEnv != "" { // Kubernetes' Indexed Job: a 0-based index in the environment
-				if shard != "" {
-					return runner.UsageError{Err: fmt.Errorf("--shard and --shard-index-env: give one")}
-				}
-				i, err := strconv.Atoi(os.Getenv(shardEnv))
-				if err != nil || shardCount < 1 {
-					return runner.UsageError{Err: fmt.Errorf("--shard-index-env %s=%q with --shard-count %d: want a 0-based index and a count", shardEnv, os.Getenv(shardEnv), shardCount)}
-				}
-				shard = fmt.Sprintf("%d/%d", i+1, shardCount)
+			if shard, err = shardFlags(cmd, shard, shardEnv, shardCount); err != nil {
+				return runner.UsageError{Err: err}
 			}
 			if shard != "" {
 				i, n, err := suite.ParseShard(shard)
@@ -64,6 +57,11 @@ func newSuiteCmd() *cobra.Command {
 					return runner.UsageError{Err: err}
 				}
 				s.Shard(i, n)
+			}
+			if junit != "" { // found now, not after every run
+				if err := suite.CheckJUnit(junit); err != nil {
+					return runner.UsageError{Err: err}
+				}
 			}
 			for _, c := range s.Cases { // every entry is checked before the first run starts
 				if err := dryRun(cmd, c.Args); err != nil {
@@ -82,6 +80,9 @@ func newSuiteCmd() *cobra.Command {
 			}
 			if results == "" {
 				results = filepath.Join("results", "suites", s.Name+"-"+time.Now().Format("20060102T150405"))
+			}
+			if err := runner.ResultsDir(results); err != nil {
+				return err
 			}
 			cfg.Dir, cfg.Progress = results, os.Stdout
 			fmt.Fprintf(os.Stderr, "lockcheck: suite %s: %d runs, %d at a time, into %s\n", s.Name,
@@ -110,6 +111,31 @@ func newSuiteCmd() *cobra.Command {
 	f.BoolVar(&list, "list", false, "print the runs (after --shard) and their command lines, run nothing")
 	f.StringVar(&results, "results", "", "the suite's directory (default results/suites/NAME-TIME)")
 	return cmd
+}
+
+// shardFlags gives the shard as i/n from --shard, or from --shard-index-env and --shard-count (Kubernetes'
+// Indexed Job: a 0-based index in the environment), naming in any complaint the flags and variable given.
+func shardFlags(cmd *cobra.Command, shard, env string, count int) (string, error) {
+	counted := cmd.Flags().Changed("shard-count")
+	switch {
+	case env == "" && counted:
+		return "", fmt.Errorf("--shard-count %d needs --shard-index-env (the variable holding this shard's 0-based index); or give --shard i/n", count)
+	case env == "":
+		return shard, nil
+	case shard != "":
+		return "", fmt.Errorf("--shard and --shard-index-env: give one")
+	case count < 1:
+		return "", fmt.Errorf("--shard-index-env %s needs --shard-count N (N at least 1), got %d", env, count)
+	}
+	v, ok := os.LookupEnv(env)
+	if !ok {
+		return "", fmt.Errorf("--shard-index-env %s: the variable is not set", env)
+	}
+	i, err := strconv.Atoi(v)
+	if err != nil || i < 0 || i >= count {
+		return "", fmt.Errorf("--shard-index-env %s=%q: want a 0-based index from 0 to %d (--shard-count %d)", env, v, count-1, count)
+	}
+	return fmt.Sprintf("%d/%d", i+1, count), nil
 }
 
 // defaultParallel is half the cores: a run's timing faults (leases of hundreds of milliseconds) misfire on a
@@ -164,6 +190,11 @@ func newMergeCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
 				return runner.UsageError{Err: fmt.Errorf("merge: give --out DIR")}
+			}
+			if junit != "" {
+				if err := suite.CheckJUnit(junit); err != nil {
+					return runner.UsageError{Err: err}
+				}
 			}
 			markRan(cmd)
 			rep, err := suite.Merge(out, args)

@@ -70,7 +70,7 @@ func (c *Client) do(req sdk.Message, recs []history.Record) (sdk.Message, []*his
 		if reply.Code != nil {
 			code = *reply.Code
 		}
-		err = &Error{Client: c.cfg.Client, Code: code, Text: reply.Text, sure: sdk.Definite(code)}
+		err = &Error{Client: c.cfg.Client, Code: code, Text: printable(reply.Text), sure: sdk.Definite(code)}
 	}
 	return reply, ops, err
 }

@@ -8,25 +8,32 @@ package worker
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/locks"
 	"github.com/lockcheck/lockcheck/node"
 	"github.com/lockcheck/lockcheck/node/clockshift"
 	"github.com/lockcheck/lockcheck/workers/sdk"
+	"golang.org/x/sys/unix"
 )
 
 // Slack is the fixed part of the bound on an unanswered request (docs/protocol.md: wait + lease +
@@ -39,6 +46,10 @@ const Startup = 60 * time.Second
 
 // maxLine is the longest line a worker may print (1 MiB).
 const maxLine = 1 << 20
+
+// drainWait bounds Close's wait for the end of a worker's stdout once the worker and its tree are gone: a
+// process the sweep could not find may still hold the pipe open.
+const drainWait = time.Second
 
 // Config starts one worker for one lockcheck client.
 type Config struct {
@@ -59,17 +70,25 @@ type Config struct {
 	Startup time.Duration
 	// Readers is the run's count of read holds, shared by all its clients (read-write locks).
 	Readers *Readers
+	// Ctx, when cancelled (Ctrl-C, SIGTERM), ends the wait for init_ok at once: the worker is killed and
+	// Start fails. nil: the wait is bounded by Startup only.
+	Ctx context.Context
 }
 
 // Client is one running worker.
 type Client struct {
 	cfg       Config
 	cmd       *exec.Cmd
-	stdin     io.WriteCloser
+	stdin     *os.File
+	stdout    *os.File
+	tree      *tree
 	Info      sdk.Message // init_ok
 	caps      map[string]bool
 	clockFile string
-	exited    chan struct{} // closed once the process has been reaped
+	exited    chan struct{} // closed once the process has been reaped and what it left killed
+	waitErr   error         // how it exited, set before exited is closed
+	readDone  chan struct{} // closed once its stdout has been read to the end
+	logDone   chan struct{} // closed once its stderr has been copied to stderr.log
 
 	wmu sync.Mutex // one line at a time on stdin
 
@@ -155,15 +174,25 @@ func Start(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer logf.Close() // the child holds its own descriptor
-	c := &Client{cfg: cfg, pending: map[int64]*call{}, holds: map[holdKey]int{}, unsure: map[holdKey]bool{}, lost: map[holdKey]bool{}, exited: make(chan struct{})}
+	c := &Client{cfg: cfg, pending: map[int64]*call{}, holds: map[holdKey]int{}, unsure: map[holdKey]bool{}, lost: map[holdKey]bool{},
+		exited: make(chan struct{}), readDone: make(chan struct{}), logDone: make(chan struct{}), tree: newTree()}
 	// A pause armed just after a grant was read (--nemesis-trigger fires on the grant) freezes the workload
 	// at the gate, but the reader's armed check has passed: stop the process there too, or its watchdog
 	// keeps renewing through the "pause".
 	cfg.Gate.OnFreeze(c.freeze)
 	cmd := exec.Command(cfg.Argv[0], cfg.Argv[1:]...)
-	cmd.Stderr = logf
-	cmd.Env = os.Environ()
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		logf.Close()
+		return nil, err
+	}
+	defer errW.Close() // the child holds its own descriptor
+	go func() {
+		defer close(c.logDone)
+		logStderr(errR, logf, cfg.Init.Password)
+	}()
+	cmd.Stderr = errW
+	cmd.Env = append(os.Environ(), treeEnv+"="+c.tree.tag) // inherited by its descendants (tree.go)
 	if cfg.ClockLib != "" {
 		c.clockFile = filepath.Join(dir, "clock.offset")
 		if err := clockshift.Set(c.clockFile, 0); err != nil {
@@ -171,23 +200,42 @@ func Start(cfg Config) (*Client, error) {
 		}
 		cmd.Env = append(cmd.Env, clockshift.Env(cfg.ClockLib, c.clockFile)...)
 	}
-	if c.stdin, err = cmd.StdinPipe(); err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
+	// Plain pipes, not exec's: Wait must not wait for the end of stdout (a descendant may hold it open) nor
+	// close stdin under a writer.
+	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	if err := node.StartChild(cmd); err != nil {
-		return nil, fmt.Errorf("client %s: start worker %q: %w", cfg.Client, strings.Join(cfg.Argv, " "), err)
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, err
 	}
-	c.cmd = cmd
-	go c.read(stdout)
+	cmd.Stdin, cmd.Stdout = inR, outW
+	becomeSubreaper()
+	err = node.StartChild(cmd)
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		err = fmt.Errorf("client %s: start worker %q: %w", cfg.Client, strings.Join(cfg.Argv, " "), err)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.ENOEXEC) {
+			return nil, RefusedError{msg: err.Error()} // the user's command cannot be run: bad input
+		}
+		return nil, err
+	}
+	c.cmd, c.stdin, c.stdout = cmd, inW, outR
+	c.tree.started(cmd.Process.Pid)
+	go c.read(outR)
+	go c.wait()
 	go c.watch()
 
 	init := cfg.Init
 	init.Type, init.Protocol = sdk.TypeInit, sdk.Protocol
 	reply, err := c.call(init, nil)
+	reply = printableReply(reply)
 	switch {
 	case err != nil:
 	// An init the worker cannot use carries the user's settings (a --client-option it does not have, or a value
@@ -255,8 +303,17 @@ func (c *Client) call(req sdk.Message, invoke func()) (sdk.Message, error) {
 			go c.fail(fmt.Errorf("client %s: worker stopped reading its stdin: %v", c.cfg.Client, werr))
 		}
 	}
-	r := <-cl.done
-	return r.m, r.err
+	var stop <-chan struct{} // only init waits on the run's context: a run's requests have their bounds
+	if req.Type == sdk.TypeInit && c.cfg.Ctx != nil {
+		stop = c.cfg.Ctx.Done()
+	}
+	select {
+	case r := <-cl.done:
+		return r.m, r.err
+	case <-stop:
+		c.fail(nil) // killed now, and not reported as a failure of the worker: the run was stopped
+		return sdk.Message{}, fmt.Errorf("client %s: stopped while waiting for the worker's init_ok: %w", c.cfg.Client, context.Cause(c.cfg.Ctx))
+	}
 }
 
 // pausedLocked is the total time the worker has spent frozen by lockcheck, up to now.
@@ -271,13 +328,14 @@ func (c *Client) pausedLocked(now time.Time) time.Duration {
 // read dispatches the worker's stdout: replies to their callers, events to the history. Anything that is
 // not a JSON object ends the worker.
 func (c *Client) read(stdout io.Reader) {
+	defer close(c.readDone)
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 64<<10), maxLine+1)
 	for sc.Scan() {
 		line := sc.Bytes()
 		m, err := decode(line)
 		if err != nil {
-			c.fail(fmt.Errorf("client %s: worker printed a line that is not a JSON object: %q", c.cfg.Client, clip(line)))
+			c.fail(fmt.Errorf("client %s: worker printed %s: %q", c.cfg.Client, err, clip(line)))
 			break
 		}
 		if m.InReplyTo == 0 {
@@ -301,39 +359,163 @@ func (c *Client) read(stdout io.Reader) {
 			cl.done <- result{err: c.lostError()}
 			break
 		}
+		if field := missing(cl.req.Type, m); field != "" {
+			// Taken as false, an acquire_ok without granted would be a refusal the worker never said.
+			c.fail(fmt.Errorf("client %s: worker answered %s (msg_id %d) with %s without %q, which the protocol requires",
+				c.cfg.Client, cl.req.Type, m.InReplyTo, m.Type, field))
+			cl.done <- result{err: c.lostError()}
+			break
+		}
 		if granted(m) && c.armed.CompareAndSwap(true, false) {
 			c.freeze() // inside its critical section, as a GC pause after acquire would
 		}
 		cl.done <- result{m: m}
 	}
-	err := sc.Err()
-	waitErr := c.cmd.Wait()
-	close(c.exited)
+	if errors.Is(sc.Err(), bufio.ErrTooLong) {
+		// Killed before it is waited for: it is most likely blocked writing the rest of that line.
+		c.fail(fmt.Errorf("client %s: worker printed a line longer than 1 MiB", c.cfg.Client))
+	}
+	<-c.exited
 	c.mu.Lock()
 	closing, n := c.closing, len(c.pending)
 	c.mu.Unlock()
-	switch {
-	case errors.Is(err, bufio.ErrTooLong):
-		c.fail(fmt.Errorf("client %s: worker printed a line longer than 1 MiB", c.cfg.Client))
-	case closing:
+	if closing {
 		c.fail(nil)
-	default:
-		status := "exit status 0"
-		if waitErr != nil {
-			status = waitErr.Error()
-		}
-		c.fail(fmt.Errorf("client %s: worker exited (%s) with %d request(s) unanswered", c.cfg.Client, status, n))
+		return
 	}
+	status := "exit status 0"
+	if c.waitErr != nil {
+		status = c.waitErr.Error()
+	}
+	c.fail(fmt.Errorf("client %s: worker exited (%s) with %d request(s) unanswered", c.cfg.Client, status, n))
 }
 
-// decode reads one line of a worker's stdout: a JSON object, or an error.
+// wait waits for the worker to exit, kills what it left (descendants that outlive it are no longer
+// anyone's), then reaps it. Until it is reaped its pid cannot be reused, so the group it leads is its own.
+func (c *Client) wait() {
+	var info unix.Siginfo
+	for unix.Waitid(unix.P_PID, c.cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
+	}
+	c.tree.kill()
+	c.waitErr = c.tree.reap(c.cmd)
+	close(c.exited)
+}
+
+// decode reads one line of a worker's stdout: a JSON object, or an error that says what is wrong with it
+// ("a line that is not a JSON object", "a message whose "granted" is a string, not a boolean").
 func decode(line []byte) (sdk.Message, error) {
 	var m sdk.Message
 	if !bytes.HasPrefix(bytes.TrimSpace(line), []byte("{")) {
-		return m, errors.New("not a JSON object")
+		return m, errors.New("a line that is not a JSON object")
 	}
 	err := json.Unmarshal(line, &m)
-	return m, err
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &te):
+		return m, fmt.Errorf("a message whose %q is %s, not %s", te.Field, jsonValue(te.Value), jsonType(te.Type))
+	case err != nil:
+		return m, fmt.Errorf("a line that is not valid JSON (%v)", err)
+	}
+	return m, nil
+}
+
+// jsonValue names the kind of JSON value json.UnmarshalTypeError describes ("string", "number 1.5").
+func jsonValue(v string) string {
+	kind, _, _ := strings.Cut(v, " ")
+	switch kind {
+	case "array", "object":
+		return "an " + kind
+	case "bool":
+		return "a boolean"
+	}
+	return "a " + kind
+}
+
+// jsonType names the JSON type a Go field takes.
+func jsonType(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Pointer:
+		return jsonType(t.Elem())
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "an array of " + strings.TrimPrefix(strings.TrimPrefix(jsonType(t.Elem()), "a "), "an ") + "s"
+	}
+	return "an object"
+}
+
+// missing names the field a request's _ok reply must carry (docs/protocol.md) when the reply lacks it.
+func missing(request string, m sdk.Message) string {
+	var field string
+	var present bool
+	switch request {
+	case sdk.TypeAcquire, sdk.TypeAcquirePermits:
+		field, present = "granted", m.Granted != nil
+	case sdk.TypeExtend:
+		field, present = "extended", m.Extended != nil
+	case sdk.TypeSetPermits, sdk.TypeSetCount:
+		field, present = "set", m.Set != nil
+	case sdk.TypeAcquirePermit:
+		field, present = "permit", m.Permit != nil
+	case sdk.TypeReleasePermit:
+		field, present = "released", m.Released != nil
+	case sdk.TypeAvailable:
+		field, present = "value", m.Value != nil
+	case sdk.TypeAwait:
+		field, present = "done", m.Done != nil
+	default:
+		return ""
+	}
+	if m.Type == sdk.TypeError || present {
+		return ""
+	}
+	return field
+}
+
+// printable is worker text made safe for a terminal: control characters (an ANSI escape begins with
+// one), bidirectional overrides and invalid UTF-8 are written as Go escapes (\x1b); the rest is kept.
+func printable(s string) string {
+	unsafe := func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) }
+	if utf8.ValidString(s) && strings.IndexFunc(s, unsafe) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case unsafe(r):
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// printableReply is a reply whose texts lockcheck prints (init_ok's names, an error's text) made printable.
+func printableReply(m sdk.Message) sdk.Message {
+	m.Library, m.Version, m.Runtime, m.Text = printable(m.Library), printable(m.Version), printable(m.Runtime), printable(m.Text)
+	for _, l := range []*[]string{&m.Kinds, &m.Caps} {
+		clean := make([]string, len(*l))
+		for i, v := range *l {
+			clean[i] = printable(v)
+		}
+		if *l != nil {
+			*l = clean
+		}
+	}
+	return m
 }
 
 func clip(b []byte) string {
@@ -360,7 +542,7 @@ func (c *Client) watch() {
 	defer t.Stop()
 	for {
 		select {
-		case <-c.exited:
+		case <-c.readDone:
 			return
 		case now := <-t.C:
 			c.mu.Lock()
@@ -393,7 +575,7 @@ func (c *Client) lostError() error {
 	return &Error{Client: c.cfg.Client, Code: -1, Text: text}
 }
 
-// fail ends the worker once: SIGKILL to its process group, every pending call completes with an
+// fail ends the worker once: SIGKILL to its whole tree (tree.go), every pending call completes with an
 // indefinite error, and OnFail hears why (err nil: a normal close).
 func (c *Client) fail(err error) {
 	c.mu.Lock()
@@ -409,19 +591,12 @@ func (c *Client) fail(err error) {
 	pending := c.pending
 	c.pending = map[int64]*call{}
 	c.mu.Unlock()
-	c.kill()
+	c.tree.kill()
 	for _, cl := range pending {
 		cl.done <- result{err: &Error{Client: c.cfg.Client, Code: -1, Text: c.dead.Error()}}
 	}
 	if err != nil && c.cfg.OnFail != nil {
 		c.cfg.OnFail(err)
-	}
-}
-
-// kill sends SIGKILL to the worker's process group (the worker and anything it started).
-func (c *Client) kill() {
-	if c.cmd != nil && c.cmd.Process != nil {
-		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
 	}
 }
 
@@ -435,6 +610,7 @@ func (c *Client) event(m sdk.Message) {
 		}
 		return
 	}
+	m.Text = printable(m.Text)
 	key := m.Key
 	if key == "" && len(m.Keys) > 0 {
 		key = m.Keys[0]
@@ -450,8 +626,8 @@ func (c *Client) event(m sdk.Message) {
 		Thread: m.Thread, Key: key, Owner: c.owner(m.Thread), F: m.Event, Detail: m.Text})
 }
 
-// Close shuts the worker down (stdin closed; SIGKILL 5 s later if it has not exited) and kills whatever
-// is left of its process group.
+// Close shuts the worker down (stdin closed; SIGKILL 5 s later if it has not exited), kills whatever is
+// left of its tree, and returns once its stdout has been read (nothing more reaches the history).
 func (c *Client) Close() error {
 	c.mu.Lock()
 	c.closing = true
@@ -464,10 +640,19 @@ func (c *Client) Close() error {
 	select {
 	case <-c.exited:
 	case <-time.After(5 * time.Second):
-		c.kill()
+		c.tree.kill()
 		<-c.exited
 	}
-	c.kill() // children it left behind
+	select {
+	case <-c.readDone:
+	case <-time.After(drainWait):
+		_ = c.stdout.Close() // held open by a process the sweep could not find
+		<-c.readDone
+	}
+	select { // the log is whole when Close returns, unless a process the sweep missed holds stderr
+	case <-c.logDone:
+	case <-time.After(drainWait):
+	}
 	return nil
 }
 
@@ -510,7 +695,7 @@ func (c *Client) freeze() {
 	if c.stopped || c.dead != nil {
 		return
 	}
-	if syscall.Kill(-c.cmd.Process.Pid, syscall.SIGSTOP) == nil {
+	if c.tree.signal(syscall.SIGSTOP) == nil {
 		c.stopped, c.stoppedAt = true, time.Now()
 	}
 }
@@ -521,7 +706,7 @@ func (c *Client) cont() {
 	if !c.stopped {
 		return
 	}
-	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGCONT)
+	_ = c.tree.signal(syscall.SIGCONT)
 	c.pausedTotal += time.Since(c.stoppedAt)
 	c.stopped = false
 }

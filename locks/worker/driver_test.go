@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -27,10 +28,15 @@ func TestMain(m *testing.M) {
 		select {}
 	case "slow": // a runtime that takes a while to start
 		time.Sleep(time.Second)
+	case "flood", "reply", "escape":
+		hostileWorker(os.Getenv("LOCKCHECK_TEST_WORKER"))
 	}
 	if os.Getenv("LOCKCHECK_TEST_WORKER") != "" {
-		sdk.Serve(sdk.Worker{Library: "fake", Version: "0", Kinds: []string{"naive"}, Caps: []string{"events", "extend"},
-			Connect: func(_ context.Context, _ *sdk.Message, emit func(sdk.Message)) (sdk.Mutex, error) {
+		sdk.Serve(sdk.Worker{Library: cmp.Or(os.Getenv("LOCKCHECK_TEST_LIBRARY"), "fake"), Version: "0", Kinds: []string{"naive"}, Caps: []string{"events", "extend"},
+			Connect: func(_ context.Context, init *sdk.Message, emit func(sdk.Message)) (sdk.Mutex, error) {
+				if os.Getenv("LOCKCHECK_TEST_WORKER") == "leak" { // a library that logs its settings
+					fmt.Fprintf(os.Stderr, "connecting with password=%s\n", init.Password)
+				}
 				return &fake{emit: emit, held: map[string]*hold{}}, nil
 			}})
 	}
@@ -119,6 +125,11 @@ func startFake(t *testing.T, slack time.Duration) (*Client, *bytes.Buffer, chan 
 
 func startWorker(t *testing.T, mode string, slack, startup time.Duration) (*Client, *bytes.Buffer, chan error, error) {
 	t.Helper()
+	return startWorkerCtx(t, context.Background(), mode, slack, startup)
+}
+
+func startWorkerCtx(t *testing.T, ctx context.Context, mode string, slack, startup time.Duration) (*Client, *bytes.Buffer, chan error, error) {
+	t.Helper()
 	t.Setenv("LOCKCHECK_TEST_WORKER", mode)
 	exe, err := os.Executable()
 	if err != nil {
@@ -128,7 +139,12 @@ func startWorker(t *testing.T, mode string, slack, startup time.Duration) (*Clie
 	failed := make(chan error, 1)
 	c, err := Start(Config{Client: "c1", Argv: []string{exe}, Dir: t.TempDir(), Rec: history.NewRecorder(&buf, history.NewClock()),
 		Init:  sdk.Message{Lock: &sdk.Lock{Kind: "naive", Family: "mutex"}, Options: &sdk.Options{LeaseMs: 1000, TimeoutMs: 10}},
-		Slack: slack, Startup: startup, OnFail: func(err error) { failed <- err }})
+		Slack: slack, Startup: startup, Ctx: ctx, OnFail: func(err error) {
+			select {
+			case failed <- err:
+			default:
+			}
+		}})
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/lockcheck/lockcheck/internal/safefile"
 	"github.com/lockcheck/lockcheck/internal/textfile"
 	"github.com/lockcheck/lockcheck/kinds"
 )
@@ -105,6 +106,10 @@ func Lookup(arg string) (Spec, string, error) {
 			return Spec{}, "", UnknownError{fmt.Sprintf("--client %s: no version given and no default (%v): use %s@VERSION", name, err, name)}
 		}
 	}
+	// The version names the build's folder in the cache: a path would build, and clear, a folder outside it.
+	if err := safefile.Name("--client "+name+": version", version); err != nil {
+		return Spec{}, "", UnknownError{err.Error()}
+	}
 	if len(s.Versions) > 0 && !slices.Contains(s.Versions, version) {
 		return Spec{}, "", UnknownError{fmt.Sprintf("--client %s@%s: no such version (have: %s)", name, version, strings.Join(s.Versions, ", "))}
 	}
@@ -175,6 +180,15 @@ func CacheDir() string {
 	return filepath.Join(os.TempDir(), "lockcheck-cache")
 }
 
+// inside checks that dir is below root, lexically (no ".." climbs out), before anything is removed there.
+func inside(root, dir string) error {
+	rel, err := filepath.Rel(filepath.Clean(root), filepath.Clean(dir))
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return fmt.Errorf("worker build folder %s is not inside its cache folder %s", dir, root)
+	}
+	return nil
+}
+
 // ExitNoSuchVersion is build.sh's exit status for a version its registry does not have (or that is not a
 // version of its library at all): bad input, not a failed build.
 const ExitNoSuchVersion = 4
@@ -188,11 +202,19 @@ func Build(ctx context.Context, s Spec, version string, say io.Writer) ([]string
 	if err != nil {
 		return nil, err
 	}
+	// Every caller should have come through Lookup, but the folder is removed below: a version that is not a
+	// name, or a folder that is not inside its cache folder, is refused here too.
+	if err := safefile.Name("--client "+s.Name+": version", version); err != nil {
+		return nil, UnknownError{err.Error()}
+	}
 	base := filepath.Join(CacheDir(), "workers", s.Folder)
+	out := filepath.Join(base, version)
+	if err := inside(base, out); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(base, 0o755); err != nil {
 		return nil, err
 	}
-	out := filepath.Join(base, version)
 	argv := append([]string{filepath.Join(out, "run")}, s.Args...)
 	lock, err := os.OpenFile(out+".lock", os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {

@@ -47,6 +47,7 @@ type Runtime struct {
 	ctrs    map[string]*testcontainers.DockerContainer
 	adopted map[string]string // node -> id of a container lockcheck did not create (external backend)
 	network string            // id of the fallback network this run created, if any
+	private *private          // keeps the node directories' files private; nil until the first container
 }
 
 // Connect reaches the Docker engine and checks that image is there (no registry is assumed: a missing
@@ -98,7 +99,7 @@ func (r *Runtime) Adopt(ctx context.Context, nodeName, container string) (node.P
 	r.mu.Lock()
 	r.adopted[nodeName] = res.Container.ID
 	r.mu.Unlock()
-	return r.watch(res.Container.ID, nil), nil
+	return r.watch(res.Container.ID, nil, ""), nil
 }
 
 // EngineUp reports whether a Docker engine answers.
@@ -146,8 +147,16 @@ func (r *Runtime) ensureNetwork(ctx context.Context) error {
 	return nil
 }
 
-// Close removes the fallback network if this run made it, and releases the engine connection.
+// Close removes the fallback network if this run made it, makes the node directories' files private a last
+// time, and releases the engine connection.
 func (r *Runtime) Close() error {
+	r.mu.Lock()
+	priv := r.private
+	r.private = nil
+	r.mu.Unlock()
+	if priv != nil {
+		_ = priv.Close()
+	}
 	if r.network != "" {
 		_, _ = r.cli.NetworkRemove(context.Background(), r.network, client.NetworkRemoveOptions{})
 	}
@@ -175,13 +184,14 @@ func (r *Runtime) Run(ctx context.Context, name, dir string, argv, env []string)
 		if _, err := r.cli.ContainerStart(ctx, adopted, client.ContainerStartOptions{}); err != nil {
 			return nil, fmt.Errorf("docker start %s: %w", name, err)
 		}
-		return r.watch(adopted, nil), nil
+		return r.watch(adopted, nil, ""), nil
 	case c != nil:
 		if err := c.Start(ctx); err != nil {
 			return nil, fmt.Errorf("docker start %s: %w", name, err)
 		}
-		return r.watch(c.GetContainerID(), c), nil
+		return r.watch(c.GetContainerID(), c, dir), nil
 	}
+	r.keepPrivate(dir)
 	vars := map[string]string{}
 	for _, e := range env {
 		k, v, _ := strings.Cut(e, "=")
@@ -215,13 +225,29 @@ func (r *Runtime) Run(ctx context.Context, name, dir string, argv, env []string)
 	r.mu.Lock()
 	r.ctrs[name] = dc
 	r.mu.Unlock()
-	return r.watch(dc.GetContainerID(), dc), nil
+	return r.watch(dc.GetContainerID(), dc, dir), nil
+}
+
+// keepPrivate watches a node's directory so that what its server writes there stays its owner's (see
+// private). Without inotify (a limit reached) the files are made private when the container is removed,
+// and until then the directory's mode 0700 keeps them so.
+func (r *Runtime) keepPrivate(dir string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.private == nil {
+		p, err := newPrivate()
+		if err != nil {
+			return
+		}
+		r.private = p
+	}
+	_ = r.private.watch(dir)
 }
 
 // watch returns the running container id as a Proc whose Exited closes when it stops; c is nil for an
-// adopted container.
-func (r *Runtime) watch(id string, c *testcontainers.DockerContainer) node.Proc {
-	p := &proc{r: r, c: c, cid: id, exited: make(chan struct{})}
+// adopted container. dir is the node's directory, "" for an adopted container.
+func (r *Runtime) watch(id string, c *testcontainers.DockerContainer, dir string) node.Proc {
+	p := &proc{r: r, c: c, cid: id, dir: dir, exited: make(chan struct{})}
 	wait := r.cli.ContainerWait(context.Background(), id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
 	go func() {
 		select {
@@ -250,6 +276,7 @@ type proc struct {
 	r      *Runtime
 	c      *testcontainers.DockerContainer // nil: adopted, not lockcheck's
 	cid    string
+	dir    string // the node's directory (bind-mounted); "" for an adopted container
 	exited chan struct{}
 	reason string // how it ended, set before exited closes
 }
@@ -287,7 +314,8 @@ func (p *proc) Terminate() error {
 
 func (p *proc) Exited() <-chan struct{} { return p.exited }
 
-// Remove deletes the container and its anonymous volumes (never an adopted one).
+// Remove deletes the container and its anonymous volumes (never an adopted one), then makes what it left in
+// the node's directory private (a last rewrite of Sentinel's config, at shutdown, included).
 func (p *proc) Remove() error {
 	if p.c == nil {
 		return nil
@@ -298,8 +326,15 @@ func (p *proc) Remove() error {
 			delete(p.r.ctrs, name)
 		}
 	}
+	priv := p.r.private
 	p.r.mu.Unlock()
-	return p.c.Terminate(context.Background(), testcontainers.RemoveVolumes())
+	err := p.c.Terminate(context.Background(), testcontainers.RemoveVolumes())
+	if priv != nil {
+		_ = priv.forget(p.dir)
+	} else {
+		_ = sweep(p.dir)
+	}
+	return err
 }
 
 // labels are what everything of this run carries: lockcheck's, the run's and its owner's, and extra.

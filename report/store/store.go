@@ -7,18 +7,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"net/url"
 	"os"
 	"path"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/internal/safefile"
 	"github.com/lockcheck/lockcheck/report"
 )
 
@@ -44,37 +43,31 @@ type Run struct {
 // maxDepth bounds how deep runs are looked for (a suite keeps its runs a level or two down).
 const maxDepth = 4
 
-// List finds the runs under dir: every directory holding a results.json or a history.jsonl, newest first.
-func List(dir string) ([]Run, error) {
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("%s is not a directory", dir)
-	}
+// list finds the runs of the store at root: every directory holding a results.json or a history.jsonl,
+// newest first. Whatever the store holds (a symlink out of it, a FIFO or a device named results.json),
+// nothing outside it is read, no open blocks, and no read is larger than its bound.
+func list(root *os.Root) ([]Run, error) {
 	var runs []Run
-	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			if p == dir {
+			if p == "." {
 				return err
 			}
 			return nil // an unreadable corner of the store is skipped, the rest is listed
 		}
-		if !d.IsDir() {
+		if !d.IsDir() { // nor a symlink: latest's run is listed once, under its own name
 			return nil
 		}
-		rel, _ := filepath.Rel(dir, p)
 		depth := 0
-		if rel != "." {
-			depth = strings.Count(rel, string(filepath.Separator)) + 1
+		if p != "." {
+			depth = strings.Count(p, "/") + 1
 		}
 		if d.Name() == "nodes" || depth > maxDepth {
-			return filepath.SkipDir
+			return fs.SkipDir
 		}
-		if r, ok := readRun(p, filepath.ToSlash(rel)); ok {
+		if r, ok := readRun(root, p); ok {
 			runs = append(runs, r)
-			return filepath.SkipDir
+			return fs.SkipDir
 		}
 		return nil
 	})
@@ -96,20 +89,33 @@ func dirTime(name string) (time.Time, bool) {
 	return t, err == nil
 }
 
-func readRun(dir, rel string) (Run, bool) {
+// readRun reads the run at rel (slash-separated, inside root). A results.json that is there but cannot be
+// read (not a regular file, too large, a symlink out of the store) makes a row that says so.
+func readRun(root *os.Root, rel string) (Run, bool) {
 	r := Run{Dir: rel, Verdict: "none"}
-	res, rerr := os.ReadFile(filepath.Join(dir, "results.json"))
-	hist := filepath.Join(dir, "history.jsonl")
-	_, herr := os.Stat(hist)
-	if rerr != nil && herr != nil {
+	at := func(name string) string { return path.Join(rel, name) }
+	resInfo, lerr := root.Lstat(at("results.json"))
+	hist, histInfo, herr := safefile.OpenIn(root, at("history.jsonl"))
+	if herr == nil {
+		defer hist.Close()
+	}
+	if lerr != nil && herr != nil {
 		return r, false
 	}
-	if t, ok := dirTime(filepath.Base(dir)); ok {
+	var res []byte
+	rerr := lerr
+	if lerr == nil {
+		res, rerr = safefile.ReadIn(root, at("results.json"), safefile.ResultsMax)
+		if rerr != nil {
+			r.Broken = "results.json: " + unwrapPath(rerr).Error()
+		}
+	}
+	if t, ok := dirTime(path.Base(rel)); ok {
 		r.Time = t
-	} else if fi, err := os.Stat(filepath.Join(dir, "results.json")); err == nil {
-		r.Time = fi.ModTime()
-	} else if fi, err := os.Stat(hist); err == nil {
-		r.Time = fi.ModTime()
+	} else if lerr == nil {
+		r.Time = resInfo.ModTime()
+	} else {
+		r.Time = histInfo.ModTime()
 	}
 	r.sortStamp = r.Time.UnixNano()
 	if rerr == nil {
@@ -134,30 +140,48 @@ func readRun(dir, rel string) (Run, bool) {
 			}
 		}
 	}
-	if rerr != nil { // running, or killed: what the history's meta record says
-		if m, err := firstMeta(hist); err == nil {
-			r.Lock, r.Topology, r.Seed, r.Client = m.Lock, m.Topology, m.Seed, m.Versions["client"]
-			r.Nemesis = strings.Join(m.Nemesis, ",")
-			if r.Nemesis == "" {
-				r.Nemesis = "none"
+	if herr == nil {
+		if rerr != nil { // running, or killed: what the history's meta record says
+			if m, err := firstMeta(hist); err == nil {
+				r.Lock, r.Topology, r.Seed, r.Client = m.Lock, m.Topology, m.Seed, m.Versions["client"]
+				r.Nemesis = strings.Join(m.Nemesis, ",")
+				if r.Nemesis == "" {
+					r.Nemesis = "none"
+				}
 			}
 		}
-	}
-	if end, err := lastTime(hist); err == nil {
-		r.Duration = float64(end) / 1e9
+		if end, err := lastTime(hist, histInfo.Size()); err == nil {
+			r.Duration = float64(end) / 1e9
+		}
 	}
 	for _, name := range []string{"index.html", "history.check.summary.html"} {
-		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+		if regular(root, at(name)) {
 			r.Page = name
 			break
 		}
 	}
 	for _, name := range []string{"results.json", "history.html", "history.jsonl", "history.check.json", "history.check.html"} {
-		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+		if regular(root, at(name)) {
 			r.Files = append(r.Files, name)
 		}
 	}
 	return r, true
+}
+
+// regular says whether name is a regular file inside root (a symlink to one inside it included).
+func regular(root *os.Root, name string) bool {
+	fi, err := root.Stat(name)
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// unwrapPath drops the path an *fs.PathError repeats (absolute, so not the store's to show), keeping the
+// cause.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 type meta struct {
@@ -168,15 +192,10 @@ type meta struct {
 	Versions map[string]string `json:"versions"`
 }
 
-// firstMeta reads the meta record, a history's first line.
-func firstMeta(p string) (meta, error) {
+// firstMeta reads the meta record, a history's first line (read up to 1 MiB).
+func firstMeta(f *os.File) (meta, error) {
 	var m meta
-	f, err := os.Open(p)
-	if err != nil {
-		return m, err
-	}
-	defer f.Close()
-	line, err := bufio.NewReaderSize(io.LimitReader(f, 1<<20), 1<<16).ReadBytes('\n')
+	line, err := bufio.NewReaderSize(io.NewSectionReader(f, 0, 1<<20), 1<<16).ReadBytes('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
 		return m, err
 	}
@@ -185,29 +204,21 @@ func firstMeta(p string) (meta, error) {
 		Data json.RawMessage `json:"data"`
 	}
 	if err := json.Unmarshal(line, &rec); err != nil || rec.Type != "meta" {
-		return m, fmt.Errorf("%s: no meta record", p)
+		return m, errors.New("history.jsonl: no meta record")
 	}
 	return m, json.Unmarshal(rec.Data, &m)
 }
 
 // lastTime is the time of a history's last complete record, read from its tail (a history can be large).
-func lastTime(p string) (int64, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return 0, err
-	}
+func lastTime(f *os.File, size int64) (int64, error) {
 	const tail = 64 << 10
-	off := max(fi.Size()-tail, 0)
-	b := make([]byte, fi.Size()-off)
-	if _, err := f.ReadAt(b, off); err != nil && !errors.Is(err, io.EOF) {
+	off := max(size-tail, 0)
+	b := make([]byte, size-off)
+	n, err := f.ReadAt(b, off)
+	if err != nil && !errors.Is(err, io.EOF) {
 		return 0, err
 	}
-	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
+	lines := bytes.Split(bytes.TrimRight(b[:n], "\n"), []byte("\n"))
 	for i := len(lines) - 1; i >= 0; i-- {
 		var rec struct {
 			Time *int64 `json:"time"`
@@ -216,7 +227,7 @@ func lastTime(p string) (int64, error) {
 			return *rec.Time, nil
 		}
 	}
-	return 0, fmt.Errorf("%s: no record", p)
+	return 0, errors.New("history.jsonl: no record")
 }
 
 // href is a run file's address under the server.
