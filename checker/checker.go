@@ -74,6 +74,9 @@ type Result struct {
 	At      int64 `json:"violation_at_ns,omitempty"`
 	End     int64 `json:"violation_end_ns,omitempty"`
 	Details any   `json:"details,omitempty"`
+	// Levels counts, by what porcupine read (LevelWire, LevelClient or LevelAPI: apilevel.go), the keys
+	// it judged so.
+	Levels map[string]int `json:"levels,omitempty"`
 
 	// Stall names what [At, End] is when it is a span with no progress (a waiter left on a free lock): the
 	// summary page draws it as a band.

@@ -37,7 +37,7 @@ func TestCorpus(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				for _, part := range lin.Model.Partition(lin.Convert(h)) {
+				for _, part := range lin.Model.Partition(lin.Operations(h)) { // API calls too
 					got, order := checker.LegalOrder(context.Background(), lin.Model, part)
 					if err := checker.CheckOrder(lin.Model, part, order); got != porcupine.Ok || err != nil {
 						t.Fatalf("%s: the frontier's order (%v) does not check: %v", e.Name, got, err)

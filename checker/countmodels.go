@@ -40,7 +40,7 @@ func semApply(s SemState, in Command, out Reply) (SemState, bool) {
 		return s, true
 	case "release": // replies the new count
 		s.Avail += in.N
-		return s, out.Outcome != Applied || out.Value == s.Avail
+		return s, out.Outcome != Applied || in.NoCount || out.Value == s.Avail
 	case "available":
 		return s, out.Outcome != Applied || out.Value == s.Avail
 	}
@@ -93,9 +93,11 @@ func latchApply(s LatchState, in Command, out Reply) (LatchState, bool) {
 		return LatchState{Count: in.N}, s.Count == 0
 	case "countDown": // replies the count after
 		v := s.Count - 1
-		return LatchState{Count: max(v, 0)}, out.Outcome != Applied || out.Value == v
+		return LatchState{Count: max(v, 0)}, out.Outcome != Applied || in.NoCount || out.Value == v
 	case "getCount":
 		return s, out.Outcome != Applied || out.Value == s.Count
+	case "await": // a library's await (API level): Value 1 once it saw the count at zero, 0 when it gave up
+		return s, out.Outcome != Applied || (out.Value == 1) == (s.Count == 0)
 	}
 	return s, false
 }
@@ -231,7 +233,23 @@ var PESModel = porcupine.NondeterministicModel{
 		if out.Outcome == Unsure {
 			next = append(next, state) // it did not run: unchanged (as in mutexStep)
 		}
-		for _, c := range pesReclaims(state.(PESState), in.Return) {
+		by := in.Return
+		if in.Now > 0 {
+			by = min(by, in.Now)
+		}
+		if in.API && in.F == "release" && out.Outcome == Refused {
+			// A worker's "not released" (API level) only tests: the permit is not issued, or may have
+			// lapsed, and then any later command may reclaim it (pesReclaims) as Redisson's next script
+			// does. Changing nothing, it is a guard of the search (frontier.go): a burst of lapsed
+			// permits' releases at the end of a run no longer multiplies the orders.
+			for _, p := range parseHeld(state.(PESState).Held) {
+				if p.id == in.Owner && p.lo >= by {
+					return nil
+				}
+			}
+			return []interface{}{state}
+		}
+		for _, c := range pesReclaims(state.(PESState), by) {
 			if a, ok := pesApply(c, in, out); ok && (out.Outcome != Unsure || a != state) {
 				next = append(next, a)
 			}

@@ -17,7 +17,7 @@ import (
 // history (counted per key, without a concatenated copy of all of them).
 func TestLinearizableCounts(t *testing.T) {
 	eachCorpusChecker(t, func(e corpus.Entry, lin *checker.Linearizable, h *history.History) {
-		ops := lin.Convert(h)
+		ops := lin.Operations(h) // a worker's API calls too, on the keys the commands leave out
 		unknown := 0
 		for _, o := range ops {
 			if r, ok := o.Output.(checker.Reply); ok && r.Outcome == checker.Unsure || o.Return == math.MaxInt64 {

@@ -110,7 +110,7 @@ func Overlaps(sections []history.Record) []Overlap {
 				if o.Owner == s.Owner || (o.F == "read" && s.F == "read") {
 					continue
 				}
-				out = append(out, Overlap{Key: key, Holder: o.Client, Intruder: s.Client, HolderOwner: o.Owner,
+				out = append(out, Overlap{Key: key, Holder: sectionThread(*o), Intruder: sectionThread(*s), HolderOwner: o.Owner,
 					IntruderOwner: s.Owner, HeldFrom: o.Enter, HeldTo: end(*o), Entered: s.Enter, IntruderOut: end(*s),
 					Fenced: o.Token != 0 && (o.Rejected || s.Rejected)})
 			}
@@ -119,6 +119,15 @@ func Overlaps(sections []history.Record) []Overlap {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Entered < out[j].Entered })
 	return out
+}
+
+// sectionThread names a section's holder as the history's rows do: client/thread (two threads of one client
+// are two owners).
+func sectionThread(s history.Record) string {
+	if s.Thread == 0 {
+		return s.Client
+	}
+	return fmt.Sprintf("%s/%d", s.Client, s.Thread)
 }
 
 // checkCapacity sweeps each key's entries and exits and finds moments with more holders than permits.
@@ -155,7 +164,7 @@ func (x Exclusion) checkCapacity(sections []history.Record) Result {
 				if first == "" || e.t < firstAt {
 					var who []string
 					for i := range inside {
-						who = append(who, sections[i].Client)
+						who = append(who, sectionThread(sections[i]))
 					}
 					sort.Strings(who)
 					first, firstAt = fmt.Sprintf("%d holders of %s at %s with %d permits: %s", len(inside), key, Secs(e.t),

@@ -179,7 +179,11 @@ func frontierKey(ctx context.Context, m porcupine.NondeterministicModel, ops []p
 			for free := live &^ c.done; free != 0; free &= free - 1 {
 				j := bits.TrailingZeros64(free)
 				o := ops[opAt[j]]
-				steps := m.Step(c.state, o.Input, o.Output)
+				in := o.Input
+				if a, ok := in.(Command); ok && a.API {
+					a.Now, in = e.t, a // it takes effect before the return being expanded
+				}
+				steps := m.Step(c.state, in, o.Output)
 				if j == k && def&(1<<j) != 0 && !contains(steps, c.state) {
 					broken = true // the model broke the rule deferring relies on: say so rather than guess
 					return false
@@ -359,7 +363,9 @@ func (a *antichain) all() []witnessed {
 func guard(o porcupine.Operation) bool {
 	in, ok1 := o.Input.(Command)
 	r, ok2 := o.Output.(Reply)
-	return ok1 && ok2 && r.Outcome == Refused && in.F == "acquire" && !in.Fair && !in.Replay
+	return ok1 && ok2 && (r.Outcome == Refused && (in.F == "acquire" && !in.Fair && !in.Replay ||
+		in.API && in.F == "release" && in.N == 0) || // an expirable permit's "not released" (PESModel)
+		in.API && in.F == "await" && r.Outcome != Unsure) // a latch's await reads the count (LatchModel)
 }
 
 // LegalOrder runs the frontier search on one key's operations and, when they have a legal order,

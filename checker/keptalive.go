@@ -50,24 +50,35 @@ func (KeptAlive) Check(_ context.Context, h *history.History) Result {
 	var found, undecided []Zombie
 	for _, r := range renewals {
 		t := r.Invoke.Time
-		released, note := int64(-1), ""
+		// Per thread: the client's threads share its watchdog, so the lock is released only once every
+		// thread that called before the renewal was last seen releasing it (-1: it holds, or asks, still).
+		last, note := map[int64]int64{}, ""
 		for _, o := range calls[ck{r.Invoke.Client, r.Invoke.Key}] {
 			ret := int64(math.MaxInt64)
 			if o.Complete != nil {
 				ret = o.Complete.Time
 			}
+			th := o.Invoke.Thread
 			switch {
 			case o.Invoke.Time >= t:
 				continue // after the renewal was sent
 			case o.Invoke.F == "tryLock" && o.Outcome() == history.Unknown:
 				note = fmt.Sprintf("its tryLock at %s has an unknown outcome", Secs(o.Invoke.Time))
 			case o.Invoke.F == "tryLock" && (ret >= t || o.Outcome() == history.Ok):
-				released = -1 // asked for it again (or still asking): a holder may live
+				last[th] = -1 // asked for it again (or still asking): a holder may live
 			case o.Invoke.F == "unlock" && o.Invoke.Args["nested"] == 0 && o.Outcome() == history.Ok && ret < t:
-				released = ret
+				last[th] = ret
 			case o.Invoke.F == "unlock" && ret >= t:
-				released = -1 // its release was still in flight
+				last[th] = -1 // its release was still in flight
 			}
+		}
+		released := int64(-1)
+		for _, at := range last {
+			if at < 0 {
+				released = -1
+				break
+			}
+			released = max(released, at)
 		}
 		if released < 0 {
 			continue

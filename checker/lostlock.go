@@ -4,19 +4,22 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/lockcheck/lockcheck/history"
 )
 
-// LostLock looks, owner by owner, for the simplest proof that a server forgot a lock: an owner's acquire
+// LostLock looks, owner by owner, for the simplest proof that a lock was lost: an owner's acquire
 // was surely applied (and acknowledged by a replica where there are replicas), none of its own commands
 // since could have let the lock go, and yet a later command of that owner was answered "not held" (or a
 // re-entrant acquire "held by someone else") before the lease could have run out. Each step uses only
 // definite outcomes, so unlike a linearizability search it needs no time budget however many outcomes
 // are unknown: a lost failover write (Redisson #5256), a restart without data, or a clock jump all show
 // here, and another client could then take the lock while this owner still believes it holds it.
-// Fair locks and read holds answer differently and are skipped.
+// Fair locks and read holds answer differently and are skipped. Where another owner's acquire was
+// refused after that, with no grant since, the key was still there: the explanation then says the client
+// forgot its owner (token), not that the server lost the lock.
 type LostLock struct{}
 
 // Name is the checker's stable name.
@@ -32,6 +35,11 @@ type Loss struct {
 	F         string `json:"f"`
 	Call      int64  `json:"call_ns"`
 	Return    int64  `json:"return_ns"`
+	// KeptBy, when set, is the owner whose acquire was refused at KeptAt, after the refusal and with no
+	// other grant since Acquired: the key was still there. The server kept the lock; the client no longer
+	// presented the owner it was granted under (it forgot or swapped its token).
+	KeptBy string `json:"kept_by,omitempty"`
+	KeptAt int64  `json:"kept_ns,omitempty"`
 }
 
 // ownerOp is one command of an owner on a key, with its reply.
@@ -112,8 +120,10 @@ func (LostLock) Check(_ context.Context, h *history.History) Result {
 				sure = max(sure, g.Call+g.Lease-Epsilon(g.Lease))
 			}
 			if proof && r.c.Return < sure {
-				losses = append(losses, Loss{Key: r.c.Key, Client: r.c.Client, Owner: r.c.Owner, Acquired: g.Call,
-					LeaseFrom: sure, F: r.c.F, Call: r.c.Call, Return: r.c.Return})
+				l := Loss{Key: r.c.Key, Client: r.c.Client, Owner: r.c.Owner, Acquired: g.Call,
+					LeaseFrom: sure, F: r.c.F, Call: r.c.Call, Return: r.c.Return}
+				l.KeptBy, l.KeptAt = keptAfter(groups, order, ops[grant], r)
+				losses = append(losses, l)
 			}
 		}
 	}
@@ -122,11 +132,56 @@ func (LostLock) Check(_ context.Context, h *history.History) Result {
 	}
 	sort.SliceStable(losses, func(a, b int) bool { return losses[a].Return < losses[b].Return })
 	l := losses[0]
+	what := fmt.Sprintf("%s acquired %s at %s (acknowledged); its %s, answered at %s, found the lock not its own, "+
+		"although the lease could not end before %s and none of its commands since could have let it go",
+		l.Owner, l.Key, Secs(l.Acquired), l.F, Secs(l.Return), Secs(l.LeaseFrom))
+	if l.KeptBy != "" {
+		what += fmt.Sprintf(". Yet the key was still held after that: %s's acquire, answered at %s, was refused, and nobody "+
+			"else was granted %s in between. The server kept the lock; the client no longer presented the owner it was "+
+			"granted under (it forgot or swapped its token), so its lock stays in Redis, unreleasable, until the lease ends, "+
+			"while %s believes it let go", l.KeptBy, Secs(l.KeptAt), l.Key, l.Owner)
+	} else {
+		what += fmt.Sprintf(": the server lost the lock, and any other client could take it while %s still held it", l.Owner)
+	}
 	return Result{Valid: Invalid,
-		Summary: fmt.Sprintf("%d time(s) an acknowledged lock was gone before its lease could end", len(losses)),
-		Violation: fmt.Sprintf("%s acquired %s at %s (acknowledged); its %s, answered at %s, found the lock not its own, "+
-			"although the lease could not end before %s and none of its commands since could have let it go: "+
-			"the server lost the lock, and any other client could take it while %s still held it",
-			l.Owner, l.Key, Secs(l.Acquired), l.F, Secs(l.Return), Secs(l.LeaseFrom), l.Owner),
-		At: l.Acquired, End: l.Return, Details: losses}
+		Summary:   fmt.Sprintf("%d time(s) an acknowledged lock was gone before its lease could end", len(losses)),
+		Violation: what, At: l.Acquired, End: l.Return, Details: losses}
+}
+
+// keptAfter looks, after owner's refused command r, for another owner's acquire on the key refused (so
+// the key still existed) with no acquire since g that may have been granted to anyone (so it was still
+// g's): the proof that the server kept the lock r was refused. It returns that owner and when it was
+// answered, or "" when the history does not show it.
+func keptAfter(groups map[[2]string][]ownerOp, order [][2]string, g, r ownerOp) (string, int64) {
+	var taken []ownerOp // acquires other than g that may have taken the key since g
+	var refused []ownerOp
+	for _, k := range order {
+		if k[0] != r.c.Key {
+			continue
+		}
+		for _, x := range groups[k] {
+			if x.c.F != "acquire" || x.i == g.i || x.c.Replay {
+				continue
+			}
+			switch {
+			case x.out.Outcome == Refused && k[1] != r.c.Owner && x.c.Call >= r.c.Return && x.c.Return != math.MaxInt64:
+				refused = append(refused, x)
+			case x.out.Outcome != Refused && x.c.Return > g.c.Return:
+				taken = append(taken, x)
+			}
+		}
+	}
+	best := ownerOp{c: Command{Return: math.MaxInt64}}
+	for _, x := range refused {
+		if x.c.Return >= best.c.Return {
+			continue
+		}
+		if !slices.ContainsFunc(taken, func(t ownerOp) bool { return t.c.Call < x.c.Return }) {
+			best = x
+		}
+	}
+	if best.c.Return == math.MaxInt64 {
+		return "", 0
+	}
+	return best.c.Owner, best.c.Return
 }

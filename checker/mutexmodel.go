@@ -35,6 +35,15 @@ type Command struct {
 	// Watchdog is set on a worker's grant kept by its library's watchdog, whose renewals the history does
 	// not see: the lease lasts at least Lease, and may last until the owner lets go.
 	Watchdog bool
+	// NoCount is set on a library's own call judged at the API level (apilevel.go) whose reply does not
+	// say the count after it (a worker's release_permits, count_down): the count models check no value.
+	NoCount bool
+	// Now, on an API-level command (apilevel.go), is the latest time it can have taken effect as the
+	// search places it (frontier.go sets it: the return being expanded), 0 when unsaid. A library's call
+	// may wait seconds; bounding its effect by Return alone let every permit granted in its window lapse
+	// and be taken again within it, and the search explode.
+	Now int64
+	API bool // set by APIOps: the search fills in Now
 }
 
 // Outcome of a command for the model.

@@ -225,8 +225,11 @@ func describeCommand(input, output interface{}) string {
 		r = "unknown"
 	case Refused:
 		r = fmt.Sprintf("refused (%d)", out.Value)
-	default:
+	case Applied:
 		r = fmt.Sprintf("ok %d", out.Value)
+		if in.NoCount {
+			r = "ok"
+		}
 	}
 	who := in.Client
 	if in.Owner != "" && !strings.HasPrefix(in.Owner, strings.SplitN(in.Client, "/", 2)[0]) {

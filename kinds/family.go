@@ -26,16 +26,20 @@ type Workload func(ctx context.Context, stop <-chan struct{}, clients []locks.Cl
 // Params is what a family's workload takes from the run's options.
 type Params struct {
 	Clients  int
+	Threads  int // application threads per client, each its own owner; 0 counts as 1
 	Keys     int // 0: the kind's default (KeyCount)
 	Group    int // multi lock: keys per acquisition
 	Permits  int64
 	Count    int64 // latch: countDowns per round
 	Wait     time.Duration
+	WaitTo   time.Duration // with Wait: a range drawn per acquire; 0: Wait alone
 	Lease    time.Duration
+	LeaseTo  time.Duration // with Lease: a range drawn per acquire and re-entry; 0: Lease alone
 	Watchdog time.Duration
 	Hold     workloads.Range
 	Reentry  float64
-	Readers  string // read-write lock: READERS:WRITERS
+	Readers  string           // read-write lock: READERS:WRITERS
+	OnLost   workloads.OnLost // mutex: whether a critical section ends at the library's loss signal
 	Seed     int64
 }
 
@@ -123,6 +127,9 @@ func judged(h *history.History) *history.History {
 type clientRecords struct{ checker.Checker }
 
 func (c clientRecords) Check(ctx context.Context, h *history.History) checker.Result {
+	if _, whole := c.Checker.(checker.WholeHistory); whole {
+		return c.Checker.Check(ctx, h) // it tells the two kinds of records apart itself
+	}
 	return c.Checker.Check(ctx, h.OnlySrc(""))
 }
 
@@ -145,6 +152,9 @@ var (
 		Workload: mutexWorkload(false), Model: checker.MutexModel, Commands: checker.MutexOps,
 		Promises: func(c Checks) []checker.Checker {
 			out := []checker.Checker{checker.Exclusion{Fenced: c.Fenced}}
+			if !c.Fair { // a fair unlock answers 1 for a lock that is gone: no loss signal to judge there
+				out = append(out, checker.ToldOfLoss{})
+			}
 			if !c.Members && !c.Fair {
 				out = append(out, checker.LostLock{})
 			}
@@ -207,8 +217,9 @@ func mutexWorkload(rw bool) func(k *Kind, p Params) (Workload, error) {
 		if k.Group {
 			group = p.Group
 		}
-		w := workloads.Mutex{Keys: k.KeyCount(p), Group: group, Wait: p.Wait, Lease: p.Lease, Hold: p.Hold,
-			Reentry: p.Reentry, Reentrant: k.Reentrant, RW: rw, ReadRatio: read, Seed: p.Seed, Extend: k.AppExtends}
+		w := workloads.Mutex{Keys: k.KeyCount(p), Group: group, Wait: p.Wait, WaitTo: p.WaitTo, Lease: p.Lease,
+			LeaseTo: p.LeaseTo, Threads: p.Threads, Hold: p.Hold, Reentry: p.Reentry, Reentrant: k.Reentrant, RW: rw,
+			ReadRatio: read, Seed: p.Seed, Extend: k.AppExtends, OnLost: p.OnLost}
 		if err := w.Validate(); err != nil {
 			return nil, err
 		}
@@ -220,12 +231,12 @@ func mutexWorkload(rw bool) func(k *Kind, p Params) (Workload, error) {
 
 func semaphoreWorkload(expirable bool) func(k *Kind, p Params) (Workload, error) {
 	return func(k *Kind, p Params) (Workload, error) {
-		lease := p.Lease
-		if expirable && lease <= 0 {
+		lease, leaseTo := p.Lease, p.LeaseTo
+		if expirable && lease <= 0 && leaseTo <= 0 {
 			lease = p.Watchdog // permits get a lease unless told otherwise
 		}
-		w := workloads.Semaphore{Keys: k.KeyCount(p), Permits: p.Permits, Wait: p.Wait, Lease: lease, Hold: p.Hold,
-			Expirable: expirable, Seed: p.Seed}
+		w := workloads.Semaphore{Keys: k.KeyCount(p), Permits: p.Permits, Wait: p.Wait, WaitTo: p.WaitTo, Lease: lease,
+			LeaseTo: leaseTo, Threads: p.Threads, Hold: p.Hold, Expirable: expirable, Seed: p.Seed}
 		if err := w.Validate(); err != nil {
 			return nil, err
 		}
@@ -236,7 +247,7 @@ func semaphoreWorkload(expirable bool) func(k *Kind, p Params) (Workload, error)
 }
 
 func latchWorkload(_ *Kind, p Params) (Workload, error) {
-	w := workloads.Latch{Count: p.Count, Wait: p.Wait, Hold: p.Hold, Seed: p.Seed}
+	w := workloads.Latch{Count: p.Count, Wait: p.Wait, Hold: p.Hold, Seed: p.Seed, Threads: p.Threads}
 	if err := w.Validate(p.Clients); err != nil {
 		return nil, err
 	}

@@ -29,6 +29,10 @@ func init() {
 	Register(Kind{Name: "naive", About: "negative control: SET NX PX, unconditional DEL, fixed lease, no watchdog",
 		Family: Mutex, Topology: topology.Single, New: locks.NaiveClients,
 		Broken: "lets a holder that outlives its lease delete the next holder's lock", Flags: []string{"--lease", "300ms", "--hold", "400ms-1s"}})
+	Register(Kind{Name: "shared-token", About: "negative control: SET NX PX and compare-and-delete with one token per client, shared by its threads",
+		Family: Mutex, Topology: topology.Single, New: locks.SharedTokenClients,
+		// No flags: the default run's two threads per client show it (a control may not set --threads).
+		Broken: "takes the lock again for any thread of the client holding it, so two threads of one client hold it at once"})
 	pair(Kind{Name: "fair", About: "Redisson RFairLock: FIFO queue, per-waiter channel, client-clock deadlines",
 		Family: Mutex, Reentrant: true, Fair: true, Watchdog: true, Scripts: "redisson", Topology: topology.Single,
 		New: redisson(locks.VariantFair)},

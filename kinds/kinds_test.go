@@ -30,11 +30,11 @@ func TestFamilyCheckers(t *testing.T) {
 		checks kinds.Checks
 		want   []string
 	}{
-		{kinds.Mutex, kinds.Checks{}, []string{"porcupine", "mutual-exclusion", "lost-lock", "stats"}},
-		{kinds.Mutex, kinds.Checks{Fenced: true}, []string{"porcupine", "mutual-exclusion", "lost-lock", "fencing-tokens", "stats"}},
+		{kinds.Mutex, kinds.Checks{}, []string{"porcupine", "mutual-exclusion", "told-of-loss", "lost-lock", "stats"}},
+		{kinds.Mutex, kinds.Checks{Fenced: true}, []string{"porcupine", "mutual-exclusion", "told-of-loss", "lost-lock", "fencing-tokens", "stats"}},
 		{kinds.Mutex, kinds.Checks{Fair: true}, []string{"porcupine", "mutual-exclusion", "fifo", "stats"}},
-		{kinds.Mutex, kinds.Checks{Group: true}, []string{"porcupine", "mutual-exclusion", "lost-lock", "all-or-nothing", "stats"}},
-		{kinds.Mutex, kinds.Checks{Members: true}, []string{"porcupine", "mutual-exclusion", "stats"}},
+		{kinds.Mutex, kinds.Checks{Group: true}, []string{"porcupine", "mutual-exclusion", "told-of-loss", "lost-lock", "all-or-nothing", "stats"}},
+		{kinds.Mutex, kinds.Checks{Members: true}, []string{"porcupine", "mutual-exclusion", "told-of-loss", "stats"}},
 		{kinds.RW, kinds.Checks{}, []string{"porcupine", "mutual-exclusion", "stats"}},
 		{kinds.Semaphore, kinds.Checks{Permits: 2}, []string{"porcupine", "mutual-exclusion", "permits-at-rest", "stats"}},
 		{kinds.Expirable, kinds.Checks{Permits: 2}, []string{"porcupine", "mutual-exclusion", "permits-at-rest", "stats"}},

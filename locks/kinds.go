@@ -148,6 +148,16 @@ func NaiveClients(e Env) (Client, error) {
 	return NewNaiveClient(e.Client, newRequestID(), e.conn(), lease, e.Rec), nil
 }
 
+// SharedTokenClients makes clients of the shared-token control: SET NX PX and compare-and-delete, with one
+// token per client shared by its threads, so two threads of one client both hold the lock.
+func SharedTokenClients(e Env) (Client, error) {
+	c, err := NaiveClients(e)
+	if err == nil {
+		c.(*NaiveClient).shared = true
+	}
+	return c, err
+}
+
 // Mutex returns the naive lock called keys[0].
 func (c *NaiveClient) Mutex(keys []string, thread int64) Mutex { return c.Lock(keys[0], thread) }
 

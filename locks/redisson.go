@@ -63,6 +63,8 @@ type Redisson struct {
 
 	latchMu sync.Mutex
 	latches map[string]string // unlock request id -> its latch key, until dropped
+
+	losses LossSignals // the watchdog's word to the holders whose lock it found gone (RLock.LostSignal)
 }
 
 // NewRedisson connects a client instance named name (its ops are recorded under that name).
@@ -416,6 +418,7 @@ func (w *watchdog) renew(names, owners []string) error {
 				w.mu.Lock()
 				w.dropOwner(renewalKey(names[i], false), owners[i])
 				w.mu.Unlock()
+				w.r.losses.Fire(names[i], owners[i])
 			}
 		case err == nil:
 			op.Unknown(fmt.Errorf("renew: unexpected reply %v", res))

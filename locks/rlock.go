@@ -65,6 +65,7 @@ func (l *RLock) tryAcquire(ctx context.Context, lease time.Duration) (bool, int6
 				_, _, _ = l.unlockInner(ctx, newRequestID(), 0)
 			}
 		}, func() {
+			l.r.losses.Arm(l.name, l.Owner(), lease <= 0) // only the watchdog tells a holder of a loss
 			if lease > 0 {
 				l.internalLease = lease
 			} else {

@@ -16,7 +16,8 @@ import (
 // an address, a backend, a results directory or a fault would let that file run or reach anything.
 var controlFlags = map[string]func(string) error{
 	"--clients": integer, "--keys": integer, "--group": integer, "--permits": integer, "--count": integer,
-	"--lease": duration, "--hold": holdRange, "--wait": duration, "--watchdog": duration, "--timeout": duration,
+	"--lease": durationRange, "--hold": holdRange, "--wait": durationRange, "--watchdog": duration, "--timeout": duration,
+	"--threads": integer,
 	"--reentry": fraction, "--readers": ratio, "--time": duration, "--quiet": duration,
 }
 
@@ -60,6 +61,14 @@ func integer(s string) error {
 func duration(s string) error {
 	if _, err := time.ParseDuration(s); err != nil {
 		return fmt.Errorf("want a duration such as 300ms")
+	}
+	return nil
+}
+
+// durationRange is --lease's and --wait's form: a duration, or a range of two drawn per acquire.
+func durationRange(s string) error {
+	if _, err := workloads.ParseRange(s); err != nil {
+		return fmt.Errorf("want a duration such as 300ms, or a range such as 1s-10s")
 	}
 	return nil
 }

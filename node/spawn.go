@@ -34,22 +34,11 @@ func start(cmd *exec.Cmd) error {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
-	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	DieWithParent(cmd, syscall.SIGKILL)
 	cmd.SysProcAttr.Setpgid = true // Ctrl-C on the terminal goes to lockcheck, which then stops its nodes in order
 	req := spawnReq{cmd: cmd, done: make(chan error, 1)}
 	spawnCh <- req
 	return <-req.done
-}
-
-// privateUmask gives the spawning thread, and so every server it starts, the umask 077: Sentinel rewrites
-// its config (which holds the password) as a new file with mode 0644 & ~umask. The thread first takes its
-// own copy of the filesystem attributes (CLONE_FS), so lockcheck's own files keep the user's umask; the Go
-// runtime never starts threads from a locked one, so the copy stays on this thread. Should that fail, the
-// node directories' mode 0700 still keeps the files private.
-func privateUmask() {
-	if syscall.Unshare(syscall.CLONE_FS) == nil {
-		syscall.Umask(0o077)
-	}
 }
 
 // StartChild starts cmd as lockcheck starts its servers: in its own process group, killed with lockcheck

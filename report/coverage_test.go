@@ -105,3 +105,73 @@ func TestValidButMissed(t *testing.T) {
 		t.Fatal("a fault-free run is said to have missed")
 	}
 }
+
+func opk(client, owner, key, f string, call, ret int64, outcome history.Type) history.Operation {
+	inv := history.Record{Type: history.Invoke, Time: call, Client: client, Owner: owner, Key: key, F: f}
+	c := inv
+	c.Type, c.Time = outcome, ret
+	return history.OperationOf(inv, &c)
+}
+
+// A client-pause fired by a grant (--nemesis-trigger) starts right after the grant and freezes its client
+// before any critical section (an extending hold writes only after its first extend): the frozen holder
+// counts, so a valid run is not said to have missed the lock.
+func TestCoverageFrozenAtGrant(t *testing.T) {
+	h := &history.History{
+		Ops: []history.Operation{
+			opk("c1", "c1/1", "lock-0", "acquire", 10, 20, history.Ok),
+			opk("c1", "c1/1", "lock-0", "tryLock", 5, 21, history.Ok),
+			opk("c1", "c1/1", "lock-0", "extend", 3100, 3110, history.Fail), // after the pause: lost
+		},
+		Faults: []history.Record{fault("client-pause", "start", 22, "c1"), fault("client-pause", "frozen", 23, "c1"),
+			fault("client-pause", "stop", 3000, "c1")},
+	}
+	cov := Coverage(h)
+	if len(cov) != 1 || !cov[0].Touched || !reflect.DeepEqual(cov[0].Holders, []string{"c1"}) || !reflect.DeepEqual(cov[0].Keys, []string{"lock-0"}) {
+		t.Fatalf("coverage %+v", cov)
+	}
+	r := &Results{Valid: checker.Valid}
+	r.NoteCoverage(h)
+	if r.MissedLock {
+		t.Fatalf("a pause that froze a holder at its grant is said to have missed the lock: %q", r.Verdict)
+	}
+	// Armed and never frozen (no grant while armed): the client ran as usual, nothing was tested.
+	h.Faults = []history.Record{fault("client-pause", "start", 1, "c1"), fault("client-pause", "stop", 3000, "c1")}
+	if cov := Coverage(h); cov[0].Touched || !strings.Contains(cov[0].Text(), "never froze") {
+		t.Fatalf("a pause that never froze: %+v: %s", cov[0], cov[0].Text())
+	}
+}
+
+// While a client-pause holds a holder frozen, the window counts what every owner did on the keys it held:
+// others' grants there are what the pause tests. Keys are held owner by owner: the frozen client's second
+// thread was only waiting for lock-1, so others' grants there do not count.
+func TestCoveragePauseCountsOthersGrants(t *testing.T) {
+	h := &history.History{
+		Ops: []history.Operation{
+			opk("c1", "c1/2", "lock-1", "acquire", 5, 8, history.Fail),
+			opk("c1", "c1/1", "lock-0", "acquire", 10, 20, history.Ok),
+			opk("c2", "c2/1", "lock-0", "acquire", 30, 1200, history.Ok), // the lease ran out under the frozen holder
+			opk("c2", "c2/1", "lock-0", "release", 1300, 1310, history.Ok),
+			opk("c3", "c3/1", "lock-0", "acquire", 1320, 1330, history.Ok),
+			opk("c3", "c3/1", "lock-1", "acquire", 1400, 1410, history.Ok), // not a key the frozen client held
+			opk("c3", "c3/1", "lock-0", "acquire", 4000, 4010, history.Ok), // after the pause
+		},
+		Faults: []history.Record{fault("client-pause", "start", 21, "c1"), fault("client-pause", "frozen", 22, "c1"),
+			fault("client-pause", "stop", 3000, "c1")},
+		Sections: []history.Record{{Type: history.Section, Client: "c1", Key: "lock-0", Enter: 22, Exit: 3050},
+			{Type: history.Section, Client: "c2", Key: "lock-0", Enter: 1200, Exit: 1290}},
+	}
+	c := Coverage(h)[0]
+	if c.Grants != 2 || c.Releases != 1 || c.InFlight["acquire"] != 2 || !reflect.DeepEqual(c.Holders, []string{"c1", "c2"}) {
+		t.Fatalf("coverage %+v", c)
+	}
+	text := c.Text()
+	if !strings.Contains(text, "froze c1 at a grant at 0.000s, holding lock-0") || !strings.Contains(text, "2 grants, 1 releases") ||
+		strings.Contains(text, "in flight ;") {
+		t.Fatalf("text %q", text)
+	}
+	// Nothing in flight is said so, not left blank.
+	if text := (FaultCoverage{Fault: "kill", Targets: []string{"n1"}, Holders: []string{"c1"}, Touched: true}).Text(); !strings.Contains(text, "in flight none") {
+		t.Fatalf("text %q", text)
+	}
+}

@@ -43,10 +43,13 @@ type Options struct {
 	Quiet           time.Duration
 	Time            time.Duration
 	Clients         int
+	Threads         int // application threads per client (--threads), each its own owner
 	Keys            int
 	Lease           time.Duration
+	LeaseTo         time.Duration // with Lease: a range drawn per acquire (--lease 1s-10s); 0: Lease alone
 	Watchdog        time.Duration
 	Wait            time.Duration
+	WaitTo          time.Duration // with Wait: a range drawn per acquire (--wait 0-2s); 0: Wait alone
 	Timeout         time.Duration
 	Hold            string
 	Reentry         float64
@@ -55,11 +58,12 @@ type Options struct {
 	Persistence     string
 	Scripts         string // a directory of .lua files replacing scripts of the lock's set
 	CheckTimeout    time.Duration
-	Check           string // --check: extra checker groups (kinds.Checks.Ask), e.g. liveness
-	Permits         int64  // semaphores
-	Count           int64  // latch
-	Readers         string // read-write lock: readers:writers
-	Group           int    // multi lock: keys per acquisition
+	Check           string           // --check: extra checker groups (kinds.Checks.Ask), e.g. liveness
+	Permits         int64            // semaphores
+	Count           int64            // latch
+	Readers         string           // read-write lock: readers:writers
+	OnLost          workloads.OnLost // --on-lost: a critical section ends at the library's loss signal (stop)
+	Group           int              // multi lock: keys per acquisition
 	Latency         time.Duration
 	Jitter          time.Duration
 	ClockBump       time.Duration
@@ -85,11 +89,27 @@ func Defaults() Options {
 	return Options{Lock: "reentrant", Topology: "", Nemesis: "none", Permits: 2, Count: 3, Readers: "3:1", Group: 2,
 		Latency: 200 * time.Millisecond, Jitter: 50 * time.Millisecond, ClockBump: time.Minute,
 		NemesisInterval: 5 * time.Second, NemesisDuration: 3 * time.Second, Quiet: 3 * time.Second,
-		Time: 30 * time.Second, Clients: 8, Keys: 0, Watchdog: 30 * time.Second, Wait: 5 * time.Second,
+		Time: 30 * time.Second, Clients: 8, Threads: DefaultThreads, Keys: 0, Watchdog: 30 * time.Second, Wait: 5 * time.Second,
 		Timeout: 3 * time.Second, Hold: "10ms-200ms", Reentry: 0.2, Results: "results",
 		Persistence: node.PersistNone, CheckTimeout: 60 * time.Second, Backend: BackendProcess,
 		DockerImage: docker.DefaultImage}
 }
+
+// DefaultThreads is --threads' default: two, so that a default run already has threads of one client
+// instance contending (what they share is where a class of real bugs lives).
+const DefaultThreads = 2
+
+// MaxThreads bounds --threads: each thread is a goroutine and an owner porcupine must order.
+const MaxThreads = 64
+
+// MaxOwners bounds clients × threads: every owner is a goroutine, and porcupine orders them all per key.
+const MaxOwners = 4096
+
+// Leases is --lease as a range (a single value is a range of one).
+func (o Options) Leases() workloads.Range { return workloads.Span(o.Lease, o.LeaseTo) }
+
+// Waits is --wait as a range.
+func (o Options) Waits() workloads.Range { return workloads.Span(o.Wait, o.WaitTo) }
 
 // maxCommand bounds the recorded command line, so that the meta record stays far below a history
 // line's 1 MiB (a long --client-cmd could otherwise make a run refuse its own history).
@@ -106,6 +126,23 @@ func (o Options) validate() (workloads.Range, error) {
 	}
 	if o.Clients < 1 {
 		return hold, usagef("--clients must be at least 1, got %d", o.Clients)
+	}
+	if o.Threads < 1 || o.Threads > MaxThreads {
+		return hold, usagef("--threads must be in [1, %d], got %d", MaxThreads, o.Threads)
+	}
+	if n := o.Clients * o.Threads; n > MaxOwners {
+		return hold, usagef("--clients %d × --threads %d is %d owners, more than the %d a run drives", o.Clients, o.Threads, n, MaxOwners)
+	}
+	for _, r := range []struct {
+		flag     string
+		from, to time.Duration
+	}{{"--lease", o.Lease, o.LeaseTo}, {"--wait", o.Wait, o.WaitTo}} {
+		if r.to != 0 && r.to < r.from {
+			return hold, usagef("%s %s-%s: want min <= max", r.flag, r.from, r.to)
+		}
+		if r.to > maxDuration {
+			return hold, usagef("%s: at most %s", r.flag, maxDuration)
+		}
 	}
 	if n := len(strings.Join(o.Command, " ")); n > maxCommand {
 		return hold, usagef("the command line is %d bytes, more than the %d a run records", n, maxCommand)
@@ -138,10 +175,10 @@ func (o Options) describe() map[string]any {
 	return map[string]any{"lock": o.Lock, "topology": o.Topology, "nodes": o.Nodes, "nemesis": o.Nemesis,
 		"nemesis_interval": o.NemesisInterval.String(), "nemesis_duration": o.NemesisDuration.String(), "nemesis_targets": o.NemesisTargets,
 		"nemesis_trigger": o.NemesisTrigger, "quiet": o.Quiet.String(), "time": o.Time.String(), "clients": o.Clients, "keys": o.Keys,
-		"lease": o.Lease.String(), "watchdog": o.Watchdog.String(), "wait": o.Wait.String(),
+		"lease": o.Leases().Text(), "watchdog": o.Watchdog.String(), "wait": o.Waits().Text(), "threads": o.Threads,
 		"timeout": o.Timeout.String(), "hold": o.Hold, "reentry": o.Reentry, "seed": o.Seed,
 		"persistence": o.Persistence, "scripts": o.Scripts, "check_timeout": o.CheckTimeout.String(), "check": o.Check,
-		"permits": o.Permits, "count": o.Count, "readers": o.Readers, "group": o.Group,
+		"permits": o.Permits, "count": o.Count, "readers": o.Readers, "group": o.Group, "on_lost": o.OnLost.String(),
 		"latency": o.Latency.String(), "jitter": o.Jitter.String(), "clock_bump": o.ClockBump.String(),
 		"backend": o.Backend, "docker_image": o.DockerImage, "external": o.External,
 		"client": o.Worker.Client, "client_cmd": o.Worker.Cmd, "client_options": o.Worker.Options}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/lockcheck/lockcheck/workers/sdk"
 	"io"
 	"os"
 	"os/exec"
@@ -255,6 +256,9 @@ func execute(ctx context.Context, t *Test, dir string, rec *history.Recorder, me
 			return err // nothing ran yet: the meta record is not written
 		}
 		mcs = append(mcs, mc)
+		if err := threadsFit(o, mc); err != nil {
+			return err
+		}
 		if f := t.Kind.Family; !f.Accepts(mc) { // a worker or spec of the wrong family: refuse, never panic
 			return fmt.Errorf("lock %s: client %s (%T) does not implement the %s family's %s", o.Lock, c, mc, f.Name, f.Client)
 		}
@@ -374,4 +378,15 @@ func Versions() map[string]string {
 		v["redis-server"] = strings.TrimSpace(string(out))
 	}
 	return v
+}
+
+// threadsFit refuses --threads above 1 for a worker that said in init_ok it runs one thread per client
+// instance (caps single-thread): its library cannot have two threads share one instance.
+func threadsFit(o Options, c locks.Client) error {
+	w, ok := c.(interface{ Caps(name string) bool })
+	if o.Threads > 1 && ok && w.Caps(sdk.CapSingleThread) {
+		return usagef("--threads %d: the worker runs one thread per client instance (it announces %s): use --threads 1",
+			o.Threads, sdk.CapSingleThread)
+	}
+	return nil
 }

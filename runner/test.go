@@ -36,9 +36,9 @@ type Test struct {
 
 // params is what the family's workload takes from the options.
 func (o Options) params(hold workloads.Range) kinds.Params {
-	return kinds.Params{Clients: o.Clients, Keys: o.Keys, Group: o.Group, Permits: o.Permits, Count: o.Count,
-		Wait: o.Wait, Lease: o.Lease, Watchdog: o.Watchdog, Hold: hold, Reentry: o.Reentry, Readers: o.Readers,
-		Seed: o.Seed}
+	return kinds.Params{Clients: o.Clients, Threads: o.Threads, Keys: o.Keys, Group: o.Group, Permits: o.Permits,
+		Count: o.Count, Wait: o.Wait, WaitTo: o.WaitTo, Lease: o.Lease, LeaseTo: o.LeaseTo, Watchdog: o.Watchdog,
+		Hold: hold, Reentry: o.Reentry, Readers: o.Readers, Seed: o.Seed, OnLost: o.OnLost}
 }
 
 // NewTest composes the test the options describe; every error is a usage error.

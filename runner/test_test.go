@@ -49,11 +49,11 @@ func TestAnalyzeJudgesByRecordedFamily(t *testing.T) {
 		{"old meta, semaphore", `{"lock":"semaphore","topology":"single","checks":{"permits":2}}`,
 			[]string{"porcupine", "mutual-exclusion", "permits-at-rest", "stats"}},
 		{"old meta, redlock without members", `{"lock":"redlock","topology":"redlock","checks":{"family":"mutex"}}`,
-			[]string{"porcupine", "mutual-exclusion", "stats"}},
+			[]string{"porcupine", "mutual-exclusion", "told-of-loss", "stats"}},
 		{"spec lock", `{"lock":"my-lua-rwlock","spec":"my.yaml","topology":"single","checks":{"family":"rwlock"}}`,
 			[]string{"porcupine", "mutual-exclusion", "stats"}},
 		{"fenced", `{"lock":"fenced","topology":"single","checks":{"family":"mutex","fenced":true}}`,
-			[]string{"porcupine", "mutual-exclusion", "lost-lock", "fencing-tokens", "stats"}},
+			[]string{"porcupine", "mutual-exclusion", "told-of-loss", "lost-lock", "fencing-tokens", "stats"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := Analyze(writeHistory(t, tc.meta), time.Second)

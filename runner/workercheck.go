@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -11,8 +10,6 @@ import (
 
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/history"
-	"github.com/lockcheck/lockcheck/kinds"
-	"github.com/lockcheck/lockcheck/locks/worker"
 )
 
 // CheckItem is one thing worker-check tried.
@@ -24,40 +21,41 @@ type CheckItem struct {
 
 // WorkerCheck tries a worker as lockcheck will use it: the handshake, a short fault-free run on one
 // Redis (valid expected) and a client pause (the worker frozen by SIGSTOP after a grant must answer again
-// after SIGCONT). o names the worker and the lock; runs go under o.Results. Unless lockGiven, a worker
-// that cannot drive o.Lock is tried on the first kind it names.
+// after SIGCONT), each run lasting o.Time. o names the worker and the lock; runs go under o.Results.
+// Unless lockGiven, the worker is asked for its kinds first (ProbeKinds) and tried on the first that
+// lockcheck knows.
 func WorkerCheck(ctx context.Context, o Options, lockGiven bool, stderr io.Writer) []CheckItem {
+	noHandshake := func(why string) []CheckItem {
+		return []CheckItem{{"handshake", false, why}, {"fault-free run", false, "no handshake"}, {"client pause", false, "no handshake"}}
+	}
+	picked := ""
+	if !lockGiven {
+		p, err := ProbeKinds(ctx, o, stderr)
+		if err != nil {
+			return noHandshake(err.Error())
+		}
+		o.Lock, picked = p.Lock, "; "+p.Text()
+	}
 	base := o
 	base.Nemesis, base.Topology = "none", "single"
 	res, err := Run(ctx, base, stderr)
-	var refused worker.RefusedError
-	if res == nil && !lockGiven && errors.As(err, &refused) && len(refused.Kinds) > 0 {
-		if _, lerr := kinds.Lookup(refused.Kinds[0]); lerr == nil {
-			base.Lock = refused.Kinds[0]
-			res, err = Run(ctx, base, stderr)
-		}
-	}
 	if res == nil {
 		why := "no run"
 		if err != nil {
 			why = err.Error()
 		}
-		return []CheckItem{{"handshake", false, why}, {"fault-free run", false, "no handshake"}, {"client pause", false, "no handshake"}}
+		return noHandshake(why)
 	}
-	items := []CheckItem{{"handshake", true, handshakeText(res.Files["history"])}}
+	items := []CheckItem{{"handshake", true, handshakeText(res.Files["history"]) + picked}}
 	switch {
 	case err != nil:
 		items = append(items, CheckItem{"fault-free run", false, err.Error()})
 	case res.Valid != checker.Valid:
 		items = append(items, CheckItem{"fault-free run", false, "verdict " + res.Valid.String() + ": " + firstViolation(res.Checkers)})
 	default:
-		items = append(items, CheckItem{"fault-free run", true, fmt.Sprintf("valid, %s", opsText(res.Checkers))})
+		items = append(items, CheckItem{"fault-free run", true, fmt.Sprintf("valid in %s, %s", base.Time, opsText(res.Checkers))})
 	}
-	// The fault freezes its client at that client's next grant: several keys and windows give it grants
-	// to freeze at even on a loaded machine.
-	pause := base
-	pause.Nemesis, pause.NemesisInterval, pause.NemesisDuration = "client-pause", time.Second, 3*time.Second
-	pause.Time, pause.Keys = max(pause.Time, 10*time.Second), max(pause.Keys, 3)
+	pause := pauseRun(base)
 	res, err = Run(ctx, pause, stderr)
 	switch {
 	case err != nil:
@@ -69,9 +67,22 @@ func WorkerCheck(ctx context.Context, o Options, lockGiven bool, stderr io.Write
 		if ok {
 			why += fmt.Sprintf(" (verdict %s: a lease shorter than the pause may be overrun)", res.Valid)
 		}
-		items = append(items, CheckItem{"client pause", ok, why})
+		items = append(items, CheckItem{"client pause", ok, why + fmt.Sprintf("; a %s pause armed after about %s, in a %s run",
+			pause.NemesisDuration, pause.NemesisInterval, pause.Time)})
 	}
 	return items
+}
+
+// pauseRun is worker-check's client-pause run, fitted into o.Time (--time): a pause of up to 3 s armed
+// after up to 1 s, then a quiet end in which the resumed worker must answer. The fault freezes its client
+// at that client's next grant: several keys give it grants to freeze at even on a loaded machine.
+func pauseRun(o Options) Options {
+	o.Nemesis, o.Keys = "client-pause", max(o.Keys, 3)
+	o.Quiet = min(o.Quiet, o.Time/4)
+	left := o.Time - o.Quiet // the fault waits up to its interval +25%, then lasts its duration
+	o.NemesisDuration = min(3*time.Second, left/2)
+	o.NemesisInterval = min(time.Second, (left-o.NemesisDuration)*4/5)
+	return o
 }
 
 func handshakeText(path string) string {

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -24,6 +26,7 @@ import (
 type WorkerOptions struct {
 	Client  string   // --client NAME[@VERSION]: a registered worker, built on first use; NAME[@VERSION],go: beside the Go clients
 	Cmd     string   // --client-cmd "CMD ARGS": any worker command
+	Argv    []string // worker-check CMD ARGS...: the command as given, used instead of splitting Cmd (then its display)
 	Options []string // --client-option k=v: the library's own settings
 }
 
@@ -93,6 +96,9 @@ func (o Options) planWorker(ctx context.Context, faults []string, stderr io.Writ
 	clock := slices.Contains(faults, "client-clock")
 	if w.Cmd != "" {
 		argv, err := splitCommand(w.Cmd)
+		if len(w.Argv) > 0 {
+			argv, err = w.Argv, nil
+		}
 		if err != nil || len(argv) == 0 {
 			return nil, usagef("--client-cmd %q: want a command line", w.Cmd)
 		}
@@ -159,23 +165,8 @@ func (p *workerPlan) factory(o Options, kind *kinds.Kind, topo *topology.Topolog
 	results := map[string]chan started{}
 	readers := worker.NewReaders()
 	start := func(client string) (*worker.Client, error) {
-		addrs := topo.Addrs(client)
-		t := &sdk.Topology{Kind: o.Topology, NAT: topo.NAT(client)}
-		for i, n := range topo.NodeNames() {
-			if i < len(addrs) {
-				t.Nodes = append(t.Nodes, sdk.Node{Name: n, Addr: addrs[i]})
-			}
-		}
-		if o.Topology == topology.Sentinel {
-			t.Sentinels, t.MasterName = topo.SentinelAddrs(), topo.MasterName()
-		}
-		init := sdk.Message{Client: client, Seed: o.Seed, Topology: t, Password: topo.Password,
-			Lock: &sdk.Lock{Kind: kind.Name, Family: kind.Family.Name},
-			Options: &sdk.Options{LeaseMs: o.Lease.Milliseconds(), WatchdogMs: o.Watchdog.Milliseconds(),
-				WaitMs: o.Wait.Milliseconds(), TimeoutMs: o.Timeout.Milliseconds()},
-			LibraryOptions: p.libOpts}
-		return worker.Start(worker.Config{Client: client, Argv: p.argv, Dir: dir, ClockLib: clockLib, Init: init,
-			Rec: rec, Gate: gates[client], OnFail: fail, Readers: readers, Ctx: p.ctx})
+		return worker.Start(worker.Config{Client: client, Argv: p.argv, Dir: dir, ClockLib: clockLib,
+			Init: p.initFor(o, kind, topo, client), Rec: rec, Gate: gates[client], OnFail: fail, Readers: readers, Ctx: p.ctx})
 	}
 	return func(e locks.Env) (locks.Client, error) {
 		abandon := func() { // the run ends here: nobody will close the workers not handed out
@@ -233,6 +224,103 @@ func (p *workerPlan) factory(o Options, kind *kinds.Kind, topo *topology.Topolog
 		p.mu.Unlock()
 		return r.c, nil
 	}
+}
+
+// initFor is client's init request: its own proxies, the map from announced addresses to them, and the
+// run's options. A nil kind leaves lock out: the kind probe (ProbeKinds).
+func (p *workerPlan) initFor(o Options, kind *kinds.Kind, topo *topology.Topology, client string) sdk.Message {
+	addrs := topo.Addrs(client)
+	t := &sdk.Topology{Kind: o.Topology, NAT: topo.NAT(client)}
+	for i, n := range topo.NodeNames() {
+		if i < len(addrs) {
+			t.Nodes = append(t.Nodes, sdk.Node{Name: n, Addr: addrs[i]})
+		}
+	}
+	if o.Topology == topology.Sentinel {
+		t.Sentinels, t.MasterName = topo.SentinelAddrs(), topo.MasterName()
+	}
+	init := sdk.Message{Client: client, Seed: o.Seed, Topology: t, Password: topo.Password,
+		Options: &sdk.Options{LeaseMs: o.Lease.Milliseconds(), WatchdogMs: o.Watchdog.Milliseconds(),
+			WaitMs: o.Wait.Milliseconds(), TimeoutMs: o.Timeout.Milliseconds()},
+		LibraryOptions: p.libOpts}
+	if kind != nil {
+		init.Lock = &sdk.Lock{Kind: kind.Name, Family: kind.Family.Name}
+	}
+	return init
+}
+
+// Probed is what a worker said to the kind probe.
+type Probed struct {
+	Library, Version string
+	Kinds            []string // as the worker listed them
+	Lock             string   // the kind picked: the first of Kinds that lockcheck knows ("" for none)
+}
+
+// Text says which kind was picked and why, for the output.
+func (p Probed) Text() string {
+	return fmt.Sprintf("the worker (%s %s) drives %s: lock %s, the first kind it names that lockcheck knows (--lock picks another)",
+		p.Library, p.Version, strings.Join(p.Kinds, ", "), p.Lock)
+}
+
+// ProbeKinds asks the worker o names which lock kinds it drives, for a run not given --lock: it starts one
+// worker against a throwaway single Redis of its own, sends an init without lock (docs/protocol.md, "Kind
+// probe") and reads init_ok's kinds, then stops both. A worker that answers the probe with an error, or
+// names no kind lockcheck knows, is an error saying so (bad input).
+func ProbeKinds(ctx context.Context, o Options, stderr io.Writer) (Probed, error) {
+	p, err := o.planWorker(ctx, nil, stderr)
+	if err != nil || p == nil {
+		return Probed{}, err
+	}
+	dir, err := os.MkdirTemp("", "lockcheck-probe-")
+	if err != nil {
+		return Probed{}, err
+	}
+	keep := false // a failed probe keeps the worker's stderr.log for the user
+	defer func() {
+		if !keep {
+			_ = os.RemoveAll(dir) // made here, just above: nothing else is in it
+		}
+	}()
+	topo, err := topology.Start(ctx, topology.Spec{Kind: topology.Single, Clients: []string{"c1"}, Dir: dir})
+	if err != nil {
+		if ctx.Err() != nil {
+			return Probed{}, Interrupted{err}
+		}
+		return Probed{}, err
+	}
+	defer stopTopology(topo, stderr)
+	o.Topology = topology.Single
+	c, err := worker.Start(worker.Config{Client: "c1", Argv: p.argv, Dir: dir, Init: p.initFor(o, nil, topo, "c1"),
+		Rec: history.NewRecorder(io.Discard, history.NewClock()), OnFail: func(error) {}, Readers: worker.NewReaders(), Ctx: ctx})
+	if err != nil {
+		if ctx.Err() != nil {
+			return Probed{}, Interrupted{err}
+		}
+		keep = true
+		return Probed{}, usagef("asked for its lock kinds (an init without lock): %v (its stderr: %s); name the kind with --lock",
+			err, filepath.Join(dir, "clients", "c1", "stderr.log"))
+	}
+	info := c.Info
+	c.Close()
+	got := Probed{Library: info.Library, Version: info.Version, Kinds: info.Kinds}
+	for _, k := range info.Kinds {
+		if _, err := kinds.Lookup(k); err == nil {
+			got.Lock = k
+			break
+		}
+	}
+	if got.Lock == "" {
+		return got, usagef("the worker (%s %s) drives %s: none is a lock kind lockcheck knows (lockcheck locks lists them; "+
+			"a library's own lock is kind mutex)", info.Library, info.Version, orNone(info.Kinds))
+	}
+	return got, nil
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "no kind"
+	}
+	return strings.Join(s, ", ")
 }
 
 // describe names the worker in the meta record and its versions, and says how long the workers took.

@@ -17,6 +17,7 @@ import (
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/internal/safefile"
 	"github.com/lockcheck/lockcheck/internal/textfile"
+	"github.com/lockcheck/lockcheck/node"
 	"github.com/lockcheck/lockcheck/report"
 )
 
@@ -189,7 +190,8 @@ func runCase(ctx context.Context, cfg Config, o Outcome) Outcome {
 	args = append(args, "--results", dir)
 	cmd := exec.Command(cfg.Exe, args...)
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	node.DieWithParent(cmd, syscall.SIGTERM)
 	began := time.Now()
 	if err := cmd.Start(); err != nil {
 		o.Verdict, o.Exit, o.Violation = "error", 255, err.Error()

@@ -22,6 +22,9 @@ type Latch struct {
 	Wait  time.Duration // await budget
 	Hold  Range         // delay before each countDown
 	Seed  int64
+	// Threads per client: each round's countDowns and awaits are spread over every thread of every client
+	// (one client instance's threads then await, and are woken, on its one subscription). 0 counts as 1.
+	Threads int
 }
 
 // Validate rejects nonsense options; the client count is checked against Count.
@@ -29,11 +32,14 @@ func (l Latch) Validate(clients int) error {
 	switch {
 	case l.Count < 1:
 		return fmt.Errorf("--count must be at least 1, got %d", l.Count)
-	case int64(clients) < l.Count+1:
-		return fmt.Errorf("--count %d needs at least %d clients (one sets, %d count down), got %d", l.Count, l.Count+1, l.Count, clients)
+	case int64(clients)*int64(l.threads()) < l.Count+1:
+		return fmt.Errorf("--count %d needs at least %d client threads (one sets, %d count down), got %d", l.Count, l.Count+1, l.Count,
+			clients*l.threads())
 	}
 	return nil
 }
+
+func (l Latch) threads() int { return max(l.Threads, 1) }
 
 var errRoundFailed = errors.New("a call of the round failed")
 
@@ -50,9 +56,9 @@ func (l Latch) Run(ctx context.Context, stop <-chan struct{}, clients []locks.Cl
 		default:
 		}
 		key := "latch-" + strconv.Itoa(round)
-		latch := func(c locks.Client) locks.Latch { return c.(locks.LatchClient).Latch(key, 1) }
+		latch := func(c locks.Client, thread int64) locks.Latch { return c.(locks.LatchClient).Latch(key, thread) }
 		begin := time.Now()
-		if ok, err := latch(clients[0]).TrySetCount(ctx, l.Count); !ok || err != nil {
+		if ok, err := latch(clients[0], 1).TrySetCount(ctx, l.Count); !ok || err != nil {
 			if err != nil {
 				back.after(ctx, err, time.Since(begin))
 			} else {
@@ -60,25 +66,26 @@ func (l Latch) Run(ctx context.Context, stop <-chan struct{}, clients []locks.Cl
 			}
 			continue
 		}
-		order := rng.Perm(len(clients) - 1)
+		// Everyone but the setter (client 1's thread 1) takes part: thread t of client i is i*threads+t-1.
+		order := rng.Perm(len(clients)*l.threads() - 1)
 		var wg sync.WaitGroup
 		var failed atomic.Bool // a call of the round's ended with an error: the next round backs off
 		for i, idx := range order {
-			c := clients[idx+1]
+			c, th := clients[(idx+1)/l.threads()], int64((idx+1)%l.threads()+1)
 			delay := l.Hold.Draw(rng)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				if int64(i) < l.Count {
 					sleep(ctx, delay)
-					if latch(c).CountDown(ctx) != nil { // recorded by the latch itself
+					if latch(c, th).CountDown(ctx) != nil { // recorded by the latch itself
 						failed.Store(true)
 					}
 					return
 				}
-				op := rec.Invoke(history.Record{Client: c.Name(), Thread: 1, Key: key, F: "await",
+				op := rec.Invoke(history.Record{Client: c.Name(), Thread: th, Key: key, F: "await",
 					Args: map[string]int64{"wait_ms": l.Wait.Milliseconds()}})
-				ok, err := latch(c).Await(ctx, l.Wait)
+				ok, err := latch(c, th).Await(ctx, l.Wait)
 				complete(op, ok, err)
 				if err != nil {
 					failed.Store(true)

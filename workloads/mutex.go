@@ -45,6 +45,17 @@ const MaxRange = 24 * time.Hour
 
 func (r Range) String() string { return r.Min.String() + "-" + r.Max.String() }
 
+// Span is the range from lo to hi; hi 0 (or below lo) makes it the single value lo.
+func Span(lo, hi time.Duration) Range { return Range{lo, max(lo, hi)} }
+
+// Text is the range as a flag takes it: "5s" for a single value, "1s-10s" for a range.
+func (r Range) Text() string {
+	if r.Min == r.Max {
+		return r.Min.String()
+	}
+	return r.String()
+}
+
 // Draw picks a duration in the range.
 func (r Range) Draw(rng *rand.Rand) time.Duration {
 	if r.Max == r.Min {
@@ -61,14 +72,18 @@ type Mutex struct {
 	Keys      int
 	Group     int           // keys per acquisition (multi lock); 1 otherwise
 	Wait      time.Duration // tryLock wait budget
+	WaitTo    time.Duration // with Wait: a range drawn per acquire; 0: Wait alone
 	Lease     time.Duration // 0: the watchdog keeps the lease
+	LeaseTo   time.Duration // with Lease: a range drawn per acquire and per re-entry; 0: Lease alone
+	Threads   int           // application threads per client, each its own owner; 0 counts as 1
 	Hold      Range
 	Reentry   float64 // chance of a nested acquire inside a critical section
 	Reentrant bool    // the lock supports re-entry at all
 	RW        bool    // clients are read-write locks
 	ReadRatio float64 // with RW: share of acquisitions that read
 	Seed      int64
-	Extend    bool // the application extends long holds of locks with no watchdog (workloads/extend.go)
+	Extend    bool   // the application extends long holds of locks with no watchdog (workloads/extend.go)
+	OnLost    OnLost // --on-lost: whether a critical section ends at the library's loss signal
 }
 
 // Validate rejects nonsense options.
@@ -84,6 +99,8 @@ func (m Mutex) Validate() error {
 		return fmt.Errorf("--wait must not be negative")
 	case m.Lease < 0:
 		return fmt.Errorf("--lease must not be negative")
+	case m.WaitTo != 0 && m.WaitTo < m.Wait || m.LeaseTo != 0 && m.LeaseTo < m.Lease:
+		return fmt.Errorf("--wait and --lease ranges want min <= max")
 	case m.Reentry < 0 || m.Reentry > 1:
 		return fmt.Errorf("--reentry must be in [0, 1], got %g", m.Reentry)
 	case m.ReadRatio < 0 || m.ReadRatio > 1:
@@ -95,18 +112,29 @@ func (m Mutex) Validate() error {
 // KeyName is the lock key for index i.
 func KeyName(i int) string { return "lock-" + strconv.Itoa(i) }
 
-// Run drives every client until stop closes or ctx ends. Either one cuts waits and holds short; a command
-// already sent always completes (bounded by the client's timeout), so stopping adds no unknown outcomes.
+// Run drives every client's threads until stop closes or ctx ends. Either one cuts waits and holds short; a
+// command already sent always completes (bounded by the client's timeout), so stopping adds no unknown outcomes.
 func (m Mutex) Run(ctx context.Context, stop <-chan struct{}, clients []locks.Client, rec *history.Recorder, res *Resource) {
-	eachClient(ctx, stop, clients, m.Seed, func(ctx context.Context, c locks.Client, rng *rand.Rand) {
-		w := mutexWorker{Mutex: m, c: c, rec: rec, res: res, thread: 1, rng: rng, back: newBackoff(m.Seed, c.Name())}
+	eachThread(ctx, stop, clients, m.Threads, m.Seed, func(ctx context.Context, t Thread) {
+		w := mutexWorker{Mutex: m, c: t.Client, rec: rec, res: res, thread: t.ID, rng: t.Rng, back: t.Back}
 		w.loop(ctx)
 	})
 }
 
-// eachClient runs one worker per client with its own seeded rng, until stop or ctx, and waits for all.
-func eachClient(ctx context.Context, stop <-chan struct{}, clients []locks.Client, seed int64,
-	work func(ctx context.Context, c locks.Client, rng *rand.Rand)) {
+// Thread is one application thread of a client: its id (1..N, its owner in the history), its own rng and
+// backoff, both derived from the run's seed, the client's index and the thread, so a seed repeats a run.
+type Thread struct {
+	Client locks.Client
+	ID     int64
+	Rng    *rand.Rand
+	Back   *backoff
+}
+
+// eachThread runs threads (at least one) concurrent application threads per client, until stop or ctx,
+// and waits for all. The threads of one client share its one client instance, as an application's thread
+// pool shares one RedissonClient. Thread 1's streams are what a run with one thread per client had.
+func eachThread(ctx context.Context, stop <-chan struct{}, clients []locks.Client, threads int, seed int64,
+	work func(ctx context.Context, t Thread)) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -118,13 +146,24 @@ func eachClient(ctx context.Context, stop <-chan struct{}, clients []locks.Clien
 	}()
 	var wg sync.WaitGroup
 	for i, c := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			work(ctx, c, rand.New(rand.NewPCG(uint64(seed), uint64(i))))
-		}()
+		for th := int64(1); th <= int64(max(threads, 1)); th++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				work(ctx, newThread(c, i, th, seed))
+			}()
+		}
 	}
 	wg.Wait()
+}
+
+func newThread(c locks.Client, i int, th, seed int64) Thread {
+	name := c.Name()
+	if th > 1 {
+		name += "/" + strconv.FormatInt(th, 10)
+	}
+	return Thread{Client: c, ID: th, Rng: rand.New(rand.NewPCG(uint64(seed), uint64(i)|uint64(th-1)<<32)),
+		Back: newBackoff(seed, name)}
 }
 
 type mutexWorker struct {
@@ -194,22 +233,78 @@ func (w *mutexWorker) loop(ctx context.Context) {
 			secs = append(secs, w.res.Enter(e))
 		}
 		frozen(w.c, w.rec)
+		held, done := w.untilLost(ctx, l)
 		if w.Reentrant && w.rng.Float64() < w.Reentry {
-			sleep(ctx, hold/2)
+			sleep(held, hold/2)
 			if ok, _ := w.tryLock(ctx, l, 1); ok {
-				sleep(ctx, hold/4)
+				sleep(held, hold/4)
 				w.unlock(ctx, l, 1)
 			}
-			sleep(ctx, hold-hold/2-hold/4)
+			sleep(held, hold-hold/2-hold/4)
 		} else {
-			sleep(ctx, hold)
+			sleep(held, hold)
 		}
+		done()
 		w.c.Gate().Pass() // a paused client finishes its critical section only once it runs again
 		for _, s := range secs {
 			s.Exit()
 		}
 		w.unlock(ctx, l, 0)
 	}
+}
+
+// OnLost is what the application does when its library says a held lock is lost (--on-lost).
+type OnLost int
+
+// The applications lockcheck plays: one that carries on (as most do: the signal is easy to ignore), and one
+// that ends its critical section at the signal, to show what the signal buys.
+const (
+	ContinueOnLost OnLost = iota
+	StopOnLost
+)
+
+// ParseOnLost reads --on-lost.
+func ParseOnLost(s string) (OnLost, error) {
+	for o, name := range onLostNames {
+		if s == name {
+			return OnLost(o), nil
+		}
+	}
+	return 0, fmt.Errorf("--on-lost %q: want continue or stop", s)
+}
+
+var onLostNames = [...]string{ContinueOnLost: "continue", StopOnLost: "stop"}
+
+func (o OnLost) String() string { return onLostNames[o] }
+
+// Set and Type make *OnLost a command-line flag value.
+func (o *OnLost) Set(s string) error {
+	v, err := ParseOnLost(s)
+	if err == nil {
+		*o = v
+	}
+	return err
+}
+
+// Type names the flag's values in usage.
+func (*OnLost) Type() string { return "continue|stop" }
+
+// untilLost is ctx, ended also at the lock's loss signal when the application stops there; done releases it.
+func (w *mutexWorker) untilLost(ctx context.Context, l locks.Mutex) (context.Context, func()) {
+	s, ok := l.(locks.LossSignal)
+	if w.OnLost != StopOnLost || !ok || s.LostSignal() == nil {
+		return ctx, func() {}
+	}
+	sig := s.LostSignal()
+	held, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-sig:
+			cancel()
+		case <-held.Done():
+		}
+	}()
+	return held, cancel
 }
 
 // delayedWrite is a critical section whose write to the resource lands d after the holder sent it (S3):
@@ -238,29 +333,23 @@ func (w *mutexWorker) delayedWrite(ctx context.Context, e Entry, keys []string, 
 	}()
 }
 
-func (w *mutexWorker) userOp(f string, l locks.Mutex, nested int64) *history.Op {
+func (w *mutexWorker) userOp(f string, l locks.Mutex, nested int64, wait, lease time.Duration) *history.Op {
 	return w.rec.Invoke(history.Record{Client: w.c.Name(), Thread: w.thread, Key: l.Key(), Owner: l.Owner(), F: f,
-		Args: map[string]int64{"wait_ms": w.Wait.Milliseconds(), "lease_ms": w.Lease.Milliseconds(), "nested": nested}})
+		Args: map[string]int64{"wait_ms": wait.Milliseconds(), "lease_ms": lease.Milliseconds(), "nested": nested}})
 }
 
+// tryLock draws this acquire's wait and lease from the thread's rng (a re-entry draws its own: a range lets
+// it carry a lease other than the hold it joins), and records them in the operation.
 func (w *mutexWorker) tryLock(ctx context.Context, l locks.Mutex, nested int64) (bool, error) {
-	op := w.userOp("tryLock", l, nested)
-	ok, err := l.TryLock(ctx, w.Wait, w.Lease)
-	switch {
-	case err != nil && locks.Definite(err):
-		op.Fail(nil, err)
-	case err != nil:
-		op.Unknown(err)
-	case ok:
-		op.Ok(nil, nil)
-	default:
-		op.Fail(nil, nil)
-	}
+	wait, lease := Span(w.Wait, w.WaitTo).Draw(w.rng), Span(w.Lease, w.LeaseTo).Draw(w.rng)
+	op := w.userOp("tryLock", l, nested, wait, lease)
+	ok, err := l.TryLock(ctx, wait, lease)
+	complete(op, ok, err)
 	return ok, err
 }
 
 func (w *mutexWorker) unlock(ctx context.Context, l locks.Mutex, nested int64) {
-	op := w.userOp("unlock", l, nested)
+	op := w.userOp("unlock", l, nested, 0, 0)
 	err := l.Unlock(ctx)
 	switch {
 	case err == nil:

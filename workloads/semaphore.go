@@ -19,6 +19,9 @@ type Semaphore struct {
 	Permits   int64
 	Wait      time.Duration
 	Lease     time.Duration // expirable only: each permit's lease
+	WaitTo    time.Duration // with Wait: a range drawn per acquire; 0: Wait alone
+	LeaseTo   time.Duration // with Lease: a range drawn per acquire; 0: Lease alone
+	Threads   int           // application threads per client, each its own owner; 0 counts as 1
 	Hold      Range
 	Expirable bool
 	Seed      int64
@@ -89,12 +92,13 @@ func (s Semaphore) Run(ctx context.Context, stop <-chan struct{}, clients []lock
 	for k := 0; k < s.Keys; k++ {
 		_, _ = s.open(clients[0], KeyName(k), 0).trySet(ctx, s.Permits)
 	}
-	eachClient(ctx, stop, clients, s.Seed, func(ctx context.Context, c locks.Client, rng *rand.Rand) {
-		back := newBackoff(s.Seed, c.Name())
+	eachThread(ctx, stop, clients, s.Threads, s.Seed, func(ctx context.Context, t Thread) {
+		c, rng, back := t.Client, t.Rng, t.Back
 		for ctx.Err() == nil {
 			key := KeyName(rng.IntN(s.Keys))
-			p := s.open(c, key, 1)
-			op := rec.Invoke(history.Record{Client: c.Name(), Thread: 1, Key: key, F: "tryAcquire",
+			s := s.drawn(rng) // this acquire's own wait and lease
+			p := s.open(c, key, t.ID)
+			op := rec.Invoke(history.Record{Client: c.Name(), Thread: t.ID, Key: key, F: "tryAcquire",
 				Args: map[string]int64{"wait_ms": s.Wait.Milliseconds(), "lease_ms": s.Lease.Milliseconds()}})
 			begin := time.Now()
 			id, ok, err := p.acquire(ctx)
@@ -103,16 +107,25 @@ func (s Semaphore) Run(ctx context.Context, stop <-chan struct{}, clients []lock
 			if !ok {
 				continue
 			}
-			e := Entry{Key: key, Client: c.Name(), Thread: 1, Owner: id, Mode: "permit"}
+			e := Entry{Key: key, Client: c.Name(), Thread: t.ID, Owner: id, Mode: "permit"}
 			if s.Expirable && s.Lease > 0 {
+				// The lease runs from the grant, somewhere in the call: the section is sure of it only up
+				// to the call's start + lease. The hold itself is never cut there (--hold may outlive the
+				// lease: a lapsed permit's release is what the models judge).
 				e.Until = rec.Clock.At(begin.Add(s.Lease))
 			}
 			sec := res.Enter(e)
+			if u := &sec.rec.Until; *u > 0 && *u <= sec.rec.Enter {
+				// A permit that came after a wait longer than its lease may have lapsed already: no part of
+				// its hold is sure. A validity ending before the entry would count it as a holder forever
+				// (exits sort before entries); porcupine still judges its grant and release.
+				*u = sec.rec.Enter + 1
+			}
 			frozen(c, rec)
 			sleep(ctx, s.Hold.Draw(rng))
 			c.Gate().Pass() // a paused client leaves only once it runs again
 			sec.Exit()
-			op = rec.Invoke(history.Record{Client: c.Name(), Thread: 1, Key: key, Owner: id, F: "releasePermit"})
+			op = rec.Invoke(history.Record{Client: c.Name(), Thread: t.ID, Key: key, Owner: id, F: "releasePermit"})
 			complete(op, true, p.release(ctx, id))
 		}
 	})
@@ -120,6 +133,12 @@ func (s Semaphore) Run(ctx context.Context, stop <-chan struct{}, clients []lock
 	for k := 0; k < s.Keys; k++ {
 		_, _ = s.open(clients[0], KeyName(k), 0).available(final)
 	}
+}
+
+// drawn is s with one acquire's wait and lease drawn from the thread's rng (their ranges).
+func (s Semaphore) drawn(rng *rand.Rand) Semaphore {
+	s.Wait, s.Lease = Span(s.Wait, s.WaitTo).Draw(rng), Span(s.Lease, s.LeaseTo).Draw(rng)
+	return s
 }
 
 // complete records a call's outcome: ok, refused (fail) or, on an error, fail or unknown.

@@ -16,6 +16,7 @@ import (
 // Bad input to bisect is one line and exit 254, before anything is built or run. The release list is the
 // Go module proxy's answer as recorded on this machine (locks/worker/testdata), which lacks v4.0.x.
 func TestBisectBadInput(t *testing.T) {
+	// Sequential: swaps os.Stderr (runCaptured).
 	b, err := os.ReadFile("../../locks/worker/testdata/releases/redsync-v4-list.txt")
 	if err != nil {
 		t.Fatal(err)
@@ -48,6 +49,7 @@ func TestBisectBadInput(t *testing.T) {
 // The real thing, on the registries' own release lists (minutes: make bisect, LOCKCHECK_BISECT=1). Each
 // bisect names the release that fixed its entry's bug, and a --good side that is in fact bad is refused.
 func TestBisectEndToEnd(t *testing.T) {
+	// Sequential: a campaign (make bisect), skipped in make test.
 	if os.Getenv("LOCKCHECK_BISECT") == "" {
 		t.Skip("minutes of real runs: make bisect (LOCKCHECK_BISECT=1)")
 	}
@@ -76,6 +78,7 @@ func TestBisectEndToEnd(t *testing.T) {
 // Every catalog entry's runs pass the run command's own flag checks (a dry run: nothing built or started),
 // so a typo in an entry's flags is caught here rather than by make repro.
 func TestReproEntriesDryRun(t *testing.T) {
+	t.Parallel() // dry runs only: nothing starts
 	entries, err := repro.List()
 	if err != nil {
 		t.Fatal(err)
@@ -95,6 +98,7 @@ func TestReproEntriesDryRun(t *testing.T) {
 // A release is bad when any seed was caught, good only when every seed was valid, and skipped when a
 // seed gave no verdict and none was caught.
 func TestJudgeRelease(t *testing.T) {
+	t.Parallel() // pure: no run
 	out := func(verdicts ...string) *suite.Report {
 		r := &suite.Report{}
 		for i, v := range verdicts {

@@ -98,6 +98,7 @@ func runInto(t *testing.T, root string, args ...string) (int, string) {
 // The summary page of a broken lock draws the overlaps in red and names the first violation in its banner;
 // the porcupine timeline it links names its rows after client threads. (The README's "Reports" screenshots.)
 func TestPageInBrowser(t *testing.T) {
+	// Sequential: a 4 s negative control (naive) must be flagged.
 	root := t.TempDir()
 	code, dir := runInto(t, root, "run", "--lock", "naive", "--lease", "300ms", "--hold", "400ms-1s", "--time", "4s",
 		"--quiet", "1s", "--clients", "4", "--seed", "1")
@@ -157,6 +158,7 @@ func TestPageInBrowser(t *testing.T) {
 
 // Every fault window is shaded on every plot of a partition,kill run's page.
 func TestPageShadesEveryFault(t *testing.T) {
+	t.Parallel() // a safe lock's valid faulted run and its page: no timing edge
 	root := t.TempDir()
 	code, dir := runInto(t, root, "run", "--lock", "reentrant", "--nemesis", "partition,kill", "--nemesis-interval", "1s",
 		"--nemesis-duration", "1s", "--time", "7s", "--quiet", "2s", "--persistence", "always", "--seed", "3")
@@ -193,6 +195,7 @@ func TestPageShadesEveryFault(t *testing.T) {
 // lockcheck serve lists every run of the store with its verdict, picks up a run that appears while it
 // serves, keeps the nodes' private files private, and stops cleanly on SIGTERM.
 func TestServeInBrowser(t *testing.T) {
+	// Sequential: a 3 s negative control (naive) must be flagged.
 	chromiumPath(t)
 	root := t.TempDir()
 	codeA, a := runInto(t, root, "run", "--lock", "naive", "--lease", "300ms", "--hold", "400ms-1s", "--time", "3s",
@@ -293,6 +296,7 @@ func TestServeInBrowser(t *testing.T) {
 
 // serve refuses an address beyond loopback with one line and 254.
 func TestServeRefusesNonLoopback(t *testing.T) {
+	t.Parallel() // bad input: nothing starts
 	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0"} {
 		if code := execute(context.Background(), []string{"serve", "--results", t.TempDir(), "--addr", addr}); code != exitUsage {
 			t.Errorf("--addr %s: exit %d, want %d", addr, code, exitUsage)
@@ -302,6 +306,7 @@ func TestServeRefusesNonLoopback(t *testing.T) {
 
 // A summary page that cannot be written is a note; the verdict and the other outputs stand.
 func TestPageFailureKeepsVerdict(t *testing.T) {
+	// Sequential: a 3 s negative control (naive) must be flagged.
 	code, dir := run(t, "run", "--lock", "naive", "--lease", "300ms", "--hold", "400ms-1s", "--time", "3s",
 		"--quiet", "1s", "--clients", "4", "--seed", "3")
 	if code != exitInvalid {
@@ -329,6 +334,7 @@ func TestPageFailureKeepsVerdict(t *testing.T) {
 // A semaphore's page plots the permits in use against those that exist: on a healthy run every read of the
 // available permits, plus those held then, finds the permits it was set to.
 func TestPageSemaphorePermits(t *testing.T) {
+	t.Parallel() // fault-free valid run and its page
 	code, dir := run(t, "run", "--lock", "semaphore", "--permits", "2", "--time", "3s", "--quiet", "1s", "--seed", "1")
 	if code != exitValid {
 		t.Fatalf("exit %d", code)

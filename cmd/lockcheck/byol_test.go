@@ -62,6 +62,7 @@ func exclusionFlagged(t *testing.T, dir string) bool {
 // another client takes it while the first still holds it (Kleppmann's case b), on every seed. Without
 // faults the same run is valid.
 func TestRedsyncRedlockClockJump(t *testing.T) {
+	// Sequential: clock faults: two holders within a 10 s run.
 	useWorkerCache(t)
 	args := []string{"run", "--client", "redsync", "--topology", "redlock", "--lease", "2s", "--hold", "1s-1500ms",
 		"--nemesis-interval", "1s", "--nemesis-duration", "2s", "--time", "10s", "--quiet", "1s", "--clients", "4"}
@@ -83,6 +84,7 @@ func TestRedsyncRedlockClockJump(t *testing.T) {
 // others to reach the promoted replica while that client still holds the lock on the old primary, which
 // some windows miss (seed 2 overlapped only in its second window at 9 s): 14 s gives each seed three.
 func TestRedislockSentinelFailover(t *testing.T) {
+	// Sequential: failover windows must overlap a hold.
 	useWorkerCache(t)
 	args := []string{"run", "--client", "redislock", "--topology", "sentinel", "--lease", "2s", "--hold", "300ms-600ms",
 		"--nemesis-interval", "1s", "--nemesis-duration", "3s", "--time", "14s", "--quiet", "1s", "--clients", "4"}
@@ -102,6 +104,7 @@ func TestRedislockSentinelFailover(t *testing.T) {
 // shift them and is refused before anything is built or started (254), while the same fault on a worker
 // whose runtime reads time through libc goes ahead (TestClientClockShiftsWorker shows it shifting).
 func TestClientClockRefusedForGoWorkers(t *testing.T) {
+	// Sequential: swaps os.Stderr (captureStderr).
 	useWorkerCache(t)
 	for _, client := range []string{"redsync", "redislock", "redsync@v4.0.3"} {
 		stderr := captureStderr(t)
@@ -133,6 +136,7 @@ func TestClientClockRefusedForGoWorkers(t *testing.T) {
 // The example spec's broken twin (unconditional DEL) is flagged on every seed 1-5 with its control flags,
 // by exclusion and porcupine, well within the 15 s its README line gives.
 func TestLockSpecBrokenTwinEverySeed(t *testing.T) {
+	// Sequential: 4 s negative controls must be flagged on every seed.
 	spec := filepath.Join("..", "..", "examples", "locks", "setnx-broken.yaml")
 	for _, seed := range []string{"1", "2", "3", "4", "5"} {
 		code, dir := run(t, "run", "--lock-spec", spec, "--time", "4s", "--quiet", "1s", "--clients", "4", "--seed", seed)
@@ -225,6 +229,7 @@ func TestWorkerCheckNamesTheFlaw(t *testing.T) {
 // lock under partition. The faults must have happened and holds been taken for that to mean anything.
 // (The semaphore's partition,kill run is left to the README: porcupine takes half a minute on it.)
 func TestLockSpecExamplesUnderFaults(t *testing.T) {
+	// Sequential: its in-process runs register spec kinds, which TestEveryLockIsValidWithoutFaults iterates.
 	for _, tc := range []struct{ spec, nemesis, seed string }{
 		{"setnx.yaml", "partition,kill", "1"}, {"setnx.yaml", "partition,kill", "2"}, {"rwlock.yaml", "partition", "1"},
 	} {

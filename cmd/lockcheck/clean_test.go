@@ -39,6 +39,7 @@ func dockerRunWith(t *testing.T, during func() string) (int, string, string) {
 // `lockcheck clean` during a live docker run keeps that run's containers (it says so) and the run is
 // untouched; `clean --force` removes them, and the run then reports the node's death and is not valid.
 func TestCleanSparesLiveRun(t *testing.T) {
+	// Sequential: docker: one engine for the machine.
 	dockertest.Require(t)
 	code, dir, out := dockerRunWith(t, func() string {
 		c, out := stdoutOf(t, "clean")

@@ -10,6 +10,7 @@ import (
 // The recorded command line (the history's meta record, the page's Reproduce line) never carries a
 // password (issue 22, item 3); the rest of the line still reproduces the run.
 func TestCommandLineRedactsSecrets(t *testing.T) {
+	t.Parallel() // pure: no run
 	cmd := newRunCmd()
 	if err := cmd.ParseFlags([]string{"--backend", "external", "--external-addrs", "127.0.0.1:6379",
 		"--external-password", "S3CRET-pw", "--lock", "naive"}); err != nil {
@@ -30,6 +31,7 @@ func TestCommandLineRedactsSecrets(t *testing.T) {
 // could not write, instead of exit 255 and no verdict (issue 22, item 15). The directory is made immutable
 // (chattr +i), since root writes through a 0555 mode.
 func TestCheckInReadOnlyDirectoryGivesItsVerdict(t *testing.T) {
+	// Sequential: swaps os.Stderr (runCaptured).
 	path := stalledHistory(t)
 	dir := filepath.Dir(path)
 	if out, err := exec.Command("chattr", "+i", dir).CombinedOutput(); err != nil {

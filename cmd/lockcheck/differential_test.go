@@ -91,6 +91,7 @@ func bothSidesTookPart(t *testing.T, dir string) {
 // command records. The count primitives' scripts are not mapped from the wire (their Redisson calls are
 // judged as in a pure Redisson run), so there it judges what it can see and says so.
 func TestDifferentialEveryLockIsValid(t *testing.T) {
+	t.Parallel() // fault-free valid runs (grants on either side not required)
 	needJava(t)
 	useWorkerCache(t)
 	for _, lock := range []string{"reentrant", "fair", "fenced", "multi", "rwlock", "semaphore",
@@ -117,6 +118,7 @@ func equal(a, b []string) bool { return strings.Join(a, ",") == strings.Join(b, 
 
 // RLock across the two sides on the replicated topologies: through Sentinel, and on Cluster.
 func TestDifferentialReplicatedTopologies(t *testing.T) {
+	t.Parallel() // fault-free valid runs
 	needJava(t)
 	useWorkerCache(t)
 	for _, topo := range []string{"sentinel", "cluster"} {
@@ -134,6 +136,7 @@ func TestDifferentialReplicatedTopologies(t *testing.T) {
 // verdict each pure run gives with the same flags and seed: valid, for the Go emulation, for Redisson, and
 // for both together.
 func TestDifferentialSameVerdictUnderFaults(t *testing.T) {
+	t.Parallel() // a safe lock valid under partition,kill: no timing edge
 	needJava(t)
 	useWorkerCache(t)
 	args := []string{"run", "--lock", "reentrant", "--nemesis", "partition,kill", "--persistence", "always",
@@ -170,6 +173,7 @@ func TestDifferentialSameVerdictUnderFaults(t *testing.T) {
 // A differential run needs a worker that the Go clients emulate, a lock with Go clients, and a client of
 // each side; anything else is refused before anything starts.
 func TestDifferentialRefusals(t *testing.T) {
+	// Sequential: swaps os.Stderr (stderrOf).
 	useWorkerCache(t)
 	for _, tc := range []struct {
 		args []string
@@ -194,6 +198,7 @@ func TestDifferentialRefusals(t *testing.T) {
 
 // The full matrix, for `make differential`: every primitive on every topology it supports.
 func TestDifferentialMatrix(t *testing.T) {
+	// Sequential: a campaign (make differential), skipped in make test.
 	differentialOnly(t, "the full matrix takes minutes")
 	needJava(t)
 	useWorkerCache(t)

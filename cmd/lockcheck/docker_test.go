@@ -30,6 +30,7 @@ func newLeftovers(t *testing.T, before []string) []string {
 // On containers, Redisson's lock with AOF survives docker kill and docker pause: valid, the container
 // faults are in the history, and no container is left.
 func TestDockerReentrantKillPause(t *testing.T) {
+	// Sequential: docker: one engine for the machine.
 	dockertest.Require(t)
 	before := dockertest.Leftovers(t, "")
 	code, dir := run(t, "run", "--backend", "docker", "--lock", "reentrant", "--nemesis", "kill,pause",
@@ -53,6 +54,7 @@ func TestDockerReentrantKillPause(t *testing.T) {
 
 // The naive lock is flagged on containers as on processes.
 func TestDockerNaiveIsFlagged(t *testing.T) {
+	// Sequential: docker: one engine for the machine.
 	dockertest.Require(t)
 	before := dockertest.Leftovers(t, "")
 	code, dir := run(t, "run", "--backend", "docker", "--lock", "naive", "--lease", "300ms", "--hold", "100ms-1s",
@@ -68,6 +70,7 @@ func TestDockerNaiveIsFlagged(t *testing.T) {
 // kill -9 of lockcheck cannot stop its containers (they are not its children); `lockcheck clean` removes
 // them.
 func TestDockerKill9ThenClean(t *testing.T) {
+	// Sequential: docker: one engine for the machine.
 	dockertest.Require(t)
 	bin := buildBinary(t)
 	root := t.TempDir()

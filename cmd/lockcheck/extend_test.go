@@ -36,6 +36,7 @@ func verdicts(t *testing.T, dir string) map[string]string {
 // holds the lock, and porcupine finds the renewal illegal. v4.0.4, same seed and schedule, says the lock
 // is lost, the application stops writing, and the run is valid.
 func TestRedsyncExtendOnLostLock(t *testing.T) {
+	// Sequential: client pause: its verdict depends on the pause outlasting the lease.
 	useWorkerCache(t)
 	t.Run("v4.0.3", func(t *testing.T) {
 		code, dir := run(t, append([]string{"run", "--client", "redsync@v4.0.3", "--seed", "2"}, pauseArgs...)...)
@@ -76,6 +77,7 @@ func TestRedsyncExtendOnLostLock(t *testing.T) {
 // ended the section there, which excused the paused holder's late write (valid on every seed) although
 // the write really happened: no user of these libraries is told to stop writing at the validity.
 func TestThirdPartyClientsExtendAndPause(t *testing.T) {
+	// Sequential: client pause: a 5 s run must overlap a paused holder.
 	useWorkerCache(t)
 	for _, client := range []string{"redis-py", "node-redlock@4.2.0"} {
 		t.Run(client, func(t *testing.T) {

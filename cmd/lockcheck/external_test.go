@@ -67,6 +67,7 @@ func proxiesOn(t *testing.T, url string) []string {
 // running toxiproxy server's API; the proxies it made there are gone afterwards, and a fault that needs
 // process control is refused when the deployment file names no container.
 func TestExternalBackend(t *testing.T) {
+	t.Parallel() // a safe lock valid under partition and latency, its own node and toxiproxy
 	url := toxiproxyServer(t)
 	n := redistest.Start(t, node.PersistNone)
 	file := filepath.Join(t.TempDir(), "deployment.yml")
@@ -110,6 +111,7 @@ func TestExternalBackend(t *testing.T) {
 // The compose deployment (docker/compose) tested from outside: a partition and a failover through its
 // toxiproxy container, and docker kill through its containers, give a verdict.
 func TestExternalCompose(t *testing.T) {
+	// Sequential: docker: one engine for the machine.
 	dockertest.Require(t)
 	if _, err := exec.LookPath("docker-compose"); err != nil {
 		if exec.Command("docker", "compose", "version").Run() != nil {

@@ -120,6 +120,7 @@ func isWorkerCode(err error, code int) bool {
 // An api the worker does not know, an option it has not, or a value of the wrong type is refused at init:
 // bad input (exit 254), not a harness failure.
 func TestRedissonAPIFormUnknown(t *testing.T) {
+	t.Parallel() // bad input refused at the worker's init
 	needJava(t)
 	useWorkerCache(t)
 	for _, opt := range []string{"api=lockSomehow", "noSuchSetter=1", "lockWatchdogTimeout=abc"} {

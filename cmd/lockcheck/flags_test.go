@@ -50,6 +50,7 @@ func contains(s []string, x string) bool {
 // Issue 9, items 2, 10, 15, 16 and 18: each input is refused with 254 and one line naming the problem,
 // before anything starts or after a start that failed, and no run directory or results/latest is left.
 func TestRefusedInputs(t *testing.T) {
+	// Sequential: swaps os.Stderr (runCaptured).
 	file := filepath.Join(t.TempDir(), "a-file")
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -145,6 +146,7 @@ func TestRefusedInputs(t *testing.T) {
 
 // Issue 9, item 10: lockcheck check bounds its --check-timeout too (0 searched without a bound).
 func TestCheckTimeoutBounded(t *testing.T) {
+	// Sequential: swaps os.Stderr (runCaptured).
 	for _, d := range []string{"0s", "-1s", "25h"} {
 		code, stderr := runCaptured(t, "", "check", "--check-timeout", d, filepath.Join(t.TempDir(), "history.jsonl"))
 		if code != exitUsage || !strings.Contains(stderr, "--check-timeout") || strings.Count(stderr, "\n") != 1 {
@@ -155,6 +157,7 @@ func TestCheckTimeoutBounded(t *testing.T) {
 
 // Issue 9, item 16: whatever error a command ends with, it is printed as one line.
 func TestErrorsPrintOnOneLine(t *testing.T) {
+	t.Parallel() // pure: no run
 	err := errors.Join(errors.New("n1: connection refused"), errors.New("n2: connection refused\r\n"))
 	if got := oneLine(err); got != "n1: connection refused; n2: connection refused" {
 		t.Fatalf("%q", got)
@@ -164,6 +167,7 @@ func TestErrorsPrintOnOneLine(t *testing.T) {
 // The bounds still let the edges through: --time 24h would run a day, so only what is checked before a
 // start is tried here, with a run that starts and passes for the smallest accepted values.
 func TestAcceptedEdges(t *testing.T) {
+	// Sequential: swaps os.Stderr (runCaptured).
 	root := t.TempDir()
 	code, stderr := runCaptured(t, root, "run", "--nemesis", "kill", "--nemesis-interval", "1s",
 		"--nemesis-duration", "1s", "--time", "4.25s", "--quiet", "2s", "--watchdog", "1s", "--latency", "0s",
@@ -189,6 +193,7 @@ func TestAcceptedEdges(t *testing.T) {
 // still alive, so no death signal does it for us), exits 130 with one line and no verdict, and leaves no
 // run directory and no latest.
 func TestInterruptDuringStartup(t *testing.T) {
+	// Sequential: swaps os.Stderr (runCapturedCtx); cancels within the start-up.
 	for _, topo := range []string{"sentinel", "cluster"} {
 		t.Run(topo, func(t *testing.T) {
 			root := t.TempDir()

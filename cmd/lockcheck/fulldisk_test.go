@@ -14,6 +14,7 @@ import (
 // tears down, and exits 255 naming the write error; no empty results are left, and the prefix on disk is
 // checkable (unknown: it has no end record). The small disk is a tmpfs, so this needs root.
 func TestFullDiskStopsTheRun(t *testing.T) {
+	// Sequential: mounts a tmpfs (root).
 	if os.Geteuid() != 0 {
 		t.Skip("mounting a small tmpfs needs root")
 	}

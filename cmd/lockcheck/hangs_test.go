@@ -84,6 +84,7 @@ func silentListener(t *testing.T) (addr string, accepted <-chan struct{}) {
 // An external toxiproxy API that accepts and never answers fails the attach within its timeout, with one
 // line naming the server, and SIGINT ends the attach at once. Before, both hung for ever.
 func TestExternalSilentToxiproxy(t *testing.T) {
+	// Sequential: exits within 15 s and 3 s bounds.
 	bin := buildBinary(t)
 	n := redistest.Start(t, node.PersistNone)
 	args := func(api string) []string {
@@ -120,6 +121,7 @@ func TestExternalSilentToxiproxy(t *testing.T) {
 // names the need and the limit. Before, 200 clients under ulimit -n 1024 spun on failed dials and then
 // hung in teardown.
 func TestTooFewDescriptorsRefused(t *testing.T) {
+	// Sequential: ulimit on a child; exit within 10 s.
 	bin := buildBinary(t)
 	root := t.TempDir()
 	// sh's ulimit -n sets the soft and the hard limit: the run cannot raise it.
@@ -216,6 +218,7 @@ func checkExhausted(t *testing.T, p *started, root string, code int, took time.D
 // A run whose descriptors run out mid-run ends by itself in bounded time, says so in one line, exits 255
 // and writes its results.
 func TestDescriptorExhaustionEnds(t *testing.T) {
+	// Sequential: the limit is the descriptor count at one instant; a call rate per second.
 	bin := buildBinary(t)
 	begin := time.Now()
 	p, root := exhaust(t, bin, "6s")
@@ -226,6 +229,7 @@ func TestDescriptorExhaustionEnds(t *testing.T) {
 // SIGINT ends a run whose descriptors ran out promptly, with its results written. Before, teardown
 // blocked closing pub/sub connections on proxies that had stopped accepting, and only SIGKILL ended it.
 func TestDescriptorExhaustionObeysSIGINT(t *testing.T) {
+	// Sequential: the limit is the descriptor count at one instant; a call rate per second.
 	bin := buildBinary(t)
 	begin := time.Now()
 	p, root := exhaust(t, bin, "5m")

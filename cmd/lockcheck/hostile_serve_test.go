@@ -128,6 +128,7 @@ func standInNames(t *testing.T, names map[string][]string) {
 // loopback), and the server answers under that name; a name with an address beyond loopback, or none, is
 // bad input.
 func TestServeAddrIP6Localhost(t *testing.T) {
+	// Sequential: replaces the package's lookupIP (standInNames).
 	standInNames(t, map[string][]string{"ip6-localhost": {"::1"}, "localhost": {"127.0.0.1", "::1"},
 		"half": {"127.0.0.1", "192.0.2.1"}})
 	base := startServe(t, t.TempDir(), "ip6-localhost")
@@ -143,6 +144,7 @@ func TestServeAddrIP6Localhost(t *testing.T) {
 
 // A worker's stderr.log holding a page is served as plain text, nosniff: it does not run in serve's origin.
 func TestServeWorkerStderrIsText(t *testing.T) {
+	t.Parallel() // a fault-free run of a granting script, served
 	grant, _ := filepath.Abs(filepath.Join("testdata", "workers", "grant.sh"))
 	script := filepath.Join(t.TempDir(), "xss.sh")
 	page := `<html><script>document.title='pwned'</script></html>`
@@ -173,6 +175,7 @@ func TestServeWorkerStderrIsText(t *testing.T) {
 // searched for its password (the nodes' random one, or --external-password), and every path in it fetched
 // through serve, directly and through latest.
 func TestNoSecretInRunFilesOrServe(t *testing.T) {
+	t.Parallel() // fault-free valid runs, served
 	common := []string{"--lock", "reentrant", "--time", "2s", "--quiet", "1s", "--seed", "1"}
 	t.Run("process", func(t *testing.T) {
 		code, dir := run(t, append([]string{"run", "--topology", "sentinel"}, common...)...)

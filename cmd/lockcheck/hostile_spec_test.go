@@ -96,6 +96,7 @@ func TestHostileSpecControlFlags(t *testing.T) {
 // What a control may still set cannot hang a run: at their bounds (24 h holds, waits, leases, timeouts and
 // run time, 64 clients) the run starts, and a Ctrl-C once it runs ends it at once with its verdict.
 func TestHostileSpecControlExtremes(t *testing.T) {
+	// Sequential: stops a started run by signal.
 	dir := t.TempDir()
 	spec := hostileSpec(t, dir, "extreme", `control:
   why: "holds for a day"
@@ -186,6 +187,7 @@ func TestHostileSpecSpecialFiles(t *testing.T) {
 // raises a 2 MB error: the run ends with a verdict, its history has no line the reader refuses (the
 // texts are clipped to a few KiB where the client meets them), and `lockcheck check` accepts it.
 func TestHostileSpecHugeReplies(t *testing.T) {
+	t.Parallel() // hostile input: its bound is 2 minutes for a 4 s run
 	dir := t.TempDir()
 	acquire := `if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return redis.status_reply('OK') end; return string.rep('x', 2097152)`
 	spec := hostileSpec(t, dir, "huge-replies", "", "    script: \"redis.call('DEL', KEYS[1]); return redis.error_reply(string.rep('y', 2097152))\"\n")

@@ -44,6 +44,7 @@ func killLeft(t *testing.T, mark string) {
 // folder it points at nor the cache's other builds are touched. Before, Build removed the folder the path
 // led to (here ROOT/victim, and with @.. every cached build) before and after running build.sh.
 func TestWorkerVersionPathRefused(t *testing.T) {
+	// Sequential: t.Setenv; swaps os.Stderr (stderrOf).
 	root := t.TempDir()
 	cache := filepath.Join(root, "cache")
 	t.Setenv("LOCKCHECK_CACHE", cache)
@@ -79,6 +80,7 @@ func TestWorkerVersionPathRefused(t *testing.T) {
 // Ctrl-C while the workers start (one never answers init) stops the run at once with 130, as the README
 // promises, and leaves no worker process. Before, the run waited for init's bound (70 s).
 func TestMuteWorkerInterrupted(t *testing.T) {
+	// Sequential: SIGINT must end it within 10 s.
 	bin := buildBinary(t)
 	mark := uniqueMark()
 	killLeft(t, mark)
@@ -104,6 +106,7 @@ func TestMuteWorkerInterrupted(t *testing.T) {
 // stderr and in the history's end record, exit 255. Before, the reader waited for the worker (blocked on
 // the full pipe) and the request's bound killed it much later, as "unanswered".
 func TestFloodingWorker(t *testing.T) {
+	// Sequential: must end within 40 s while a worker floods.
 	bin := buildBinary(t)
 	results := t.TempDir()
 	p := start(t, exec.Command(bin, "run", "--client-cmd", hostileScript(t, "flood.sh"), "--lock", "naive", "--lease", "1s",
@@ -138,6 +141,7 @@ func mustRead(t *testing.T, path string) []byte {
 // stdout leaves nothing running after the run, and the teardown does not wait for it. Before, the teardown
 // said "still closing after 10s" and the child was left running under pid 1.
 func TestEscapingWorkerLeavesNothing(t *testing.T) {
+	// Sequential: a 3 s run must end within 20 s.
 	bin := buildBinary(t)
 	mark := uniqueMark()
 	killLeft(t, mark)
@@ -163,6 +167,7 @@ func TestEscapingWorkerLeavesNothing(t *testing.T) {
 // "not a JSON object"), and an acquire_ok without granted is a protocol error naming the field (before, a
 // silent refusal: the run went on and judged thousands of them). Each is one line and 255.
 func TestMalformedWorkerReplies(t *testing.T) {
+	// Sequential: swaps os.Stderr (stderrOf).
 	for _, tc := range []struct{ answer, says string }{
 		{`{"type":"acquire_ok","in_reply_to":%s,"granted":"yes"}`, `worker printed a message whose "granted" is a string, not a boolean`},
 		{`{"type":"acquire_ok","in_reply_to":%s}`, `with acquire_ok without "granted", which the protocol requires`},
@@ -185,6 +190,7 @@ func TestMalformedWorkerReplies(t *testing.T) {
 // A worker's library name reaches the terminal with its control characters escaped: no ANSI sequence of
 // the worker's is written to the user's terminal.
 func TestWorkerLibraryIsPrintable(t *testing.T) {
+	// Sequential: swaps os.Stderr (stderrOf).
 	cmd := `env 'LIB=evil\u001b[2J\u001b[31m' 'ANSWER={"type":"acquire_ok","in_reply_to":%s,"granted":false}' ` + hostileScript(t, "reply.sh")
 	code, stderr := stderrOf(t, "run", "--client-cmd", cmd, "--lock", "naive", "--clients", "1", "--time", "2s",
 		"--quiet", "1s", "--results", t.TempDir())
@@ -197,6 +203,7 @@ func TestWorkerLibraryIsPrintable(t *testing.T) {
 // there at all. Before, 255. An executable the kernel cannot run (a script without #!) is found when the
 // workers start: 254 too.
 func TestClientCmdMissing(t *testing.T) {
+	// Sequential: swaps os.Stderr (stderrOf).
 	for _, tc := range []struct {
 		cmd, says string
 		before    bool // refused before anything starts

@@ -15,6 +15,7 @@ import (
 // the key and its pttl. A left-over unlock latch (scoped to a request id no later run reuses) is no reason
 // to refuse.
 func TestExternalLeftoverKeyIsRefused(t *testing.T) {
+	// Sequential: swaps os.Stderr (stderrOf).
 	ctx := context.Background()
 	n := redistest.Start(t, node.PersistNone)
 	c := redistest.Client(t, n.Addr(), n.Password())

@@ -56,6 +56,7 @@ func stalledHistory(t *testing.T) string {
 // lockcheck check runs the liveness checkers a run asked for: the slow waiter is invalid, with its span
 // (from the lock's free moment to the grant) recorded for the page, which draws it as a band on every chart.
 func TestLivenessCheckAndPage(t *testing.T) {
+	t.Parallel() // check of a recorded history
 	path := stalledHistory(t)
 	if code := execute(context.Background(), []string{"check", path}); code != exitInvalid {
 		t.Fatalf("exit %d, want %d", code, exitInvalid)
@@ -106,6 +107,7 @@ func TestLivenessCheckAndPage(t *testing.T) {
 // stalls at an unlock stays valid under --check liveness: no false slow wake-up or starvation, and the
 // stall left nobody inside twice.
 func TestLivenessHealthyFairLockAfterStall(t *testing.T) {
+	// Sequential: a stall in seconds: slow-wakeup must stay valid.
 	code, dir := run(t, "run", "--lock", "fair", "--check", "liveness", "--nemesis", "client-stall", "--nemesis-trigger",
 		"--watchdog", "1500ms", "--timeout", "1s", "--wait", "30s", "--hold", "100ms-300ms", "--clients", "3",
 		"--nemesis-duration", "6s", "--nemesis-interval", "2s", "--time", "10s", "--quiet", "1s", "--seed", "1")

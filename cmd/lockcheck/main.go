@@ -105,6 +105,6 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newRunCmd(), newCheckCmd(), newLocksCmd(), newImagesCmd(), newCleanCmd(), newWorkerCheckCmd(),
-		newSuiteCmd(), newMergeCmd(), newCompareCmd(), newReproCmd(), newBisectCmd(), newServeCmd())
+		newSuiteCmd(), newMergeCmd(), newCompareCmd(), newReproCmd(), newBisectCmd(), newServeCmd(), newVersionCmd(), newWorkersCmd())
 	return root
 }

@@ -53,6 +53,7 @@ func readResults(t *testing.T, dir string) results {
 // The naive lock with holds always longer than its lease is flagged, for every seed: a second client takes
 // the lock the moment the lease runs out, while the first is still inside.
 func TestNaiveLockIsFlagged(t *testing.T) {
+	// Sequential: 3 s negative controls must be flagged.
 	for _, seed := range []string{"1", "2", "3"} {
 		t.Run("seed"+seed, func(t *testing.T) {
 			code, dir := run(t, "run", "--lock", "naive", "--lease", "300ms", "--hold", "400ms-1s", "--time", "3s",
@@ -75,6 +76,7 @@ func TestNaiveLockIsFlagged(t *testing.T) {
 
 // With holds always longer than the lease, only the watchdog keeps the reentrant lock safe.
 func TestWatchdogKeepsReentrantLockSafe(t *testing.T) {
+	// Sequential: a 600 ms watchdog must renew within 700 ms holds.
 	code, dir := run(t, "run", "--lock", "reentrant", "--watchdog", "600ms", "--hold", "700ms-1200ms",
 		"--time", "4s", "--quiet", "1s", "--clients", "4", "--seed", "7")
 	if code != exitValid {
@@ -102,6 +104,7 @@ func TestWatchdogKeepsReentrantLockSafe(t *testing.T) {
 
 // Runs under every fault end healed, with every fault window closed in the history and drawn in the HTML.
 func TestFaultRunsHeal(t *testing.T) {
+	t.Parallel() // its subtests are valid faulted runs of a safe lock
 	for _, nem := range []string{"partition", "partition-node", "partition-halves", "partition-ring", "kill", "latency",
 		"drop-reply", "pause", "client-pause", "client-clock"} {
 		t.Run(nem, func(t *testing.T) {
@@ -137,6 +140,7 @@ func TestFaultRunsHeal(t *testing.T) {
 }
 
 func TestBadInputExits254(t *testing.T) {
+	t.Parallel() // bad input: nothing starts
 	garbage := filepath.Join(t.TempDir(), "history.jsonl")
 	if err := os.WriteFile(garbage, []byte("{\"type\":\"meta\"}\nnot json\n{}\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -166,6 +170,7 @@ func TestBadInputExits254(t *testing.T) {
 
 // kill -9 of lockcheck takes its redis-server with it, and the partial history still gets a verdict, never valid.
 func TestKill9LeavesNoRedisAndPartialHistoryChecks(t *testing.T) {
+	// Sequential: redis-server must be gone within 5 s of kill -9.
 	bin := buildBinary(t)
 	root := t.TempDir()
 	cmd := exec.Command(bin, "run", "--time", "60s", "--nemesis", "partition", "--nemesis-interval", "1s",
@@ -227,6 +232,7 @@ func TestKill9LeavesNoRedisAndPartialHistoryChecks(t *testing.T) {
 // overlaps the next holder: RLock is flagged, and RFencedLock is valid because the resource refuses the
 // stale writer.
 func TestClientPauseBeyondLease(t *testing.T) {
+	// Sequential: client pause: a frozen holder must overlap the next one.
 	args := []string{"--nemesis", "client-pause", "--watchdog", "1s", "--nemesis-interval", "1s",
 		"--nemesis-duration", "5s", "--time", "14s", "--quiet", "2s", "--clients", "4", "--seed", "3"}
 	code, dir := run(t, append([]string{"run", "--lock", "reentrant"}, args...)...)
@@ -258,6 +264,7 @@ func TestClientPauseBeyondLease(t *testing.T) {
 // Jumping the clocks of a majority of Redlock's masters lets a second client take the lock while the first
 // still holds it within its validity: the spec Redlock is flagged.
 func TestClockJumpBreaksSpecRedlock(t *testing.T) {
+	// Sequential: clock faults: two holders within a 12 s run.
 	code, dir := run(t, "run", "--lock", "redlock-spec", "--nemesis", "clock", "--nemesis-interval", "1s",
 		"--nemesis-duration", "1s", "--time", "12s", "--quiet", "2s", "--seed", "2")
 	if code != exitInvalid {
@@ -279,6 +286,7 @@ func TestClockJumpBreaksSpecRedlock(t *testing.T) {
 // On Sentinel, Redisson's WAIT after each lock write keeps RLock safe through a failover that isolates the
 // primary with some clients still on it: the run stays valid and the primary changes.
 func TestReentrantSurvivesSentinelFailover(t *testing.T) {
+	// Sequential: failover windows (Sentinel fails over on missed pings).
 	code, dir := run(t, "run", "--lock", "reentrant", "--topology", "sentinel", "--nemesis", "failover",
 		"--nemesis-interval", "2s", "--nemesis-duration", "10s", "--time", "20s", "--quiet", "5s", "--seed", "2")
 	if code != exitValid {
@@ -300,6 +308,7 @@ func TestReentrantSurvivesSentinelFailover(t *testing.T) {
 }
 
 func TestFailoverNeedsSentinel(t *testing.T) {
+	t.Parallel() // bad input: nothing starts
 	if code, _ := run(t, "run", "--nemesis", "failover"); code != exitUsage {
 		t.Fatalf("failover on single: exit %d, want %d", code, exitUsage)
 	}
@@ -315,6 +324,7 @@ func TestFailoverNeedsSentinel(t *testing.T) {
 // the isolation lost nothing (lost-lock fired in 7 of 9 runs), since the Redisson-faithful resends and
 // immediate retries shifted when clients take locks.
 func TestLaggingFailoverLosesReentrantLock(t *testing.T) {
+	// Sequential: a triggered lagging failover must lose a held lock.
 	code, dir := run(t, "run", "--lock", "reentrant", "--topology", "sentinel", "--nemesis", "lagging-failover",
 		"--nemesis-interval", "3s", "--nemesis-duration", "9s", "--keys", "4", "--hold", "2s-5s", "--time", "30s",
 		"--check-timeout", "10s", "--nemesis-trigger", "--seed", "1")
@@ -336,6 +346,7 @@ func TestLaggingFailoverLosesReentrantLock(t *testing.T) {
 // per node address, so a new primary read before its replica re-attached got writes without WAIT for good
 // (Redisson keeps the shard's count; now cached per slot). Seeds 1, 2, 6, 7, 9, 12, 14, 15, 24 and 25 valid.
 func TestReentrantOnClusterCommandFailover(t *testing.T) {
+	// Sequential: failover windows.
 	code, dir := run(t, "run", "--lock", "reentrant", "--topology", "cluster", "--nemesis", "failover-command",
 		"--nemesis-interval", "2s", "--nemesis-duration", "4s", "--time", "20s", "--seed", "1")
 	if code != exitValid {

@@ -41,6 +41,7 @@ func clientOf(t *testing.T, dir string) string {
 // the real Redisson on half the clients (TestDifferentialEveryLockIsValid); this all-Redisson form is
 // make differential's.
 func TestRedissonEveryLockIsValid(t *testing.T) {
+	// Sequential: make differential only (skipped in make test).
 	differentialOnly(t, "make test runs the same primitives half real Redisson")
 	needJava(t)
 	useWorkerCache(t)
@@ -65,6 +66,7 @@ func TestRedissonEveryLockIsValid(t *testing.T) {
 
 // Redisson's RLock on Sentinel (with its NAT mapper pointing at the client's own proxies) and on Cluster.
 func TestRedissonReplicatedTopologies(t *testing.T) {
+	t.Parallel() // its subtests are fault-free valid runs
 	needJava(t)
 	useWorkerCache(t)
 	for _, topo := range []string{"sentinel", "cluster"} {
@@ -83,6 +85,7 @@ func TestRedissonReplicatedTopologies(t *testing.T) {
 // watchdog timeout is taken by another client while the frozen one is still inside; RFencedLock under the
 // same pause keeps the resource safe, its stale writes refused.
 func TestRedissonClientPause(t *testing.T) {
+	// Sequential: client pause: the frozen JVM's lock must be taken.
 	needJava(t)
 	useWorkerCache(t)
 	args := []string{"--client", "redisson", "--nemesis", "client-pause", "--watchdog", "1s", "--nemesis-interval", "1s",

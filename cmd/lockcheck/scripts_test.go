@@ -40,6 +40,7 @@ func runCapturing(t *testing.T, f **os.File, args ...string) (int, string) {
 // A --scripts override Redis cannot compile is refused before the workload starts: 254, one line naming
 // the file and carrying Redis's message, no history of operations, and no server left running.
 func TestScriptSyntaxErrorIsRefused(t *testing.T) {
+	// Sequential: swaps os.Stderr (stderrOf).
 	scripts := t.TempDir()
 	if err := os.WriteFile(filepath.Join(scripts, "acquire.lua"), []byte("return redis.call('pttl', KEYS[1]\n"), 0o644); err != nil {
 		t.Fatal(err)

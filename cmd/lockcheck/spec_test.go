@@ -52,6 +52,7 @@ func writeSpec(t *testing.T, example string, edit func(string) string) string {
 // The example setnx lock, with its watchdog every 200 ms, is valid with holds longer than its lease: only
 // the watchdog's compare-and-pexpire keeps it, and its renewals are recorded.
 func TestLockSpecSetnxValid(t *testing.T) {
+	// Sequential: a 600 ms watchdog must renew within 700 ms holds.
 	bin := buildBinary(t)
 	spec := writeSpec(t, "setnx.yaml", func(s string) string { return strings.Replace(s, "every: 10s", "every: 200ms", 1) })
 	root := t.TempDir()
@@ -87,6 +88,7 @@ func TestLockSpecSetnxValid(t *testing.T) {
 // Its broken twin (unconditional DEL) is flagged on its control flags: porcupine finds a release of
 // another owner's lock.
 func TestLockSpecBrokenTwinFlagged(t *testing.T) {
+	// Sequential: a 4 s negative control must be flagged.
 	bin := buildBinary(t)
 	root := t.TempDir()
 	code, out, errs := runBinary(t, bin, "run", "--lock-spec", filepath.Join("..", "..", "examples", "locks", "setnx-broken.yaml"),
@@ -107,6 +109,7 @@ func TestLockSpecBrokenTwinFlagged(t *testing.T) {
 
 // A bad spec is refused before anything starts: exit 254 and one line naming the file and operation.
 func TestLockSpecBadSpec(t *testing.T) {
+	t.Parallel() // bad input: nothing starts
 	bin := buildBinary(t)
 	spec := writeSpec(t, "setnx.yaml", func(s string) string {
 		return strings.Replace(s, `"{{token}}", "{{lease_ms}}"`, `"{{tokn}}", "{{lease_ms}}"`, 1)
@@ -128,6 +131,7 @@ func TestLockSpecBadSpec(t *testing.T) {
 // A script that does not compile stops the run right after start-up: exit 254, one line naming the
 // operation, the file and Redis's message, and no redis-server left behind.
 func TestLockSpecScriptSyntaxError(t *testing.T) {
+	t.Parallel() // bad input: refused at start
 	bin := buildBinary(t)
 	spec := writeSpec(t, "setnx.yaml", func(s string) string { return s })
 	lua := filepath.Join(filepath.Dir(spec), "setnx-release.lua")
@@ -165,6 +169,7 @@ func TestLockSpecScriptSyntaxError(t *testing.T) {
 
 // `lockcheck locks --lock-spec FILE` lists the spec's lock with its family; a bad spec is bad input.
 func TestLocksListsASpecLock(t *testing.T) {
+	// Sequential: registers a spec kind in the process-wide registry.
 	if err := listLockSpec(filepath.Join("..", "..", "examples", "locks", "rwlock.yaml")); err != nil {
 		t.Fatal(err)
 	}
@@ -191,6 +196,7 @@ func TestLocksListsASpecLock(t *testing.T) {
 
 // The example read-write lock and semaphore are valid fault-free, judged by their families' models.
 func TestLockSpecRWAndSemaphoreValid(t *testing.T) {
+	// Sequential: its in-process runs register spec kinds, which TestEveryLockIsValidWithoutFaults iterates.
 	for _, ex := range []string{"rwlock.yaml", "semaphore.yaml"} {
 		t.Run(ex, func(t *testing.T) {
 			code, dir := run(t, "run", "--lock-spec", filepath.Join("..", "..", "examples", "locks", ex), "--time", "4s",

@@ -11,6 +11,7 @@ import (
 
 // Every lock of the suite passes every checker on a fault-free run.
 func TestEveryLockIsValidWithoutFaults(t *testing.T) {
+	// Sequential: iterates the kinds registry, which earlier in-process lock-spec runs extend.
 	for _, name := range kinds.KindNames() {
 		k, _ := kinds.Lookup(name)
 		if k.Broken != "" || k.WorkerOnly { // a library's own lock runs through its worker (worker tests)
@@ -67,6 +68,7 @@ func TestEveryControlIsFlagged(t *testing.T) {
 }
 
 func TestSuiteOptionsAreValidated(t *testing.T) {
+	t.Parallel() // bad input: nothing starts
 	for _, args := range [][]string{
 		{"run", "--lock", "semaphore", "--permits", "0"},
 		{"run", "--lock", "multi", "--group", "0"},

@@ -59,6 +59,7 @@ func TestSuiteBadFiles(t *testing.T) {
 // --shard i/n for every i covers every case of the suite exactly once, and an entry added to the suite moves
 // no existing case to another shard.
 func TestSuiteShardsPartition(t *testing.T) {
+	t.Parallel() // pure: no run
 	s, err := suite.Load(filepath.Join("..", "..", "examples", "suites", "matrix.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -277,6 +278,7 @@ func TestSuiteInterrupted(t *testing.T) {
 // The nightly workflow and the Kubernetes Job run the shipped nightly suite, in as many shards as they say,
 // with flags the suite command takes.
 func TestNightlyManifests(t *testing.T) {
+	// Sequential: t.Setenv.
 	var wf struct {
 		Jobs map[string]struct {
 			Needs    any `yaml:"needs"`

@@ -11,6 +11,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"syscall"
+
+	"github.com/lockcheck/lockcheck/node"
 )
 
 // A Go panic in any goroutine, or a fatal error (out of memory, a stack overflow), makes the runtime exit
@@ -75,7 +77,8 @@ func supervise() int {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(), childEnv+"=1")
 	cmd.ExtraFiles = []*os.File{crashW, sigR}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	node.DieWithParent(cmd, syscall.SIGKILL)
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGTSTP, syscall.SIGCONT)
 	// Pdeathsig fires when the thread that forked the child exits: fork from this one, which lives as long

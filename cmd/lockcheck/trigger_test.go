@@ -80,6 +80,7 @@ func firstViolation(t *testing.T, dir string) (time.Duration, bool) {
 // Each classic unsafe scenario is caught within seconds of its first lock-aware fault, which the history
 // says was fired by the lock's own event.
 func TestTriggeredFaultsFindTheClassicBugs(t *testing.T) {
+	// Sequential: triggers: the first violation within 5 s of its fault.
 	for _, sc := range triggerScenarios {
 		seeds := []string{"1", "2"}
 		if sc.slow {
@@ -109,6 +110,7 @@ func TestTriggeredFaultsFindTheClassicBugs(t *testing.T) {
 
 // --nemesis-trigger with no fault that takes a trigger is bad input: one line, exit 254, nothing started.
 func TestTriggerWithoutTriggeredFault(t *testing.T) {
+	// Sequential: swaps os.Stderr (runCaptured).
 	root := t.TempDir()
 	code, stderr := runCaptured(t, root, "run", "--nemesis", "kill", "--nemesis-trigger", "--time", "20s")
 	if code != exitUsage || !strings.Contains(stderr, "--nemesis-trigger: none of --nemesis kill takes a trigger") ||
@@ -124,6 +126,7 @@ func TestTriggerWithoutTriggeredFault(t *testing.T) {
 // missed the lock: in the verdict line, the JSON, and a note naming the fault. (A real fault-free run's
 // history, with a pause of its node put in after its last operation.)
 func TestValidButTheFaultsMissedTheLock(t *testing.T) {
+	// Sequential: swaps os.Stderr (runCaptured).
 	code, dir := run(t, "run", "--lock", "reentrant", "--clients", "2", "--time", "2s", "--quiet", "1s", "--seed", "1")
 	if code != exitValid {
 		t.Fatalf("fault-free run: exit %d (%s)", code, dir)

@@ -33,6 +33,7 @@ func serverPIDs(dir string) map[string]int {
 // A redis-server killed by hand outside the fault plan (here on a run with no faults at all) is noticed:
 // the history records which node died and when, and the run is not valid, on the spot and when re-checked.
 func TestUnplannedNodeDeathIsNotValid(t *testing.T) {
+	// Sequential: kills a node of an in-process 6 s run before it ends.
 	root := t.TempDir()
 	done := make(chan int, 1)
 	go func() {

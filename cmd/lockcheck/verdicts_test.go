@@ -174,6 +174,7 @@ func endRecord(t *testing.T, dir string) *history.Record {
 // unknown (never valid), keeps the run's results.json, and a truncated copy without the end record is
 // unknown too. Item 12: SIGHUP is such an interruption, not a death without a verdict.
 func TestInterruptedRunNeverChecksValid(t *testing.T) {
+	t.Parallel() // a child process signalled once: an interrupted run is unknown whenever it is stopped
 	bin := buildBinary(t)
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGHUP} {
 		t.Run(sig.String(), func(t *testing.T) {
@@ -227,6 +228,7 @@ func TestInterruptedRunNeverChecksValid(t *testing.T) {
 
 // Issue 9 item 5: a crafted history cannot decide the verdict; it is refused with its line.
 func TestCraftedHistoriesAreRefused(t *testing.T) {
+	t.Parallel() // checks of crafted histories
 	bin := buildBinary(t)
 	meta := func(lock, family string) string {
 		return fmt.Sprintf(`{"type":"meta","time":1,"data":{"lock":%q,"topology":"single","seed":1,"checks":{"family":%q}}}`, lock, family)
@@ -287,6 +289,7 @@ func TestCraftedHistoriesAreRefused(t *testing.T) {
 // Issue 9 item 14: check names its outputs after its input and refuses to replace a file lockcheck did
 // not write.
 func TestCheckDoesNotOverwriteForeignFiles(t *testing.T) {
+	t.Parallel() // checks of crafted histories
 	dir := t.TempDir()
 	hist := `{"type":"meta","time":1,"data":{"lock":"reentrant","topology":"single","checks":{"family":"mutex"}}}
 {"type":"cs","time":3,"client":"c1","thread":1,"key":"lock-0","owner":"a:1","enter":2,"exit":3}
@@ -323,6 +326,7 @@ func TestCheckDoesNotOverwriteForeignFiles(t *testing.T) {
 
 // Issue 9 item 6: a panic in any goroutine and a Go fatal error exit 255, not 2 (an unknown verdict).
 func TestCrashExits255(t *testing.T) {
+	t.Parallel() // child processes that crash at once
 	bin := buildBinary(t)
 	for _, how := range []string{"panic", "goroutine", "fatal"} {
 		t.Run(how, func(t *testing.T) {
@@ -347,6 +351,7 @@ func tail(s string) string { return s[max(0, len(s)-300):] }
 // Issue 9 item 12: with stdout and stderr into a pipe whose reader has gone (| head), the run is not killed
 // by SIGPIPE at its next status line: it ends with its verdict and results.
 func TestClosedPipeDoesNotKillTheRun(t *testing.T) {
+	t.Parallel() // a fault-free valid run in a child process
 	bin := buildBinary(t)
 	root := t.TempDir()
 	pr, pw, err := os.Pipe()
@@ -377,6 +382,7 @@ func TestClosedPipeDoesNotKillTheRun(t *testing.T) {
 // Issue 9 item 12: SIGINT stops a check that is still under way (here: still reading its input), without
 // writing anything.
 func TestSIGINTStopsACheck(t *testing.T) {
+	// Sequential: SIGINT must stop a check within its bound.
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "history.jsonl")
@@ -419,6 +425,7 @@ func TestSIGINTStopsACheck(t *testing.T) {
 // Issue 9 item 7: a second SIGINT while lockcheck tears down exits at once, non-zero, and the history still
 // ends with a record that says so.
 func TestSecondSIGINTExitsAtOnce(t *testing.T) {
+	// Sequential: a second SIGINT must end the run within 5 s.
 	bin := buildBinary(t)
 	r := startRun(t, bin, "--time", "60s", "--nemesis", "partition", "--nemesis-interval", "1s", "--seed", "3")
 	dir := r.underWay(t)
@@ -444,6 +451,7 @@ func TestSecondSIGINTExitsAtOnce(t *testing.T) {
 // A TERM sent to every lockcheck process at once (pkill, a cgroup's stop) is one signal, not two: the run
 // tears down and gives its verdict instead of exiting at once.
 func TestSignalToEveryProcessCountsOnce(t *testing.T) {
+	// Sequential: signals to every process at once must count once.
 	bin := buildBinary(t)
 	r := startRun(t, bin, "--time", "60s", "--seed", "8")
 	dir := r.underWay(t)
@@ -477,6 +485,7 @@ func TestSignalToEveryProcessCountsOnce(t *testing.T) {
 // The supervised child is not in the terminal's foreground process group: with stty tostop its writes to
 // the terminal must not stop it.
 func TestTerminalWithTostop(t *testing.T) {
+	t.Parallel() // a child on a pseudo-terminal listing locks
 	script, err := exec.LookPath("script")
 	if err != nil {
 		t.Skip("no script(1) for a pseudo-terminal")
@@ -494,6 +503,7 @@ func TestTerminalWithTostop(t *testing.T) {
 // Job control reaches the child, which runs in a process group of its own: Ctrl-Z (TSTP) stops it with
 // the supervisor and CONT resumes it.
 func TestStopAndContinueReachTheChild(t *testing.T) {
+	// Sequential: job control: the child stops and resumes within 10 s.
 	bin := buildBinary(t)
 	r := startRun(t, bin, "--time", "60s", "--seed", "9")
 	r.underWay(t)

@@ -271,12 +271,14 @@ func hold(t *testing.T, ctx context.Context, kind string, holder, waiter locks.C
 }
 
 func TestMixedWaitersAreWokenByTheOtherKind(t *testing.T) {
+	// Sequential: a woken grant within 5 s (wakeBound).
 	wakeUps(t, topology.Single, nil)
 }
 
 // Through Sentinel: both sides find the primary through the Sentinels and meet on it. Only in `make
 // differential` (it adds a minute); a case fails naming a failover if one happened.
 func TestMixedWaitersAreWokenOnSentinel(t *testing.T) {
+	// Sequential: a woken grant within 5 s (wakeBound); Sentinel fails over on missed pings.
 	differentialOnly(t, "it adds a minute")
 	wakeUps(t, topology.Sentinel, nil)
 }
@@ -285,6 +287,7 @@ func TestMixedWaitersAreWokenOnSentinel(t *testing.T) {
 // so does the emulation since it follows the audit's 1.4: each hears the other's release. (Before that fix
 // every case here waited out its 20 s wait.)
 func TestMixedWaitersAreWokenOnCluster(t *testing.T) {
+	// Sequential: a woken grant within 5 s (wakeBound).
 	wakeUps(t, topology.Cluster, nil)
 }
 
@@ -376,6 +379,7 @@ func wakeUp(t *testing.T, ctx context.Context, topo *topology.Topology, p pair, 
 // grant Redisson's waiting RLock within the bound, so a grant within it is a wake-up and not a poll; the
 // unlock message the emulation would publish (0 on redisson_lock__channel:{key}) then grants it.
 func TestMixedWakeUpControl(t *testing.T) {
+	// Sequential: a woken grant within 5 s (wakeBound).
 	needJava(t)
 	useWorkerCache(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

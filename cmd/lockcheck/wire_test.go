@@ -70,6 +70,7 @@ func wireOf(t *testing.T, dir string) (records int, event history.Record) {
 // A worker's lock commands are recorded from its links. The safe reference worker's SET NX PX and
 // compare-and-delete scripts are all mapped, so porcupine judges the wire records, and finds them legal.
 func TestWorkerWireRecordsJudged(t *testing.T) {
+	t.Parallel() // a fault-free valid run
 	useWorkerCache(t)
 	code, dir := run(t, "run", "--client", "naive-safe", "--time", "3s", "--quiet", "1s", "--clients", "4", "--seed", "1")
 	if code != exitValid {
@@ -89,6 +90,7 @@ func TestWorkerWireRecordsJudged(t *testing.T) {
 // illegal). Its acquires are still recorded, the closing event names the DELs, and porcupine judges the
 // worker's own records, which it flags.
 func TestWorkerWireIncompleteJudgesClientRecords(t *testing.T) {
+	// Sequential: a 3 s negative control (naive) must be flagged.
 	useWorkerCache(t)
 	code, dir := run(t, "run", "--client", "naive", "--time", "3s", "--quiet", "1s", "--clients", "4", "--seed", "1")
 	if code != exitInvalid {
@@ -106,6 +108,7 @@ func TestWorkerWireIncompleteJudgesClientRecords(t *testing.T) {
 // The real Redisson's RLock, watchdog included, is judged on what it sent: every script it sends for
 // the lock is mapped, so porcupine judges the wire records of a fault-free run, and finds them legal.
 func TestRedissonWireRecordsJudged(t *testing.T) {
+	t.Parallel() // a fault-free valid run
 	needJava(t)
 	useWorkerCache(t)
 	code, dir := run(t, "run", "--client", "redisson", "--lock", "reentrant", "--time", "6s", "--quiet", "1s",

@@ -16,10 +16,17 @@ import (
 var (
 	workerCacheOnce sync.Once
 	workerCache     string
+	workerCacheErr  error
 )
 
-// TestMain removes the worker cache the tests built into.
+// TestMain points every test, and every lockcheck process a test starts, at one worker cache for this
+// test binary before any test runs, so each worker (redisson, redis-py, node-redlock, redsync...) is built
+// once per go test run, not once per test, and removes it and the built lockcheck at the end.
 func TestMain(m *testing.M) {
+	if err := setWorkerCache(); err != nil {
+		fmt.Fprintln(os.Stderr, "worker cache:", err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	if workerCache != "" {
 		_ = os.RemoveAll(workerCache)
@@ -30,21 +37,36 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// useWorkerCache points the worker cache at one directory for this test binary, so each worker is built
-// once (from this tree: a cache kept across test runs could hold an older build). It sets the process's
-// environment once, not per test (t.Setenv), so that the slow worker tests can run in parallel; the value
-// is the same for every test.
-func useWorkerCache(t *testing.T) {
-	t.Helper()
+// setWorkerCache sets LOCKCHECK_CACHE to a fresh directory (from this tree: a cache kept across test runs
+// is keyed by worker version only, so it could hold an older build of a changed worker) and
+// LOCKCHECK_WORKERS to this tree's workers, once, in the process's environment rather than per test
+// (t.Setenv), so that the worker tests can run in parallel; the value is the same for every test. Builds
+// into the shared cache are serialised by its lock files.
+func setWorkerCache() error {
 	workerCacheOnce.Do(func() {
 		d, err := os.MkdirTemp("", "lockcheck-worker-cache-")
 		if err != nil {
-			t.Fatal(err)
+			workerCacheErr = err
+			return
+		}
+		workers, err := filepath.Abs(filepath.Join("..", "..", "workers"))
+		if err != nil {
+			workerCacheErr = err
+			return
 		}
 		workerCache = d
 		os.Setenv("LOCKCHECK_CACHE", workerCache)
-		os.Setenv("LOCKCHECK_WORKERS", filepath.Join("..", "..", "workers"))
+		os.Setenv("LOCKCHECK_WORKERS", workers)
 	})
+	return workerCacheErr
+}
+
+// useWorkerCache says that a test builds or runs workers: into the cache TestMain set up.
+func useWorkerCache(t *testing.T) {
+	t.Helper()
+	if err := setWorkerCache(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // chaosSeeds are the seeds a chaos test runs in make test: the first of those its verdict was shown on,
@@ -59,6 +81,7 @@ func chaosSeeds(all ...string) []string {
 // The protocol's negative control: the naive worker (SET NX PX, unconditional DEL) with holds longer than
 // its lease is flagged on every seed, through the real worker processes, by the model and by exclusion.
 func TestNaiveWorkerIsFlagged(t *testing.T) {
+	// Sequential: 3 s negative controls must be flagged.
 	useWorkerCache(t)
 	for _, seed := range []string{"1", "2", "3"} {
 		t.Run("seed"+seed, func(t *testing.T) {
@@ -81,6 +104,7 @@ func TestNaiveWorkerIsFlagged(t *testing.T) {
 // Sentinel (the worker reaches the primary the Sentinels announce through init's nat, and authenticates
 // to them); results.json names the library and version the worker gave in init_ok.
 func TestNaiveSafeWorkerIsValid(t *testing.T) {
+	t.Parallel() // fault-free valid runs
 	useWorkerCache(t)
 	for _, tc := range [][]string{{"--seed", "1"}, {"--seed", "2"}, {"--seed", "1", "--topology", "sentinel"}} {
 		seed := strings.Join(tc, " ")
@@ -106,6 +130,7 @@ func TestNaiveSafeWorkerIsValid(t *testing.T) {
 // (--nemesis-trigger): armed on a drawn client, it can wait out its window while another client, releasing
 // and re-acquiring within a millisecond, keeps the lock from it (seen in CI: no window caught a holder).
 func TestClientPauseOnWorker(t *testing.T) {
+	// Sequential: client pause: a frozen worker must overlap the next holder.
 	useWorkerCache(t)
 	code, dir := run(t, "run", "--client", "naive-safe", "--nemesis", "client-pause", "--nemesis-trigger", "--lease", "500ms",
 		"--hold", "50ms-100ms", "--nemesis-interval", "1s", "--nemesis-duration", "2s", "--time", "12s", "--quiet", "2s",
@@ -146,6 +171,7 @@ func TestClientPauseOnWorker(t *testing.T) {
 // A worker that exits, one that never answers and one that prints garbage each end the run with one
 // clear line naming the client, exit 255, no process left, and a history that check judges.
 func TestMisbehavingWorkers(t *testing.T) {
+	// Sequential: swaps os.Stderr (captureStderr).
 	for _, tc := range []struct{ script, says string }{
 		{"exits.sh", "worker exited (exit status 3)"},
 		{"garbage.sh", "worker printed a line that is not a JSON object"},
@@ -238,6 +264,7 @@ func processesMatching(subs ...string) []string {
 
 // Bad worker input is one line and 254 before anything starts; a failed build is the harness's (255).
 func TestWorkerInputErrors(t *testing.T) {
+	// Sequential: t.Setenv, worker.Register; swaps os.Stderr (captureStderr).
 	useWorkerCache(t)
 	exits, _ := filepath.Abs(filepath.Join("testdata", "workers", "exits.sh"))
 	for _, tc := range []struct {
@@ -271,6 +298,7 @@ func TestWorkerInputErrors(t *testing.T) {
 
 // worker-check passes a working worker on every item, and names what a broken one gets wrong.
 func TestWorkerCheck(t *testing.T) {
+	// Sequential: swaps os.Stdout (capture).
 	useWorkerCache(t)
 	root := t.TempDir()
 	stdout := capture(t, &os.Stdout)
@@ -292,6 +320,7 @@ func TestWorkerCheck(t *testing.T) {
 // client-clock shifts a worker's wall clock through the clock library it was started with: a script
 // worker that logs `date` sees the jump.
 func TestClientClockShiftsWorker(t *testing.T) {
+	// Sequential: clock faults: a shift must reach a 5 s run.
 	script, _ := filepath.Abs(filepath.Join("testdata", "workers", "grant.sh"))
 	start := time.Now().Unix()
 	code, dir := run(t, "run", "--client-cmd", script, "--lock", "naive", "--nemesis", "client-clock", "--clock-bump", "1h",
@@ -324,6 +353,7 @@ func TestClientClockShiftsWorker(t *testing.T) {
 // client, which the run's count of read holds says; recorded as "freed" whenever its own client held no
 // more, it made every read-write run with readers invalid. The set-up calls of the semaphore workload (its thread 0) go on a positive protocol thread.
 func TestWorkerRecordsReadersAndSetup(t *testing.T) {
+	t.Parallel() // fault-free runs of a granting script
 	script, _ := filepath.Abs(filepath.Join("testdata", "workers", "grant.sh"))
 	code, dir := run(t, "run", "--client-cmd", "env KINDS=rwlock "+script, "--lock", "rwlock", "--readers", "1:0",
 		"--check-timeout", "10s", "--time", "3s", "--quiet", "1s", "--clients", "3", "--seed", "1")

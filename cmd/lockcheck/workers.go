@@ -23,8 +23,18 @@ func addWorkerFlags(f *pflag.FlagSet, o *runner.Options) {
 // workerDefaults gives a registered worker's run its lock kind when --lock is not set, and, for a
 // fault-free run, its negative control's flags. It reports whether it handled the control defaults.
 func workerDefaults(cmd *cobra.Command, o *runner.Options) (bool, error) {
-	if o.Worker.Cmd != "" {
-		return true, nil // a user's worker: the Go lock's control flags are not its own
+	if o.Worker.Cmd != "" { // a user's worker: the Go lock's control flags are not its own
+		// A dry run starts nothing: it checks the flags on the default kind.
+		if dry, _ := cmd.Flags().GetBool("dry-run"); dry || cmd.Flags().Changed("lock") || cmd.Flags().Changed("lock-spec") {
+			return true, nil
+		}
+		p, err := runner.ProbeKinds(cmd.Context(), *o, os.Stderr)
+		if err != nil {
+			return true, err
+		}
+		o.Lock = p.Lock
+		fmt.Fprintf(os.Stderr, "lockcheck: no --lock: %s\n", p.Text())
+		return true, nil
 	}
 	if o.Worker.Client == "" {
 		return false, nil
@@ -65,31 +75,32 @@ func newWorkerCheckCmd() *cobra.Command {
 		Use:   "worker-check [--client NAME | CMD ARGS...]",
 		Short: "Try a worker: handshake, a short fault-free run on one Redis, and a client pause",
 		Example: `  lockcheck worker-check --client naive-safe
-  lockcheck worker-check --lock naive ./my-worker --verbose`,
+  lockcheck worker-check --time 2s ./my-worker   # lockcheck's flags before the command; arguments after it are the worker's`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			markRan(cmd)
 			if len(args) > 0 {
 				if o.Worker.Client != "" {
 					return runner.UsageError{Err: fmt.Errorf("give --client or a command, not both")}
 				}
-				o.Worker.Cmd = strings.Join(quoteAll(args), " ")
+				o.Worker.Cmd, o.Worker.Argv = strings.Join(quoteAll(args), " "), args
 			}
 			if o.Worker.Client == "" && o.Worker.Cmd == "" {
 				return runner.UsageError{Err: fmt.Errorf("name the worker: --client NAME or a command")}
 			}
+			lockKnown := cmd.Flags().Changed("lock") // else the worker is asked for its kinds
 			if o.Worker.Client != "" {
 				s, _, err := worker.Lookup(o.Worker.Client)
 				if err != nil {
 					return runner.UsageError{Err: err}
 				}
-				if !cmd.Flags().Changed("lock") && s.Lock != "" {
-					o.Lock = s.Lock
+				if !lockKnown && s.Lock != "" {
+					o.Lock, lockKnown = s.Lock, true
 				}
 			}
 			if !cmd.Flags().Changed("seed") {
 				o.Seed = time.Now().UnixNano() % 1_000_000
 			}
-			items := runner.WorkerCheck(cmd.Context(), o, cmd.Flags().Changed("lock"), os.Stderr)
+			items := runner.WorkerCheck(cmd.Context(), o, lockKnown, os.Stderr)
 			code := 0
 			for _, it := range items {
 				mark := "✓"
@@ -103,17 +114,18 @@ func newWorkerCheckCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.SetInterspersed(false) // flags after the command are the worker's
-	f.StringVar(&o.Lock, "lock", o.Lock, "the lock kind to drive (default: the worker's own, or reentrant)")
+	f.StringVar(&o.Lock, "lock", o.Lock, "the lock kind to drive (default: a registered worker's own, else the first kind the worker names that lockcheck knows)")
 	f.StringVar(&o.Worker.Client, "client", "", "a registered worker, NAME[@VERSION]")
 	f.StringArrayVar(&o.Worker.Options, "client-option", nil, "a setting passed to the worker's library, KEY=VALUE")
-	f.DurationVar(&o.Time, "time", o.Time, "how long each run lasts")
+	f.DurationVar(&o.Time, "time", o.Time, "how long each of the two runs lasts (the client pause is fitted into it)")
 	f.DurationVar(&o.Lease, "lease", o.Lease, "lease time; 0 lets the watchdog (or the worker's default) keep the lock")
 	f.Int64Var(&o.Seed, "seed", o.Seed, "seed (default: random)")
 	f.StringVar(&o.Results, "results", o.Results, "directory of runs")
 	return cmd
 }
 
-// quoteAll keeps each argument whole through the worker command line's split.
+// quoteAll keeps each argument whole through the worker command line's split, for its display (the
+// worker is started from the arguments themselves; a single quote inside one is dropped here).
 func quoteAll(args []string) []string {
 	out := make([]string, len(args))
 	for i, a := range args {

@@ -24,17 +24,19 @@ const (
 // Open opens path for reading if, and only if, it is a regular file (a symlink to one is followed). The
 // open itself never blocks: O_NONBLOCK keeps a FIFO from waiting for a writer before it is refused.
 func Open(path string) (*os.File, fs.FileInfo, error) {
-	return regular(os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0))
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	return regular(path, f, err)
 }
 
 // OpenIn is Open for a name that must stay inside root (a store being served, a shard being merged, a
 // spec's directory): neither ".." nor a symlink leads it out of root.
 func OpenIn(root *os.Root, name string) (*os.File, fs.FileInfo, error) {
-	return regular(root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0))
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	return regular(name, f, err)
 }
 
-// regular keeps an opened file only if it is a regular one.
-func regular(f *os.File, err error) (*os.File, fs.FileInfo, error) {
+// regular keeps an opened file only if it is a regular one; name is the file as its caller named it.
+func regular(name string, f *os.File, err error) (*os.File, fs.FileInfo, error) {
 	if err != nil {
 		return nil, nil, err
 	}
@@ -45,38 +47,38 @@ func regular(f *os.File, err error) (*os.File, fs.FileInfo, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, nil, fmt.Errorf("%s: not a regular file (%s)", f.Name(), kind(fi.Mode()))
+		return nil, nil, fmt.Errorf("%s: not a regular file (%s)", name, kind(fi.Mode()))
 	}
 	return f, fi, nil
 }
 
 // Read returns the whole of the regular file at path, refusing one over max bytes without reading it.
 func Read(path string, max int64) ([]byte, error) {
-	return readAll(Open(path))(max)
+	f, fi, err := Open(path)
+	return readAll(path, max, f, fi, err)
 }
 
 // ReadIn is Read for a name that must stay inside root (see OpenIn).
 func ReadIn(root *os.Root, name string, max int64) ([]byte, error) {
-	return readAll(OpenIn(root, name))(max)
+	f, fi, err := OpenIn(root, name)
+	return readAll(name, max, f, fi, err)
 }
 
-// readAll reads an opened file whole, up to max bytes.
-func readAll(f *os.File, fi fs.FileInfo, err error) func(max int64) ([]byte, error) {
-	return func(max int64) ([]byte, error) {
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		if fi.Size() > max {
-			return nil, fmt.Errorf("%s: %d bytes, more than the %s a file of this kind may have", f.Name(), fi.Size(), Size(max))
-		}
-		// The file may grow between the stat and the read: read one byte past the bound to see it.
-		b, err := io.ReadAll(io.LimitReader(f, max+1))
-		if err == nil && int64(len(b)) > max {
-			err = fmt.Errorf("%s: more than the %s a file of this kind may have", f.Name(), Size(max))
-		}
-		return b, err
+// readAll reads an opened file whole, up to max bytes; name is the file as its caller named it.
+func readAll(name string, max int64, f *os.File, fi fs.FileInfo, err error) ([]byte, error) {
+	if err != nil {
+		return nil, err
 	}
+	defer f.Close()
+	if fi.Size() > max {
+		return nil, fmt.Errorf("%s: %d bytes, more than the %s a file of this kind may have", name, fi.Size(), Size(max))
+	}
+	// The file may grow between the stat and the read: read one byte past the bound to see it.
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err == nil && int64(len(b)) > max {
+		err = fmt.Errorf("%s: more than the %s a file of this kind may have", name, Size(max))
+	}
+	return b, err
 }
 
 // ErrName is wrapped by every error Name returns.

@@ -187,6 +187,9 @@ func (l *mutex) TryLock(_ context.Context, wait, lease time.Duration) (bool, err
 		delete(l.c.lost, holdKey{l.thread, k})
 	}
 	l.c.mu.Unlock()
+	for _, k := range l.keys {
+		l.c.losses.Arm(k, l.Owner(), l.c.caps["events"])
+	}
 	if l.mode == "read" {
 		l.c.cfg.Readers.add(l.keys[0], 1)
 	}

@@ -100,10 +100,11 @@ type Client struct {
 	stopped     bool // SIGSTOPped by the client-pause fault
 	stoppedAt   time.Time
 	pausedTotal time.Duration
-	holds       map[holdKey]int  // re-entry depth per (thread, key), for release's value
-	unsure      map[holdKey]bool // an acquire ended unknown since the depth was last zero
-	lost        map[holdKey]bool // a lost event came since the last grant
-	armed       atomic.Bool      // freeze after the next grant
+	holds       map[holdKey]int   // re-entry depth per (thread, key), for release's value
+	unsure      map[holdKey]bool  // an acquire ended unknown since the depth was last zero
+	lost        map[holdKey]bool  // a lost event came since the last grant
+	losses      locks.LossSignals // the same, as a signal the workload can wait on (locks.LossSignal)
+	armed       atomic.Bool       // freeze after the next grant
 }
 
 type holdKey struct {
@@ -621,6 +622,9 @@ func (c *Client) event(m sdk.Message) {
 			c.lost[holdKey{m.Thread, k}] = true
 		}
 		c.mu.Unlock()
+		for _, k := range append([]string{m.Key}, m.Keys...) {
+			c.losses.Fire(k, c.owner(m.Thread))
+		}
 	}
 	c.cfg.Rec.Write(history.Record{Type: history.Event, Time: c.cfg.Rec.Clock.Now(), Client: c.cfg.Client,
 		Thread: m.Thread, Key: key, Owner: c.owner(m.Thread), F: m.Event, Detail: m.Text})

@@ -58,3 +58,9 @@ func (l *mutex) Lost() bool {
 	}
 	return false
 }
+
+var _ locks.LossSignal = (*mutex)(nil)
+
+// LostSignal closes at the worker's lost event for this thread and the hold's (first) key since the grant;
+// nil for a worker that sends no events.
+func (l *mutex) LostSignal() <-chan struct{} { return l.c.losses.Signal(l.keys[0], l.Owner()) }

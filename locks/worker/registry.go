@@ -116,19 +116,20 @@ func Lookup(arg string) (Spec, string, error) {
 	return s, version, nil
 }
 
-// Folder finds workers/<folder>: under $LOCKCHECK_WORKERS, the working directory, beside the executable
-// (bin/../workers) or the source tree lockcheck was built from.
+// Folder finds workers/<folder>: under $LOCKCHECK_WORKERS, in the source tree lockcheck was built from,
+// beside the executable (bin/../workers), or else in the sources carried inside the binary (written out
+// under the cache on first use), so that a binary installed or copied alone builds every shipped worker.
+// The working directory is not searched: a repository lockcheck runs in does not choose its workers.
 func Folder(folder string) (string, error) {
 	var roots []string
 	if r := os.Getenv("LOCKCHECK_WORKERS"); r != "" {
 		roots = append(roots, r)
 	}
-	roots = append(roots, "workers")
-	if exe, err := os.Executable(); err == nil {
-		roots = append(roots, filepath.Join(filepath.Dir(exe), "..", "workers"))
-	}
 	if _, file, _, ok := runtime.Caller(0); ok {
 		roots = append(roots, filepath.Join(filepath.Dir(file), "..", "..", "workers"))
+	}
+	if exe, err := os.Executable(); err == nil {
+		roots = append(roots, filepath.Join(filepath.Dir(exe), "..", "workers"))
 	}
 	for _, r := range roots {
 		d := filepath.Join(r, folder)
@@ -136,7 +137,15 @@ func Folder(folder string) (string, error) {
 			return filepath.Abs(d)
 		}
 	}
-	return "", fmt.Errorf("no workers/%s/build.sh found (run from a lockcheck checkout or set LOCKCHECK_WORKERS)", folder)
+	root, err := embeddedRoot()
+	if err != nil {
+		return "", err
+	}
+	d := filepath.Join(root, "workers", folder)
+	if _, err := os.Stat(filepath.Join(d, "build.sh")); err != nil {
+		return "", fmt.Errorf("no worker folder %s in this lockcheck (set LOCKCHECK_WORKERS to a folder of workers)", folder)
+	}
+	return d, nil
 }
 
 // sourceStamp is a digest of the worker's source folder: a build made from other sources (the worker was
@@ -287,6 +296,12 @@ func Shiftable(argv []string) (bool, string) {
 	return false, path + " is statically linked"
 }
 
+// renewals are the silent-renewal controls' run: holds longer than the lease, which the application extends
+// every third of it, and a client frozen right after its grant for longer than the lease, so that another
+// owner is granted the lock before the frozen holder's next extend.
+var renewals = []string{"--nemesis", "client-pause", "--nemesis-trigger", "true", "--nemesis-interval", "1s",
+	"--nemesis-duration", "1s", "--lease", "300ms", "--hold", "200ms-500ms"}
+
 func init() {
 	flags := []string{"--lease", "300ms", "--hold", "400ms-1s"}
 	Register(Spec{Name: "naive", Folder: "naive", Language: "go", Versions: []string{"1"}, DefaultVersion: "1",
@@ -295,6 +310,18 @@ func init() {
 	Register(Spec{Name: "naive-safe", Folder: "naive", Language: "go", Versions: []string{"1"}, DefaultVersion: "1",
 		Args: []string{"--safe"}, Lock: "naive", // with a lease longer than the holds (the defaults), it is safe
 		About: "reference worker: SET NX PX, compare-and-delete release (the control's safe twin)"})
+	// The silent-renewal control and its honest twin show only where a lock is lost (renewals).
+	Register(Spec{Name: "naive-shared-token", Folder: "naive", Language: "go", Versions: []string{"1"}, DefaultVersion: "1",
+		Args: []string{"--shared-token"}, Lock: "naive", About: "reference worker: one token per client, shared by its threads",
+		Broken: "takes the lock again for any thread of the client holding it, so two threads of one client hold it at once"})
+	Register(Spec{Name: "naive-silent-renew", Folder: "naive", Language: "go", Versions: []string{"1"}, DefaultVersion: "1",
+		Args: []string{"--renew", "silent"}, Lock: "mutex", Flags: renewals,
+		About:  "reference worker: SET NX PX, extend and release answer ok on a lock it lost (negative control of told-of-loss)",
+		Broken: "answers its holder's extend and release ok after another owner was granted the lock, so the holder is never told"})
+	Register(Spec{Name: "naive-honest-renew", Folder: "naive", Language: "go", Versions: []string{"1"}, DefaultVersion: "1",
+		Args: []string{"--renew", "honest"}, Lock: "mutex", Flags: renewals,
+		About: "reference worker: SET NX PX, compare-and-extend and compare-and-delete that say when the lock is lost (the silent-renewal control's twin)"})
+	Register(Spec{Name: "lying-permits", Folder: "lying-permits", Language: "go", Versions: []string{"1"}, DefaultVersion: "1", Lock: "expirable-semaphore", Flags: []string{"--lease", "300ms", "--hold", "400ms-1s"}, About: "negative control of API-level judging: a permit-expirable semaphore whose release_permit says released for a lapsed permit", Broken: "answers released=true to release_permit for a permit whose lease ran out"})
 	Register(Spec{Name: "redisson", Folder: "redisson", Language: "java", ClientClock: true, Lock: "reentrant",
 		Emulated: "Redisson 4.7", Releases: MavenCentral("org.redisson", "redisson"),
 		About: "Redisson (Java): the real library, built with Maven per version"})

@@ -34,7 +34,10 @@ export GOMODCACHE="$out/.modcache" GOFLAGS="${GOFLAGS:-} -modcacherw" CGO_ENABLE
 cleanup() { rm -rf "$work" "$GOMODCACHE"; }
 trap cleanup EXIT INT TERM
 # Only the .go files: a fresh go.mod lets the library's own go.mod choose its go-redis, as a user's would.
-cp "$here"/*.go "$work/"
+cp "$here"/*.go "$here/../redsync/lcp.go" "$work/"
+# In lockcheck's tree these files carry "//go:build ignore" (workers/embed.go says why); here they are
+# the worker's own module.
+sed -i -e '/^\/\/go:build ignore$/d' -e 's#^//go:build ignore && #//go:build #' "$work"/*.go
 log=$out/build.log
 : >"$log"
 cd "$work"

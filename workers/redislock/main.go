@@ -1,3 +1,5 @@
+//go:build ignore
+
 // Command worker drives github.com/bsm/redislock for lockcheck over LCP/1 (docs/protocol.md). It compiles
 // against the releases on go-redis v9 (v0.9.0 on), using only the API they share: Obtain with a
 // RetryStrategy, Lock.Refresh, Lock.Release, ErrNotObtained and ErrLockNotHeld.

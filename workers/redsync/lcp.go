@@ -1,3 +1,5 @@
+//go:build ignore
+
 package main
 
 // LCP/1 plumbing (docs/protocol.md): one JSON object a line on stdin/stdout, one goroutine per request,

@@ -1,3 +1,5 @@
+//go:build ignore
+
 // Command worker drives github.com/go-redsync/redsync/v4 for lockcheck over LCP/1 (docs/protocol.md).
 // Its code compiles against every v4 release from v4.0.3 on, so it uses only the API v4.0.3 already had.
 package main

@@ -1,4 +1,4 @@
-//go:build goredis8
+//go:build ignore && goredis8
 
 package main
 

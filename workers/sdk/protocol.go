@@ -147,3 +147,8 @@ var ErrNotHeld = &Error{Code: CodeNotHeld, Text: "not held by this owner"}
 func Bool(v bool) *bool       { return &v }
 func Int64(v int64) *int64    { return &v }
 func String(v string) *string { return &v }
+
+// CapSingleThread, in init_ok's caps, says the library cannot run two threads on one client instance:
+// lockcheck then refuses --threads above 1 for the worker. Without it, a worker must answer requests of
+// threads 1..N of one client concurrently (Serve does).
+const CapSingleThread = "single-thread"

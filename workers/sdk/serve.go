@@ -21,8 +21,11 @@ type Grant struct {
 }
 
 // Mutex is what a Go lock library implements to become a worker (the mutex family). thread is the owner:
-// keep one lock value per (thread, key). Return ErrNotHeld when the library says the owner does not hold
-// the lock, an *Error for another protocol code, any other error for "crash" (indefinite).
+// keep one lock value per (thread, key). Serve calls it from one goroutine per request, so the client's
+// threads (1..--threads) run concurrently on the one value Connect made, as an application's goroutines
+// share one client; lockcheck never has two requests of one thread in flight. Return ErrNotHeld when the
+// library says the owner does not hold the lock, an *Error for another protocol code, any other error for
+// "crash" (indefinite).
 type Mutex interface {
 	Acquire(ctx context.Context, thread int64, keys []string, wait, lease time.Duration) (Grant, error)
 	Release(ctx context.Context, thread int64, keys []string) error
@@ -33,7 +36,7 @@ type Mutex interface {
 type Worker struct {
 	Library, Version string
 	Kinds            []string // lock kinds it drives, e.g. "naive"
-	Caps             []string // optional features: extend, fencing, watchdog, reentrant, events
+	Caps             []string // optional features: extend, fencing, watchdog, reentrant, events; single-thread (CapSingleThread)
 	// Connect builds the lock from the init message; emit sends an event (type "event" is filled in). An
 	// error is answered to init and the worker exits.
 	Connect func(ctx context.Context, init *Message, emit func(Message)) (Mutex, error)

@@ -1,0 +1,277 @@
+package checker
+
+import (
+	"encoding/json"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/lockcheck/lockcheck/history"
+)
+
+// mutexCommands are the commands MutexModel reads.
+var mutexCommands = []string{"acquire", "release", "renew", "expire"}
+
+// MutexOps converts a history's lock commands (acquire, release, renew, expire) for MutexModel.
+func MutexOps(h *history.History) []porcupine.Operation {
+	return Commands(h, mutexCommands...)
+}
+
+// Commands converts the history's commands named fs into model operations, in order of call. A command
+// that surely did not run is left out; one whose outcome is unknown returns at +infinity.
+func Commands(h *history.History, fs ...string) []porcupine.Operation {
+	nm := newNames()
+	ids := clientIDsNamed(h, nm)
+	n := 0 // an upper bound: a command that surely did not run is left out
+	for i := range h.Ops {
+		if slices.Contains(fs, h.Ops[i].Invoke.F) {
+			n++
+		}
+	}
+	ops := make([]porcupine.Operation, 0, n) // once: a grown slice of a million leaves its old copies behind
+	eachCommand(h, nm, fs, func(_ int, in Command, out Reply) {
+		ops = append(ops, porcupine.Operation{ClientId: ids[in.Client], Input: in, Output: out,
+			Call: in.Call, Return: in.Return})
+	})
+	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
+	return ops
+}
+
+// eachCommand calls yield with each command named fs that the models read, in the history's order (not
+// sorted by call), and its index in h.Ops: Commands boxes them for porcupine, LostLock groups them.
+func eachCommand(h *history.History, nm *names, fs []string, yield func(i int, in Command, out Reply)) {
+	want := map[string]bool{}
+	for _, f := range fs {
+		want[f] = true
+	}
+	volatile := failoverTopology(h)
+	split := splitBrain(h)
+	deadline := unknownDeadline(h)
+	down := downNodes(h)
+	for i := range h.Ops {
+		o := &h.Ops[i]
+		inv := &o.Invoke
+		if !want[inv.F] {
+			continue
+		}
+		in := Command{Key: nm.key(inv), Client: nm.thread(inv), F: inv.F, Owner: nm.owner(inv),
+			Lease: inv.Args["lease_ms"] * int64(time.Millisecond), Call: inv.Time, Return: math.MaxInt64,
+			Replay: inv.Args["attempt"] > 0 || inv.Args["uncertain"] == 1, Fair: inv.Args["fair"] == 1, Read: inv.Args["read"] == 1,
+			N: firstNonZero(inv.Args["permits"], inv.Args["count"]), Volatile: volatile, Watchdog: inv.Args["watchdog"] == 1}
+		out := Reply{Outcome: Unsure}
+		if c := o.Complete; c != nil && c.Type == history.Unknown {
+			if down(inv.Node, inv.Time, c.Time) {
+				continue // sent to a killed server, given up before it restarted: it never ran
+			}
+			in.Return = deadline(inv.Time, c.Time)
+		}
+		if c := o.Complete; c != nil && c.Type != history.Unknown {
+			switch {
+			case c.Type == history.Ok && c.Args["nosync"] == 1:
+				out = Reply{Outcome: Unsure} // applied on a primary no replica acknowledged: a failover may undo it
+			case c.Type == history.Ok:
+				out = Reply{Outcome: Applied}
+				if c.Value != nil {
+					out.Value = *c.Value
+				}
+			case c.Value != nil:
+				out = Reply{Outcome: Refused, Value: *c.Value}
+			default:
+				continue // failed before it ran: no effect, nothing learned
+			}
+			in.Return = c.Time
+			if split(inv.Client, inv.Time) && out.Outcome == Refused {
+				// It may have been served by the isolated old primary: a refusal changed nothing, and what it
+				// says may be about a branch the failover throws away. (Writes there carry nosync, unsure above;
+				// a write some replica acknowledged was not served by the isolated primary.)
+				continue
+			}
+		}
+		yield(i, in, out)
+	}
+}
+
+// unknownSlack covers what can still pass between a client giving up on a command and the command reaching
+// its server: the client closing the connection, and a command still in a latency toxic.
+const unknownSlack = time.Second
+
+// unknownDeadline bounds when a command whose outcome is unknown can have taken effect. In lockcheck's own
+// topologies a command either reached its server within moments (a healthy link, or the request direction
+// of drop-reply; a latency toxic delays it by --latency + --jitter), or never will (a cut black-holes it
+// and the heal closes that connection, a killed server lost its socket, a replication stall holds
+// nothing of clients'), or it waits in the socket of a paused server and runs when the server resumes. So
+// the effect happens before the client gave up plus a slack, or before the end of a pause that overlaps
+// the command. Without this bound an unknown command returns at +infinity, could take effect at any later
+// point, and a burst of them at a failover makes the search explode. A deployment lockcheck did not start
+// (--backend external) may hold commands back in ways lockcheck cannot see, so there they stay unbounded.
+func unknownDeadline(h *history.History) func(call, gaveUp int64) int64 {
+	m, ok := metaOf(h)
+	if !ok || m.Options.Backend == "external" {
+		return func(int64, int64) int64 { return math.MaxInt64 }
+	}
+	slack := int64(unknownSlack)
+	for _, d := range []string{m.Options.Latency, m.Options.Jitter} {
+		if v, err := time.ParseDuration(d); err == nil {
+			slack += int64(v)
+		}
+	}
+	var pauses []history.Window
+	for _, w := range h.Windows() {
+		if w.Kind == "pause" {
+			pauses = append(pauses, w)
+		}
+	}
+	return func(call, gaveUp int64) int64 {
+		end := gaveUp
+		for _, p := range pauses {
+			if p.Start <= gaveUp && p.End >= call {
+				end = max(end, p.End)
+			}
+		}
+		return satAdd(end, slack)
+	}
+}
+
+// downNodes reports whether a command sent to node at call, whose client gave up at gaveUp, went to a
+// server that the kill fault had stopped and that did not answer again yet. Such a command never ran: the
+// kill's start record follows the server's exit, and the proxy joins each client connection to the server
+// it dials when the client connects, closing it (with whatever it holds) when that server is gone or cannot
+// be dialled, so nothing sent then reaches the server started later. The restarted server answers every
+// command with a LOADING error (a failure, not an unknown) until its data is loaded, and the kill's last
+// step record for the node follows its first answer to PING after that: a command of unknown outcome given
+// up before then never reached a server able to run it. The first step marks where the restart began
+// (histories before the second step end their span there); a history without steps keeps every such
+// command unknown. A record names the server only where each client talks to one node (single, Redlock's
+// masters): on Sentinel or Cluster it names the client's first node, and a command may have gone to
+// another; lockcheck does not see inside an external deployment. (A burst of such unknowns, clients
+// retrying a refused node, made the search give up.)
+func downNodes(h *history.History) func(node string, call, gaveUp int64) bool {
+	never := func(string, int64, int64) bool { return false }
+	m, ok := metaOf(h)
+	if !ok || m.Options.Backend == "external" || m.Topology != "single" && m.Topology != "redlock" {
+		return never
+	}
+	type span struct{ from, to int64 }
+	spans := map[string][]span{}
+	open := map[string]*span{} // node -> its kill's start and its latest step (to < 0: none yet)
+	for _, f := range h.Faults {
+		if f.F != "kill" {
+			continue
+		}
+		for _, n := range f.Targets {
+			switch f.Phase {
+			case "start":
+				open[n] = &span{f.Time, -1}
+			case "step":
+				if s, ok := open[n]; ok {
+					s.to = f.Time
+				}
+			case "stop", "error":
+				if s, ok := open[n]; ok && s.to >= 0 {
+					spans[n] = append(spans[n], *s)
+				}
+				delete(open, n)
+			}
+		}
+	}
+	for n, s := range open { // a kill the history ends inside of
+		if s.to >= 0 {
+			spans[n] = append(spans[n], *s)
+		}
+	}
+	if len(spans) == 0 {
+		return never
+	}
+	return func(node string, call, gaveUp int64) bool {
+		for _, s := range spans[node] {
+			if call >= s.from && gaveUp < s.to {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// splitBrainGrace is how long after a failover fault heals a client kept on the old primary may still be
+// talking to it (until Sentinel turns it into a replica and its writes fail).
+const splitBrainGrace = 5 * time.Second
+
+// splitBrain returns whether a command of client at t may have been served by a primary that was isolated
+// and then demoted: during a failover fault (and its grace) the clients it kept on the old primary may see
+// a branch of history that the failover throws away.
+func splitBrain(h *history.History) func(client string, t int64) bool {
+	type window struct{ start, end int64 }
+	kept := map[string][]window{}
+	for _, w := range h.Windows() {
+		if w.Kind != "failover" {
+			continue
+		}
+		for _, t := range w.Targets {
+			if c, ok := strings.CutPrefix(t, "keep:"); ok {
+				kept[c] = append(kept[c], window{w.Start, w.End + int64(splitBrainGrace)})
+			}
+		}
+	}
+	return func(client string, t int64) bool {
+		for _, w := range kept[client] {
+			if t >= w.start && t <= w.end {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// runMeta is what the conversion needs from a history's meta record.
+type runMeta struct {
+	Topology string `json:"topology"`
+	Options  struct {
+		Backend string `json:"backend"`
+		Latency string `json:"latency"`
+		Jitter  string `json:"jitter"`
+	} `json:"options"`
+}
+
+// metaOf reads the meta record; false when there is none or it does not parse.
+func metaOf(h *history.History) (runMeta, bool) {
+	var m runMeta
+	if h.Meta == nil {
+		return m, false
+	}
+	return m, json.Unmarshal(h.Meta.Data, &m) == nil
+}
+
+// failoverTopology reports whether the run's topology can fail over (and so lose unacknowledged writes).
+func failoverTopology(h *history.History) bool {
+	m, _ := metaOf(h)
+	return m.Topology == "sentinel" || m.Topology == "cluster"
+}
+
+func firstNonZero(a, b int64) int64 {
+	if a != 0 {
+		return a
+	}
+	return b
+}
+
+// nodeKey is what a model partitions by: the key, prefixed by its node where a lock spans masters.
+func nodeKey(r history.Call) string {
+	if r.Node == "" {
+		return r.Key
+	}
+	return r.Node + "/" + r.Key
+}
+
+// ownerName is a readable stand-in for an owner id <uuid>:<thread> (one uuid per client): client/thread.
+// A read-write lock's write half (<uuid>:<thread>:write) is the same thread; a permit id stays as it is.
+func ownerName(r history.Call) string {
+	o := strings.TrimSuffix(r.Owner, ":write")
+	i := strings.LastIndex(o, ":")
+	if i < 0 {
+		return o
+	}
+	return r.Client + "/" + o[i+1:]
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A release archive's binary, built with -trimpath and copied alone into an empty directory with an empty
+// worker cache, builds and runs the shipped workers from the sources inside it: no checkout, no
+// LOCKCHECK_WORKERS (issue 25). redsync and redis-py are real fresh builds from the Go module proxy and PyPI.
+func TestReleaseBinaryRunsWorkersAlone(t *testing.T) {
+	t.Parallel() // the verdicts are fault-free ones
+	dist := t.TempDir()
+	out, err := exec.Command(filepath.Join("..", "..", "scripts", "release", "archive.sh"), "linux", "amd64", "v0.0.0-test", "c0ffee", dist).CombinedOutput()
+	if err != nil {
+		t.Fatalf("archive.sh: %v\n%s", err, out)
+	}
+	archive := strings.TrimSpace(string(out))
+	unpacked := t.TempDir()
+	if out, err := exec.Command("tar", "-C", unpacked, "-xzf", archive).CombinedOutput(); err != nil {
+		t.Fatalf("tar: %v\n%s", err, out)
+	}
+	alone := t.TempDir()
+	b, err := os.ReadFile(filepath.Join(unpacked, "lockcheck_v0.0.0-test_linux_amd64", "lockcheck"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(alone, "lockcheck")
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Only what a user's machine has: PATH, and Go's own caches so that module downloads are not repeated.
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "LOCKCHECK_CACHE=" + t.TempDir()}
+	for _, k := range []string{"GOMODCACHE", "GOCACHE", "GOPATH", "GOFLAGS", "GOPROXY"} {
+		if v, _ := exec.Command("go", "env", k).Output(); len(strings.TrimSpace(string(v))) > 0 {
+			env = append(env, k+"="+strings.TrimSpace(string(v)))
+		}
+	}
+	lockcheck := func(args ...string) (int, string) {
+		t.Helper()
+		cmd := exec.Command(bin, args...)
+		cmd.Dir, cmd.Env = alone, env
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), string(out)
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return 0, string(out)
+	}
+	if code, out := lockcheck("version"); code != 0 || !strings.Contains(out, "lockcheck v0.0.0-test") || !strings.Contains(out, "commit    c0ffee") {
+		t.Fatalf("version: exit %d\n%s", code, out)
+	}
+	for _, args := range [][]string{
+		{"worker-check", "--client", "naive-safe"},
+		{"run", "--client", "redsync", "--time", "3s", "--quiet", "1s", "--clients", "3", "--results", filepath.Join(alone, "results")},
+		{"run", "--client", "redis-py", "--time", "3s", "--quiet", "1s", "--clients", "3", "--results", filepath.Join(alone, "results")},
+	} {
+		if code, out := lockcheck(args...); code != exitValid {
+			t.Errorf("lockcheck %s: exit %d, want %d\n%s", strings.Join(args, " "), code, exitValid, out)
+		}
+	}
+	if code, out := lockcheck("workers", "build", "redsync", "naive-safe"); code != 0 || strings.Count(out, "ready in") != 2 {
+		t.Errorf("workers build: exit %d\n%s", code, out)
+	}
+	if code, out := lockcheck("workers", "build", "redsync@../x"); code != exitUsage || strings.Count(strings.TrimSpace(out), "\n") != 0 {
+		t.Errorf("workers build of a bad version: exit %d, want %d, one line\n%s", code, exitUsage, out)
+	}
+}

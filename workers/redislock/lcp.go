@@ -1,1 +1,0 @@
-../redsync/lcp.go
