@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/lockcheck
 APT     := DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: release all build demo smoke repro bisect test test-all-seeds bench differential falsealarms lagging-decides deps vet clean images docker-engine compose-up compose-down
+.PHONY: image-full test-image-full release all build demo smoke repro bisect test test-all-seeds bench differential falsealarms lagging-decides deps vet clean images docker-engine compose-up compose-down
 
 all: build
 
@@ -37,7 +37,7 @@ demo: deps build
 # sources inside it) and the docs, for each platform lockcheck builds on.
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
-PLATFORMS ?= linux/amd64 linux/arm64
+PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 release:
 	@for p in $(PLATFORMS); do ./scripts/release/archive.sh $${p%/*} $${p#*/} $(VERSION) $(COMMIT) dist || exit 1; done
 
@@ -113,6 +113,15 @@ images: build
 	@docker build -q -t lockcheck/redis:official -f docker/redis-official/Dockerfile . >/dev/null 2>&1 \
 	  && echo "built lockcheck/redis:official" \
 	  || echo "lockcheck/redis:official not built: it starts FROM redis:7.0 and no registry answered"
+
+# lockcheck/lockcheck:full (docker/full): JDK, Node, Python, Go and every shipped worker's default version
+# prebuilt, on a Debian root filesystem made here (debootstrap, apt, docker import): no image registry.
+image-full:
+	./docker/full/build.sh
+
+# The full image's test: builds it (or reuses it) and runs --client redisson and --client redis-py in it.
+test-image-full:
+	LOCKCHECK_IMAGE_FULL=1 $(GO) test -count=1 -timeout 30m -v -run 'TestImageFullRunsRealClients' ./cmd/lockcheck/
 
 # The compose Sentinel deployment (docker/compose), for a look by hand or --backend external.
 compose-up: images

@@ -1,7 +1,6 @@
 package checker
 
 import (
-	"encoding/json"
 	"math"
 	"slices"
 	"sort"
@@ -12,12 +11,21 @@ import (
 	"github.com/lockcheck/lockcheck/history"
 )
 
-// mutexCommands are the commands MutexModel reads.
+// mutexCommands are the commands that take, keep or let go an owner's hold: what the owner-by-owner
+// checkers (lost-lock, told-of-loss) read.
 var mutexCommands = []string{"acquire", "release", "renew", "expire"}
 
-// MutexOps converts a history's lock commands (acquire, release, renew, expire) for MutexModel.
+// crossCommands are the cross-thread commands MutexModel reads besides: the reads of a lock's state
+// (held: isHeldByCurrentThread, is_locked) and the admin release of whoever holds it (force_release).
+var crossCommands = append(slices.Clone(stateReads), "force_release")
+
+// stateReads are the reads of a lock's state: isHeldByCurrentThread and isLocked.
+var stateReads = []string{"held", "is_locked"}
+
+// MutexOps converts a history's lock commands (acquire, release, renew, expire, and the cross-thread
+// reads and force_release) for MutexModel.
 func MutexOps(h *history.History) []porcupine.Operation {
-	return Commands(h, mutexCommands...)
+	return Commands(h, slices.Concat(mutexCommands, crossCommands)...)
 }
 
 // Commands converts the history's commands named fs into model operations, in order of call. A command
@@ -33,6 +41,9 @@ func Commands(h *history.History, fs ...string) []porcupine.Operation {
 	}
 	ops := make([]porcupine.Operation, 0, n) // once: a grown slice of a million leaves its old copies behind
 	eachCommand(h, nm, fs, func(_ int, in Command, out Reply) {
+		if in.Forced { // the model judges a refusal after a forceUnlock as any other: legal only for a non-holder
+			in.Replay, in.Forced = false, false
+		}
 		ops = append(ops, porcupine.Operation{ClientId: ids[in.Client], Input: in, Output: out,
 			Call: in.Call, Return: in.Return})
 	})
@@ -47,10 +58,11 @@ func eachCommand(h *history.History, nm *names, fs []string, yield func(i int, i
 	for _, f := range fs {
 		want[f] = true
 	}
-	volatile := failoverTopology(h)
+	volatile := factsOf(h).failover
 	split := splitBrain(h)
 	deadline := unknownDeadline(h)
 	down := downNodes(h)
+	forced := forcedSince(h, nm)
 	for i := range h.Ops {
 		o := &h.Ops[i]
 		inv := &o.Invoke
@@ -83,14 +95,67 @@ func eachCommand(h *history.History, nm *names, fs []string, yield func(i int, i
 				continue // failed before it ran: no effect, nothing learned
 			}
 			in.Return = c.Time
-			if split(inv.Client, inv.Time) && out.Outcome == Refused {
+			if split(inv.Client, inv.Time) && (out.Outcome == Refused || slices.Contains(stateReads, inv.F)) {
 				// It may have been served by the isolated old primary: a refusal changed nothing, and what it
 				// says may be about a branch the failover throws away. (Writes there carry nosync, unsure above;
-				// a write some replica acknowledged was not served by the isolated primary.)
+				// a write some replica acknowledged was not served by the isolated primary. A read of the lock's
+				// state there, likewise, may be of the branch thrown away.)
 				continue
 			}
 		}
+		forced(&in, out)
 		yield(i, in, out)
+	}
+}
+
+// forcedSince returns what marks an owner's refused command that a forceUnlock explains: a
+// force_release on the key that may have taken effect (applied, or of unknown outcome) after the owner's
+// latest sure grant, with no release of that hold since. forceUnlock removes a holder without telling it
+// (by design), so its later refused release, renewal or re-entry proves no loss: the command is marked
+// Forced and Replay (its answer proves nothing of the hold), which the owner-by-owner checkers skip; the
+// model (Commands) clears both and judges it as any refusal. Called in the history's order, which is each
+// thread's order of calls.
+func forcedSince(h *history.History, nm *names) func(in *Command, out Reply) {
+	type span struct{ call, ret int64 }
+	forces := map[string][]span{}
+	for i := range h.Ops {
+		o := &h.Ops[i]
+		if o.Invoke.F != "force_release" || o.Complete != nil && o.Complete.Type != history.Unknown && o.Complete.Type != history.Ok {
+			continue // refused (nothing to delete) or failed before it ran: it ended no hold
+		}
+		ret := int64(math.MaxInt64)
+		if o.Complete != nil && o.Complete.Type == history.Ok {
+			ret = o.Complete.Time
+		}
+		k := nm.key(&o.Invoke)
+		forces[k] = append(forces[k], span{o.Invoke.Time, ret})
+	}
+	if len(forces) == 0 {
+		return func(*Command, Reply) {}
+	}
+	granted := map[[2]string]int64{} // (key, owner) -> the call of its latest sure grant, while it holds
+	return func(in *Command, out Reply) {
+		k := [2]string{in.Key, in.Owner}
+		switch {
+		case in.F == "acquire" && out.Outcome == Applied:
+			if _, ok := granted[k]; !ok { // a re-entry keeps the hold's first grant
+				granted[k] = in.Call
+			}
+		case in.F == "release" && out.Outcome == Applied && out.Value == 1:
+			delete(granted, k)
+		case out.Outcome == Refused && !in.Replay:
+			g, ok := granted[k]
+			if !ok {
+				return
+			}
+			for _, f := range forces[in.Key] {
+				if f.call < in.Return && f.ret > g {
+					in.Forced, in.Replay = true, true
+					delete(granted, k) // the hold ended at the force, whatever follows
+					return
+				}
+			}
+		}
 	}
 }
 
@@ -108,16 +173,11 @@ const unknownSlack = time.Second
 // point, and a burst of them at a failover makes the search explode. A deployment lockcheck did not start
 // (--backend external) may hold commands back in ways lockcheck cannot see, so there they stay unbounded.
 func unknownDeadline(h *history.History) func(call, gaveUp int64) int64 {
-	m, ok := metaOf(h)
-	if !ok || m.Options.Backend == "external" {
+	run := factsOf(h)
+	if !run.known || run.external {
 		return func(int64, int64) int64 { return math.MaxInt64 }
 	}
-	slack := int64(unknownSlack)
-	for _, d := range []string{m.Options.Latency, m.Options.Jitter} {
-		if v, err := time.ParseDuration(d); err == nil {
-			slack += int64(v)
-		}
-	}
+	slack := int64(unknownSlack) + run.slack
 	var pauses []history.Window
 	for _, w := range h.Windows() {
 		if w.Kind == "pause" {
@@ -150,8 +210,7 @@ func unknownDeadline(h *history.History) func(call, gaveUp int64) int64 {
 // retrying a refused node, made the search give up.)
 func downNodes(h *history.History) func(node string, call, gaveUp int64) bool {
 	never := func(string, int64, int64) bool { return false }
-	m, ok := metaOf(h)
-	if !ok || m.Options.Backend == "external" || m.Topology != "single" && m.Topology != "redlock" {
+	if run := factsOf(h); !run.known || run.external || !run.oneNode {
 		return never
 	}
 	type span struct{ from, to int64 }
@@ -223,31 +282,6 @@ func splitBrain(h *history.History) func(client string, t int64) bool {
 		}
 		return false
 	}
-}
-
-// runMeta is what the conversion needs from a history's meta record.
-type runMeta struct {
-	Topology string `json:"topology"`
-	Options  struct {
-		Backend string `json:"backend"`
-		Latency string `json:"latency"`
-		Jitter  string `json:"jitter"`
-	} `json:"options"`
-}
-
-// metaOf reads the meta record; false when there is none or it does not parse.
-func metaOf(h *history.History) (runMeta, bool) {
-	var m runMeta
-	if h.Meta == nil {
-		return m, false
-	}
-	return m, json.Unmarshal(h.Meta.Data, &m) == nil
-}
-
-// failoverTopology reports whether the run's topology can fail over (and so lose unacknowledged writes).
-func failoverTopology(h *history.History) bool {
-	m, _ := metaOf(h)
-	return m.Topology == "sentinel" || m.Topology == "cluster"
 }
 
 func firstNonZero(a, b int64) int64 {

@@ -2,7 +2,6 @@ package checker
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
@@ -51,29 +50,11 @@ type liveView struct {
 	murky [][2]int64
 }
 
-// liveMeta is what the liveness bounds are derived from: the run's own settings.
-type liveMeta struct {
-	Options struct {
-		Timeout  string `json:"timeout"`
-		Watchdog string `json:"watchdog"`
-	} `json:"options"`
-}
-
 // liveSettings returns the run's per-command timeout and watchdog timeout (Redisson's defaults when the
 // history does not say).
 func liveSettings(h *history.History) (timeout, watchdog int64) {
-	timeout, watchdog = int64(3*time.Second), int64(30*time.Second)
-	var m liveMeta
-	if h.Meta == nil || json.Unmarshal(h.Meta.Data, &m) != nil {
-		return
-	}
-	if d, err := time.ParseDuration(m.Options.Timeout); err == nil && d > 0 {
-		timeout = int64(d)
-	}
-	if d, err := time.ParseDuration(m.Options.Watchdog); err == nil && d > 0 {
-		watchdog = int64(d)
-	}
-	return
+	run := factsOf(h)
+	return run.timeout, run.watchdog
 }
 
 // freezes are the faults that freeze a client whole (its watchdog too): client-pause at its next grant,

@@ -91,11 +91,15 @@ func TestLostLock(t *testing.T) {
 // An unknown outcome is bounded by when the client gave up (plus slack), or by the end of a node pause that
 // overlaps it; on an external deployment it stays unbounded.
 func TestUnknownDeadline(t *testing.T) {
-	meta := func(backend string) *history.Record {
-		return &history.Record{Type: history.Meta, Data: []byte(`{"options":{"backend":"` + backend + `","latency":"200ms","jitter":"50ms"}}`)}
+	meta := func(backend string) *history.RunMeta {
+		m, err := history.DecodeMeta([]byte(`{"options":{"backend":"` + backend + `","latency":"200ms","jitter":"50ms"}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
 	}
 	s := int64(1e9)
-	h := &history.History{Meta: meta("process")}
+	h := &history.History{Run: meta("process")}
 	if got := unknownDeadline(h)(0, 3*s); got != 3*s+s+250*int64(time.Millisecond) {
 		t.Fatalf("bound %d", got)
 	}
@@ -104,7 +108,7 @@ func TestUnknownDeadline(t *testing.T) {
 	if got := unknownDeadline(h)(s, 3*s); got < 10*s {
 		t.Fatalf("a paused server can run the command at resume (10s), bound %d", got)
 	}
-	if got := unknownDeadline(&history.History{Meta: meta("external")})(0, 3*s); got != math.MaxInt64 {
+	if got := unknownDeadline(&history.History{Run: meta("external")})(0, 3*s); got != math.MaxInt64 {
 		t.Fatalf("external: bound %d, want none", got)
 	}
 }
@@ -125,14 +129,18 @@ func TestLostLockConcurrentRelease(t *testing.T) {
 // server the command reached, and a history without the restart's step keeps every unknown.
 func TestDownNodes(t *testing.T) {
 	s := int64(1e9)
-	meta := func(topology, backend string) *history.Record {
-		return &history.Record{Type: history.Meta, Data: []byte(`{"topology":"` + topology + `","options":{"backend":"` + backend + `"}}`)}
+	meta := func(topology, backend string) *history.RunMeta {
+		m, err := history.DecodeMeta([]byte(`{"topology":"` + topology + `","options":{"backend":"` + backend + `"}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
 	}
 	kill := func(phase string, at int64, nodes ...string) history.Record {
 		return history.Record{Type: history.Fault, F: "kill", Phase: phase, Targets: nodes, Time: at}
 	}
 	faults := []history.Record{kill("start", 1*s, "n2"), kill("step", 2*s, "n2"), kill("stop", 3*s, "n2")}
-	h := &history.History{Meta: meta("redlock", "process"), Faults: faults}
+	h := &history.History{Run: meta("redlock", "process"), Faults: faults}
 	down := downNodes(h)
 	for _, tc := range []struct {
 		node         string
@@ -150,22 +158,22 @@ func TestDownNodes(t *testing.T) {
 		}
 	}
 	// Two nodes killed at once restart one after the other, each marked by its own step.
-	both := &history.History{Meta: meta("single", "process"), Faults: []history.Record{kill("start", 1*s, "n1", "n2"),
+	both := &history.History{Run: meta("single", "process"), Faults: []history.Record{kill("start", 1*s, "n1", "n2"),
 		kill("step", 2*s, "n1"), kill("step", 3*s, "n2"), kill("stop", 4*s, "n1", "n2")}}
 	if d := downNodes(both); d("n1", 1*s, 2*s+s/2) || !d("n2", 1*s, 2*s+s/2) {
 		t.Errorf("two nodes: n1 (restarting at 2 s) down at 2.5 s: %v, n2 (at 3 s): %v", d("n1", 1*s, 2*s+s/2), d("n2", 1*s, 2*s+s/2))
 	}
 	// The restarted server answering again is a later step: a command given up before it never ran.
-	ready := &history.History{Meta: meta("single", "process"), Faults: []history.Record{kill("start", 1*s, "n2"),
+	ready := &history.History{Run: meta("single", "process"), Faults: []history.Record{kill("start", 1*s, "n2"),
 		kill("step", 2*s, "n2"), kill("step", 3*s, "n2"), kill("stop", 3*s+1, "n2")}}
 	if d := downNodes(ready); !d("n2", 1*s, 3*s-1) || d("n2", 1*s, 3*s) || d("n2", 3*s, 3*s+s/10) {
 		t.Errorf("restart at 2 s, answering at 3 s: given up at 3 s - 1 ns: %v (want true), at 3 s: %v, sent at 3 s: %v",
 			d("n2", 1*s, 3*s-1), d("n2", 1*s, 3*s), d("n2", 3*s, 3*s+s/10))
 	}
 	for name, h := range map[string]*history.History{
-		"sentinel":   {Meta: meta("sentinel", "process"), Faults: faults},
-		"external":   {Meta: meta("single", "external"), Faults: faults},
-		"no restart": {Meta: meta("single", "process"), Faults: []history.Record{kill("start", 1*s, "n2"), kill("stop", 3*s, "n2")}},
+		"sentinel":   {Run: meta("sentinel", "process"), Faults: faults},
+		"external":   {Run: meta("single", "external"), Faults: faults},
+		"no restart": {Run: meta("single", "process"), Faults: []history.Record{kill("start", 1*s, "n2"), kill("stop", 3*s, "n2")}},
 	} {
 		if downNodes(h)("n2", 1*s, 1*s+s/10) {
 			t.Errorf("%s: a command to the killed node was taken as never run", name)

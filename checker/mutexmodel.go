@@ -15,7 +15,7 @@ import (
 type Command struct {
 	Key    string
 	Client string // for people only
-	F      string // acquire, release or renew
+	F      string // acquire, release, renew, expire; held, is_locked (reads), force_release (any owner's)
 	Owner  string
 	Lease  int64 // ns the command sets the pttl to (acquire, renew, partial release)
 	Call   int64
@@ -24,6 +24,10 @@ type Command struct {
 	// attempt's result, so its answer says nothing certain; and for a worker's release whose depth
 	// lockcheck cannot know (args.uncertain).
 	Replay bool
+	// Forced marks a refused command of an owner whose hold a forceUnlock may have ended (convert.go,
+	// forcedSince): Replay is set with it, so the owner-by-owner checkers take the refusal as no proof of a
+	// loss; the model clears both.
+	Forced bool
 	// Fair is set for the fair lock: it may refuse a free lock (someone else heads the queue), and its
 	// unlock of a lock that no longer exists answers 1.
 	Fair bool
@@ -169,6 +173,18 @@ func applyCommand(s MutexState, in Command, out Reply) (MutexState, bool) {
 			return s, false
 		}
 		return leased(in.Owner, s.Holds, in.Lease, in.Call, in.Return), true
+	case "held": // isHeldByCurrentThread: a read at some point in [call, return]
+		return s, out.Outcome == Unsure || (out.Value == 1) == (mine && s.Owner != "")
+	case "is_locked": // isLocked: likewise, whoever holds it
+		return s, out.Outcome == Unsure || (out.Value == 1) == (s.Owner != "")
+	case "force_release": // forceUnlock: a release of whoever holds it
+		switch {
+		case out.Outcome == Refused: // nothing to delete
+			return s, s.Owner == ""
+		case s.Owner == "":
+			return s, out.Outcome == Unsure // ran and deleted nothing; an "ok" says it deleted a hold
+		}
+		return MutexState{}, true
 	case "expire": // PEXPIRE with no owner check (MultiLock's final lease): moves whoever holds it
 		if out.Outcome == Refused {
 			return s, s.Owner == ""
@@ -241,7 +257,8 @@ func describeOutcome(in Command, out Reply) string {
 	case Refused:
 		return "→ refused"
 	}
-	if in.F == "release" {
+	switch in.F {
+	case "release", "held", "is_locked", "force_release":
 		return fmt.Sprintf("→ %d", out.Value)
 	}
 	return "→ ok"

@@ -17,6 +17,8 @@ import (
 type History struct {
 	Meta      *Record     // nil when the file has none
 	MetaLine  int         // the meta record's line number
+	Run       *RunMeta    // the meta record's data, decoded; nil when there is none or it does not decode
+	RunErr    error       // why the meta record's data does not decode (the checkers then take defaults)
 	Ops       []Operation // operations in invoke order
 	Faults    []Record
 	Sections  []Record
@@ -242,6 +244,7 @@ func (h *History) add(d *decoder, rec *Record, ids *idSet, n, seen int) error {
 		}
 		m := *rec
 		h.Meta, h.MetaLine = &m, n
+		h.Run, h.RunErr = DecodeMeta(m.Data)
 	case End:
 		switch EndReason(rec.F) {
 		case EndCompleted, EndInterrupted, EndFailed:

@@ -41,21 +41,14 @@ type Params struct {
 	Readers  string           // read-write lock: READERS:WRITERS
 	OnLost   workloads.OnLost // mutex: whether a critical section ends at the library's loss signal
 	Seed     int64
+	// CrossThread and ForceUnlock are the mutex workload's chances of cross-thread operations (stray
+	// releases and state reads) and of a forceUnlock per critical section.
+	CrossThread, ForceUnlock float64
 }
 
 // Checks is what the checkers need to know about a run; it travels in the history's meta record, so a
 // history is judged without the kind that made it (a worker's or a spec's kind need not be registered).
-type Checks struct {
-	Family  string `json:"family"`
-	Fenced  bool   `json:"fenced,omitempty"`
-	Fair    bool   `json:"fair,omitempty"`
-	Group   bool   `json:"group,omitempty"`
-	Permits int64  `json:"permits,omitempty"`
-	// Members is set where a lock spans independent masters (RedLock): losing it on one is tolerated.
-	Members bool `json:"members,omitempty"`
-	// Liveness is set by --check liveness (extra.go): judge slow wake-ups and starvation too.
-	Liveness bool `json:"liveness,omitempty"`
-}
+type Checks history.Checks
 
 // Family is one interface of lock clients with the workload that drives it and the checkers that judge it.
 type Family struct {
@@ -219,7 +212,8 @@ func mutexWorkload(rw bool) func(k *Kind, p Params) (Workload, error) {
 		}
 		w := workloads.Mutex{Keys: k.KeyCount(p), Group: group, Wait: p.Wait, WaitTo: p.WaitTo, Lease: p.Lease,
 			LeaseTo: p.LeaseTo, Threads: p.Threads, Hold: p.Hold, Reentry: p.Reentry, Reentrant: k.Reentrant, RW: rw,
-			ReadRatio: read, Seed: p.Seed, Extend: k.AppExtends, OnLost: p.OnLost}
+			ReadRatio: read, Seed: p.Seed, Extend: k.AppExtends, OnLost: p.OnLost, CrossThread: p.CrossThread,
+			ForceUnlock: p.ForceUnlock}
 		if err := w.Validate(); err != nil {
 			return nil, err
 		}

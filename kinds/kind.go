@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 
 	"github.com/lockcheck/lockcheck/locks"
 	"github.com/lockcheck/lockcheck/topology"
@@ -43,7 +44,7 @@ type Kind struct {
 // Checks are what the kind's checkers need, recorded in the history so that it can be judged alone.
 func (k *Kind) Checks(p Params) Checks {
 	c := Checks{Family: k.Family.Name, Fenced: k.Fenced, Fair: k.Fair, Group: k.Group,
-		Members: k.Topology == topology.Redlock}
+		Members: topology.KindNamed(k.Topology).Masters}
 	if k.Family.Counted {
 		c.Permits = p.Permits
 	}
@@ -61,7 +62,12 @@ func (k *Kind) KeyCount(p Params) int {
 	return 1
 }
 
-var kinds = map[string]*Kind{}
+// kindsMu guards kinds and providers: a spec lock or a worker's kind is registered at start-up, and tests
+// start several runs in one process at once.
+var (
+	kindsMu sync.RWMutex
+	kinds   = map[string]*Kind{}
+)
 
 // Register adds a lock kind: a built-in one at init, or one made at start-up (a spec-defined lock, a
 // worker's). A kind without a name, a client factory or a registered family is a programming error: its
@@ -73,12 +79,16 @@ func Register(k Kind) {
 	if f, err := FamilyNamed(k.Family.Name); err != nil || f != k.Family {
 		panic(fmt.Sprintf("kinds.Register: kind %q: family %q is not a registered family", k.Name, k.Family.Name))
 	}
+	kindsMu.Lock()
 	kinds[k.Name] = &k
+	kindsMu.Unlock()
 }
 
 // Lookup finds a lock kind by name.
 func Lookup(name string) (*Kind, error) {
+	kindsMu.RLock()
 	k, ok := kinds[name]
+	kindsMu.RUnlock()
 	if !ok {
 		return nil, fmt.Errorf("unknown lock %q (have: %v)", name, KindNames())
 	}
@@ -87,6 +97,8 @@ func Lookup(name string) (*Kind, error) {
 
 // KindNames lists the registered kinds.
 func KindNames() []string {
+	kindsMu.RLock()
+	defer kindsMu.RUnlock()
 	var out []string
 	for n := range kinds {
 		out = append(out, n)
@@ -111,10 +123,16 @@ type Provider struct {
 var providers = map[string]Provider{}
 
 // RegisterProvider adds a client provider to the listing.
-func RegisterProvider(p Provider) { providers[p.Name] = p }
+func RegisterProvider(p Provider) {
+	kindsMu.Lock()
+	providers[p.Name] = p
+	kindsMu.Unlock()
+}
 
 // Providers lists the registered client providers by name.
 func Providers() []Provider {
+	kindsMu.RLock()
+	defer kindsMu.RUnlock()
 	var out []Provider
 	for _, p := range providers {
 		out = append(out, p)

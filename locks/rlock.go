@@ -129,11 +129,67 @@ func (l *RLock) unlockInner(ctx context.Context, id string, attempt int) (res in
 		unlockMessage, l.internalLease.Milliseconds(), l.Owner(), l.r.publish(), l.r.latchMs())
 }
 
-// ForceUnlock deletes the lock whoever holds it and wakes every waiter.
+// ForceUnlock deletes the lock whoever holds it and wakes every waiter (RedissonLock.forceUnlock). It is
+// recorded as "force_release": value 1 (applied) when it deleted a hold, 0 (refused) when the lock was free.
 func (l *RLock) ForceUnlock(ctx context.Context) (bool, error) {
-	res, err := l.r.scripts.Get("force_release").Run(ctx, l.r.rdb, []string{l.name, l.channel()},
-		unlockMessage, l.r.publish()).Int64()
-	return res == 1, err
+	v, _, err := record(l.r.rec, l.op("force_release", nil), func() (*int64, bool, error) {
+		res, err := l.r.eval(ctx, "force_release", []string{l.name, l.channel()}, unlockMessage, l.r.publish())
+		n, ok := res.(int64)
+		if !ok {
+			if err == nil {
+				err = errors.New("force_release: unexpected reply")
+			}
+			return nil, false, err
+		}
+		return history.Int64(n), n == 0, err
+	})
+	return v != nil && *v == 1, err
+}
+
+var (
+	_ StateReader   = (*RLock)(nil)
+	_ ForceUnlocker = (*RLock)(nil)
+	_ ThreadBound   = (*RLock)(nil)
+)
+
+// ThreadBound: an RLock's hold is its thread's (<uuid>:<thread>); another thread's unlock is refused.
+func (l *RLock) ThreadBound() bool { return true }
+
+// ReadsState and ForcesUnlock: RLock has isHeldByCurrentThread, isLocked and forceUnlock.
+func (l *RLock) ReadsState() bool { return true }
+
+// ForcesUnlock: see ReadsState.
+func (l *RLock) ForcesUnlock() bool { return true }
+
+// Held is isHeldByCurrentThread: HEXISTS of this thread's field, recorded as "held" (value 1 or 0).
+func (l *RLock) Held(ctx context.Context) (bool, error) {
+	return l.read(ctx, "held", func(ctx context.Context) (bool, error) {
+		return l.r.rdb.HExists(ctx, l.name, l.Owner()).Result()
+	})
+}
+
+// IsLocked is isLocked: EXISTS of the lock's hash, recorded as "is_locked" (value 1 or 0).
+func (l *RLock) IsLocked(ctx context.Context) (bool, error) {
+	return l.read(ctx, "is_locked", func(ctx context.Context) (bool, error) {
+		n, err := l.r.rdb.Exists(ctx, l.name).Result()
+		return n > 0, err
+	})
+}
+
+// read records one read of the lock's state as an operation whose value is the answer.
+func (l *RLock) read(ctx context.Context, f string, run func(context.Context) (bool, error)) (bool, error) {
+	var yes bool
+	_, _, err := record(l.r.rec, l.op(f, nil), func() (*int64, bool, error) {
+		var err error
+		if yes, err = run(ctx); err != nil {
+			return nil, false, err
+		}
+		if yes {
+			return history.Int64(1), false, nil
+		}
+		return history.Int64(0), false, nil
+	})
+	return yes, err
 }
 
 // redisNil reports go-redis's nil reply.

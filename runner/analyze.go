@@ -14,6 +14,7 @@ import (
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/kinds"
+	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/report"
 )
 
@@ -72,6 +73,12 @@ func analyze(ctx context.Context, path string, timeout time.Duration, resultsNam
 	if err != nil {
 		return nil, err
 	}
+	var p nemesis.Plan // re-encoded, as it always was: a history without a plan gets an empty one
+	if len(meta.Plan) > 0 && string(meta.Plan) != "null" {
+		if err := json.Unmarshal(meta.Plan, &p); err != nil {
+			return nil, usagef("%s: history line %d: meta record: plan: %v", path, h.MetaLine, err)
+		}
+	}
 	dir := filepath.Dir(path)
 	files := map[string]string{"dir": dir, "history": path, "results": filepath.Join(dir, resultsName),
 		"html": filepath.Join(dir, htmlName)}
@@ -84,10 +91,10 @@ func analyze(ctx context.Context, path string, timeout time.Duration, resultsNam
 	if err != nil {
 		return nil, usagef("%s: meta record: %v", path, err)
 	}
-	lin, cs := family.Checkers(meta.Checks, timeout)
+	lin, cs := family.Checkers(kinds.Checks(meta.Checks), timeout)
 	results, valid := runCheckers(ctx, h, lin, cs, tooLongForTimeline(h) != "")
 	opts, _ := json.Marshal(meta.Options)
-	plan, _ := json.Marshal(meta.Plan)
+	plan, _ := json.Marshal(p)
 	res := &report.Results{Valid: valid, Lock: meta.Lock, Topology: meta.Topology, Nemesis: meta.Nemesis,
 		Seed: meta.Seed, Truncated: h.Truncated, Checkers: results, Faults: h.Windows(), Options: opts, Plan: plan,
 		Versions: meta.Versions, StartupMs: meta.StartupMs, Files: files}
@@ -159,14 +166,14 @@ func endVerdict(h *history.History, res *report.Results) {
 // readMeta decodes and validates the meta record: a lock lockcheck knows, and checks that are that lock's
 // own, so a crafted meta record cannot choose (or switch off) the checkers.
 func readMeta(path string, h *history.History) (Meta, error) {
-	var meta Meta
 	if h.Meta == nil {
-		return meta, usagef("%s: no meta record: not a lockcheck history", path)
+		return Meta{}, usagef("%s: no meta record: not a lockcheck history", path)
 	}
 	at := fmt.Sprintf("%s: history line %d: meta record", path, h.MetaLine)
-	if err := json.Unmarshal(h.Meta.Data, &meta); err != nil {
-		return meta, usagef("%s: %v", at, err)
+	if h.RunErr != nil {
+		return Meta{}, usagef("%s: %v", at, h.RunErr)
 	}
+	meta := *h.Run
 	k, err := kinds.Lookup(meta.Lock)
 	if err != nil && meta.Spec != "" {
 		if _, ferr := kinds.FamilyNamed(meta.Checks.Family); ferr != nil {
@@ -177,7 +184,7 @@ func readMeta(path string, h *history.History) (Meta, error) {
 	if err != nil {
 		return meta, usagef("%s: %v", at, err)
 	}
-	want := k.Checks(kinds.Params{Permits: meta.Checks.Permits})
+	want := history.Checks(k.Checks(kinds.Params{Permits: meta.Checks.Permits}))
 	if k.Family.Counted && want.Permits < 1 {
 		return meta, usagef("%s: lock %s needs permits >= 1, got %d", at, k.Name, want.Permits)
 	}

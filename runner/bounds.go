@@ -69,12 +69,10 @@ func (b durationBound) check() error {
 	return nil
 }
 
-// defaultMasters is --nodes for redlock when it is not given.
-const defaultMasters = 5
-
 // nodesFor is the node count to start: --nodes (given: 0 when unset) only means something for redlock; an
 // external deployment names its own nodes. A --nodes that would be ignored is refused.
 func nodesFor(topo string, given int, ext *topology.External) (int, error) {
+	k := topology.KindNamed(topo)
 	switch {
 	case given < 0:
 		return 0, usagef("--nodes must be at least 1, got %d", given)
@@ -82,9 +80,9 @@ func nodesFor(topo string, given int, ext *topology.External) (int, error) {
 		return 0, usagef("--nodes %d: --backend external uses the deployment's own %d node(s)", given, len(ext.Nodes))
 	case ext != nil:
 		return len(ext.Nodes), nil
-	case topo == topology.Redlock && given == 0:
-		return defaultMasters, nil
-	case topo == topology.Redlock || !slices.Contains(topology.Kinds, topo):
+	case k.Masters && given == 0:
+		return k.DefaultMasters, nil
+	case k.Masters || !k.Known():
 		return given, nil // an unknown topology is reported by its own check
 	case given != 0:
 		return 0, usagef("--nodes %d: only --topology redlock takes it (%s has %d node(s))", given, topo,

@@ -28,10 +28,7 @@ const (
 // descriptorsNeeded is the most descriptors the run can hold at once, and how that was counted.
 func descriptorsNeeded(o Options, ext *topology.External) (int, string) {
 	nodes := topology.NodeCount(o.Topology, o.Nodes)
-	sentinels := 0
-	if o.Topology == topology.Sentinel {
-		sentinels = 3
-	}
+	sentinels := topology.KindNamed(o.Topology).Sentinels
 	perConn, listener := fdsPerConn, 1
 	if ext != nil { // the proxies, if any, are the toxiproxy server's
 		nodes, sentinels, perConn, listener = len(ext.Nodes), len(ext.Sentinels), 1, 0

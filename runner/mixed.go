@@ -74,11 +74,7 @@ func (p *workerPlan) sides(clients []string) (workers, gos []string) {
 }
 
 // GoSide names the Go clients of a mixed run in its meta record.
-type GoSide struct {
-	Clients []string `json:"clients"`
-	Library string   `json:"library"` // lockcheck's emulation
-	Version string   `json:"version"` // lockcheck's revision, and the library version it follows
-}
+type GoSide = history.GoSide
 
 // describeMixed adds the Go side of a mixed run to its meta record: both clients are named, each with
 // its library and version.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/kinds"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/node"
@@ -63,6 +64,8 @@ type Options struct {
 	Count           int64            // latch
 	Readers         string           // read-write lock: readers:writers
 	OnLost          workloads.OnLost // --on-lost: a critical section ends at the library's loss signal (stop)
+	CrossThread     float64          // --cross-thread: chance of a stray release or a state read (workloads/crossthread.go)
+	ForceUnlock     float64          // --force-unlock: chance per critical section of a forceUnlock of a random key
 	Group           int              // multi lock: keys per acquisition
 	Latency         time.Duration
 	Jitter          time.Duration
@@ -127,6 +130,9 @@ func (o Options) validate() (workloads.Range, error) {
 	if o.Clients < 1 {
 		return hold, usagef("--clients must be at least 1, got %d", o.Clients)
 	}
+	if !(o.CrossThread >= 0 && o.CrossThread <= 1) || !(o.ForceUnlock >= 0 && o.ForceUnlock <= 1) {
+		return hold, usagef("--cross-thread and --force-unlock are chances in [0, 1], got %g and %g", o.CrossThread, o.ForceUnlock)
+	}
 	if o.Threads < 1 || o.Threads > MaxThreads {
 		return hold, usagef("--threads must be in [1, %d], got %d", MaxThreads, o.Threads)
 	}
@@ -171,17 +177,19 @@ func (o Options) validate() (workloads.Range, error) {
 }
 
 // describe is the options as recorded in the history and results.json.
-func (o Options) describe() map[string]any {
-	return map[string]any{"lock": o.Lock, "topology": o.Topology, "nodes": o.Nodes, "nemesis": o.Nemesis,
-		"nemesis_interval": o.NemesisInterval.String(), "nemesis_duration": o.NemesisDuration.String(), "nemesis_targets": o.NemesisTargets,
-		"nemesis_trigger": o.NemesisTrigger, "quiet": o.Quiet.String(), "time": o.Time.String(), "clients": o.Clients, "keys": o.Keys,
-		"lease": o.Leases().Text(), "watchdog": o.Watchdog.String(), "wait": o.Waits().Text(), "threads": o.Threads,
-		"timeout": o.Timeout.String(), "hold": o.Hold, "reentry": o.Reentry, "seed": o.Seed,
-		"persistence": o.Persistence, "scripts": o.Scripts, "check_timeout": o.CheckTimeout.String(), "check": o.Check,
-		"permits": o.Permits, "count": o.Count, "readers": o.Readers, "group": o.Group, "on_lost": o.OnLost.String(),
-		"latency": o.Latency.String(), "jitter": o.Jitter.String(), "clock_bump": o.ClockBump.String(),
-		"backend": o.Backend, "docker_image": o.DockerImage, "external": o.External,
-		"client": o.Worker.Client, "client_cmd": o.Worker.Cmd, "client_options": o.Worker.Options}
+func (o Options) describe() history.Options {
+	d := func(v time.Duration) history.Duration { return history.Duration(v) }
+	return history.Options{Lock: o.Lock, Topology: o.Topology, Nodes: o.Nodes, Nemesis: o.Nemesis,
+		NemesisInterval: d(o.NemesisInterval), NemesisDuration: d(o.NemesisDuration), NemesisTargets: o.NemesisTargets,
+		NemesisTrigger: o.NemesisTrigger, Quiet: d(o.Quiet), Time: d(o.Time), Clients: o.Clients, Keys: o.Keys,
+		Lease: o.Leases().Text(), Watchdog: d(o.Watchdog), Wait: o.Waits().Text(), Threads: o.Threads,
+		Timeout: d(o.Timeout), Hold: o.Hold, Reentry: o.Reentry, Seed: o.Seed,
+		Persistence: o.Persistence, Scripts: o.Scripts, CheckTimeout: d(o.CheckTimeout), Check: o.Check,
+		Permits: o.Permits, Count: o.Count, Readers: o.Readers, Group: o.Group, OnLost: o.OnLost.String(),
+		Latency: d(o.Latency), Jitter: d(o.Jitter), ClockBump: d(o.ClockBump),
+		Backend: o.Backend, DockerImage: o.DockerImage, External: o.External,
+		Client: o.Worker.Client, ClientCmd: o.Worker.Cmd, ClientOptions: o.Worker.Options,
+		CrossThread: o.CrossThread, ForceUnlock: o.ForceUnlock}
 }
 
 // faultParams tunes the faults from the options.

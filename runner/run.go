@@ -30,25 +30,8 @@ import (
 	"github.com/lockcheck/lockcheck/workloads"
 )
 
-// Meta is the first record of every history: enough to re-check it and to reproduce the run.
-type Meta struct {
-	Lock      string            `json:"lock"`
-	Topology  string            `json:"topology"`
-	Nemesis   []string          `json:"nemesis"`
-	Seed      int64             `json:"seed"`
-	Options   map[string]any    `json:"options"`
-	Plan      nemesis.Plan      `json:"plan"`
-	Versions  map[string]string `json:"versions"`
-	ScriptSet string            `json:"script_set,omitempty"`
-	// Spec names the spec file of a user-defined lock: such a lock is not registered, so the family its
-	// checks name judges it (a history naming an unregistered lock without a spec is refused).
-	Spec      string       `json:"spec,omitempty"`
-	Checks    kinds.Checks `json:"checks"`
-	StartupMs int64        `json:"startup_ms,omitempty"`
-	Client    *ClientMeta  `json:"client,omitempty"` // the worker, when the clients were one
-	// Command is the command line, for the summary page.
-	Command []string `json:"command,omitempty"`
-}
+// Meta is the first record of every history (history.RunMeta).
+type Meta = history.RunMeta
 
 func clientNames(n int) []string {
 	out := make([]string, n)
@@ -108,8 +91,12 @@ func (t *Test) Run(ctx context.Context, stderr io.Writer) (*report.Results, erro
 	if err != nil {
 		return nil, failedStart(dir, err)
 	}
+	plan, err := json.Marshal(t.Plan)
+	if err != nil {
+		return nil, failedStart(dir, err)
+	}
 	meta := Meta{Lock: o.Lock, Topology: o.Topology, Nemesis: t.Faults, Seed: o.Seed, Options: o.describe(),
-		Plan: t.Plan, Versions: Versions(), Checks: t.Checks, Command: o.Command}
+		Plan: plan, Versions: Versions(), Checks: history.Checks(t.Checks), Command: o.Command}
 	if t.Scripts != nil {
 		meta.ScriptSet = t.Scripts.Set
 	}
@@ -244,10 +231,10 @@ func execute(ctx context.Context, t *Test, dir string, rec *history.Recorder, me
 	for _, c := range spec.Clients {
 		var sentinel *locks.SentinelConn
 		var cluster *locks.ClusterConn
-		switch o.Topology {
-		case topology.Sentinel:
+		switch k := topology.KindNamed(o.Topology); {
+		case k.Sentinels > 0:
 			sentinel = &locks.SentinelConn{Addrs: topo.SentinelAddrs(), MasterName: topo.MasterName(), Dialer: topo.Dialer(c)}
-		case topology.Cluster:
+		case k.Slots:
 			cluster = &locks.ClusterConn{Addrs: topo.ClusterAddrs(), Dialer: topo.Dialer(c)}
 		}
 		mc, err := newClient(locks.Env{Client: c, Addrs: topo.Addrs(c), Password: topo.Password, Scripts: t.Scripts,

@@ -38,7 +38,8 @@ type Test struct {
 func (o Options) params(hold workloads.Range) kinds.Params {
 	return kinds.Params{Clients: o.Clients, Threads: o.Threads, Keys: o.Keys, Group: o.Group, Permits: o.Permits,
 		Count: o.Count, Wait: o.Wait, WaitTo: o.WaitTo, Lease: o.Lease, LeaseTo: o.LeaseTo, Watchdog: o.Watchdog,
-		Hold: hold, Reentry: o.Reentry, Readers: o.Readers, Seed: o.Seed, OnLost: o.OnLost}
+		Hold: hold, Reentry: o.Reentry, Readers: o.Readers, Seed: o.Seed, OnLost: o.OnLost, CrossThread: o.CrossThread,
+		ForceUnlock: o.ForceUnlock}
 }
 
 // NewTest composes the test the options describe; every error is a usage error.
@@ -92,7 +93,7 @@ func NewTest(o Options) (*Test, error) {
 		names.Replication = planned{shards: shards, modes: modes}
 		names.KeyShards = keyShards(o.Topology, kind.KeyCount(params))
 	}
-	if kind.Topology == topology.Redlock && o.Topology != topology.Redlock {
+	if topology.KindNamed(kind.Topology).Masters && !topology.KindNamed(o.Topology).Masters {
 		return nil, usagef("--lock %s needs independent masters: --topology redlock", o.Lock)
 	}
 	for i := 1; i <= topology.NodeCount(o.Topology, o.Nodes); i++ {

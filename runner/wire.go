@@ -49,7 +49,7 @@ func (w *wireRecording) front(client, node, addr string) (string, error) {
 		w.mu.Unlock()
 	}
 	label := "n1"
-	if w.kind == topology.Redlock {
+	if topology.KindNamed(w.kind).Masters { // one tap per master; elsewhere the client's first node
 		label = node
 	}
 	return w.sess.Front(addr, client, label)

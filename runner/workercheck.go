@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -87,13 +86,10 @@ func pauseRun(o Options) Options {
 
 func handshakeText(path string) string {
 	h, err := history.ReadFile(path)
-	if err != nil || h.Meta == nil {
+	if err != nil || h.Run == nil || h.Run.Client == nil {
 		return "init_ok"
 	}
-	var m Meta
-	if json.Unmarshal(h.Meta.Data, &m) != nil || m.Client == nil {
-		return "init_ok"
-	}
+	m := h.Run
 	return fmt.Sprintf("%s %s (%s), kinds %s, caps [%s]", m.Client.Library, m.Client.Version, m.Client.Runtime,
 		strings.Join(m.Client.Kinds, ","), strings.Join(m.Client.Caps, ","))
 }

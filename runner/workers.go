@@ -31,22 +31,7 @@ type WorkerOptions struct {
 }
 
 // ClientMeta names the worker of a run in its meta record, from its init_ok.
-type ClientMeta struct {
-	Name    string   `json:"name"` // the registered name, or "cmd"
-	Command string   `json:"command"`
-	Library string   `json:"library"`
-	Version string   `json:"version"`
-	Runtime string   `json:"runtime,omitempty"`
-	Kinds   []string `json:"kinds,omitempty"`
-	Caps    []string `json:"caps,omitempty"`
-	Broken  string   `json:"broken,omitempty"` // a negative control's flaw
-	// StartupMs is how long the workers took to start and answer init (all at once).
-	StartupMs int64 `json:"startup_ms,omitempty"`
-	// Clients and Go split a mixed run (--client NAME,go): the clients that ran the worker, and the Go
-	// clients beside them.
-	Clients []string `json:"clients,omitempty"`
-	Go      *GoSide  `json:"go,omitempty"`
-}
+type ClientMeta = history.Client
 
 // workerPlan is a resolved worker: the command and what it supports.
 type workerPlan struct {
@@ -236,7 +221,7 @@ func (p *workerPlan) initFor(o Options, kind *kinds.Kind, topo *topology.Topolog
 			t.Nodes = append(t.Nodes, sdk.Node{Name: n, Addr: addrs[i]})
 		}
 	}
-	if o.Topology == topology.Sentinel {
+	if topology.KindNamed(o.Topology).Sentinels > 0 {
 		t.Sentinels, t.MasterName = topo.SentinelAddrs(), topo.MasterName()
 	}
 	init := sdk.Message{Client: client, Seed: o.Seed, Topology: t, Password: topo.Password,

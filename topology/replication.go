@@ -141,17 +141,7 @@ func Shape(kind string) (shards int, modes []string) {
 }
 
 // NodeCount is how many data nodes a kind starts (masters for redlock).
-func NodeCount(kind string, masters int) int {
-	switch kind {
-	case Redlock:
-		return masters
-	case Sentinel:
-		return 3
-	case Cluster:
-		return 2 * clusterShards
-	}
-	return 1
-}
+func NodeCount(kind string, masters int) int { return KindNamed(kind).NodeCount(masters) }
 
 // ShardOfSlot is the shard whose primary serves slot when a kind of topology starts (0 where there is one
 // primary).

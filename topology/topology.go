@@ -18,6 +18,7 @@ import (
 	"github.com/lockcheck/lockcheck/internal/bounded"
 	"github.com/lockcheck/lockcheck/network"
 	"github.com/lockcheck/lockcheck/node"
+	"github.com/lockcheck/lockcheck/topology/kind"
 )
 
 // Kinds of topology.
@@ -28,8 +29,20 @@ const (
 	Cluster  = "cluster"  // Redis Cluster: three masters, three replicas
 )
 
-// Kinds lists the topologies.
-var Kinds = []string{Single, Redlock, Sentinel, Cluster}
+// Kinds lists the topologies' names (kind.All).
+var Kinds = func() []string {
+	var out []string
+	for _, k := range kind.All {
+		out = append(out, k.Name)
+	}
+	return out
+}()
+
+// Kind is what a kind of topology is (topology/kind): ask it, never compare kind names outside this package.
+type Kind = kind.Kind
+
+// KindNamed is the kind called name (--topology, the meta record's topology); an unknown one is not Known.
+func KindNamed(name string) Kind { return kind.Named(name) }
 
 // Spec says what to start.
 type Spec struct {

@@ -84,6 +84,11 @@ type Mutex struct {
 	Seed      int64
 	Extend    bool   // the application extends long holds of locks with no watchdog (workloads/extend.go)
 	OnLost    OnLost // --on-lost: whether a critical section ends at the library's loss signal
+	// CrossThread is the chance, per acquisition and per critical section, of a cross-thread operation
+	// (--cross-thread, crossthread.go): a stray release or a read of the lock's state.
+	CrossThread float64
+	// ForceUnlock is the chance per critical section that a thread force-unlocks a key (--force-unlock).
+	ForceUnlock float64
 }
 
 // Validate rejects nonsense options.
@@ -105,6 +110,10 @@ func (m Mutex) Validate() error {
 		return fmt.Errorf("--reentry must be in [0, 1], got %g", m.Reentry)
 	case m.ReadRatio < 0 || m.ReadRatio > 1:
 		return fmt.Errorf("the read share must be in [0, 1], got %g", m.ReadRatio)
+	case !(m.CrossThread >= 0 && m.CrossThread <= 1):
+		return fmt.Errorf("--cross-thread must be in [0, 1], got %g", m.CrossThread)
+	case !(m.ForceUnlock >= 0 && m.ForceUnlock <= 1):
+		return fmt.Errorf("--force-unlock must be in [0, 1], got %g", m.ForceUnlock)
 	}
 	return nil
 }
@@ -116,7 +125,8 @@ func KeyName(i int) string { return "lock-" + strconv.Itoa(i) }
 // command already sent always completes (bounded by the client's timeout), so stopping adds no unknown outcomes.
 func (m Mutex) Run(ctx context.Context, stop <-chan struct{}, clients []locks.Client, rec *history.Recorder, res *Resource) {
 	eachThread(ctx, stop, clients, m.Threads, m.Seed, func(ctx context.Context, t Thread) {
-		w := mutexWorker{Mutex: m, c: t.Client, rec: rec, res: res, thread: t.ID, rng: t.Rng, back: t.Back}
+		w := mutexWorker{Mutex: m, c: t.Client, rec: rec, res: res, thread: t.ID, rng: t.Rng, back: t.Back,
+			x: crossRng(m.Seed, t)}
 		w.loop(ctx)
 	})
 }
@@ -175,6 +185,7 @@ type mutexWorker struct {
 	rng    *rand.Rand
 	back   *backoff
 	late   sync.WaitGroup // writes in flight to the resource (resource-delay)
+	x      *rand.Rand     // draws the cross-thread operations: the other streams stay as without them
 }
 
 // next picks the keys and the lock (and mode) of one acquisition.
@@ -201,6 +212,7 @@ func (w *mutexWorker) next() (locks.Mutex, string, []string) {
 func (w *mutexWorker) loop(ctx context.Context) {
 	defer w.late.Wait() // no section is recorded after the workload ends
 	for ctx.Err() == nil {
+		w.crossOps(ctx)
 		l, mode, keys := w.next()
 		begin := time.Now()
 		ok, err := w.tryLock(ctx, l, 0)
@@ -233,6 +245,7 @@ func (w *mutexWorker) loop(ctx context.Context) {
 			secs = append(secs, w.res.Enter(e))
 		}
 		frozen(w.c, w.rec)
+		w.readsInside(ctx, l)
 		held, done := w.untilLost(ctx, l)
 		if w.Reentrant && w.rng.Float64() < w.Reentry {
 			sleep(held, hold/2)
@@ -349,7 +362,11 @@ func (w *mutexWorker) tryLock(ctx context.Context, l locks.Mutex, nested int64) 
 }
 
 func (w *mutexWorker) unlock(ctx context.Context, l locks.Mutex, nested int64) {
-	op := w.userOp("unlock", l, nested, 0, 0)
+	w.release(ctx, w.userOp("unlock", l, nested, 0, 0), l)
+}
+
+// release runs l's unlock for op: ok, "not held" (failed, value -1), failed, or unknown.
+func (w *mutexWorker) release(ctx context.Context, op *history.Op, l locks.Mutex) {
 	err := l.Unlock(ctx)
 	switch {
 	case err == nil:

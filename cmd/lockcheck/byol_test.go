@@ -18,12 +18,12 @@ func TestUnknownClientVersion(t *testing.T) {
 	t.Parallel() // builds and fault-free runs: not timing-sensitive
 	useWorkerCache(t)
 	for _, tc := range []struct{ client, says string }{
-		{"redsync@v9.9.9", "the registry has no redsync v9.9.9"},                   // not a v4 version: refused before asking
-		{"redsync@v4.99.0", "the registry has no redsync v4.99.0"},                 // the Go module proxy's answer
-		{"redis-py@0.0.1", "the registry has no redis-py 0.0.1"},                   // PyPI's
-		{"node-redlock@99.0.0", "the registry has no node-redlock 99.0.0"},         // npm's
-		{"nosuch@1.0", "--client nosuch: no such worker"},                          // no such library
-		{"redsync-nosuch", "--client redsync-nosuch: no such worker (have: naive"}, // the names it has
+		{"redsync@v9.9.9", "the registry has no redsync v9.9.9"},              // not a v4 version: refused before asking
+		{"redsync@v4.99.0", "the registry has no redsync v4.99.0"},            // the Go module proxy's answer
+		{"redis-py@0.0.1", "the registry has no redis-py 0.0.1"},              // PyPI's
+		{"node-redlock@99.0.0", "the registry has no node-redlock 99.0.0"},    // npm's
+		{"nosuch@1.0", "--client nosuch: no such worker"},                     // no such library
+		{"redsync-nosuch", "--client redsync-nosuch: no such worker (have: "}, // the names it has
 	} {
 		t.Run(tc.client, func(t *testing.T) {
 			// The binary, not run(): this test is parallel, and capturing os.Stderr would take in others' output.

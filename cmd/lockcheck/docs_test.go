@@ -390,6 +390,11 @@ func docOther(root string, args []string) error {
 // docGo checks a go command: build, test, run or vet of packages of this module that exist, and for a test
 // its -run, -bench and -fuzz patterns match a function of those packages.
 func docGo(root string, args []string) error {
+	const module = "github.com/lockcheck/lockcheck/"
+	if len(args) == 2 && args[0] == "install" && strings.HasPrefix(args[1], module) { // this module's command, as a user installs it
+		pkg, _, _ := strings.Cut(strings.TrimPrefix(args[1], module), "@")
+		return docGo(root, []string{"build", "./" + pkg})
+	}
 	if len(args) == 0 || !slices.Contains([]string{"build", "test", "run", "vet", "list"}, args[0]) {
 		return fmt.Errorf("go %v: no rule to check it", args)
 	}

@@ -219,3 +219,33 @@ func unmountUnder(t *testing.T, dir string) {
 		}
 	}
 }
+
+// The full image test's socket watch tells loopback peers from others: a TCP connection on loopback is
+// counted, and a UDP socket connected to a documentation address (TEST-NET-1; a UDP connect only sets the
+// peer, no packet is sent) is named. Runs in make test: it needs no image.
+func TestWatchSocketsSortsPeers(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	u, err := net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 9})
+	if err != nil {
+		t.Skipf("no route to set a UDP peer with: %v", err)
+	}
+	defer u.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // one look: the watch looks before it checks ctx
+	s := watchSockets(ctx, os.Getpid())
+	if s.loopback == 0 {
+		t.Errorf("the loopback connection was not seen: %+v", s)
+	}
+	if !strings.Contains(strings.Join(s.other, "\n"), "192.0.2.1") {
+		t.Errorf("other peers %v, want the UDP socket to 192.0.2.1 among them", s.other)
+	}
+}

@@ -128,7 +128,7 @@ func TestProtocolDocTables(t *testing.T) {
 		}
 		if !slices.Contains([]string{sdk.TypeAcquire, sdk.TypeRelease, sdk.TypeExtend, sdk.TypeSetPermits, sdk.TypeAcquirePermits,
 			sdk.TypeReleasePermits, sdk.TypeAcquirePermit, sdk.TypeReleasePermit, sdk.TypeAvailable, sdk.TypeSetCount,
-			sdk.TypeCountDown, sdk.TypeAwait}, r[0]) {
+			sdk.TypeCountDown, sdk.TypeAwait, sdk.TypeHeld, sdk.TypeIsLocked, sdk.TypeForceUnlock}, r[0]) {
 			t.Errorf("request %q is not in workers/sdk", r[0])
 		}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"debug/macho"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,5 +69,28 @@ func TestReleaseBinaryRunsWorkersAlone(t *testing.T) {
 	}
 	if code, out := lockcheck("workers", "build", "redsync@../x"); code != exitUsage || strings.Count(strings.TrimSpace(out), "\n") != 0 {
 		t.Errorf("workers build of a bad version: exit %d, want %d, one line\n%s", code, exitUsage, out)
+	}
+}
+
+// make release's other platforms build too: the darwin/arm64 archive holds an arm64 Mach-O lockcheck (the
+// Linux-only parts, parent-death signals, the child subreaper and inotify, have stand-ins off Linux).
+func TestReleaseArchiveForDarwin(t *testing.T) {
+	t.Parallel()
+	dist := t.TempDir()
+	out, err := exec.Command(filepath.Join("..", "..", "scripts", "release", "archive.sh"), "darwin", "arm64", "v0.0.0-test", "c0ffee", dist).CombinedOutput()
+	if err != nil {
+		t.Fatalf("archive.sh: %v\n%s", err, out)
+	}
+	unpacked := t.TempDir()
+	if out, err := exec.Command("tar", "-C", unpacked, "-xzf", strings.TrimSpace(string(out))).CombinedOutput(); err != nil {
+		t.Fatalf("tar: %v\n%s", err, out)
+	}
+	f, err := macho.Open(filepath.Join(unpacked, "lockcheck_v0.0.0-test_darwin_arm64", "lockcheck"))
+	if err != nil {
+		t.Fatalf("not a Mach-O binary: %v", err)
+	}
+	defer f.Close()
+	if f.Cpu != macho.CpuArm64 {
+		t.Fatalf("cpu %v, want arm64", f.Cpu)
 	}
 }

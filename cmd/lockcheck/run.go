@@ -109,6 +109,8 @@ func newRunCmd() *cobra.Command {
 	f.StringVar(&o.Readers, "readers", o.Readers, "rwlock: readers:writers share of acquisitions")
 	f.Var(&o.OnLost, "on-lost", "what the application does when its library says a held lock is lost: continue, or stop (its critical section ends at the signal)")
 	f.IntVar(&o.Group, "group", o.Group, "multi: keys per acquisition")
+	f.Float64Var(&o.CrossThread, "cross-thread", o.CrossThread, "mutex: chance per acquisition of a stray release by a thread holding nothing or a read of the lock's state (held, isLocked), and per critical section of both reads of the held lock, where the library has them")
+	f.Float64Var(&o.ForceUnlock, "force-unlock", o.ForceUnlock, "mutex: chance per critical section that a thread force-unlocks a random key (Redisson's forceUnlock: whoever holds it loses it, untold)")
 	f.DurationVar(&o.Latency, "latency", o.Latency, "latency fault: delay each way")
 	f.DurationVar(&o.Jitter, "jitter", o.Jitter, "latency fault: jitter")
 	addWorkerFlags(f, &o)

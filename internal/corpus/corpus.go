@@ -7,7 +7,6 @@ import (
 	"bufio"
 	"compress/gzip"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -101,19 +100,17 @@ func (e Entry) Checker(timeout time.Duration) (*checker.Linearizable, *history.H
 	if err != nil {
 		return nil, nil, err
 	}
-	var meta struct {
-		Checks kinds.Checks `json:"checks"`
-	}
 	if h.Meta == nil {
 		return nil, nil, fmt.Errorf("%s: no meta record", e.Name)
 	}
-	if err := json.Unmarshal(h.Meta.Data, &meta); err != nil {
-		return nil, nil, fmt.Errorf("%s: meta record: %v", e.Name, err)
+	if h.RunErr != nil {
+		return nil, nil, fmt.Errorf("%s: meta record: %v", e.Name, h.RunErr)
 	}
-	f, err := kinds.FamilyNamed(meta.Checks.Family)
+	checks := kinds.Checks(h.Run.Checks)
+	f, err := kinds.FamilyNamed(checks.Family)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %v", e.Name, err)
 	}
-	lin, _ := f.Checkers(meta.Checks, timeout)
+	lin, _ := f.Checkers(checks, timeout)
 	return lin, h, nil
 }

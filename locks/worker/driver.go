@@ -33,7 +33,6 @@ import (
 	"github.com/lockcheck/lockcheck/node"
 	"github.com/lockcheck/lockcheck/node/clockshift"
 	"github.com/lockcheck/lockcheck/workers/sdk"
-	"golang.org/x/sys/unix"
 )
 
 // Slack is the fixed part of the bound on an unanswered request (docs/protocol.md: wait + lease +
@@ -394,11 +393,7 @@ func (c *Client) read(stdout io.Reader) {
 // wait waits for the worker to exit, kills what it left (descendants that outlive it are no longer
 // anyone's), then reaps it. Until it is reaped its pid cannot be reused, so the group it leads is its own.
 func (c *Client) wait() {
-	var info unix.Siginfo
-	for unix.Waitid(unix.P_PID, c.cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
-	}
-	c.tree.kill()
-	c.waitErr = c.tree.reap(c.cmd)
+	c.waitErr = exitThenKill(c.cmd, c.tree)
 	close(c.exited)
 }
 

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // A worker's process group is not all of it: a descendant that calls setsid (or setpgid) leaves the group,
@@ -33,12 +31,6 @@ var (
 	rootsMu       sync.Mutex
 	roots         = map[int]bool{} // the live workers' own pids: their environments hold their own tags
 )
-
-// becomeSubreaper makes this process the child subreaper of its descendants (prctl(2)). The nodes are
-// unaffected: they are its own children anyway, and die with it (Pdeathsig).
-func becomeSubreaper() {
-	subreaperOnce.Do(func() { _ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) })
-}
 
 // tree is one worker's processes.
 type tree struct {
@@ -118,8 +110,8 @@ func (t *tree) sweep() {
 			if p.ppid == self && p.pid != t.worker && !t.reaping[p.pid] {
 				t.reaping[p.pid] = true
 				go func() { // dies at once (SIGKILL), unless in an uninterruptible sleep
-					var ws unix.WaitStatus
-					_, _ = unix.Wait4(p.pid, &ws, 0, nil)
+					var ws syscall.WaitStatus
+					_, _ = syscall.Wait4(p.pid, &ws, 0, nil)
 				}()
 			}
 		}

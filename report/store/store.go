@@ -3,7 +3,6 @@
 package store
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/internal/safefile"
 	"github.com/lockcheck/lockcheck/report"
 )
@@ -142,7 +142,7 @@ func readRun(root *os.Root, rel string) (Run, bool) {
 	}
 	if herr == nil {
 		if rerr != nil { // running, or killed: what the history's meta record says
-			if m, err := firstMeta(hist); err == nil {
+			if m, err := history.ReadMeta(io.NewSectionReader(hist, 0, history.MaxLine+1)); err == nil {
 				r.Lock, r.Topology, r.Seed, r.Client = m.Lock, m.Topology, m.Seed, m.Versions["client"]
 				r.Nemesis = strings.Join(m.Nemesis, ",")
 				if r.Nemesis == "" {
@@ -182,31 +182,6 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
-}
-
-type meta struct {
-	Lock     string            `json:"lock"`
-	Topology string            `json:"topology"`
-	Nemesis  []string          `json:"nemesis"`
-	Seed     int64             `json:"seed"`
-	Versions map[string]string `json:"versions"`
-}
-
-// firstMeta reads the meta record, a history's first line (read up to 1 MiB).
-func firstMeta(f *os.File) (meta, error) {
-	var m meta
-	line, err := bufio.NewReaderSize(io.NewSectionReader(f, 0, 1<<20), 1<<16).ReadBytes('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return m, err
-	}
-	var rec struct {
-		Type string          `json:"type"`
-		Data json.RawMessage `json:"data"`
-	}
-	if err := json.Unmarshal(line, &rec); err != nil || rec.Type != "meta" {
-		return m, errors.New("history.jsonl: no meta record")
-	}
-	return m, json.Unmarshal(rec.Data, &m)
 }
 
 // lastTime is the time of a history's last complete record, read from its tail (a history can be large).

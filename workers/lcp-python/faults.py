@@ -26,7 +26,7 @@ def main():
     r = w.call({"type": "init", "protocol": 1, "client": "c1", "seed": 1, "topology": topology(addr),
                 "password": password, "lock": {"kind": kind, "family": "mutex"},
                 "options": {"lease_ms": 0, "watchdog_ms": 30000, "wait_ms": 5000, "timeout_ms": 500},
-                "library_options": {}}, timeout=60)
+                "library_options": json.loads(os.environ.get("SMOKE_LIBRARY_OPTIONS") or "{}")}, timeout=60)
     expect(r, "init_ok", "init (timeout_ms 500)")
     expect(w.call({"type": "acquire", "thread": 1, "keys": [key], "wait_ms": 0, "lease_ms": 20000}),
            "acquire_ok", "thread 1 acquires (lease 20 s)", granted=True)

@@ -1,12 +1,18 @@
 """lcp: the lock-client protocol (LCP/1, docs/protocol.md) for Python workers.
 
 A worker supplies a Backend (init, acquire, release, extend); serve() does the rest: JSON lines on stdin and
-stdout, one OS thread per protocol thread (so libraries that keep their token in threading.local, as
-redis-py's Lock does, see one owner per protocol thread), one lock around stdout, and exit 0 on shutdown or
-when stdin closes. It depends on nothing outside the standard library, so it runs on every Python and every
-version of the library under test.
+stdout, the protocol threads run concurrently, one lock around stdout, and exit 0 on shutdown or when stdin
+closes. The threads run as the library's own applications run them:
+- a Backend with plain methods (a sync library): one OS thread per protocol thread, so libraries that keep
+  their token in threading.local, as redis-py's Lock does, see one owner per protocol thread;
+- a Backend whose methods are coroutines (async def, an asyncio library): one event loop for the whole
+  worker and one task on it per protocol thread, as an application's tasks share one loop and one client.
+Each protocol thread's requests run in order. It depends on nothing outside the standard library, so it runs
+on every Python 3 and every version of the library under test.
 """
 
+import asyncio
+import inspect
 import json
 import os
 import queue
@@ -34,7 +40,9 @@ class Error(Exception):
 
 
 class Backend(object):
-    """What a worker implements. Each method runs on the OS thread of its protocol thread."""
+    """What a worker implements. Each method runs on the OS thread of its protocol thread; or, when the
+    methods are coroutines (async def: init, acquire, release, extend, and close if it likes), as a task of
+    its protocol thread on the worker's one event loop."""
 
     library = ""
     kinds = ()
@@ -59,6 +67,11 @@ class Backend(object):
         """Maps a library exception onto (code, text). The default, crash, is the indefinite one."""
         return CRASH, "%s: %s" % (type(exc).__name__, exc)
 
+    def select(self, msg):
+        """The Backend that serves this run, chosen from init's msg (library_options): self by default. A
+        worker offering a sync and an asyncio flavour of its library returns the other one here."""
+        return self
+
     def close(self):
         pass
 
@@ -73,7 +86,9 @@ class _Server(object):
         self.backend = backend
         self.out = out
         self.out_lock = threading.Lock()
-        self.threads = {}
+        self.threads = {}  # protocol thread -> its queue (a queue.Queue, or an asyncio.Queue in asyncio mode)
+        self.loop = None  # the event loop, for a Backend of coroutines
+        self.tasks = []
         self.ready = False
 
     def send(self, msg):
@@ -89,7 +104,14 @@ class _Server(object):
         b = self.backend
         mid = msg.get("msg_id")
         try:
-            version, runtime = b.init(msg)
+            b = self.backend = b.select(msg)
+            if inspect.iscoroutinefunction(b.acquire):
+                # One event loop, on a thread of its own: the main thread keeps reading stdin.
+                self.loop = asyncio.new_event_loop()
+                th = threading.Thread(target=self.loop.run_forever, name="lcp-asyncio")
+                th.daemon = True
+                th.start()
+            version, runtime = self.wait(b.init(msg))
         except Error as e:
             self.error(mid, e.code, e.text)
             return False
@@ -103,54 +125,94 @@ class _Server(object):
         self.ready = True
         return True
 
-    def run_request(self, msg):
+    def wait(self, result):
+        """init's result, awaited on the event loop when it is a coroutine (init is called from the main
+        thread, which reads stdin)."""
+        if inspect.isawaitable(result):
+            return asyncio.run_coroutine_threadsafe(_awaited(result), self.loop).result()
+        return result
+
+    def call(self, msg):
+        """Checks a request and calls the backend; returns (the backend's result, possibly a coroutine, and
+        the function that makes the reply's fields of what it returns)."""
         b = self.backend
-        mid = msg["msg_id"]
         t = msg["type"]
-        try:
-            keys = msg.get("keys")
-            if not isinstance(keys, list) or len(keys) != 1 or not isinstance(keys[0], str):
-                raise Error(NOT_SUPPORTED if isinstance(keys, list) and len(keys) > 1 else MALFORMED,
-                            "%s needs keys: one lock name (got %r)" % (t, keys))
-            if t == "acquire":
-                if msg.get("mode") is not None:
-                    raise Error(NOT_SUPPORTED, "mode %r: this worker drives mutexes only" % msg.get("mode"))
-                reply = b.acquire(msg["thread"], keys, _ms(msg, "wait_ms"), _ms(msg, "lease_ms"))
-            elif t == "release":
-                b.release(msg["thread"], keys)
-                reply = {}
-            else:
-                reply = {"extended": bool(b.extend(msg["thread"], keys, _ms(msg, "lease_ms")))}
-        except Error as e:
-            self.error(mid, e.code, e.text)
-            return
-        except Exception as e:
-            code, text = b.classify(e)
+        keys = msg.get("keys")
+        if not isinstance(keys, list) or len(keys) != 1 or not isinstance(keys[0], str):
+            raise Error(NOT_SUPPORTED if isinstance(keys, list) and len(keys) > 1 else MALFORMED,
+                        "%s needs keys: one lock name (got %r)" % (t, keys))
+        if t == "acquire":
+            if msg.get("mode") is not None:
+                raise Error(NOT_SUPPORTED, "mode %r: this worker drives mutexes only" % msg.get("mode"))
+            return b.acquire(msg["thread"], keys, _ms(msg, "wait_ms"), _ms(msg, "lease_ms")), dict
+        if t == "release":
+            return b.release(msg["thread"], keys), lambda _: {}
+        return b.extend(msg["thread"], keys, _ms(msg, "lease_ms")), lambda r: {"extended": bool(r)}
+
+    def answer(self, msg, reply=None, exc=None):
+        mid = msg["msg_id"]
+        if isinstance(exc, Error):
+            self.error(mid, exc.code, exc.text)
+        elif exc is not None:
+            code, text = self.backend.classify(exc)
             if code == CRASH:
-                log(traceback.format_exc())
+                log("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
             self.error(mid, code, text)
+        else:
+            reply["type"] = msg["type"] + "_ok"
+            reply["in_reply_to"] = mid
+            self.send(reply)
+
+    def run_request(self, msg):
+        try:
+            result, shape = self.call(msg)
+            reply = shape(result)
+        except Exception as e:
+            self.answer(msg, exc=e)
             return
-        reply["type"] = t + "_ok"
-        reply["in_reply_to"] = mid
-        self.send(reply)
+        self.answer(msg, reply)
+
+    async def run_request_async(self, msg):
+        try:
+            result, shape = self.call(msg)
+            reply = shape(await _awaited(result))
+        except Exception as e:
+            self.answer(msg, exc=e)
+            return
+        self.answer(msg, reply)
 
     def dispatch(self, msg):
         thread = msg.get("thread")
         if not isinstance(thread, int) or isinstance(thread, bool) or thread <= 0:
             self.error(msg["msg_id"], MALFORMED, "%s needs thread: a positive integer" % msg["type"])
             return
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self.dispatch_async, thread, msg)
+            return
         q = self.threads.get(thread)
         if q is None:
             q = queue.Queue()
             self.threads[thread] = q
-            th = threading.Thread(target=self.loop, args=(q,), name="lcp-thread-%d" % thread)
+            th = threading.Thread(target=self.thread_loop, args=(q,), name="lcp-thread-%d" % thread)
             th.daemon = True  # shutdown does not wait for a call blocked in the library
             th.start()
         q.put(msg)
 
-    def loop(self, q):
+    def thread_loop(self, q):
         while True:
             self.run_request(q.get())
+
+    def dispatch_async(self, thread, msg):
+        """On the event loop: the protocol thread's task, made at its first request, takes msg."""
+        q = self.threads.get(thread)
+        if q is None:
+            q = self.threads[thread] = asyncio.Queue()
+            self.tasks.append(self.loop.create_task(self.task_loop(q)))  # kept: the loop holds tasks weakly
+        q.put_nowait(msg)
+
+    async def task_loop(self, q):
+        while True:
+            await self.run_request_async(await q.get())
 
     def serve(self, stdin):
         for raw in stdin:
@@ -202,6 +264,13 @@ def _ms(msg, field):
     return v
 
 
+async def _awaited(result):
+    # run_coroutine_threadsafe takes coroutines only; a backend may return any awaitable (or, for close, none).
+    if inspect.isawaitable(result):
+        return await result
+    return result
+
+
 def serve(backend):
     """Serves LCP/1 on stdin/stdout until shutdown or end of input, then exits the process."""
     # The protocol owns stdout: keep a private handle on it and point fd 1 and sys.stdout at stderr,
@@ -213,7 +282,11 @@ def serve(backend):
     srv = _Server(backend, out)
     rc = srv.serve(stdin)
     try:
-        backend.close()
+        if srv.loop is not None:
+            # An async close gets 2 s: a task may be blocked on a frozen node.
+            asyncio.run_coroutine_threadsafe(_awaited(srv.backend.close()), srv.loop).result(2)
+        else:
+            srv.backend.close()
     except Exception as e:
         log("lcp: close:", e)
     out.flush()

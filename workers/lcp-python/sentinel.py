@@ -6,6 +6,7 @@ that the worker acquires, extends and releases, and that its master connections 
 (none would without the remapping). Stops what it started. Used by test.sh for redis-py.
 """
 
+import json
 import os
 import shutil
 import socket
@@ -91,7 +92,7 @@ def main():
                                  "nat": {addr: fwd.addr}},
                     "password": password, "lock": {"kind": kind, "family": "mutex"},
                     "options": {"lease_ms": 0, "watchdog_ms": 30000, "wait_ms": 5000, "timeout_ms": 2000},
-                    "library_options": {}}, timeout=60)
+                    "library_options": json.loads(os.environ.get("SMOKE_LIBRARY_OPTIONS") or "{}")}, timeout=60)
         expect(r, "init_ok", "init on a sentinel topology")
         expect(w.call({"type": "acquire", "thread": 1, "keys": [key], "wait_ms": 0, "lease_ms": 5000}),
                "acquire_ok", "thread 1 acquires through the Sentinel's master", granted=True)

@@ -100,7 +100,8 @@ def main():
                 "topology": topology(addr),
                 "password": password, "lock": {"kind": kind, "family": "mutex"},
                 "options": {"lease_ms": 0, "watchdog_ms": 30000, "wait_ms": 5000, "timeout_ms": 3000},
-                "library_options": {}}, timeout=60)
+                # SMOKE_LIBRARY_OPTIONS (a JSON object) picks a flavour, e.g. redis-py's {"asyncio": "true"}.
+                "library_options": json.loads(os.environ.get("SMOKE_LIBRARY_OPTIONS") or "{}")}, timeout=60)
     startup = time.time() - t0
     if r.get("type") != "init_ok" or kind not in r.get("kinds", []) or "extend" not in r.get("caps", []):
         fail("init: want init_ok with kind %s and cap extend, got %s" % (kind, json.dumps(r)))

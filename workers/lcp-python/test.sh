@@ -2,7 +2,8 @@
 # test.sh WORKER VERSION...: builds workers/WORKER (redis-py or pottery) at each VERSION from PyPI and tests it
 # end to end against real redis-servers on loopback with a password: smoke.sh on one node (and, for pottery, on
 # three independent masters), then faults.py (Redis frozen during a release: the answer must be indefinite)
-# and, for redis-py, sentinel.py (a sentinel topology whose master is dialled through nat).
+# and, for redis-py, sentinel.py (a sentinel topology whose master is dialled through nat), then the same three
+# on redis.asyncio (library option asyncio=true, lcp.py's asyncio mode) for versions that have it.
 # Prints the build time, cache size and time to init_ok per version. OUT=DIR keeps the builds (default: a
 # temporary directory, removed). Exit 0 when every version passes.
 set -eu
@@ -60,6 +61,14 @@ for v in "$@"; do
 	else
 		python3 "$here/faults.py" "$worker" "$dir/run" "$one" "$pw" "$pid1" || ok=0
 		python3 "$here/sentinel.py" "$worker" "$dir/run" "$one" "$pw" || ok=0
+		# redis.asyncio's Lock (4.2 on): the same three tests on lcp.py's asyncio mode.
+		if "$dir/venv/bin/python" -c 'import redis.asyncio.lock' 2>/dev/null; then
+			export SMOKE_LIBRARY_OPTIONS='{"asyncio":"true"}'
+			python3 "$here/smoke.py" "$worker" "$dir/run" "$one" "$pw" || ok=0
+			python3 "$here/faults.py" "$worker" "$dir/run" "$one" "$pw" "$pid1" || ok=0
+			python3 "$here/sentinel.py" "$worker" "$dir/run" "$one" "$pw" || ok=0
+			unset SMOKE_LIBRARY_OPTIONS
+		fi
 	fi
 	if [ $ok = 1 ]; then echo "PASS $worker $v"; else echo "FAIL $worker $v (worker stderr: $SMOKE_STDERR)"; failed=1; fi
 done

@@ -3,6 +3,11 @@
 One Redis client (its connection pool) per worker; one Lock object per (thread, key), made at acquire, so
 release and extend use the token the library keeps for that owner. Each protocol thread runs on its own OS
 thread (lcp.py), which is what redis-py's default thread_local token storage assumes.
+
+library_options asyncio=true drives redis.asyncio's Lock instead (redis-py 4.2 on): one redis.asyncio client
+per worker and each protocol thread a task on one event loop (lcp.py's asyncio mode), as an asyncio
+application runs. Its tasks share one OS thread, so thread_local keeps nothing apart: the Lock objects per
+(thread, key) do.
 """
 
 import inspect
@@ -59,15 +64,27 @@ class RedisPy(lcp.Backend):
         self.supports_replace_ttl = False
         self.enter = False
 
-    def init(self, msg):
-        topo = msg.get("topology") or {}
+    def select(self, msg):
+        flavour = (msg.get("library_options") or {}).get("asyncio", "false")
+        if flavour not in ("true", "false"):
+            raise lcp.Error(lcp.MALFORMED, "library option asyncio=%r: true or false" % flavour)
+        if flavour == "false":
+            return self
+        try:
+            import redis.asyncio.lock  # noqa: F401 (redis-py 4.2 on)
+        except ImportError:
+            raise lcp.Error(lcp.NOT_SUPPORTED, "library option asyncio: redis-py %s has no redis.asyncio "
+                            "(4.2.0 on)" % _version())
+        return RedisPyAsync()
+
+    def configure(self, msg):
+        """The settings both flavours share; returns the client's keyword arguments."""
         lock = msg.get("lock") or {}
         opts = msg.get("options") or {}
         lib = msg.get("library_options") or {}
         if lock.get("family", "mutex") != "mutex" or lock.get("kind", "redis-py") not in self.kinds:
             raise lcp.Error(lcp.NOT_SUPPORTED, "lock %s/%s: redis-py's Lock is a mutex (kinds: %s)" % (
                 lock.get("family"), lock.get("kind"), ", ".join(self.kinds)))
-        self.lock_class = _lock_class(lib)
         self.sleep = float(lib.get("sleep", "0.1"))
         acquire = lib.get("acquire", "call")
         if acquire not in ("call", "with"):
@@ -77,21 +94,12 @@ class RedisPy(lcp.Backend):
         lease = opts.get("lease_ms") or opts.get("watchdog_ms") or 30000
         self.default_lease_ms = int(lease)
         timeout = (opts.get("timeout_ms") or 3000) / 1000.0
-        kw = dict(password=msg.get("password") or None, socket_timeout=timeout,
-                  socket_connect_timeout=timeout)
-        nodes = topo.get("nodes") or []
-        kind = topo.get("kind", "single")
-        if kind == "single":
-            if not nodes:
-                raise lcp.Error(lcp.MALFORMED, "init: topology single needs one node")
-            host, port = _split(nodes[0]["addr"])
-            self.client = redis.StrictRedis(host=host, port=port, **kw)
-        elif kind == "sentinel":
-            self.client = _sentinel_client(topo, msg.get("password") or None, kw)
-        else:
-            # redis-py's Lock talks to one server: Redlock over independent masters is pottery's job, and
-            # Cluster (RedisCluster, address_remap from 5.0) is not wired here.
-            raise lcp.Error(lcp.NOT_SUPPORTED, "topology %r: the redis-py worker runs on single or sentinel" % kind)
+        return dict(password=msg.get("password") or None, socket_timeout=timeout, socket_connect_timeout=timeout)
+
+    def init(self, msg):
+        kw = self.configure(msg)
+        self.lock_class = _lock_class(msg.get("library_options") or {})
+        self.client = _client(msg, kw, redis.StrictRedis, _sentinel_client)
         self.client.ping()  # a bad address or password fails the start, in one line
         self.supports_replace_ttl = "replace_ttl" in inspect.signature(self.lock_class.extend).parameters
         return _version(), "python %s" % platform.python_version()
@@ -165,6 +173,77 @@ class RedisPy(lcp.Backend):
             pass
 
 
+class RedisPyAsync(RedisPy):
+    """redis.asyncio's Lock (asyncio=true): the same requests as RedisPy, as coroutines on lcp's event loop."""
+
+    async def init(self, msg):
+        import redis.asyncio
+        import redis.asyncio.lock
+
+        kw = self.configure(msg)
+        if (msg.get("library_options") or {}).get("lock_class", "") not in ("", "Lock", "lock"):
+            raise lcp.Error(lcp.NOT_SUPPORTED, "library option lock_class: redis.asyncio has Lock only")
+        self.lock_class = redis.asyncio.lock.Lock
+        self.client = _client(msg, kw, redis.asyncio.StrictRedis, _async_sentinel_client)
+        await self.client.ping()
+        self.supports_replace_ttl = "replace_ttl" in inspect.signature(self.lock_class.extend).parameters
+        return _version(), "python %s, asyncio" % platform.python_version()
+
+    async def acquire(self, thread, keys, wait_ms, lease_ms):
+        lease_ms = lease_ms or self.default_lease_ms
+        if self.enter:
+            lk = self.lock_class(self.client, keys[0], timeout=lease_ms / 1000.0, sleep=self.sleep,
+                                 blocking_timeout=wait_ms / 1000.0)
+            try:
+                await lk.__aenter__()  # async with r.lock(...): raises LockError when not acquired in time
+            except LockError as exc:
+                if isinstance(exc, LockNotOwnedError) and LockNotOwnedError is not LockError:
+                    raise
+                return {"granted": False}
+            self.locks[(thread, keys[0])] = lk
+            return {"granted": True}
+        lk = self._new_lock(keys[0], lease_ms)
+        if wait_ms > 0:
+            granted = await lk.acquire(blocking=True, blocking_timeout=wait_ms / 1000.0)
+        else:
+            granted = await lk.acquire(blocking=False)
+        if granted:
+            self.locks[(thread, keys[0])] = lk
+        return {"granted": bool(granted)}
+
+    async def release(self, thread, keys):
+        await self._held(thread, keys[0]).release()
+
+    async def extend(self, thread, keys, lease_ms):
+        lk = self._held(thread, keys[0])
+        seconds = (lease_ms or int(lk.timeout * 1000 if lk.timeout else self.default_lease_ms)) / 1000.0
+        if self.supports_replace_ttl:
+            return await lk.extend(seconds, replace_ttl=True)
+        return await lk.extend(seconds)
+
+    async def close(self):
+        if self.client is not None:
+            # aclose from redis-py 5.0.1, close before it.
+            await (getattr(self.client, "aclose", None) or self.client.close)()
+
+
+def _client(msg, kw, redis_class, sentinel_client):
+    """The one client of the worker, of redis_class (sync or asyncio), on the run's topology."""
+    topo = msg.get("topology") or {}
+    nodes = topo.get("nodes") or []
+    kind = topo.get("kind", "single")
+    if kind == "single":
+        if not nodes:
+            raise lcp.Error(lcp.MALFORMED, "init: topology single needs one node")
+        host, port = _split(nodes[0]["addr"])
+        return redis_class(host=host, port=port, **kw)
+    if kind == "sentinel":
+        return sentinel_client(topo, msg.get("password") or None, kw)
+    # redis-py's Lock talks to one server: Redlock over independent masters is pottery's job, and
+    # Cluster (RedisCluster, address_remap from 5.0) is not wired here.
+    raise lcp.Error(lcp.NOT_SUPPORTED, "topology %r: the redis-py worker runs on single or sentinel" % kind)
+
+
 def _split(addr):
     host, _, port = addr.rpartition(":")
     return host, int(port)
@@ -177,21 +256,48 @@ def _sentinel_client(topo, password, kw):
     discover_master returns: the one place redis-py turns a Sentinel answer into an address to dial."""
     import redis.sentinel
 
-    nat = dict((k, v) for k, v in (topo.get("nat") or {}).items())
+    nat = _nat(topo)
 
     class RemappedSentinel(redis.sentinel.Sentinel):
         def discover_master(self, service_name):
-            host, port = redis.sentinel.Sentinel.discover_master(self, service_name)
-            mapped = nat.get("%s:%s" % (host, port))
-            return _split(mapped) if mapped else (host, port)
+            return nat(redis.sentinel.Sentinel.discover_master(self, service_name))
 
+    return _master(RemappedSentinel, topo, password, kw, redis.StrictRedis)
+
+
+def _async_sentinel_client(topo, password, kw):
+    """_sentinel_client's twin for redis.asyncio, whose discover_master is a coroutine."""
+    import redis.asyncio
+    import redis.asyncio.sentinel
+
+    nat = _nat(topo)
+
+    class RemappedSentinel(redis.asyncio.sentinel.Sentinel):
+        async def discover_master(self, service_name):
+            return nat(await redis.asyncio.sentinel.Sentinel.discover_master(self, service_name))
+
+    return _master(RemappedSentinel, topo, password, kw, redis.asyncio.StrictRedis)
+
+
+def _nat(topo):
+    """Maps a (host, port) a Sentinel announced through init's nat."""
+    table = dict(topo.get("nat") or {})
+
+    def remap(hp):
+        mapped = table.get("%s:%s" % hp)
+        return _split(mapped) if mapped else hp
+
+    return remap
+
+
+def _master(sentinel_class, topo, password, kw, redis_class):
     sentinels = [_split(a) for a in topo.get("sentinels") or []]
     if not sentinels:
         raise lcp.Error(lcp.MALFORMED, "init: topology sentinel needs sentinels")
     skw = dict(password=password, socket_timeout=kw["socket_timeout"],
                socket_connect_timeout=kw["socket_connect_timeout"])
-    s = RemappedSentinel(sentinels, sentinel_kwargs=skw, **kw)
-    return s.master_for(topo.get("master_name") or "lockcheck", redis_class=redis.StrictRedis)
+    s = sentinel_class(sentinels, sentinel_kwargs=skw, **kw)
+    return s.master_for(topo.get("master_name") or "lockcheck", redis_class=redis_class)
 
 
 if __name__ == "__main__":

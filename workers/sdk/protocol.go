@@ -49,6 +49,8 @@ type Message struct {
 	Released *bool  `json:"released,omitempty"`
 	Value    *int64 `json:"value,omitempty"`
 	Done     *bool  `json:"done,omitempty"`
+	Held     *bool  `json:"held,omitempty"`   // held: the calling thread holds the lock
+	Locked   *bool  `json:"locked,omitempty"` // is_locked: someone holds it
 
 	// error
 	Code *int   `json:"code,omitempty"`
@@ -103,6 +105,9 @@ const (
 	TypeSetCount       = "set_count"
 	TypeCountDown      = "count_down"
 	TypeAwait          = "await"
+	TypeHeld           = "held"         // isHeldByCurrentThread (cap reads): reply held
+	TypeIsLocked       = "is_locked"    // isLocked (cap reads): reply locked
+	TypeForceUnlock    = "force_unlock" // forceUnlock (cap force-unlock): reply released, true when it deleted a hold
 	TypeShutdown       = "shutdown"
 	TypeError          = "error"
 	TypeEvent          = "event"
@@ -152,3 +157,15 @@ func String(v string) *string { return &v }
 // lockcheck then refuses --threads above 1 for the worker. Without it, a worker must answer requests of
 // threads 1..N of one client concurrently (Serve does).
 const CapSingleThread = "single-thread"
+
+// Caps of the cross-thread operations. Without them lockcheck sends no such request (a worker that gets
+// one anyway answers error 10, not supported, as Serve does for any request it has no method for).
+const (
+	// CapReads: the worker answers held and is_locked.
+	CapReads = "reads"
+	// CapForceUnlock: the worker answers force_unlock, which releases the lock whoever holds it.
+	CapForceUnlock = "force-unlock"
+	// CapThreadBound: the library ties a hold to the thread or token that took it, so a release by a thread
+	// that does not hold the lock is refused (error 40); lockcheck then sends such stray releases.
+	CapThreadBound = "thread-bound"
+)
