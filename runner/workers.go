@@ -80,7 +80,7 @@ func (o Options) planWorker(ctx context.Context, faults []string, stderr io.Writ
 	}
 	clock := slices.Contains(faults, "client-clock")
 	if w.Cmd != "" {
-		argv, err := splitCommand(w.Cmd)
+		argv, err := SplitCommand(w.Cmd)
 		if len(w.Argv) > 0 {
 			argv, err = w.Argv, nil
 		}
@@ -328,8 +328,9 @@ func (p *workerPlan) describe(m *Meta, stderr io.Writer) {
 	fmt.Fprintf(stderr, "lockcheck: workers (%s) answered init in %s\n", what, p.ready.Round(time.Millisecond))
 }
 
-// splitCommand splits a command line on spaces, keeping quoted ('...' or "...") parts whole.
-func splitCommand(s string) ([]string, error) {
+// SplitCommand splits a command line on spaces, keeping quoted ('...' or "...") parts whole, as
+// --client-cmd is split (no shell).
+func SplitCommand(s string) ([]string, error) {
 	var out []string
 	var cur strings.Builder
 	var quote rune

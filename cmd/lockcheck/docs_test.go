@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/lockcheck/lockcheck/locks/worker"
+	"github.com/lockcheck/lockcheck/runner"
 	"github.com/spf13/cobra"
 )
 
@@ -154,40 +155,18 @@ func stripComment(s string) string {
 	return s
 }
 
-// shellWords splits a command line as sh does for the simple commands the docs show: words, single and
-// double quotes. Pipes, lists, substitutions and redirections are refused: a command the test cannot
-// check whole is not shown as one.
+// shellWords splits a command line as --client-cmd is split (words, single and double quotes). Pipes,
+// lists, substitutions and redirections are refused: a command the test cannot check whole is not shown
+// as one.
 func shellWords(s string) ([]string, error) {
-	var words []string
-	var cur strings.Builder
-	var quote rune
-	inWord := false
-	for _, r := range s {
-		switch {
-		case quote != 0 && r == quote:
-			quote = 0
-		case quote != 0:
-			cur.WriteRune(r)
-		case r == '\'' || r == '"':
-			quote, inWord = r, true
-		case r == ' ' || r == '\t':
-			if inWord {
-				words = append(words, cur.String())
-				cur.Reset()
-				inWord = false
-			}
-		case strings.ContainsRune("|&;<>$`()", r):
-			return nil, fmt.Errorf("%q: not a simple command (the docs test checks simple commands only)", r)
-		default:
-			cur.WriteRune(r)
-			inWord = true
+	words, err := runner.SplitCommand(s)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range words {
+		if i := strings.IndexAny(w, "|&;<>$`()"); i >= 0 {
+			return nil, fmt.Errorf("%q: not a simple command (the docs test checks simple commands only)", w[i])
 		}
-	}
-	if quote != 0 {
-		return nil, errors.New("unterminated quote")
-	}
-	if inWord {
-		words = append(words, cur.String())
 	}
 	if len(words) == 0 {
 		return nil, errors.New("empty command")

@@ -52,6 +52,18 @@ final class Worker {
     /** The kinds whose acquire is an RLock call, which the api option can change. */
     private static final List<String> LOCK_KINDS = List.of("reentrant", "fair", "multi", "redlock", "rwlock");
 
+    /**
+     * The kinds whose one lock object has isHeldByCurrentThread, isLocked and forceUnlock: caps reads and
+     * force-unlock. Not multi or redlock (groups), nor rwlock, for which lockcheck sends none of them.
+     */
+    private static final List<String> CROSS_THREAD_KINDS = List.of("reentrant", "fair", "fenced");
+
+    /**
+     * The kinds whose unlock refuses every thread that does not hold the lock: cap thread-bound. Not fair:
+     * RFairLock.unlock() of a free lock succeeds, which lockcheck's stray releases would flag on every run.
+     */
+    private static final List<String> THREAD_BOUND_KINDS = List.of("reentrant", "fenced");
+
     private static final List<String> KINDS = List.of("reentrant", "fair", "fenced", "multi", "redlock", "rwlock",
             "semaphore", "expirable-semaphore", "latch");
 
@@ -119,6 +131,13 @@ final class Worker {
         List<String> caps = new ArrayList<>(List.of("watchdog", "reentrant"));
         if (FENCED_TRY != null) {
             caps.add("fencing");
+        }
+        // Per kind: init_ok is for the run's one lock kind, and lockcheck reads its caps from it.
+        if (CROSS_THREAD_KINDS.contains(kind)) {
+            caps.addAll(List.of("reads", "force-unlock"));
+        }
+        if (THREAD_BOUND_KINDS.contains(kind)) {
+            caps.add("thread-bound");
         }
         m.put("caps", caps);
         return m;
@@ -367,8 +386,8 @@ final class Worker {
         long tookMs = (System.nanoTime() - start) / 1_000_000;
         String said = REFUSALS.get(type);
         if (said != null && Boolean.FALSE.equals(res.get(said)) && tookMs >= notHeldWithinMs) {
-            // The same doubt as a late not-held: a resent tryRelease / trySetPermits / trySetCount whose first
-            // copy applied answers false.
+            // The same doubt as a late not-held: a resent tryRelease / trySetPermits / trySetCount / forceUnlock
+            // whose first copy applied answers false.
             Main.sendError(id, CRASH, type + " answered " + said + "=false after " + tookMs
                     + " ms: Redisson may have resent a call that had applied");
             return;
@@ -380,7 +399,7 @@ final class Worker {
 
     /** Requests whose false answer means "it did not apply", and the reply field that carries it. */
     private static final Map<String, String> REFUSALS = Map.of("release_permit", "released", "set_permits", "set",
-            "set_count", "set");
+            "set_count", "set", "force_unlock", "released");
 
     private Map<String, Object> handle(String type, Map<String, Object> m) throws Exception {
         Map<String, Object> r = new LinkedHashMap<>();
@@ -405,6 +424,16 @@ final class Worker {
             }
             case "release":
                 lock(m).unlock();
+                return r;
+            case "held":
+                // On this protocol thread's own Java thread (dispatch), which is what "current thread" means.
+                r.put("held", crossThreadLock(m, type).isHeldByCurrentThread());
+                return r;
+            case "is_locked":
+                r.put("locked", crossThreadLock(m, type).isLocked());
+                return r;
+            case "force_unlock":
+                r.put("released", crossThreadLock(m, type).forceUnlock());
                 return r;
             case "extend":
                 throw new Failure(NOT_SUPPORTED, "Redisson has no extend: its watchdog renews locks taken without a lease");
@@ -478,6 +507,14 @@ final class Worker {
 
     private Failure wrongKind(String type) {
         return new Failure(NOT_SUPPORTED, type + " does not apply to lock kind " + kind);
+    }
+
+    /** The lock of a held, is_locked or force_unlock request, for the kinds that list their caps. */
+    private RLock crossThreadLock(Map<String, Object> m, String type) throws Exception {
+        if (!CROSS_THREAD_KINDS.contains(kind)) {
+            throw wrongKind(type);
+        }
+        return lock(m);
     }
 
     private RSemaphore semaphore(Map<String, Object> m, String type) throws Failure {
