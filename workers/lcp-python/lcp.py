@@ -63,6 +63,10 @@ class Backend(object):
         """Returns True when the library says it extended."""
         raise NotImplementedError
 
+    # Optional, answered only when the Backend defines them and lists cap reads (docs/protocol.md, "Caps"):
+    #   held(thread, keys) -> True when the calling protocol thread holds the lock;
+    #   is_locked(thread, keys) -> True when anyone holds it.
+
     def classify(self, exc):
         """Maps a library exception onto (code, text). The default, crash, is the indefinite one."""
         return CRASH, "%s: %s" % (type(exc).__name__, exc)
@@ -147,6 +151,10 @@ class _Server(object):
             return b.acquire(msg["thread"], keys, _ms(msg, "wait_ms"), _ms(msg, "lease_ms")), dict
         if t == "release":
             return b.release(msg["thread"], keys), lambda _: {}
+        if t == "held":
+            return b.held(msg["thread"], keys), lambda r: {"held": bool(r)}
+        if t == "is_locked":
+            return b.is_locked(msg["thread"], keys), lambda r: {"locked": bool(r)}
         return b.extend(msg["thread"], keys, _ms(msg, "lease_ms")), lambda r: {"extended": bool(r)}
 
     def answer(self, msg, reply=None, exc=None):
@@ -245,14 +253,23 @@ class _Server(object):
             elif t == "shutdown":
                 self.send({"type": "shutdown_ok", "in_reply_to": mid})
                 return 0
-            elif t in ("acquire", "release", "extend"):
-                if t == "extend" and "extend" not in self.backend.caps:
-                    self.error(mid, NOT_SUPPORTED, "extend: not supported by this worker")
+            elif t in ("acquire", "release", "extend", "held", "is_locked"):
+                if not _offers(self.backend, t):
+                    self.error(mid, NOT_SUPPORTED, "%s: not supported by this worker" % t)
                     continue
                 self.dispatch(msg)
             else:
                 self.error(mid, NOT_SUPPORTED, "%s: not supported by this worker (family mutex)" % t)
         return 0
+
+
+# The cap an optional request needs, and whether a Backend defines its method (the reads are not on Backend).
+_OPTIONAL = {"extend": "extend", "held": "reads", "is_locked": "reads"}
+
+
+def _offers(backend, t):
+    cap = _OPTIONAL.get(t)
+    return cap is None or (cap in backend.caps and callable(getattr(backend, t, None)))
 
 
 def _ms(msg, field):

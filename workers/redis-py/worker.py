@@ -102,6 +102,7 @@ class RedisPy(lcp.Backend):
         self.client = _client(msg, kw, redis.StrictRedis, _sentinel_client)
         self.client.ping()  # a bad address or password fails the start, in one line
         self.supports_replace_ttl = "replace_ttl" in inspect.signature(self.lock_class.extend).parameters
+        self.caps = _caps(self.lock_class)
         return _version(), "python %s" % platform.python_version()
 
     def _new_lock(self, key, lease_ms):
@@ -143,6 +144,12 @@ class RedisPy(lcp.Backend):
 
     def release(self, thread, keys):
         self._held(thread, keys[0]).release()
+
+    def held(self, thread, keys):
+        return self._held(thread, keys[0]).owned()
+
+    def is_locked(self, thread, keys):
+        return self._held(thread, keys[0]).locked()
 
     def extend(self, thread, keys, lease_ms):
         lk = self._held(thread, keys[0])
@@ -187,6 +194,7 @@ class RedisPyAsync(RedisPy):
         self.client = _client(msg, kw, redis.asyncio.StrictRedis, _async_sentinel_client)
         await self.client.ping()
         self.supports_replace_ttl = "replace_ttl" in inspect.signature(self.lock_class.extend).parameters
+        self.caps = _caps(self.lock_class)
         return _version(), "python %s, asyncio" % platform.python_version()
 
     async def acquire(self, thread, keys, wait_ms, lease_ms):
@@ -214,6 +222,12 @@ class RedisPyAsync(RedisPy):
     async def release(self, thread, keys):
         await self._held(thread, keys[0]).release()
 
+    async def held(self, thread, keys):
+        return await self._held(thread, keys[0]).owned()
+
+    async def is_locked(self, thread, keys):
+        return await self._held(thread, keys[0]).locked()
+
     async def extend(self, thread, keys, lease_ms):
         lk = self._held(thread, keys[0])
         seconds = (lease_ms or int(lk.timeout * 1000 if lk.timeout else self.default_lease_ms)) / 1000.0
@@ -225,6 +239,14 @@ class RedisPyAsync(RedisPy):
         if self.client is not None:
             # aclose from redis-py 5.0.1, close before it.
             await (getattr(self.client, "aclose", None) or self.client.close)()
+
+
+def _caps(lock_class):
+    """extend always; reads where this redis-py's Lock has owned() and locked() (older ones have not);
+    thread-bound always: release() by an owner without the lock's token raises LockError ("Cannot release an
+    unlocked lock") or LockNotOwnedError, both classified not-held (40), so a stray release is refused."""
+    reads = ("reads",) if hasattr(lock_class, "owned") and hasattr(lock_class, "locked") else ()
+    return ("extend",) + reads + ("thread-bound",)
 
 
 def _client(msg, kw, redis_class, sentinel_client):
