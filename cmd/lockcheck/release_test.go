@@ -15,11 +15,7 @@ import (
 func TestReleaseBinaryRunsWorkersAlone(t *testing.T) {
 	t.Parallel() // the verdicts are fault-free ones
 	dist := t.TempDir()
-	out, err := exec.Command(filepath.Join("..", "..", "scripts", "release", "archive.sh"), "linux", "amd64", "v0.0.0-test", "c0ffee", dist).CombinedOutput()
-	if err != nil {
-		t.Fatalf("archive.sh: %v\n%s", err, out)
-	}
-	archive := strings.TrimSpace(string(out))
+	archive := buildArchive(t, "linux", "amd64", dist)
 	unpacked := t.TempDir()
 	if out, err := exec.Command("tar", "-C", unpacked, "-xzf", archive).CombinedOutput(); err != nil {
 		t.Fatalf("tar: %v\n%s", err, out)
@@ -77,12 +73,9 @@ func TestReleaseBinaryRunsWorkersAlone(t *testing.T) {
 func TestReleaseArchiveForDarwin(t *testing.T) {
 	t.Parallel()
 	dist := t.TempDir()
-	out, err := exec.Command(filepath.Join("..", "..", "scripts", "release", "archive.sh"), "darwin", "arm64", "v0.0.0-test", "c0ffee", dist).CombinedOutput()
-	if err != nil {
-		t.Fatalf("archive.sh: %v\n%s", err, out)
-	}
+	archive := buildArchive(t, "darwin", "arm64", dist)
 	unpacked := t.TempDir()
-	if out, err := exec.Command("tar", "-C", unpacked, "-xzf", strings.TrimSpace(string(out))).CombinedOutput(); err != nil {
+	if out, err := exec.Command("tar", "-C", unpacked, "-xzf", archive).CombinedOutput(); err != nil {
 		t.Fatalf("tar: %v\n%s", err, out)
 	}
 	f, err := macho.Open(filepath.Join(unpacked, "lockcheck_v0.0.0-test_darwin_arm64", "lockcheck"))
@@ -93,4 +86,19 @@ func TestReleaseArchiveForDarwin(t *testing.T) {
 	if f.Cpu != macho.CpuArm64 {
 		t.Fatalf("cpu %v, want arm64", f.Cpu)
 	}
+}
+
+// buildArchive runs scripts/release/archive.sh and returns the archive's path, the last line of its stdout
+// (go's own output, -v included when GOFLAGS asks for it, goes to stderr).
+func buildArchive(t *testing.T, goos, goarch, dist string) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join("..", "..", "scripts", "release", "archive.sh"), goos, goarch, "v0.0.0-test", "c0ffee", dist)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("archive.sh: %v\n%s", err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return lines[len(lines)-1]
 }

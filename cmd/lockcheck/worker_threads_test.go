@@ -94,14 +94,16 @@ func TestWorkerThreadsConcurrent(t *testing.T) {
 			if strings.Contains(meta.Client.Runtime, "asyncio") != asyncio {
 				t.Errorf("runtime %q: want asyncio %v", meta.Client.Runtime, asyncio)
 			}
+			// Each client runs the same worker code: one client whose threads overtook each other shows that
+			// the worker runs them at once (a serializing worker shows it on none). Requiring it of every client
+			// asked for a coincidence (a CI run's c3 had none in 6 s on one key).
 			seen := overtaken(h, 100*time.Millisecond)
-			for c := 1; c <= 3; c++ {
-				if id := fmt.Sprintf("c%d", c); seen[id] == "" {
-					t.Errorf("%s: no request of one thread answered while another thread's earlier one was in "+
-						"the library: its threads ran one at a time", id)
-				} else {
-					t.Log(seen[id])
-				}
+			if len(seen) == 0 {
+				t.Error("no client had a request of one thread answered while another thread's earlier one was " +
+					"in the library: the worker runs its threads one at a time")
+			}
+			for _, s := range seen {
+				t.Log(s)
 			}
 		})
 	}
