@@ -94,12 +94,24 @@ func Run(ctx context.Context, h *history.History, cs ...Checker) ([]Result, Vali
 	var out []Result
 	var vs []Validity
 	for _, c := range cs {
-		r := c.Check(ctx, h)
+		r := checkOne(ctx, h, c)
 		r.Checker = c.Name()
 		out = append(out, r)
 		vs = append(vs, r.Valid)
 	}
 	return out, Worst(vs...)
+}
+
+// checkOne runs one checker; a checker that panics gives unknown for its own row, with the panic in its
+// summary, and the other checkers still run: a bug in one checker must neither crash the check nor pass
+// for a verdict.
+func checkOne(ctx context.Context, h *history.History, c Checker) (r Result) {
+	defer func() {
+		if p := recover(); p != nil {
+			r = Result{Valid: Unknown, Summary: fmt.Sprintf("the checker failed (a bug in lockcheck, please report it): %v", p)}
+		}
+	}()
+	return c.Check(ctx, h)
 }
 
 // Secs formats a run-clock time (ns) as seconds for people.
