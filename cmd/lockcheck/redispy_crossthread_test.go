@@ -1,10 +1,7 @@
 package main
 
 import (
-	"path/filepath"
 	"testing"
-
-	"github.com/lockcheck/lockcheck/history"
 )
 
 // redis-py's Lock has owned() and locked(), and its release() by an owner without the token raises
@@ -25,24 +22,7 @@ func TestRedisPyCrossThread(t *testing.T) {
 			if code != exitValid {
 				t.Fatalf("exit %d, want %d (valid): %+v (%s)", code, exitValid, readResults(t, dir).Checkers, dir)
 			}
-			h, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			seen := map[string]int{}
-			for _, o := range h.Ops {
-				if o.Invoke.Src != "" {
-					continue // the wire recorder's commands
-				}
-				f := o.Invoke.F
-				if f == "unlock" && o.Invoke.Args["stray"] == 1 {
-					f = "stray unlock"
-					if o.Outcome() == history.Fail && o.Complete.Value != nil && *o.Complete.Value == -1 {
-						seen["stray unlock refused"]++
-					}
-				}
-				seen[f]++
-			}
+			seen := crossThreadCounts(t, dir)
 			t.Logf("requests: %v", seen)
 			for _, f := range []string{"held", "is_locked", "stray unlock", "stray unlock refused"} {
 				if seen[f] == 0 {

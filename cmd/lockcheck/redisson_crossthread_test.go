@@ -38,24 +38,7 @@ func TestRedissonCrossThread(t *testing.T) {
 				if code != exitValid {
 					t.Fatalf("exit %d, want %d (valid): %+v (%s)", code, exitValid, readResults(t, dir).Checkers, dir)
 				}
-				h, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				seen := map[string]int{}
-				for _, o := range h.Ops {
-					if o.Invoke.Src != "" {
-						continue // the wire recorder's commands
-					}
-					f := o.Invoke.F
-					if f == "unlock" && o.Invoke.Args["stray"] == 1 {
-						f = "stray unlock"
-						if o.Outcome() == history.Fail && o.Complete.Value != nil && *o.Complete.Value == -1 {
-							seen["stray unlock refused"]++
-						}
-					}
-					seen[f]++
-				}
+				seen := crossThreadCounts(t, dir)
 				want := []string{"held", "is_locked"}
 				if tc.strays { // thread-bound kinds take stray releases and force-unlocks
 					want = append(want, "force_release", "stray unlock", "stray unlock refused")
@@ -70,4 +53,29 @@ func TestRedissonCrossThread(t *testing.T) {
 			})
 		}
 	}
+}
+
+// crossThreadCounts counts a run's client operations by kind, stray unlocks (and the refused ones, value
+// -1) apart, leaving out the wire recorder's commands.
+func crossThreadCounts(t *testing.T, dir string) map[string]int {
+	t.Helper()
+	h, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, o := range h.Ops {
+		if o.Invoke.Src != "" {
+			continue // the wire recorder's commands
+		}
+		f := o.Invoke.F
+		if f == "unlock" && o.Invoke.Args["stray"] == 1 {
+			f = "stray unlock"
+			if o.Outcome() == history.Fail && o.Complete.Value != nil && *o.Complete.Value == -1 {
+				seen["stray unlock refused"]++
+			}
+		}
+		seen[f]++
+	}
+	return seen
 }
