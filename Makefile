@@ -57,11 +57,14 @@ bisect: deps build
 # Fuzzing runs a count of inputs (about 5 s each here), not a time: go1.26's fuzz coordinator can fail a
 # target with a bare "context deadline exceeded" at the end of a -fuzztime window under load (golang/go#75804,
 # fixed in go1.27; a CI run of FuzzRead, no crasher written).
-# -parallel 4: cmd/lockcheck's t.Parallel() tests (bad input, recorded histories, fault-free or safe-lock runs)
-# mostly wait on Redis and workers, so four overlap on two cores; its timing-sensitive tests stay sequential.
+# scripts/shards runs cmd/lockcheck's tests, which mostly wait on Redis, workers and fault clocks, in
+# $(SHARDS) processes of one test binary beside go test of every other package: inside each process the
+# sequential tests stay sequential (they swap os.Stderr, set the environment, share registries) and -parallel 4
+# overlaps the rest; the processes share one worker cache and one built lockcheck.
+SHARDS ?= 4
 test: deps
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 40m -parallel 4 ./...
+	$(GO) run ./scripts/shards -shards $(SHARDS) -timeout 40m -parallel 4
 	$(GO) test -run '^$$' -fuzz FuzzRead -fuzztime 40000x ./history/
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 15000x ./lockspec/
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 15000x ./locks/worker/

@@ -9,6 +9,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/nemesis"
 )
 
 // mutexCommands are the commands that take, keep or let go an owner's hold: what the owner-by-owner
@@ -268,10 +269,8 @@ func splitBrain(h *history.History) func(client string, t int64) bool {
 		if w.Kind != "failover" {
 			continue
 		}
-		for _, t := range w.Targets {
-			if c, ok := strings.CutPrefix(t, "keep:"); ok {
-				kept[c] = append(kept[c], window{w.Start, w.End + int64(splitBrainGrace)})
-			}
+		for _, c := range nemesis.KeptClients(nemesis.ParseTargets(w.Targets)) {
+			kept[c] = append(kept[c], window{w.Start, w.End + int64(splitBrainGrace)})
 		}
 	}
 	return func(client string, t int64) bool {

@@ -77,6 +77,7 @@ type SubscribeError struct {
 
 func (e *SubscribeError) Error() string { return "subscribe " + e.Channel + ": " + e.Err.Error() }
 func (e *SubscribeError) Unwrap() error { return e.Err }
+func (e *SubscribeError) NoEffect()     {} // outcome.NoEffect: definite whatever it wraps
 
 // subscribe joins channel for a wait, bounded by the command timeout (the subscription holds the client's
 // pub/sub lock, so an unanswered dial must not hold it longer).

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/history/outcome"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -29,38 +30,16 @@ type Mutex interface {
 	Unlock(ctx context.Context) error
 }
 
-// ErrNotHeld is Redisson's IllegalMonitorStateException: the lock is not held by this owner.
-var ErrNotHeld = errors.New("not held by this owner")
+// ErrNotHeld is Redisson's IllegalMonitorStateException: the lock is not held by this owner. It proves
+// the call took no effect (an outcome.NoEffect).
+var ErrNotHeld = outcome.Refusal("not held by this owner")
 
 // ErrNoSync is Redisson's NoSyncedSlavesException: the write reached the primary and no replica
 // acknowledged it.
 var ErrNoSync = errors.New("none of the replicas were synced")
 
-// Definite reports whether err proves that a command did not run (so its operation failed rather than
-// ended unknown). A Redis error reply, a refused dial or an exhausted pool never ran; a timeout or a broken
-// connection may have. A call that gave up because it could not subscribe (SubscribeError) surely failed.
-func Definite(err error) bool {
-	var serr *SubscribeError
-	if err == nil || errors.Is(err, ErrNotHeld) || errors.As(err, &serr) {
-		return true
-	}
-	var d interface{ Definite() bool } // an out-of-process worker's error says itself
-	if errors.As(err, &d) {
-		return d.Definite()
-	}
-	if errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrClosed) {
-		return true
-	}
-	var rerr redis.Error
-	if errors.As(err, &rerr) && !errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	var nerr *net.OpError
-	if errors.As(err, &nerr) && nerr.Op == "dial" {
-		return true
-	}
-	return false
-}
+// Definite reports whether err proves that a command did not run: outcome.Definite, the one rule.
+func Definite(err error) bool { return outcome.Definite(err) }
 
 // ClientConfig is how a lock client talks to Redis. Retries are off: a retried lock script is a second,
 // different operation, so each lock decides itself what it may repeat.
@@ -152,26 +131,26 @@ func (h gateHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 	}
 }
 
-// record runs one command as one history operation. classify turns its reply into the record's value:
-// refused means Redis answered and the command took no effect.
+// record runs one command as one history operation. run returns the reply's value and whether Redis
+// refused it (answered, and the command took no effect).
 func record(rec Recorder, r history.Record, run func() (value *int64, refused bool, err error)) (*int64, bool, error) {
 	op := rec.Invoke(r)
 	v, refused, err := run()
-	nosync := errors.Is(err, ErrNoSync) // it ran on the primary, which no replica acknowledged
-	replied := err == nil || nosync
-	switch {
-	case nosync && !refused:
-		op.Ok(v, map[string]int64{"nosync": 1}) // a failover may still lose it
-	case replied && !refused:
-		op.Ok(v, nil)
-	case replied:
-		op.Fail(v, nil)
-	case Definite(err):
-		op.Fail(v, err)
-	default:
-		op.Unknown(err)
-	}
+	outcome.Complete(op, answer(v, refused, err))
 	return v, refused, err
+}
+
+// answer is the outcome of a call that returned value, refused and err. A NoSync is an answer: the write
+// ran on the primary, which no replica acknowledged, so a failover may still lose it (args nosync).
+func answer(value *int64, refused bool, err error) outcome.Call {
+	c := outcome.Call{Value: value, Refused: refused, Err: err}
+	if errors.Is(err, ErrNoSync) {
+		c.Err = nil
+		if !refused {
+			c.Args = map[string]int64{"nosync": 1}
+		}
+	}
+	return c
 }
 
 // msArgs is the args map of an operation with a lease.

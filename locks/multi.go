@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/history/outcome"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -97,7 +98,7 @@ func (m *MultiLock) TryLock(ctx context.Context, wait, lease time.Duration) (boo
 		} else {
 			ok, err = l.TryLock(ctx, min(lockWait, remain), newLease)
 		}
-		if err != nil && !Definite(err) {
+		if err != nil && !outcome.Definite(err) {
 			m.release(ctx, []*RLock{l}) // a timed-out member may hold: undo it (Redisson unlockInner)
 			ok = false
 		}

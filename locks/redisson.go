@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/history/outcome"
 	"github.com/lockcheck/lockcheck/internal/bounded"
 	"github.com/redis/go-redis/v9"
 )
@@ -407,25 +408,23 @@ func (w *watchdog) renew(names, owners []string) error {
 		if i < len(vals) {
 			v, _ = vals[i].(int64)
 		}
+		c := outcome.Call{Err: err} // the scheduler logs an error and keeps the lock: it tries again next tick
 		switch {
-		case v == 1 && nosync:
-			op.Ok(history.Int64(1), map[string]int64{"nosync": 1})
-		case v == 1:
-			op.Ok(history.Int64(1), nil)
-		case v == 0:
-			op.Fail(history.Int64(0), nil)
-			if !nosync {
-				w.mu.Lock()
-				w.dropOwner(renewalKey(names[i], false), owners[i])
-				w.mu.Unlock()
-				w.r.losses.Fire(names[i], owners[i])
+		case v == 0 || v == 1: // this lock's answer stands whatever the batch's error; a NoSync is noted
+			var e error
+			if nosync {
+				e = err
 			}
+			c = answer(history.Int64(v), v == 0, e)
 		case err == nil:
-			op.Unknown(fmt.Errorf("renew: unexpected reply %v", res))
-		case Definite(err):
-			op.Fail(nil, err)
-		default:
-			op.Unknown(err) // the scheduler logs and keeps the lock: it tries again next tick
+			c.Err = fmt.Errorf("renew: unexpected reply %v", res)
+		}
+		outcome.Complete(op, c)
+		if v == 0 && !nosync {
+			w.mu.Lock()
+			w.dropOwner(renewalKey(names[i], false), owners[i])
+			w.mu.Unlock()
+			w.r.losses.Fire(names[i], owners[i])
 		}
 	}
 	return err

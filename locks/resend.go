@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/history/outcome"
 )
 
 // What Redisson 4.7 sends again by itself, and when. Two loops, one inside the other:
@@ -28,7 +29,7 @@ func resendsFor(conn ClientConfig, cfg RedissonConfig) int {
 // resendable is a send whose reply never came (a response timeout, a broken connection): Redis may or may
 // not have applied it. A Redis error, a refusal and a NoSync are answers, and are not resent.
 func resendable(err error) bool {
-	return err != nil && !Definite(err) && !errors.Is(err, ErrNoSync)
+	return err != nil && !outcome.Definite(err) && !errors.Is(err, ErrNoSync)
 }
 
 // write records a synced lock write as the executor sends it: once, then again after each response timeout,

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/history/outcome"
 	"github.com/lockcheck/lockcheck/kinds"
 	"github.com/lockcheck/lockcheck/locks"
 	"github.com/lockcheck/lockcheck/topology"
@@ -235,11 +236,8 @@ func (c *client) run(ctx context.Context, x call) (Outcome, int64, error) {
 	}
 	err = clipErr(err) // recorded twice (this command, the workload's call) and returned: never megabytes
 	if err != nil {
-		if locks.Definite(err) {
-			op.Fail(nil, err)
-		} else {
+		if outcome.Complete(op, outcome.Call{Err: err}) == history.Unknown {
 			c.broken.Add(1)
-			op.Unknown(err)
 		}
 		return "", 0, err
 	}
@@ -247,35 +245,36 @@ func (c *client) run(ctx context.Context, x call) (Outcome, int64, error) {
 	out, ok := x.op.Reply.classify(reply)
 	if !ok {
 		err := fmt.Errorf("%s: %w: %s", x.op.Name, ErrNoMatch, describe(reply))
-		op.Unknown(err)
+		outcome.Complete(op, outcome.Call{Err: err}) // it ran: unknown
 		return "", 0, err
 	}
 	n, _ := reply.(int64)
+	outcome.Complete(op, c.recorded(x, out, n))
+	return out, n, nil
+}
+
+// recorded is how a reply that mapped to out (with integer n) is recorded: its value in the models'
+// terms, and whether it took no effect.
+func (c *client) recorded(x call, out Outcome, n int64) outcome.Call {
 	switch out {
-	case Granted, Extended:
-		op.Ok(history.Int64(1), nil)
 	case Released:
 		if x.op.class == readReleaseClass {
-			op.Ok(history.Int64(0), nil) // other holds remain
-		} else {
-			op.Ok(history.Int64(1), nil)
+			return outcome.Call{Value: history.Int64(0)} // other holds remain
 		}
-	case Last:
-		op.Ok(history.Int64(1), nil)
 	case Count:
-		op.Ok(history.Int64(n), nil)
+		return outcome.Call{Value: history.Int64(n)}
 	case TTL:
-		op.Fail(history.Int64(n), nil)
+		return outcome.Call{Value: history.Int64(n), Refused: true}
 	case Refused:
-		op.Fail(history.Int64(-2), nil) // held by someone; how long is not said
+		return outcome.Call{Value: history.Int64(-2), Refused: true} // held by someone; how long is not said
 	case NotHeld:
 		v := int64(-1)
 		if x.f == "renew" || c.s.Family == kinds.Expirable {
 			v = 0
 		}
-		op.Fail(history.Int64(v), nil)
+		return outcome.Call{Value: history.Int64(v), Refused: true}
 	}
-	return out, n, nil
+	return outcome.Call{Value: history.Int64(1)} // Granted, Extended, Last, Released
 }
 
 // describe says what a reply was, in at most about maxReply bytes.
@@ -299,7 +298,7 @@ const maxReply = 4 << 10
 func clip(s string) string { return history.ClipText(s, maxReply) }
 
 // clippedError is an error whose text was too long to keep: its clipped text, and whether its outcome was
-// definite (locks.Definite asks it), so that clipping changes no recorded outcome.
+// definite (outcome.Definite asks it), so that clipping changes no recorded outcome.
 type clippedError struct {
 	text     string
 	definite bool
@@ -313,14 +312,14 @@ func clipErr(err error) error {
 	if err == nil || len(err.Error()) <= maxReply {
 		return err
 	}
-	return &clippedError{text: clip(err.Error()), definite: locks.Definite(err)}
+	return &clippedError{text: clip(err.Error()), definite: outcome.Definite(err)}
 }
 
 // retry runs a call, repeating it while its outcome is unknown, if the spec says so, up to tries times.
 func (c *client) retry(ctx context.Context, x call, tries int) (Outcome, int64, error) {
 	for i := 0; ; i++ {
 		out, n, err := c.run(ctx, x)
-		if err == nil || locks.Definite(err) || errors.Is(err, ErrNoMatch) || !c.s.RetryAmbiguous || i >= tries ||
+		if err == nil || outcome.Definite(err) || errors.Is(err, ErrNoMatch) || !c.s.RetryAmbiguous || i >= tries ||
 			!sleepCtx(ctx, c.s.RetryDelay) {
 			return out, n, err
 		}
@@ -334,7 +333,7 @@ func (c *client) acquire(ctx context.Context, x call, wait time.Duration) (bool,
 	for {
 		out, n, err := c.run(ctx, x)
 		switch {
-		case err != nil && (locks.Definite(err) || errors.Is(err, ErrNoMatch)):
+		case err != nil && (outcome.Definite(err) || errors.Is(err, ErrNoMatch)):
 			return false, err
 		case err != nil && !c.s.RetryAmbiguous:
 			sleepCtx(ctx, c.backoff()) // the connection just broke: no spinning on a dead node

@@ -14,11 +14,11 @@ func TestPartitionAndHoldAimAtTheCaller(t *testing.T) {
 		t.Fatalf("partition is fired by %q, want grant", p.trigger)
 	}
 	ev := Event{Type: "ok", F: "tryLock", Client: "c3"}
-	if a := p.aim(ev, []string{"c1->n1", "c1->n2", "c2->n1", "c2->n2"}); !reflect.DeepEqual(a, []string{"c3->n1", "c3->n2"}) {
+	if a := p.aim(ev, ts("c1->n1", "c1->n2", "c2->n1", "c2->n2")); !reflect.DeepEqual(a, ts("c3->n1", "c3->n2")) {
 		t.Fatalf("partition aimed at %v, want the holder's links", a)
 	}
 	h := triggeredBy["hold-replies"]
-	all := []string{"c1->n1", "c2->n1"}
+	all := ts("c1->n1", "c2->n1")
 	if a := h.aim(Event{Type: "ok", F: "unlock", Client: "c2"}, all); h.trigger != "release" || !reflect.DeepEqual(a, all) {
 		t.Fatalf("hold-replies is fired by %q and aimed at %v; want release, every client's links", h.trigger, a)
 	}
@@ -27,7 +27,7 @@ func TestPartitionAndHoldAimAtTheCaller(t *testing.T) {
 // A triggered resource-delay delays the writes of the client just granted.
 func TestResourceDelayAimsAtTheHolder(t *testing.T) {
 	r := triggeredBy["resource-delay"]
-	if a := r.aim(Event{Type: "ok", F: "tryLock", Client: "c3"}, []string{"c1"}); r.trigger != "grant" || !reflect.DeepEqual(a, []string{"c3"}) {
+	if a := r.aim(Event{Type: "ok", F: "tryLock", Client: "c3"}, ts("c1")); r.trigger != "grant" || !reflect.DeepEqual(a, ts("c3")) {
 		t.Fatalf("resource-delay fired by %q, aimed at %v; want grant, the holder c3", r.trigger, a)
 	}
 }
@@ -36,9 +36,9 @@ func TestResourceDelayAimsAtTheHolder(t *testing.T) {
 // may take the lock again unheld.
 func TestDelayPexpireLeavesTheReleaserOut(t *testing.T) {
 	d := triggeredBy["delay-pexpire"]
-	all := []string{"c1->n1", "c1->n2", "c2->n1", "c2->n2", "c3->n1", "c3->n2"}
+	all := ts("c1->n1", "c1->n2", "c2->n1", "c2->n2", "c3->n1", "c3->n2")
 	if a := d.aim(Event{Type: "ok", F: "unlock", Client: "c2"}, all); d.trigger != "release" ||
-		!reflect.DeepEqual(a, []string{"c1->n1", "c1->n2", "c3->n1", "c3->n2"}) {
+		!reflect.DeepEqual(a, ts("c1->n1", "c1->n2", "c3->n1", "c3->n2")) {
 		t.Fatalf("delay-pexpire is fired by %q and aimed at %v; want release, every client's links but c2's", d.trigger, a)
 	}
 }

@@ -17,7 +17,8 @@ func TestDelayPexpireOnARealNode(t *testing.T) {
 	hc, fc := linkClient(t, topo, held), linkClient(t, topo, free)
 	direct := admin(topo, "n1")
 	defer direct.Close()
-	if _, err := f.Start(ctx, env, targets); err != nil {
+	_, heal, err := f.Start(ctx, env, targets)
+	if err != nil {
 		t.Fatal(err)
 	}
 	replied := make(chan error, 1)
@@ -39,7 +40,7 @@ func TestDelayPexpireOnARealNode(t *testing.T) {
 	if d := direct.PTTL(ctx, "held").Val(); d != -1 {
 		t.Fatalf("pttl %v during the fault: the held PEXPIRE applied", d)
 	}
-	if err := f.Stop(ctx, env, targets); err != nil {
+	if err := heal(ctx); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -20,7 +20,8 @@ func TestHoldRepliesOnARealNode(t *testing.T) {
 	held := linkClient(t, topo, "c1")
 	direct := admin(topo, "n1")
 	defer direct.Close()
-	if _, err := f.Start(ctx, env, targets); err != nil {
+	_, heal, err := f.Start(ctx, env, targets)
+	if err != nil {
 		t.Fatal(err)
 	}
 	replied := make(chan error, 1)
@@ -37,7 +38,7 @@ func TestHoldRepliesOnARealNode(t *testing.T) {
 		t.Fatalf("the held client heard back during the fault (%v)", err)
 	case <-time.After(300 * time.Millisecond):
 	}
-	if err := f.Stop(ctx, env, targets); err != nil {
+	if err := heal(ctx); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -66,12 +67,13 @@ func TestClockDriftOnARealNode(t *testing.T) {
 	env := runner.FaultEnv(topo, []string{"c1"}, nemesis.Params{})
 	f := nemesis.Lookup("clock-drift")
 	targets := f.Targets(rand.New(rand.NewPCG(1, 1)), env)
-	if len(targets) != 1 || targets[0] != "n1" {
+	if len(targets) != 1 || targets[0] != nemesis.NameTarget("n1") {
 		t.Fatalf("targets %v, want the majority of one node", targets)
 	}
 	c := admin(topo, "n1")
 	defer c.Close()
-	if _, err := f.Start(ctx, env, targets); err != nil {
+	_, heal, err := f.Start(ctx, env, targets)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Set(ctx, "lease", "owner", 2*time.Second).Err(); err != nil {
@@ -84,7 +86,7 @@ func TestClockDriftOnARealNode(t *testing.T) {
 	if d := time.Since(start); d > 1850*time.Millisecond || d < 1300*time.Millisecond {
 		t.Fatalf("a 2 s key ended after %v of real time on a clock 25%% fast; want about 1.6 s", d)
 	}
-	if err := f.Stop(ctx, env, targets); err != nil {
+	if err := heal(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if now, _ := c.Time(ctx).Result(); time.Until(now).Abs() > 200*time.Millisecond {

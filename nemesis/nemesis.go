@@ -1,5 +1,10 @@
 // Package nemesis injects faults on a seeded schedule: it plans every fault up front from the seed, applies
 // and heals each one, records both in the history, and always heals everything at the end.
+//
+// Files by concern: the faults in link.go, process.go, clock.go, client.go and replication.go (a new fault
+// is one more file or type, registered in its own init); what they hit in target.go (the one reader and
+// writer of the target grammar) and selector.go (--nemesis-targets); the schedule in plan.go; lock events
+// that fire faults in trigger.go and trigger_run.go.
 package nemesis
 
 import (
@@ -60,7 +65,7 @@ type Env struct {
 	// Targets narrows what faults hit (--nemesis-targets); the zero value lets each fault choose.
 	Targets Selector
 	// Note records a step inside a running fault (set by Plan.Run).
-	Note func(fault string, targets []string, detail string)
+	Note func(fault string, targets []Target, detail string)
 
 	// Triggers, when set, receives the lock's events: steps with a Trigger are fired by them.
 	Triggers *Triggers
@@ -99,17 +104,50 @@ type Replication interface {
 
 // Fault is one kind of fault, registered by name (as toxiproxy registers toxics).
 type Fault interface {
+	// Needs is what the fault requires of the deployment; Parse refuses it where that is missing.
+	Needs() Needs
 	// Targets picks what one occurrence hits, using only rng and env's names.
-	Targets(rng *rand.Rand, env *Env) []string
-	// Start applies the fault; detail is recorded with it.
-	Start(ctx context.Context, env *Env, targets []string) (detail string, err error)
-	// Stop heals it.
-	Stop(ctx context.Context, env *Env, targets []string) error
+	Targets(rng *rand.Rand, env *Env) []Target
+	// Start applies the fault and returns what heals it (as etcd's failpoints and toxiproxy's stateful
+	// toxics do: the fault's state lives in the heal, not in the fault). On an error, heal, when not nil,
+	// undoes the part that applied. detail is recorded with the start.
+	Start(ctx context.Context, env *Env, targets []Target) (detail string, heal Heal, err error)
 }
 
-// Applicable is implemented by faults that only make sense on some topologies.
-type Applicable interface {
-	Applies(env *Env) error
+// Heal undoes one started fault. Plan.Run calls it once, even after the run's context ended.
+type Heal func(ctx context.Context) error
+
+// Needs is what a fault requires beyond named nodes and clients.
+type Needs uint16
+
+const (
+	NeedsReplication Needs = 1 << iota // primaries with replicas (sentinel, cluster)
+	NeedsClients                       // control of the clients (freeze, clock, writes to the resource)
+	NeedsProcess                       // control of the nodes' processes (kill, stop)
+	NeedsClockLib                      // the clock library preloaded into the nodes: nodes lockcheck starts
+	NeedsLinks                         // a proxy on every client-to-node link
+	NeedsHeldReplies                   // a proxy that holds replies (lockcheck's own, not a toxiproxy server)
+	NeedsFronts                        // every node's shared front proxy (what replicas and Sentinels use)
+	NeedsPeerTaps                      // lockcheck's taps between the data nodes
+)
+
+// NeedsOf is what the fault registered as name needs (nothing for an unknown name).
+func NeedsOf(name string) Needs {
+	if f := registry[name]; f != nil {
+		return f.Needs()
+	}
+	return 0
+}
+
+// check refuses a fault whose needs env cannot meet.
+func (n Needs) check(name string, env *Env) error {
+	if n&NeedsReplication != 0 && env.Replication == nil {
+		return fmt.Errorf("%s needs primaries with replicas: use --topology sentinel or cluster (this is %s)", name, env.Topology)
+	}
+	if n&NeedsClients != 0 && env.Client == nil {
+		return fmt.Errorf("no client controls in this environment")
+	}
+	return nil
 }
 
 var registry = map[string]Fault{}
@@ -140,8 +178,8 @@ func Parse(s string, env *Env) ([]string, error) {
 		if !ok {
 			return nil, fmt.Errorf("unknown fault %q in --nemesis (have: none, %s)", n, strings.Join(Names(), ", "))
 		}
-		if a, ok := f.(Applicable); ok && env != nil {
-			if err := a.Applies(env); err != nil {
+		if env != nil {
+			if err := f.Needs().check(n, env); err != nil {
 				return nil, fmt.Errorf("--nemesis %s: %v", n, err)
 			}
 		}

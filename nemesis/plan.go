@@ -12,7 +12,7 @@ import (
 // Step is one planned fault: what, on which targets, from Start to End (offsets from the run's start).
 type Step struct {
 	Fault   string        `json:"fault"`
-	Targets []string      `json:"targets"`
+	Targets []Target      `json:"targets"`
 	Start   time.Duration `json:"start_ns"`
 	End     time.Duration `json:"end_ns"`
 	// Trigger (--nemesis-trigger) names the lock event that fires the fault once Start has passed: the
@@ -146,15 +146,31 @@ func (p Plan) Faults() []string {
 	return out
 }
 
-// Recorder receives fault events.
+// Recorder receives fault events; a history writes the targets as TargetStrings spells them.
 type Recorder interface {
 	Fault(kind, phase string, targets []string, detail string)
+}
+
+// record writes one fault event.
+func record(rec Recorder, kind, phase string, targets []Target, detail string) {
+	rec.Fault(kind, phase, TargetStrings(targets), detail)
+}
+
+// healWithin runs heal (when there is one) with its own deadline: a fault must never outlive the run,
+// so it heals even when the run's context has ended.
+func healWithin(heal Heal) error {
+	if heal == nil {
+		return nil
+	}
+	hctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return heal(hctx)
 }
 
 // Run carries out the plan against env, measuring offsets from start. It returns when the plan is done or
 // ctx ends; either way every fault it started is stopped. HealAll should still follow, as a backstop.
 func (p Plan) Run(ctx context.Context, env *Env, rec Recorder, start time.Time) {
-	env.Note = func(fault string, targets []string, detail string) { rec.Fault(fault, "step", targets, detail) }
+	env.Note = func(fault string, targets []Target, detail string) { record(rec, fault, "step", targets, detail) }
 	for _, st := range p.Steps {
 		if !sleepUntil(ctx, start.Add(st.Start)) {
 			return
@@ -167,7 +183,7 @@ func (p Plan) Run(ctx context.Context, env *Env, rec Recorder, start time.Time) 
 		// The primary is named when the fault starts, and the same nodes are healed.
 		targets, err := resolve(ctx, env, st.Targets)
 		if err != nil {
-			rec.Fault(st.Fault, "error", st.Targets, "start: "+err.Error())
+			record(rec, st.Fault, "error", st.Targets, "start: "+err.Error())
 			continue
 		}
 		var ph *phaseArm
@@ -175,17 +191,14 @@ func (p Plan) Run(ctx context.Context, env *Env, rec Recorder, start time.Time) 
 			ph = &phaseArm{step: st, fired: make(chan time.Time, 1)}
 		}
 		env.phase = ph
-		detail, err := f.Start(ctx, env, targets)
+		detail, heal, err := f.Start(ctx, env, targets)
 		env.phase = nil
 		if err != nil {
-			rec.Fault(st.Fault, "error", targets, "start: "+err.Error())
-			// Undo whatever part applied before the error.
-			hctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			_ = f.Stop(hctx, env, targets)
-			cancel()
+			record(rec, st.Fault, "error", targets, "start: "+err.Error())
+			_ = healWithin(heal) // undo whatever part applied before the error
 			continue
 		}
-		rec.Fault(st.Fault, "start", targets, detail)
+		record(rec, st.Fault, "start", targets, detail)
 		sleepUntil(ctx, start.Add(st.End))
 		// A decisive phase fired late still lasts two thirds of the step, as the untriggered one does (up to
 		// the quiet period): a primary isolated just before the heal would have had no replica promoted.
@@ -196,15 +209,11 @@ func (p Plan) Run(ctx context.Context, env *Env, rec Recorder, start time.Time) 
 			default:
 			}
 		}
-		// Heal even when ctx has ended: a fault must never outlive the run.
-		hctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		err = f.Stop(hctx, env, targets)
-		cancel()
-		if err != nil {
-			rec.Fault(st.Fault, "stop", targets, "heal failed: "+err.Error())
+		if err := healWithin(heal); err != nil {
+			record(rec, st.Fault, "stop", targets, "heal failed: "+err.Error())
 			continue
 		}
-		rec.Fault(st.Fault, "stop", targets, "")
+		record(rec, st.Fault, "stop", targets, "")
 	}
 }
 
@@ -226,7 +235,7 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 // HealAll undoes every fault whatever the plan did: every link healed, every paused node resumed, every
 // killed node restarted. It returns what it had to fix.
 func HealAll(ctx context.Context, env *Env) (fixed []string, err error) {
-	for _, c := range append([]string{"*", "bus"}, env.Clients...) { // the nodes' shared front and bus proxies
+	for _, c := range append([]string{Front, Bus}, env.Clients...) { // the nodes' shared front and bus proxies
 		for _, n := range env.Nodes {
 			if l := env.Link(c, n); l != nil {
 				_ = l.Heal()
@@ -259,11 +268,4 @@ func HealAll(ctx context.Context, env *Env) (fixed []string, err error) {
 		}
 	}
 	return fixed, err
-}
-
-func clientOf(env *Env, name string) Client {
-	if env.Client == nil {
-		return nil
-	}
-	return env.Client(name)
 }

@@ -101,7 +101,7 @@ func TestRunHealsWhenStopped(t *testing.T) {
 	l := &fakeLink{}
 	env := names()
 	env.Link = func(c, n string) Link { return l }
-	p := Plan{Steps: []Step{{Fault: "partition", Targets: []string{"c1->n1"}, Start: 0, End: time.Hour}}}
+	p := Plan{Steps: []Step{{Fault: "partition", Targets: ts("c1->n1"), Start: 0, End: time.Hour}}}
 	ctx, cancel := context.WithCancel(context.Background())
 	ev := &events{}
 	done := make(chan struct{})
@@ -125,10 +125,10 @@ func TestRunHealsWhenStopped(t *testing.T) {
 func TestPartitionShapes(t *testing.T) {
 	env := &Env{Nodes: []string{"n1", "n2", "n3", "n4", "n5"}, Clients: []string{"c1", "c2", "c3", "c4"}}
 	rng := func() *rand.Rand { return rand.New(rand.NewPCG(1, 2)) }
-	seen := func(targets []string) map[string]map[string]bool { // client -> nodes it can still reach
+	seen := func(targets []Target) map[string]map[string]bool { // client -> nodes it can still reach
 		cut := map[string]bool{}
 		for _, t := range targets {
-			cut[t] = true
+			cut[t.String()] = true
 		}
 		out := map[string]map[string]bool{}
 		for _, c := range env.Clients {

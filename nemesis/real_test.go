@@ -44,13 +44,13 @@ func admin(topo *topology.Topology, name string) *redis.Client {
 // isolatingFailover writes "before" (acknowledged by both replicas) on a Sentinel primary n1, starts
 // fault on targets, writes "lost", which WAIT must see acknowledged by acks replicas, waits for the
 // primary's isolation and returns the primary elected after it, which must lack "lost".
-func isolatingFailover(t *testing.T, fault string, targets []string, acks int64) string {
+func isolatingFailover(t *testing.T, fault string, targets []nemesis.Target, acks int64) string {
 	t.Helper()
 	ctx := context.Background()
 	topo, env := realEnv(t, topology.Sentinel)
 	f := nemesis.Lookup(fault)
 	steps := make(chan string, 1)
-	env.Note = func(_ string, _ []string, detail string) { steps <- detail }
+	env.Note = func(_ string, _ []nemesis.Target, detail string) { steps <- detail }
 	n1 := admin(topo, "n1")
 	defer n1.Close()
 	if err := n1.Set(ctx, "before", "1", 0).Err(); err != nil {
@@ -59,12 +59,12 @@ func isolatingFailover(t *testing.T, fault string, targets []string, acks int64)
 	if n, _ := n1.Do(ctx, "WAIT", 2, 5000).Int64(); n != 2 {
 		t.Fatalf("%d replicas acknowledged the first write, want 2", n)
 	}
-	detail, err := f.Start(ctx, env, targets)
+	detail, heal, err := f.Start(ctx, env, targets)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Log(detail)
-	defer func() { _ = f.Stop(ctx, env, targets) }()
+	defer func() { _ = heal(ctx) }()
 	if err := n1.Set(ctx, "lost", "1", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func isolatingFailover(t *testing.T, fault string, targets []string, acks int64)
 // Redisson #5256.
 func TestLaggingReplicaIsPromoted(t *testing.T) {
 	// replicas sorted: n2 lags, n3 acknowledges
-	if primary := isolatingFailover(t, "lagging-failover", []string{"shard:0", "lagging-replica:0"}, 1); primary != "n2" {
+	if primary := isolatingFailover(t, "lagging-failover", nemesis.ParseTargets([]string{"shard:0", "lagging-replica:0"}), 1); primary != "n2" {
 		t.Fatalf("primary %q after the fault, want the lagging n2", primary)
 	}
 }
@@ -105,7 +105,8 @@ func TestPartitionNodesOnCluster(t *testing.T) {
 	ctx := context.Background()
 	topo, env := realEnv(t, topology.Cluster)
 	f := nemesis.Lookup("partition-nodes")
-	if _, err := f.Start(ctx, env, []string{"n3"}); err != nil {
+	_, heal, err := f.Start(ctx, env, []nemesis.Target{nemesis.NameTarget("n3")})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if primary := newPrimary(topo, 2, "n3"); primary != "n6" {
@@ -116,7 +117,7 @@ func TestPartitionNodesOnCluster(t *testing.T) {
 	if err := n3.Ping(ctx).Err(); err != nil {
 		t.Fatalf("n3 unreachable by clients: %v", err)
 	}
-	if err := f.Stop(ctx, env, []string{"n3"}); err != nil {
+	if err := heal(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// Healed: n3 rejoins as n6's replica.
@@ -144,12 +145,12 @@ func linkClient(t *testing.T, topo *topology.Topology, name string) *redis.Clien
 }
 
 // everyLinkFault is fault on a single node with two clients, and the targets it draws: every client's link.
-func everyLinkFault(t *testing.T, fault string) (*topology.Topology, *nemesis.Env, nemesis.Fault, []string) {
+func everyLinkFault(t *testing.T, fault string) (*topology.Topology, *nemesis.Env, nemesis.Fault, []nemesis.Target) {
 	t.Helper()
 	topo, env := realEnv(t, topology.Single)
 	f := nemesis.Lookup(fault)
 	targets := f.Targets(rand.New(rand.NewPCG(1, 1)), env)
-	if !reflect.DeepEqual(targets, []string{"c1->n1", "c2->n1"}) {
+	if !reflect.DeepEqual(nemesis.TargetStrings(targets), []string{"c1->n1", "c2->n1"}) {
 		t.Fatalf("targets %v, want every client's link to the one node", targets)
 	}
 	return topo, env, f, targets

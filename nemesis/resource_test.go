@@ -27,14 +27,15 @@ func TestResourceDelaySetsAndClears(t *testing.T) {
 	c := &delayClient{}
 	env := &Env{Clients: []string{"c1"}, Params: Params{Duration: 3 * time.Second}, Client: func(string) Client { return c }}
 	f := Lookup("resource-delay")
-	if _, err := f.Start(context.Background(), env, []string{"c1"}); err != nil || c.delay != 3*time.Second {
+	_, heal, err := f.Start(context.Background(), env, ts("c1"))
+	if err != nil || c.delay != 3*time.Second {
 		t.Fatalf("after start: delay %v, %v", c.delay, err)
 	}
-	if err := f.Stop(context.Background(), env, []string{"c1"}); err != nil || c.delay != 0 {
+	if err := heal(context.Background()); err != nil || c.delay != 0 {
 		t.Fatalf("after stop: delay %v, %v", c.delay, err)
 	}
 	env.Client = func(string) Client { return plainClient{} }
-	if _, err := f.Start(context.Background(), env, []string{"c1"}); err == nil {
+	if _, _, err := f.Start(context.Background(), env, ts("c1")); err == nil {
 		t.Fatal("a client that cannot delay its writes was accepted")
 	}
 }

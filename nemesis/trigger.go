@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 )
 
@@ -47,7 +46,7 @@ var releases = []string{"unlock", "countDown", "lcp_count_down"}
 // the nodes that hold the lock) given the targets the plan drew.
 type triggered struct {
 	trigger string
-	aim     func(ev Event, planned []string) []string
+	aim     func(ev Event, planned []Target) []Target
 	// phase: the fault starts on the clock and the trigger fires its decisive phase (the lagging failover's
 	// isolation, once the lag has begun); without it the trigger starts the fault.
 	phase bool
@@ -56,7 +55,7 @@ type triggered struct {
 var triggeredBy = map[string]triggered{}
 
 // RegisterTriggered says which trigger a fault takes.
-func RegisterTriggered(fault, trigger string, aim func(Event, []string) []string) {
+func RegisterTriggered(fault, trigger string, aim func(Event, []Target) []Target) {
 	triggeredBy[fault] = triggered{trigger: trigger, aim: aim}
 }
 
@@ -81,18 +80,6 @@ func init() {
 	// often as grants come (under load, less than once in a 1 s window).
 	RegisterTrigger(Trigger{Name: "attempt", About: "a caller is about to send an acquire (first or retried)",
 		Match: func(e Event) bool { return e.Type == "invoke" && e.F == "acquire" }})
-
-	RegisterTriggered("client-pause", "grant", func(ev Event, _ []string) []string { return []string{ev.Client} })
-	RegisterTriggered("clock", "grant", holderNodes)
-	RegisterTriggered("clock-strobe", "grant", holderNodes)
-	// A failover right after a grant keeps the holder's lease on the promoted replica, so nobody can take
-	// the lock there before the fault heals; right after a release the lock is free on both sides of it.
-	RegisterTriggered("failover", "release", keepHolder)
-	RegisterTriggered("drop-reply", "unlock", callerLinks)
-	RegisterTriggered("client-clock", "attempt", callerClock)
-	triggeredBy["lagging-failover"] = triggered{trigger: "grant", phase: true,
-		aim: func(_ Event, planned []string) []string { return planned }}
-	triggeredBy["stalled-failover"] = triggeredBy["lagging-failover"]
 }
 
 // TriggerNames lists the faults that take a trigger, with it.
@@ -103,65 +90,6 @@ func TriggerNames() []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// holderNodes aims a node fault at the nodes that hold the lock just granted, as many as the plan drew,
-// topped up with the planned ones.
-func holderNodes(ev Event, planned []string) []string {
-	var out []string
-	for _, n := range append(append([]string{}, ev.Nodes...), planned...) {
-		if len(out) < len(planned) && !slices.Contains(out, n) {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// keepHolder keeps the event's client (the one that just released) on the old primary, in place of one
-// planned kept client: it takes the lock again there while the others take it on the promoted replica.
-func keepHolder(ev Event, planned []string) []string {
-	out := []string{}
-	var kept []string
-	for _, t := range planned {
-		if c, ok := strings.CutPrefix(t, "keep:"); ok {
-			kept = append(kept, c)
-		} else {
-			out = append(out, t)
-		}
-	}
-	// With no kept client planned (one client in all) nobody would be left to see the new primary.
-	if ev.Client != "" && len(kept) > 0 && !slices.Contains(kept, ev.Client) {
-		kept = append([]string{ev.Client}, kept[1:]...)
-	}
-	for _, c := range kept {
-		out = append(out, "keep:"+c)
-	}
-	return out
-}
-
-// callerLinks moves a link fault from the planned client's links to the caller's links to the same nodes.
-var callerLinks = toCaller("->")
-
-// callerClock moves a client-clock fault ("c2@+1m0s") from the planned client to the caller, keeping the
-// drawn shift: a caller that arrives with its clock ahead purges the waiters or permits it sees as lapsed,
-// one behind stamps a deadline already past.
-var callerClock = toCaller("@")
-
-// toCaller aims targets named "<client><sep><rest>" at the event's caller, keeping each rest.
-func toCaller(sep string) func(Event, []string) []string {
-	return func(ev Event, planned []string) []string {
-		var out []string
-		for _, t := range planned {
-			_, rest, ok := strings.Cut(t, sep)
-			if !ok || ev.Client == "" {
-				return planned
-			}
-			if x := ev.Client + sep + rest; !slices.Contains(out, x) {
-				out = append(out, x)
-			}
-		}
-		return out
-	}
 }
 
 // Triggers receives the stream of lock events and fires at most one armed fault at a time: the first

@@ -37,7 +37,8 @@ func aimTriggers(p *Plan, s Schedule) error {
 }
 
 type firing struct {
-	targets []string
+	targets []Target
+	heal    Heal
 	at      time.Time
 	err     error
 }
@@ -47,11 +48,11 @@ type firing struct {
 func runTriggered(ctx context.Context, env *Env, rec Recorder, start time.Time, st Step, f Fault, tb triggered) {
 	planned, err := resolve(ctx, env, st.Targets) // before the event, so the start is quick
 	if err != nil {
-		rec.Fault(st.Fault, "error", st.Targets, "start: "+err.Error())
+		record(rec, st.Fault, "error", st.Targets, "start: "+err.Error())
 		return
 	}
 	if p, ok := f.(interface {
-		prepare(context.Context, *Env, []string)
+		prepare(context.Context, *Env, []Target)
 	}); ok {
 		p.prepare(ctx, env, planned)
 	}
@@ -61,14 +62,14 @@ func runTriggered(ctx context.Context, env *Env, rec Recorder, start time.Time, 
 		if env.Targets.String() == "" { // named targets stay as named: the trigger only times the fault
 			targets = tb.aim(ev, planned)
 		}
-		detail, err := f.Start(ctx, env, targets)
+		detail, heal, err := f.Start(ctx, env, targets)
 		if err == nil {
-			rec.Fault(st.Fault, "start", targets, detail+"; fired by "+describe(ev))
+			record(rec, st.Fault, "start", targets, detail+"; fired by "+describe(ev))
 		}
-		done <- firing{targets: targets, at: time.Now(), err: err}
+		done <- firing{targets: targets, heal: heal, at: time.Now(), err: err}
 	})
 	if err != nil {
-		rec.Fault(st.Fault, "error", planned, "start: "+err.Error())
+		record(rec, st.Fault, "error", planned, "start: "+err.Error())
 		return
 	}
 	var fd firing
@@ -78,7 +79,7 @@ func runTriggered(ctx context.Context, env *Env, rec Recorder, start time.Time, 
 	case fd = <-done:
 	case <-deadline.C:
 		if disarm() {
-			rec.Fault(st.Fault, "error", planned, fmt.Sprintf("not applied: no %s event (after %d skipped) in its window", st.Trigger, st.Skip))
+			record(rec, st.Fault, "error", planned, fmt.Sprintf("not applied: no %s event (after %d skipped) in its window", st.Trigger, st.Skip))
 			return
 		}
 		fd = <-done
@@ -89,21 +90,16 @@ func runTriggered(ctx context.Context, env *Env, rec Recorder, start time.Time, 
 		fd = <-done
 	}
 	if fd.err != nil {
-		rec.Fault(st.Fault, "error", fd.targets, "start: "+fd.err.Error())
-		hctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		_ = f.Stop(hctx, env, fd.targets)
-		cancel()
+		record(rec, st.Fault, "error", fd.targets, "start: "+fd.err.Error())
+		_ = healWithin(fd.heal)
 		return
 	}
 	sleepUntil(ctx, fd.at.Add(st.End-st.Start))
-	hctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	err = f.Stop(hctx, env, fd.targets)
-	cancel()
-	if err != nil {
-		rec.Fault(st.Fault, "stop", fd.targets, "heal failed: "+err.Error())
+	if err := healWithin(fd.heal); err != nil {
+		record(rec, st.Fault, "stop", fd.targets, "heal failed: "+err.Error())
 		return
 	}
-	rec.Fault(st.Fault, "stop", fd.targets, "")
+	record(rec, st.Fault, "stop", fd.targets, "")
 }
 
 // awaitPhase arms the trigger of the step being started (env.phase) for a fault's decisive phase: fire

@@ -86,7 +86,7 @@ func TestTriggeredStepFiresOnTheKthEvent(t *testing.T) {
 	env := names()
 	env.Link = links.get
 	env.Triggers = NewTriggers()
-	p := Plan{Steps: []Step{{Fault: "drop-reply", Targets: []string{"c1->n1"}, Start: 0, End: 300 * time.Millisecond,
+	p := Plan{Steps: []Step{{Fault: "drop-reply", Targets: ts("c1->n1"), Start: 0, End: 300 * time.Millisecond,
 		Trigger: "unlock", Skip: 2}}}
 	rec := &events{}
 	done := make(chan struct{})
@@ -124,7 +124,7 @@ func TestTriggerThatNeverFires(t *testing.T) {
 	env := names()
 	env.Link = links.get
 	env.Triggers = NewTriggers()
-	p := Plan{Steps: []Step{{Fault: "drop-reply", Targets: []string{"c1->n1"}, End: 50 * time.Millisecond, Trigger: "unlock"}}}
+	p := Plan{Steps: []Step{{Fault: "drop-reply", Targets: ts("c1->n1"), End: 50 * time.Millisecond, Trigger: "unlock"}}}
 	rec := &events{}
 	p.Run(context.Background(), env, rec, time.Now())
 	env.Triggers.Observe(Event{Type: "invoke", F: "unlock", Client: "c2"}) // too late: disarmed
@@ -145,19 +145,19 @@ func TestTriggerAim(t *testing.T) {
 	if !reflect.DeepEqual(got.Nodes, []string{"n4", "n2"}) {
 		t.Fatalf("the grant is held on %v, want n4 n2", got.Nodes)
 	}
-	if a := holderNodes(got, []string{"n1", "n2", "n3"}); !reflect.DeepEqual(a, []string{"n4", "n2", "n1"}) {
+	if a := holderNodes(got, ts("n1", "n2", "n3")); !reflect.DeepEqual(a, ts("n4", "n2", "n1")) {
 		t.Fatalf("clock aimed at %v", a)
 	}
-	if a := keepHolder(got, []string{"shard:0", "keep:c1", "keep:c2"}); !reflect.DeepEqual(a, []string{"shard:0", "keep:c3", "keep:c2"}) {
+	if a := keepHolder(got, ts("shard:0", "keep:c1", "keep:c2")); !reflect.DeepEqual(a, ts("shard:0", "keep:c3", "keep:c2")) {
 		t.Fatalf("failover aimed at %v", a)
 	}
-	if a := keepHolder(got, []string{"shard:0"}); !reflect.DeepEqual(a, []string{"shard:0"}) {
+	if a := keepHolder(got, ts("shard:0")); !reflect.DeepEqual(a, ts("shard:0")) {
 		t.Fatalf("failover aimed at %v", a)
 	}
-	if a := callerLinks(got, []string{"c1->n1", "c1->n2"}); !reflect.DeepEqual(a, []string{"c3->n1", "c3->n2"}) {
+	if a := callerLinks(got, ts("c1->n1", "c1->n2")); !reflect.DeepEqual(a, ts("c3->n1", "c3->n2")) {
 		t.Fatalf("drop-reply aimed at %v", a)
 	}
-	if a := callerClock(got, []string{"c1@-1m0s"}); !reflect.DeepEqual(a, []string{"c3@-1m0s"}) {
+	if a := callerClock(got, ts("c1@-1m0s")); !reflect.DeepEqual(a, ts("c3@-1m0s")) {
 		t.Fatalf("client-clock aimed at %v", a)
 	}
 }
@@ -228,18 +228,17 @@ func TestUnlockTriggerFiresAtCountDown(t *testing.T) {
 // fault was healed.
 type phaseProbe struct{ firedAt, stoppedAt chan time.Time }
 
-func (phaseProbe) Applies(*Env) error                { return nil }
-func (phaseProbe) Targets(*rand.Rand, *Env) []string { return nil }
-func (p phaseProbe) Stop(context.Context, *Env, []string) error {
-	p.stoppedAt <- time.Now()
-	return nil
-}
-func (p phaseProbe) Start(_ context.Context, env *Env, _ []string) (string, error) {
+func (phaseProbe) Needs() Needs                      { return 0 }
+func (phaseProbe) Targets(*rand.Rand, *Env) []Target { return nil }
+func (p phaseProbe) Start(_ context.Context, env *Env, _ []Target) (string, Heal, error) {
 	wait, ok := awaitPhase(env, func(Event) { p.firedAt <- time.Now() })
 	if ok {
 		go wait(make(chan struct{}))
 	}
-	return "", nil
+	return "", func(context.Context) error {
+		p.stoppedAt <- time.Now()
+		return nil
+	}, nil
 }
 
 // A decisive phase fired late in its step still lasts two thirds of the step (a lagging failover's

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/nemesis"
 )
 
 // FaultCoverage is what one fault window did to the lock: the operations in flight in its scope while it
@@ -173,21 +174,21 @@ func pauseScope(frozen, keys []string) func(client, node, key string) bool {
 // operation that does not name its node may have gone to any.
 func scope(targets []string, known map[string]bool) func(client, node, key string) bool {
 	clients, nodes, all := map[string]bool{}, map[string]bool{}, false
-	for _, t := range targets {
-		switch c, n, link := strings.Cut(t, "->"); {
-		case link && (c == "*" || c == "bus"):
-			nodes[n] = true
-		case link:
-			clients[c] = true
-			nodes[n] = true
-		case strings.Contains(t, ":"): // shard:K, keep:cX, mode:..., lagging-replica:...: the whole shard
-			all = true
-		default:
-			if name, _, _ := strings.Cut(t, "@"); known[name] {
-				clients[name] = true
-			} else {
-				nodes[t] = true
+	for _, t := range nemesis.ParseTargets(targets) {
+		switch t.Kind {
+		case nemesis.LinkTo:
+			if t.From != nemesis.Front && t.From != nemesis.Bus {
+				clients[t.From] = true
 			}
+			nodes[t.Name] = true
+		case nemesis.Named, nemesis.ClientClock:
+			if known[t.Name] {
+				clients[t.Name] = true
+			} else {
+				nodes[t.Name] = true
+			}
+		default: // shard:K, keep:cX, mode:..., lagging-replica:...: the whole shard
+			all = true
 		}
 	}
 	return func(client, node, _ string) bool {

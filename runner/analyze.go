@@ -35,7 +35,7 @@ func ResolveHistory(path string) (string, error) {
 
 // Analyze checks a run's history and writes the run's results.json and history.html beside it.
 func Analyze(path string, timeout time.Duration) (*report.Results, error) {
-	return analyze(context.Background(), path, timeout, "results.json", "history.html")
+	return analyze(context.Background(), path, timeout, nil, "results.json", "history.html")
 }
 
 // Check re-checks a history offline. Its outputs are named after the input (history.jsonl gives
@@ -50,7 +50,7 @@ func Check(ctx context.Context, path string, timeout time.Duration) (*report.Res
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		res, err := analyze(ctx, path, timeout, stem+".check.json", stem+".check.html")
+		res, err := analyze(ctx, path, timeout, nil, stem+".check.json", stem+".check.html")
 		done <- outcome{res, err}
 	}()
 	select {
@@ -64,12 +64,20 @@ func Check(ctx context.Context, path string, timeout time.Duration) (*report.Res
 // ErrCheckInterrupted is a check stopped by a signal before its verdict.
 var ErrCheckInterrupted = errors.New("check interrupted before its verdict; nothing written")
 
-func analyze(ctx context.Context, path string, timeout time.Duration, resultsName, htmlName string) (*report.Results, error) {
+// analyze judges the history at path. own is the run's own lock when it is not registered (a spec lock
+// judged right after its run, as if registered); nil otherwise.
+func analyze(ctx context.Context, path string, timeout time.Duration, own *kinds.Kind, resultsName, htmlName string) (*report.Results, error) {
 	h, err := history.ReadFile(path)
 	if err != nil {
 		return nil, UsageError{err}
 	}
-	meta, err := readMeta(path, h)
+	lookup := func(name string) (*kinds.Kind, error) {
+		if own != nil && own.Name == name {
+			return own, nil
+		}
+		return kinds.Lookup(name)
+	}
+	meta, err := readMeta(path, h, lookup)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +113,7 @@ func analyze(ctx context.Context, path string, timeout time.Duration, resultsNam
 		if c.Go != nil {
 			res.Notes = append(res.Notes, mixedNote(c, h))
 		}
-	} else if k, err := kinds.Lookup(meta.Lock); err == nil && k.Broken != "" {
+	} else if k, err := lookup(meta.Lock); err == nil && k.Broken != "" {
 		res.Notes = append(res.Notes, fmt.Sprintf("%s is a negative control: it %s; a valid verdict here means the harness missed it", k.Name, k.Broken))
 	}
 	endVerdict(h, res)
@@ -165,7 +173,7 @@ func endVerdict(h *history.History, res *report.Results) {
 
 // readMeta decodes and validates the meta record: a lock lockcheck knows, and checks that are that lock's
 // own, so a crafted meta record cannot choose (or switch off) the checkers.
-func readMeta(path string, h *history.History) (Meta, error) {
+func readMeta(path string, h *history.History, lookup func(string) (*kinds.Kind, error)) (Meta, error) {
 	if h.Meta == nil {
 		return Meta{}, usagef("%s: no meta record: not a lockcheck history", path)
 	}
@@ -174,7 +182,7 @@ func readMeta(path string, h *history.History) (Meta, error) {
 		return Meta{}, usagef("%s: %v", at, h.RunErr)
 	}
 	meta := *h.Run
-	k, err := kinds.Lookup(meta.Lock)
+	k, err := lookup(meta.Lock)
 	if err != nil && meta.Spec != "" {
 		if _, ferr := kinds.FamilyNamed(meta.Checks.Family); ferr != nil {
 			return meta, usagef("%s: lock %s from spec %s: %v", at, meta.Lock, meta.Spec, ferr)

@@ -32,7 +32,7 @@ func SplitClient(arg string) (name string, mixed bool, err error) {
 
 // planMixed checks that the Go clients can run beside the worker: the worker emulated in Go, a lock with
 // Go clients, and at least one client of each kind.
-func (o Options) planMixed(spec worker.Spec) error {
+func (o Options) planMixed(spec worker.Spec, k *kinds.Kind) error {
 	if spec.Emulated == "" {
 		var can []string
 		for _, n := range worker.Names() {
@@ -42,8 +42,7 @@ func (o Options) planMixed(spec worker.Spec) error {
 		}
 		return usagef("--client %s,go: lockcheck's Go clients emulate %s, not %s", spec.Name, strings.Join(can, ", "), spec.Name)
 	}
-	k, err := kinds.Lookup(o.Lock)
-	if err != nil || k.WorkerOnly || k.Broken != "" {
+	if k == nil || k.WorkerOnly || k.Broken != "" {
 		return usagef("--client %s,go: lock %s has no Go client of that library to mix with", spec.Name, o.Lock)
 	}
 	if o.Clients < 2 {
@@ -53,8 +52,8 @@ func (o Options) planMixed(spec worker.Spec) error {
 }
 
 // runsWorker reports whether client runs the worker: all of them, or in a mixed run the odd ones.
-func (p *workerPlan) runsWorker(client string) bool {
-	if !p.mixed {
+func (p *ClientProvider) runsWorker(client string) bool {
+	if !p.Mixed {
 		return true
 	}
 	n, err := strconv.Atoi(strings.TrimPrefix(client, "c"))
@@ -62,7 +61,7 @@ func (p *workerPlan) runsWorker(client string) bool {
 }
 
 // sides lists the clients of each side of a mixed run.
-func (p *workerPlan) sides(clients []string) (workers, gos []string) {
+func (p *ClientProvider) sides(clients []string) (workers, gos []string) {
 	for _, c := range clients {
 		if p.runsWorker(c) {
 			workers = append(workers, c)
@@ -78,8 +77,8 @@ type GoSide = history.GoSide
 
 // describeMixed adds the Go side of a mixed run to its meta record: both clients are named, each with
 // its library and version.
-func (p *workerPlan) describeMixed(m *Meta, clients []string) {
-	if p == nil || !p.mixed || m.Client == nil {
+func (p *workerRun) describeMixed(m *Meta, clients []string) {
+	if p == nil || !p.Mixed || m.Client == nil {
 		return
 	}
 	workers, gos := p.sides(clients)

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/history"
-	"github.com/lockcheck/lockcheck/kinds"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/node"
 	"github.com/lockcheck/lockcheck/node/docker"
@@ -34,6 +33,7 @@ func IsUsage(err error) bool {
 // Options is one test, as the CLI's flags give it.
 type Options struct {
 	Lock            string
+	LockSpec        string // --lock-spec FILE: a lock of the user's own Lua scripts, instead of Lock (lockspec)
 	Topology        string
 	Nodes           int // redlock's masters; 0: the default (5)
 	Nemesis         string
@@ -77,7 +77,10 @@ type Options struct {
 	ExternalFlags topology.ExternalFlags
 	Worker        WorkerOptions // an out-of-process client (runner/workers.go)
 	Command       []string      // the command line that reproduces the run (its seed included)
-	worker        *workerPlan
+	// Given names the flags the user set (without "--") when the options come from a command line: Prepare
+	// fills the others in with a negative control's own run flags. nil (a caller of the package) leaves
+	// the options as they are.
+	Given map[string]bool
 }
 
 // Backends run the nodes.
@@ -169,9 +172,6 @@ func (o Options) validate() (workloads.Range, error) {
 	case node.PersistNone, node.PersistEverySec, node.PersistAlways:
 	default:
 		return hold, usagef("--persistence %q: want none, everysec or always", o.Persistence)
-	}
-	if _, err := kinds.Lookup(o.Lock); err != nil {
-		return hold, UsageError{err}
 	}
 	return hold, nil
 }

@@ -61,20 +61,27 @@ func (planned) IsolatePeers(context.Context, string, bool) error      { return e
 func (planned) Restore(context.Context) error                         { return errPlanning }
 func (planned) SetReplicaPriority(context.Context, string, int) error { return errPlanning }
 
-// Run performs one test and judges it. The returned results are nil only when the run could not start.
+// Run prepares one test, performs it and judges it. The returned results are nil only when the run could
+// not start.
 func Run(ctx context.Context, o Options, stderr io.Writer) (*report.Results, error) {
-	t, err := NewTest(o)
+	t, err := Prepare(o)
 	if err != nil {
 		return nil, err
 	}
-	return t.Run(ctx, stderr)
+	t.WriteNotes(stderr)
+	return t.Execute(ctx, stderr)
 }
 
-// Run performs the test and judges it. The returned results are nil only when the run could not start.
-func (t *Test) Run(ctx context.Context, stderr io.Writer) (*report.Results, error) {
-	var err error
-	if t.Options.worker, err = t.Options.planWorker(ctx, t.Faults, stderr); err != nil {
-		return nil, err // a worker that cannot be had, before anything starts
+// Execute performs the prepared test and judges it: it builds its worker if need be, starts the deployment
+// and the clients, runs the workload and the nemesis, heals, and checks the history. The returned results
+// are nil only when the run could not start.
+func (t *Test) Execute(ctx context.Context, stderr io.Writer) (*report.Results, error) {
+	var wk *workerRun
+	if t.Clients.Source == WorkerClients {
+		var err error
+		if wk, err = t.Clients.startWorker(ctx, stderr); err != nil {
+			return nil, err // a worker that cannot be had, before anything starts
+		}
 	}
 	o := t.Options
 	fds, err := checkDescriptors(o, t.External)
@@ -103,7 +110,7 @@ func (t *Test) Run(ctx context.Context, stderr io.Writer) (*report.Results, erro
 	meta.Spec = t.Kind.Source
 
 	active.Store(rec)
-	runErr := execute(ctx, t, dir, rec, &meta, stderr)
+	runErr := execute(ctx, t, wk, dir, rec, &meta, stderr)
 	if meta.StartupMs != 0 {
 		writeEnd(ctx, rec, runErr)
 	}
@@ -118,7 +125,8 @@ func (t *Test) Run(ctx context.Context, stderr io.Writer) (*report.Results, erro
 		}
 		return nil, failedStart(dir, runErr)
 	}
-	res, aerr := Analyze(filepath.Join(dir, "history.jsonl"), o.CheckTimeout)
+	res, aerr := analyze(context.Background(), filepath.Join(dir, "history.jsonl"), o.CheckTimeout, t.Kind,
+		"results.json", "history.html")
 	if runErr != nil { // the run's own error comes first (a full disk), whatever became of its results
 		if aerr != nil {
 			runErr = fmt.Errorf("%w; and then: %v", runErr, aerr)
@@ -131,8 +139,9 @@ func (t *Test) Run(ctx context.Context, stderr io.Writer) (*report.Results, erro
 	return res, noteRanOut(rec, res, dir) // runErr is nil here: a run's own error returned above
 }
 
-// execute brings the topology up, runs the workload and the nemesis, heals, and tears everything down.
-func execute(ctx context.Context, t *Test, dir string, rec *history.Recorder, meta *Meta, stderr io.Writer) error {
+// execute brings the topology up, runs the workload and the nemesis, heals, and tears everything down. wk
+// is the test's worker, ready to start (nil: the clients are in-process).
+func execute(ctx context.Context, t *Test, wk *workerRun, dir string, rec *history.Recorder, meta *Meta, stderr io.Writer) error {
 	o, plan, spec, ext := t.Options, t.Plan, t.Spec, t.External
 	spec.Dir = dir
 	clock := nemesis.NeedsNodeClock(plan.Faults())
@@ -157,8 +166,8 @@ func execute(ctx context.Context, t *Test, dir string, rec *history.Recorder, me
 	var topo *topology.Topology
 	var err error
 	var wr *wireRecording
-	if o.worker != nil && ext == nil { // a worker's lock commands, from its links (runner/wire.go)
-		if wr, err = newWireRecording(o.worker, rec, spec.Kind); err != nil {
+	if wk != nil && ext == nil { // a worker's lock commands, from its links (runner/wire.go)
+		if wr, err = newWireRecording(wk.ClientProvider, rec, spec.Kind); err != nil {
 			return err
 		}
 		spec.Front = wr.front
@@ -208,16 +217,16 @@ func execute(ctx context.Context, t *Test, dir string, rec *history.Recorder, me
 		return nil
 	}
 
-	newClient := t.Clients
+	newClient := t.Clients.New
 	failed := make(chan error, 1) // the first worker that died or misbehaved ends the run
-	if o.worker != nil {
+	if wk != nil {
 		lib := spec.ClockLib
 		if slices.Contains(plan.Faults(), "client-clock") && lib == "" {
 			if lib, err = clockshift.Library(filepath.Join(dir, "clockshift")); err != nil {
 				return err
 			}
 		}
-		newClient = o.worker.factory(o, t.Kind, topo, dir, lib, rec, gates, func(err error) {
+		newClient = wk.factory(o, t.Kind, topo, dir, lib, rec, gates, func(err error) {
 			select {
 			case failed <- err:
 			default:
@@ -255,7 +264,7 @@ func execute(ctx context.Context, t *Test, dir string, rec *history.Recorder, me
 	}
 	// The meta record comes once the clients are up: a worker's library and version are known from its
 	// init_ok, and a client that cannot start leaves nothing to judge.
-	o.worker.describe(meta, stderr)
+	wk.describe(meta, stderr)
 	meta.StartupMs = max(topo.Startup.Milliseconds(), 1)
 	data, _ := json.Marshal(meta)
 	rec.Write(history.Record{Type: history.Meta, Time: rec.Clock.Now(), Data: data})

@@ -2,10 +2,12 @@ package runner
 
 import (
 	"fmt"
+	"io"
 	"slices"
 
 	"github.com/lockcheck/lockcheck/kinds"
 	"github.com/lockcheck/lockcheck/locks"
+	"github.com/lockcheck/lockcheck/lockspec"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/topology"
 	"github.com/lockcheck/lockcheck/workloads"
@@ -13,15 +15,17 @@ import (
 
 // Test is one run composed, as Jepsen's test map is: the topology to start (or attach to), how to make the
 // lock clients, the workload that drives them, the nemesis plan, and the checks its history is judged by.
-// NewTest builds it from the options, finding every usage error before anything starts; Run consumes it.
+// Prepare builds it from the options, finding every usage error before anything starts; Execute consumes it.
 type Test struct {
-	Options  Options // the options, with the lock's defaults applied (topology, nodes of an external deployment)
-	Kind     *kinds.Kind
+	// Options are the options with every default applied: the lock's (topology, nodes of an external
+	// deployment), a negative control's run flags, a spec lock's name.
+	Options  Options
+	Kind     *kinds.Kind // a spec lock's is its own, not registered
 	Spec     topology.Spec
 	External *topology.External // set on --backend external: Spec's topology is attached to, not started
-	// Clients makes one lock client per name in Spec.Clients. It is Kind.New for lockcheck's own Go clients;
-	// an out-of-process worker or a spec-defined lock replaces it (its clients must implement Kind.Family).
-	Clients  locks.ClientFactory
+	// Clients makes one lock client per name in Spec.Clients: the kind's Go clients, the spec lock's, or a
+	// worker's (their clients must implement Kind.Family).
+	Clients  ClientProvider
 	Scripts  *locks.Scripts // the kind's script set, with --scripts applied; nil for none
 	Workload kinds.Workload
 	Faults   []string // the nemesis, parsed
@@ -30,6 +34,8 @@ type Test struct {
 	// Checks are recorded in the history's meta record; the checkers are Kind.Family.Checkers(Checks), so a
 	// history is judged the same way during the run and later by `lockcheck check`.
 	Checks kinds.Checks
+	// Notes are what Prepare decided that the user should hear before the run (a negative control's flags).
+	Notes []string
 
 	fds string // the descriptors it needs and has, for the start line
 }
@@ -42,15 +48,34 @@ func (o Options) params(hold workloads.Range) kinds.Params {
 		ForceUnlock: o.ForceUnlock}
 }
 
-// NewTest composes the test the options describe; every error is a usage error.
-func NewTest(o Options) (*Test, error) {
+// Prepare composes the test the options describe, starting nothing and writing nothing: it resolves the
+// lock (a registered kind, or a spec file's), its clients (the kind's Go clients, the spec's, or a worker's),
+// a negative control's run flags, the deployment, the fault plan and the checks. Every error is a usage
+// error.
+func Prepare(o Options) (*Test, error) {
+	kind, src, kerr := o.lockKind()
+	if kerr != nil && src == SpecClients { // a spec that does not load: the first thing said, as ever
+		return nil, UsageError{kerr}
+	}
+	var notes []string
+	if kerr == nil {
+		if o.LockSpec != "" {
+			o.Lock = kind.Name
+		}
+		note, err := o.controlRun(kind)
+		if err != nil {
+			return nil, err
+		}
+		if note != "" {
+			notes = append(notes, note)
+		}
+	}
 	hold, err := o.validate()
 	if err != nil {
 		return nil, err
 	}
-	kind, err := kinds.Lookup(o.Lock)
-	if err != nil {
-		return nil, UsageError{err}
+	if kerr != nil { // an unknown lock, once the flags are checked
+		return nil, UsageError{kerr}
 	}
 	if kind.WorkerOnly && !o.Worker.active() {
 		return nil, usagef("--lock %s is a library's own lock: drive it through that library's worker, --client NAME (lockcheck locks lists them)", o.Lock)
@@ -141,8 +166,36 @@ func NewTest(o Options) (*Test, error) {
 	if err := checks.Ask(o.Check); err != nil {
 		return nil, UsageError{err}
 	}
-	return &Test{Options: o, Kind: kind, Spec: spec, External: ext, Clients: kind.New, Scripts: scripts,
-		Workload: workload, Faults: faults, Plan: plan, Targets: names.Targets, Checks: checks}, nil
+	provider := ClientProvider{Source: src, Name: kind.Name, New: kind.New}
+	if w, err := o.planWorker(kind, faults); err != nil {
+		return nil, err
+	} else if w != nil {
+		provider = *w
+	}
+	return &Test{Options: o, Kind: kind, Spec: spec, External: ext, Clients: provider, Scripts: scripts,
+		Workload: workload, Faults: faults, Plan: plan, Targets: names.Targets, Checks: checks, Notes: notes}, nil
+}
+
+// lockKind is the lock under test: the spec file's own kind (not registered: it is this test's), or a
+// registered one; and where its clients come from when no worker drives it.
+func (o Options) lockKind() (*kinds.Kind, ClientSource, error) {
+	if o.LockSpec == "" {
+		k, err := kinds.Lookup(o.Lock)
+		return k, GoClients, err
+	}
+	s, err := lockspec.Load(o.LockSpec)
+	if err != nil {
+		return nil, SpecClients, err
+	}
+	k := s.Kind()
+	return &k, SpecClients, nil
+}
+
+// WriteNotes says what Prepare decided that the user should hear, one line each.
+func (t *Test) WriteNotes(w io.Writer) {
+	for _, n := range t.Notes {
+		fmt.Fprintln(w, "lockcheck:", n)
+	}
 }
 
 // keyShards lists the shards (of a kind of topology) that hold the workload's keys, for faults to aim at.

@@ -86,17 +86,17 @@ func quickOptions(t *testing.T) Options {
 // The test's client factory is the one seam every implementation plugs into: the run makes each client
 // through it, and a factory wrapping the built-in one runs and judges as the built-in does.
 func TestClientFactoryIsTheSeam(t *testing.T) {
-	test, err := NewTest(quickOptions(t))
+	test, err := Prepare(quickOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var made atomic.Int32
-	builtin := test.Clients
-	test.Clients = func(e locks.Env) (locks.Client, error) {
+	builtin := test.Clients.New
+	test.Clients.New = func(e locks.Env) (locks.Client, error) {
 		made.Add(1)
 		return builtin(e)
 	}
-	res, err := test.Run(context.Background(), io.Discard)
+	res, err := test.Execute(context.Background(), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,13 +118,13 @@ func (c notAMutex) Close() error    { c.closed.Store(true); return nil }
 // A client that does not implement its kind's family is refused with one clear error (a harness error),
 // not a panic in the workload, and it is closed.
 func TestWrongFamilyClientIsRefused(t *testing.T) {
-	test, err := NewTest(quickOptions(t))
+	test, err := Prepare(quickOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var closed atomic.Bool
-	test.Clients = func(locks.Env) (locks.Client, error) { return notAMutex{&closed}, nil }
-	res, err := test.Run(context.Background(), io.Discard)
+	test.Clients.New = func(locks.Env) (locks.Client, error) { return notAMutex{&closed}, nil }
+	res, err := test.Execute(context.Background(), io.Discard)
 	if err == nil || IsUsage(err) || !strings.Contains(err.Error(), "does not implement the mutex family") {
 		t.Fatalf("err = %v, want a harness error naming the family", err)
 	}

@@ -17,14 +17,14 @@ type wireRecording struct {
 	sess *wire.Session
 	gate *wireGate
 	kind string // topology kind: the records' node label
-	w    *workerPlan
+	w    *ClientProvider
 	mu   sync.Mutex
 	taps []string // the clients tapped, in a mixed run (whose Go clients record their own commands)
 }
 
 // newWireRecording taps every client link of a worker run. Redisson takes its locks with scripts only;
 // the other libraries take them with SET NX PX, which the table then maps too.
-func newWireRecording(w *workerPlan, rec *history.Recorder, kind string) (*wireRecording, error) {
+func newWireRecording(w *ClientProvider, rec *history.Recorder, kind string) (*wireRecording, error) {
 	table, err := wire.NewTable()
 	if err != nil {
 		return nil, err
@@ -41,7 +41,7 @@ func (w *wireRecording) front(client, node, addr string) (string, error) {
 	if !w.w.runsWorker(client) { // a Go client of a mixed run: its own records hold its commands
 		return addr, nil
 	}
-	if w.w.mixed {
+	if w.w.Mixed {
 		w.mu.Lock()
 		if !slices.Contains(w.taps, client) {
 			w.taps = append(w.taps, client)

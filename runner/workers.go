@@ -33,27 +33,26 @@ type WorkerOptions struct {
 // ClientMeta names the worker of a run in its meta record, from its init_ok.
 type ClientMeta = history.Client
 
-// workerPlan is a resolved worker: the command and what it supports.
-type workerPlan struct {
-	name, version string
-	mixed         bool // Go clients beside the worker's (runner/mixed.go)
-	spec          worker.Spec
-	argv          []string
-	libOpts       map[string]string
-	mu            sync.Mutex
-	info          *sdk.Message // the first init_ok
-	began         time.Time    // when the workers were started
-	ready         time.Duration
-	clients       []string // every lockcheck client of the run, in order
+func (w WorkerOptions) active() bool { return w.Client != "" || w.Cmd != "" }
+
+// workerRun is a worker provider started for one run (Execute): its command, once built, and what its
+// workers said.
+type workerRun struct {
+	*ClientProvider
+	argv    []string
+	mu      sync.Mutex
+	info    *sdk.Message // the first init_ok
+	began   time.Time    // when the workers were started
+	ready   time.Duration
+	clients []string // every lockcheck client of the run, in order
 	// ctx is the run's: a signal during start-up ends the wait for the workers' init_ok.
 	ctx context.Context
 }
 
-func (w WorkerOptions) active() bool { return w.Client != "" || w.Cmd != "" }
-
-// planWorker checks the worker flags against the faults and builds the worker if it is not cached. It
-// returns nil when the run uses the Go clients.
-func (o Options) planWorker(ctx context.Context, faults []string, stderr io.Writer) (*workerPlan, error) {
+// planWorker checks the worker flags against the faults and resolves the worker, starting nothing: a
+// registered worker by name and version, --client-cmd by its command, found on PATH. kind is the lock
+// under test (nil: not known, as for the kind probe). It returns nil when the run uses no worker.
+func (o Options) planWorker(kind *kinds.Kind, faults []string) (*ClientProvider, error) {
 	w := o.Worker
 	if !w.active() {
 		if len(w.Options) > 0 {
@@ -70,7 +69,10 @@ func (o Options) planWorker(ctx context.Context, faults []string, stderr io.Writ
 	if o.Scripts != "" {
 		return nil, usagef("--scripts replaces the Go locks' scripts; a worker runs its library's own")
 	}
-	p := &workerPlan{name: "cmd", libOpts: map[string]string{}, ctx: ctx}
+	p := &ClientProvider{Source: WorkerClients, Name: "cmd", libOpts: map[string]string{}}
+	if kind != nil {
+		p.New = kind.New // a mixed run's Go side
+	}
 	for _, kv := range w.Options {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
@@ -97,7 +99,7 @@ func (o Options) planWorker(ctx context.Context, faults []string, stderr io.Writ
 		if ok, why := worker.Shiftable(argv); clock && !ok {
 			return nil, usagef("--nemesis client-clock cannot shift this worker's clock: %s", why)
 		}
-		p.argv = argv
+		p.Command = argv
 		return p, nil
 	}
 	name, mixed, err := SplitClient(w.Client)
@@ -109,7 +111,7 @@ func (o Options) planWorker(ctx context.Context, faults []string, stderr io.Writ
 		return nil, UsageError{err}
 	}
 	if mixed {
-		if err := o.planMixed(spec); err != nil {
+		if err := o.planMixed(spec, kind); err != nil {
 			return nil, err
 		}
 	}
@@ -117,21 +119,32 @@ func (o Options) planWorker(ctx context.Context, faults []string, stderr io.Writ
 		return nil, usagef("--nemesis client-clock cannot shift the clock of worker %s (%s: its runtime does not read time through libc)",
 			spec.Name, spec.Language)
 	}
-	p.name, p.version, p.spec, p.mixed = spec.Name, version, spec, mixed
-	if p.argv, err = worker.Build(ctx, spec, version, stderr); err != nil {
+	p.Name, p.Version, p.spec, p.Mixed = spec.Name, version, spec, mixed
+	return p, nil
+}
+
+// startWorker builds a registered worker if it is not cached (writing the build's progress to stderr)
+// and readies p for one run; ctx is the run's. A worker run by its command needs no build.
+func (p *ClientProvider) startWorker(ctx context.Context, stderr io.Writer) (*workerRun, error) {
+	r := &workerRun{ClientProvider: p, argv: p.Command, ctx: ctx}
+	if p.Command != nil {
+		return r, nil
+	}
+	var err error
+	if r.argv, err = worker.Build(ctx, p.spec, p.Version, stderr); err != nil {
 		if errors.As(err, new(worker.UnknownError)) {
 			return nil, UsageError{err}
 		}
 		return nil, err // a failed build is the harness's (255)
 	}
-	return p, nil
+	return r, nil
 }
 
 // factory starts one worker per lockcheck client, with init built from the topology: the client's own
 // proxies, the map from announced addresses to them, and the run's options. fail hears of a worker that
 // died or misbehaved. All the workers start at once on the first call (a JVM takes seconds to start);
 // each call returns its client's. After a failure the workers not yet handed out are closed.
-func (p *workerPlan) factory(o Options, kind *kinds.Kind, topo *topology.Topology, dir, clockLib string,
+func (p *workerRun) factory(o Options, kind *kinds.Kind, topo *topology.Topology, dir, clockLib string,
 	rec *history.Recorder, gates map[string]*locks.Gate, fail func(error)) func(locks.Env) (locks.Client, error) {
 	type started struct {
 		c   *worker.Client
@@ -166,7 +179,7 @@ func (p *workerPlan) factory(o Options, kind *kinds.Kind, topo *topology.Topolog
 			}
 		}
 		if !p.runsWorker(e.Client) {
-			c, err := kind.New(e)
+			c, err := p.New(e)
 			if err != nil {
 				abandon()
 			}
@@ -213,7 +226,7 @@ func (p *workerPlan) factory(o Options, kind *kinds.Kind, topo *topology.Topolog
 
 // initFor is client's init request: its own proxies, the map from announced addresses to them, and the
 // run's options. A nil kind leaves lock out: the kind probe (ProbeKinds).
-func (p *workerPlan) initFor(o Options, kind *kinds.Kind, topo *topology.Topology, client string) sdk.Message {
+func (p *ClientProvider) initFor(o Options, kind *kinds.Kind, topo *topology.Topology, client string) sdk.Message {
 	addrs := topo.Addrs(client)
 	t := &sdk.Topology{Kind: o.Topology, NAT: topo.NAT(client)}
 	for i, n := range topo.NodeNames() {
@@ -252,8 +265,13 @@ func (p Probed) Text() string {
 // probe") and reads init_ok's kinds, then stops both. A worker that answers the probe with an error, or
 // names no kind lockcheck knows, is an error saying so (bad input).
 func ProbeKinds(ctx context.Context, o Options, stderr io.Writer) (Probed, error) {
-	p, err := o.planWorker(ctx, nil, stderr)
-	if err != nil || p == nil {
+	kind, _ := kinds.Lookup(o.Lock) // nil for none: a mixed worker is refused then
+	plan, err := o.planWorker(kind, nil)
+	if err != nil || plan == nil {
+		return Probed{}, err
+	}
+	p, err := plan.startWorker(ctx, stderr)
+	if err != nil {
 		return Probed{}, err
 	}
 	dir, err := os.MkdirTemp("", "lockcheck-probe-")
@@ -309,11 +327,11 @@ func orNone(s []string) string {
 }
 
 // describe names the worker in the meta record and its versions, and says how long the workers took.
-func (p *workerPlan) describe(m *Meta, stderr io.Writer) {
+func (p *workerRun) describe(m *Meta, stderr io.Writer) {
 	if p == nil || p.info == nil {
 		return
 	}
-	m.Client = &ClientMeta{Name: p.name, Command: strings.Join(p.argv, " "), Library: p.info.Library,
+	m.Client = &ClientMeta{Name: p.Name, Command: strings.Join(p.argv, " "), Library: p.info.Library,
 		Version: p.info.Version, Runtime: p.info.Runtime, Kinds: p.info.Kinds, Caps: p.info.Caps, Broken: p.spec.Broken,
 		StartupMs: max(p.ready.Milliseconds(), 1)}
 	m.Versions["client"] = fmt.Sprintf("%s %s", p.info.Library, p.info.Version)
@@ -322,7 +340,7 @@ func (p *workerPlan) describe(m *Meta, stderr io.Writer) {
 		what += ", " + p.info.Runtime
 	}
 	p.describeMixed(m, p.clients)
-	if p.mixed {
+	if p.Mixed {
 		what += "; " + strings.Join(m.Client.Go.Clients, ", ") + " are lockcheck's Go clients"
 	}
 	fmt.Fprintf(stderr, "lockcheck: workers (%s) answered init in %s\n", what, p.ready.Round(time.Millisecond))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/internal/safefile"
+	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/network"
 	"github.com/lockcheck/lockcheck/node"
 	"github.com/lockcheck/lockcheck/node/docker"
@@ -143,30 +144,29 @@ func (e External) check(what string) (External, error) {
 	return e, nil
 }
 
-// Refusal says why a fault cannot run against the deployment, or "".
+// Refusal says why a fault cannot run against the deployment, or "": it asks what the fault declares it
+// needs (nemesis.Fault.Needs), so a new fault needs no line here.
 func (e External) Refusal(fault string) string {
+	return e.refuses(nemesis.NeedsOf(fault))
+}
+
+// refuses says why a deployment cannot meet needs, or "".
+func (e External) refuses(needs nemesis.Needs) string {
 	containers := !slices.ContainsFunc(e.Nodes, func(n ExternalNode) bool { return n.Container == "" })
 	fronts := !slices.ContainsFunc(e.Nodes, func(n ExternalNode) bool { return n.Front == "" })
-	switch fault {
-	case "kill", "pause":
-		if !containers {
-			return "it needs process control: give every node's container in the deployment file"
-		}
-	case "clock", "clock-strobe", "clock-drift":
+	switch {
+	case needs&nemesis.NeedsProcess != 0 && !containers:
+		return "it needs process control: give every node's container in the deployment file"
+	case needs&nemesis.NeedsClockLib != 0:
 		return "a node's clock can only be moved on nodes lockcheck starts (the clockshift library is preloaded at start)"
-	case "hold-replies":
+	case needs&nemesis.NeedsHeldReplies != 0:
 		return "replies are held by a toxic of lockcheck's own proxies, which a toxiproxy server does not have"
-	case "lagging-failover", "stalled-failover", "partition-nodes":
+	case needs&nemesis.NeedsPeerTaps != 0:
 		return "it needs lockcheck's taps between the nodes, which only its own topologies have"
-	case "failover":
-		if e.Toxiproxy == "" || !fronts {
-			return "it cuts the primary's front: give toxiproxy and every node's front proxy in the deployment file"
-		}
-	case "client-pause", "client-clock", "failover-command":
-	default: // link faults
-		if e.Toxiproxy == "" {
-			return "link faults go through toxiproxy: give its API address (toxiproxy:) in the deployment file"
-		}
+	case needs&nemesis.NeedsFronts != 0 && (e.Toxiproxy == "" || !fronts):
+		return "it cuts the primary's front: give toxiproxy and every node's front proxy in the deployment file"
+	case needs&nemesis.NeedsLinks != 0 && e.Toxiproxy == "":
+		return "link faults go through toxiproxy: give its API address (toxiproxy:) in the deployment file"
 	}
 	return ""
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/history/outcome"
 	"github.com/lockcheck/lockcheck/locks"
 )
 
@@ -38,7 +39,7 @@ func (w *mutexWorker) crossOps(ctx context.Context) {
 			l := f.(locks.Mutex)
 			op := w.userOp("forceUnlock", l, 0, 0, 0)
 			deleted, err := f.ForceUnlock(ctx)
-			done(op, deleted, err, true)
+			outcome.Answered(op, deleted, err, true)
 		}
 	}
 	if w.CrossThread <= 0 || w.x.Float64() >= w.CrossThread {
@@ -86,22 +87,5 @@ func (w *mutexWorker) read(ctx context.Context, l locks.Mutex, locked bool) {
 	}
 	op := w.userOp(f, l, 0, 0, 0)
 	yes, err := read(ctx)
-	done(op, yes, err, false)
-}
-
-// done completes a read's or a force-unlock's operation: its answer as value 1 or 0 (with noTookNoEffect,
-// a no failed: a force-unlock that found the lock free), an error as failed or unknown.
-func done(op *history.Op, yes bool, err error, noTookNoEffect bool) {
-	switch {
-	case err != nil && locks.Definite(err):
-		op.Fail(nil, err)
-	case err != nil:
-		op.Unknown(err)
-	case yes:
-		op.Ok(history.Int64(1), nil)
-	case noTookNoEffect:
-		op.Fail(history.Int64(0), nil)
-	default:
-		op.Ok(history.Int64(0), nil)
-	}
+	outcome.Answered(op, yes, err, false)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/history/outcome"
 	"github.com/lockcheck/lockcheck/locks"
 )
 
@@ -86,7 +87,7 @@ func (l Latch) Run(ctx context.Context, stop <-chan struct{}, clients []locks.Cl
 				op := rec.Invoke(history.Record{Client: c.Name(), Thread: th, Key: key, F: "await",
 					Args: map[string]int64{"wait_ms": l.Wait.Milliseconds()}})
 				ok, err := latch(c, th).Await(ctx, l.Wait)
-				complete(op, ok, err)
+				outcome.Complete(op, outcome.Call{Refused: !ok, Err: err})
 				if err != nil {
 					failed.Store(true)
 				}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/history/outcome"
 	"github.com/lockcheck/lockcheck/locks"
 )
 
@@ -357,7 +358,7 @@ func (w *mutexWorker) tryLock(ctx context.Context, l locks.Mutex, nested int64) 
 	wait, lease := Span(w.Wait, w.WaitTo).Draw(w.rng), Span(w.Lease, w.LeaseTo).Draw(w.rng)
 	op := w.userOp("tryLock", l, nested, wait, lease)
 	ok, err := l.TryLock(ctx, wait, lease)
-	complete(op, ok, err)
+	outcome.Complete(op, outcome.Call{Refused: !ok, Err: err})
 	return ok, err
 }
 
@@ -367,17 +368,11 @@ func (w *mutexWorker) unlock(ctx context.Context, l locks.Mutex, nested int64) {
 
 // release runs l's unlock for op: ok, "not held" (failed, value -1), failed, or unknown.
 func (w *mutexWorker) release(ctx context.Context, op *history.Op, l locks.Mutex) {
-	err := l.Unlock(ctx)
-	switch {
-	case err == nil:
-		op.Ok(nil, nil)
-	case errors.Is(err, locks.ErrNotHeld):
-		op.Fail(history.Int64(-1), err)
-	case locks.Definite(err):
-		op.Fail(nil, err)
-	default:
-		op.Unknown(err)
+	c := outcome.Call{Err: l.Unlock(ctx)}
+	if errors.Is(c.Err, locks.ErrNotHeld) {
+		c.Value = history.Int64(-1)
 	}
+	outcome.Complete(op, c)
 }
 
 func sleep(ctx context.Context, d time.Duration) {

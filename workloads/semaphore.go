@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/history/outcome"
 	"github.com/lockcheck/lockcheck/locks"
 )
 
@@ -102,7 +103,7 @@ func (s Semaphore) Run(ctx context.Context, stop <-chan struct{}, clients []lock
 				Args: map[string]int64{"wait_ms": s.Wait.Milliseconds(), "lease_ms": s.Lease.Milliseconds()}})
 			begin := time.Now()
 			id, ok, err := p.acquire(ctx)
-			complete(op, ok, err)
+			outcome.Complete(op, outcome.Call{Refused: !ok, Err: err})
 			back.after(ctx, err, time.Since(begin))
 			if !ok {
 				continue
@@ -126,7 +127,7 @@ func (s Semaphore) Run(ctx context.Context, stop <-chan struct{}, clients []lock
 			c.Gate().Pass() // a paused client leaves only once it runs again
 			sec.Exit()
 			op = rec.Invoke(history.Record{Client: c.Name(), Thread: t.ID, Key: key, Owner: id, F: "releasePermit"})
-			complete(op, true, p.release(ctx, id))
+			outcome.Complete(op, outcome.Call{Err: p.release(ctx, id)})
 		}
 	})
 	final := context.WithoutCancel(ctx)
@@ -139,18 +140,4 @@ func (s Semaphore) Run(ctx context.Context, stop <-chan struct{}, clients []lock
 func (s Semaphore) drawn(rng *rand.Rand) Semaphore {
 	s.Wait, s.Lease = Span(s.Wait, s.WaitTo).Draw(rng), Span(s.Lease, s.LeaseTo).Draw(rng)
 	return s
-}
-
-// complete records a call's outcome: ok, refused (fail) or, on an error, fail or unknown.
-func complete(op *history.Op, ok bool, err error) {
-	switch {
-	case err != nil && locks.Definite(err):
-		op.Fail(nil, err)
-	case err != nil:
-		op.Unknown(err)
-	case ok:
-		op.Ok(nil, nil)
-	default:
-		op.Fail(nil, nil)
-	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"time"
 
+	"github.com/lockcheck/lockcheck/runner"
 	"github.com/lockcheck/lockcheck/workloads"
 )
 
@@ -12,20 +13,9 @@ type durationRange struct{ lo, hi *time.Duration }
 
 func (r durationRange) String() string { return workloads.Span(*r.lo, *r.hi).Text() }
 
-func (r durationRange) Set(s string) error {
-	if d, err := time.ParseDuration(s); err == nil { // a single value: its bounds are checked with the others'
-		*r.lo, *r.hi = d, 0
-		return nil
-	}
-	v, err := workloads.ParseRange(s)
-	if err != nil {
-		return err
-	}
-	*r.lo, *r.hi = v.Min, 0
-	if v.Max != v.Min {
-		*r.hi = v.Max
-	}
-	return nil
+func (r durationRange) Set(s string) (err error) {
+	*r.lo, *r.hi, err = runner.ParseDurationRange(s)
+	return err
 }
 
 func (r durationRange) Type() string { return "duration" }

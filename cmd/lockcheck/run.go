@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/kinds"
-	"github.com/lockcheck/lockcheck/lockspec"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/runner"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 func newRunCmd() *cobra.Command {
@@ -38,26 +38,26 @@ func newRunCmd() *cobra.Command {
 			if err := useLockSpec(cmd, lockSpec, &o); err != nil {
 				return err
 			}
-			handled, err := workerDefaults(cmd, &o)
-			if err != nil {
+			if _, err := workerDefaults(cmd, &o); err != nil {
 				return err
 			}
-			if !handled && (o.Nemesis == "none" || o.Nemesis == "") { // the controls' own runs are fault-free
-				if err := controlDefaults(cmd, o.Lock); err != nil {
-					return err
-				}
-			}
+			// The flags given: runner.Prepare fills the others in with a negative control's own run flags.
+			o.Given = givenFlags(cmd)
 			if cmd.Flags().Changed("keys") && o.Keys < 1 { // 0 is only the unset default
 				return runner.UsageError{Err: fmt.Errorf("--keys must be at least 1, got %d", o.Keys)}
 			}
 			if cmd.Flags().Changed("nodes") && o.Nodes < 1 { // likewise
 				return runner.UsageError{Err: fmt.Errorf("--nodes must be at least 1, got %d", o.Nodes)}
 			}
-			if dryRun { // every check that needs no process: what a suite does to each of its entries first
-				_, err := runner.NewTest(o)
+			t, err := runner.Prepare(o) // every check that needs no process
+			if err != nil {
 				return err
 			}
-			res, err := runner.Run(cmd.Context(), o, os.Stderr)
+			t.WriteNotes(os.Stderr)
+			if dryRun { // what a suite does to each of its entries first
+				return nil
+			}
+			res, err := t.Execute(cmd.Context(), os.Stderr)
 			if res != nil {
 				res.Table(os.Stdout)
 			}
@@ -121,30 +121,9 @@ func newRunCmd() *cobra.Command {
 
 func join(s []string) string { return strings.Join(s, ", ") }
 
-// controlDefaults applies a negative control's own run flags where the user set none, and says so: these
-// are the fault-free runs on which the control must be flagged. Only the workload flags of
-// lockspec.ControlFlags are applied: a spec's control comes from a file, and is checked against the same
-// list when it is read; the built-in controls are held to it here.
-func controlDefaults(cmd *cobra.Command, lock string) error {
-	k, err := kinds.Lookup(lock)
-	if err != nil || k.Broken == "" {
-		return nil // an unknown lock is reported by the run itself
-	}
-	if err := lockspec.CheckControlFlags(k.Flags); err != nil {
-		return runner.UsageError{Err: fmt.Errorf("negative control %s: %v", k.Name, err)}
-	}
-	for i := 0; i+1 < len(k.Flags); i += 2 {
-		name := strings.TrimPrefix(k.Flags[i], "--")
-		if !cmd.Flags().Changed(name) {
-			if err := cmd.Flags().Set(name, k.Flags[i+1]); err != nil {
-				return runner.UsageError{Err: fmt.Errorf("negative control %s: %v", k.Name, err)}
-			}
-		}
-	}
-	fmt.Fprintf(os.Stderr, "lockcheck: %s is a negative control: it %s; it must be flagged", k.Name, k.Broken)
-	if len(k.Flags) > 0 {
-		fmt.Fprintf(os.Stderr, " (run with %s)", strings.Join(k.Flags, " "))
-	}
-	fmt.Fprintln(os.Stderr)
-	return nil
+// givenFlags names the flags set on the command line.
+func givenFlags(cmd *cobra.Command) map[string]bool {
+	given := map[string]bool{}
+	cmd.Flags().Visit(func(f *pflag.Flag) { given[f.Name] = true })
+	return given
 }

@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// useLockSpec registers the lock of --lock-spec FILE and makes it the lock under test; every error is bad
-// input, reported before anything starts.
+// useLockSpec makes the lock of --lock-spec FILE the lock under test: runner.Prepare loads it, as the
+// test's own kind (nothing is registered). Every error is bad input, reported before anything starts.
 func useLockSpec(cmd *cobra.Command, path string, o *runner.Options) error {
 	if path == "" {
 		return nil
@@ -17,15 +17,12 @@ func useLockSpec(cmd *cobra.Command, path string, o *runner.Options) error {
 	if cmd.Flags().Changed("lock") {
 		return runner.UsageError{Err: errors.New("--lock and --lock-spec: choose one")}
 	}
-	k, err := lockspec.Register(path)
-	if err != nil {
-		return runner.UsageError{Err: err}
-	}
-	o.Lock = k.Name
+	o.LockSpec = path
 	return nil
 }
 
-// listLockSpec registers a spec's lock for `lockcheck locks --lock-spec FILE`.
+// listLockSpec registers a spec's lock for `lockcheck locks --lock-spec FILE`: the listing is of the
+// registry.
 func listLockSpec(path string) error {
 	if path == "" {
 		return nil

@@ -25,6 +25,10 @@ import (
 func buildBinary(t *testing.T) string {
 	t.Helper()
 	binOnce.Do(func() {
+		if bin := os.Getenv("LOCKCHECK_TEST_BINARY"); bin != "" { // built once by scripts/shards
+			binPath = bin
+			return
+		}
 		dir, err := os.MkdirTemp("", "lockcheck-bin-")
 		if err != nil {
 			binErr = err

@@ -16,6 +16,7 @@ import (
 var (
 	workerCacheOnce sync.Once
 	workerCache     string
+	ownWorkerCache  bool // made here, not given by scripts/shards
 	workerCacheErr  error
 )
 
@@ -28,7 +29,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
-	if workerCache != "" {
+	if ownWorkerCache {
 		_ = os.RemoveAll(workerCache)
 	}
 	if binDir != "" {
@@ -44,18 +45,23 @@ func TestMain(m *testing.M) {
 // into the shared cache are serialised by its lock files.
 func setWorkerCache() error {
 	workerCacheOnce.Do(func() {
-		d, err := os.MkdirTemp("", "lockcheck-worker-cache-")
-		if err != nil {
-			workerCacheErr = err
-			return
+		// scripts/shards gives its test processes one cache, which it removes.
+		d := os.Getenv("LOCKCHECK_TEST_CACHE")
+		if d == "" {
+			var err error
+			if d, err = os.MkdirTemp("", "lockcheck-worker-cache-"); err != nil {
+				workerCacheErr = err
+				return
+			}
+			ownWorkerCache = true
 		}
+		workerCache = d
 		workers, err := filepath.Abs(filepath.Join("..", "..", "workers"))
 		if err != nil {
 			workerCacheErr = err
 			return
 		}
-		workerCache = d
-		os.Setenv("LOCKCHECK_CACHE", workerCache)
+		os.Setenv("LOCKCHECK_CACHE", d)
 		os.Setenv("LOCKCHECK_WORKERS", workers)
 	})
 	return workerCacheErr

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/history/outcome"
 	"github.com/lockcheck/lockcheck/locks"
 	"github.com/lockcheck/lockcheck/workers/sdk"
 )
@@ -75,17 +76,15 @@ func (c *Client) do(req sdk.Message, recs []history.Record) (sdk.Message, []*his
 	return reply, ops, err
 }
 
-// settle completes ops after an error: definite ones failed, others are unknown.
+// settle completes ops after an error: definite ones failed (a "not held" with value -1, as the mutex
+// model reads it), others are unknown.
 func settle(ops []*history.Op, err error, notHeld bool) {
+	c := outcome.Call{Err: err}
+	if notHeld {
+		c.Value = history.Int64(-1) // error 40 is definite (sdk.Definite)
+	}
 	for _, op := range ops {
-		switch {
-		case notHeld:
-			op.Fail(history.Int64(-1), err)
-		case locks.Definite(err):
-			op.Fail(nil, err)
-		default:
-			op.Unknown(err)
-		}
+		outcome.Complete(op, c)
 	}
 }
 
@@ -153,7 +152,7 @@ func (l *mutex) TryLock(_ context.Context, wait, lease time.Duration) (bool, err
 	reply, ops, err := l.c.do(req, l.records("acquire", recorded, wd))
 	if err != nil {
 		settle(ops, err, false)
-		if !locks.Definite(err) { // it may hold one more than lockcheck counts
+		if !outcome.Definite(err) { // it may hold one more than lockcheck counts
 			l.c.mu.Lock()
 			for _, k := range l.keys {
 				l.c.unsure[holdKey{l.thread, k}] = true

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/history/outcome"
 	"github.com/lockcheck/lockcheck/locks"
 	"github.com/lockcheck/lockcheck/workers/sdk"
 )
@@ -63,14 +64,7 @@ func (l *mutex) ask(typ, f string, field func(sdk.Message) *bool, noRefused bool
 	}
 	yes := *field(reply)
 	for _, op := range ops {
-		switch {
-		case yes:
-			op.Ok(history.Int64(1), nil)
-		case noRefused:
-			op.Fail(history.Int64(0), nil)
-		default:
-			op.Ok(history.Int64(0), nil)
-		}
+		outcome.Answered(op, yes, nil, noRefused)
 	}
 	return yes, nil
 }

@@ -125,7 +125,7 @@ type result struct {
 }
 
 // Error is a worker's error reply, or the loss of the worker. Definite says whether the call surely took
-// no effect (locks.Definite asks it).
+// no effect (outcome.Definite asks it).
 type Error struct {
 	Client string
 	Code   int // -1 for the loss of the worker

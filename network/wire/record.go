@@ -278,22 +278,15 @@ func (so *scriptOps) complete(v Value, nosync bool) {
 	res := so.read(v)
 	for i, op := range so.ops {
 		r := res[i]
-		switch r.typ {
-		case history.Ok:
-			var args map[string]int64
-			if nosync {
-				args = map[string]int64{"nosync": 1}
-			}
-			op.Ok(r.value, args)
-		case history.Fail:
-			var err error
-			if r.err != "" {
-				err = errors.New(r.err)
-			}
-			op.Fail(r.value, err)
-		default:
-			op.Unknown(errors.New(r.err))
+		var args map[string]int64 // recorded with an ok only
+		if nosync {
+			args = map[string]int64{"nosync": 1}
 		}
+		var err error
+		if r.err != "" {
+			err = errors.New(r.err)
+		}
+		op.Complete(r.typ, r.value, args, err)
 	}
 }
 

@@ -59,7 +59,7 @@ func newRigOn(t testing.TB, n *node.Node, scriptDir string, setNX bool, clients 
 	if r.scripts, err = locks.LoadScripts("redisson", scriptDir); err != nil {
 		t.Fatal(err)
 	}
-	table.AddScripts(r.scripts)
+	locks.MapScripts(table, r.scripts)
 	table.SetNX = setNX
 	r.sess = wire.NewSession(r.wrec, clock, table)
 	t.Cleanup(r.sess.Close)

@@ -58,10 +58,10 @@ func TestSelectorSizesAndNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	env.Targets = sel
-	if got := registry["partition"].Targets(rng, env); !slices.Equal(got, []string{"c3->n2"}) {
+	if got := registry["partition"].Targets(rng, env); !slices.Equal(got, ts("c3->n2")) {
 		t.Fatalf("partition with n2,c3: %v", got)
 	}
-	if got := registry["kill"].Targets(rng, env); !slices.Equal(got, []string{"n2"}) {
+	if got := registry["kill"].Targets(rng, env); !slices.Equal(got, ts("n2")) {
 		t.Fatalf("kill with n2: %v", got)
 	}
 	for _, bad := range []string{"n9", "primary", "one,all"} {
@@ -82,11 +82,11 @@ func TestPrimaryTargetResolvedAtStart(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	targets := registry["kill"].Targets(rng, env)
 	got, err := resolve(context.Background(), env, targets)
-	if err != nil || !slices.Equal(got, []string{"n2"}) {
+	if err != nil || !slices.Equal(got, ts("n2")) {
 		t.Fatalf("kill primary: %v -> %v, %v", targets, got, err)
 	}
 	links, _ := resolve(context.Background(), env, registry["partition"].Targets(rng, env))
-	if !slices.Equal(links, []string{"c1->n2"}) {
+	if !slices.Equal(links, ts("c1->n2")) {
 		t.Fatalf("partition primary: %v", links)
 	}
 }
@@ -106,7 +106,7 @@ func TestFailoversNeedReplication(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, st := range p.Steps {
-		if st.Targets[0] != "shard:1" {
+		if st.Targets[0] != ShardTarget(1) {
 			t.Fatalf("%s aimed at %v, want shard:1 (the keys' shard)", st.Fault, st.Targets)
 		}
 	}

@@ -20,9 +20,6 @@ type Selector struct {
 // Sizes a selector accepts.
 var sizes = []string{"one", "minority", "majority", "all", "primary"}
 
-// primaryTarget stands for the node that is primary when a fault starts; Plan.Run resolves it.
-const primaryTarget = "@primary"
-
 // ParseSelector reads --nemesis-targets against env's names.
 func ParseSelector(s string, env *Env) (Selector, error) {
 	var sel Selector
@@ -81,7 +78,7 @@ func pickNodes(rng *rand.Rand, env *Env, dflt string) []string {
 		size = env.Targets.Size
 	}
 	if size == "primary" {
-		return []string{primaryTarget}
+		return []string{Primary}
 	}
 	return pick(rng, env.Nodes, count(size, len(env.Nodes), rng))
 }
@@ -100,6 +97,15 @@ func pickClients(rng *rand.Rand, env *Env, dflt string) []string {
 	return pick(rng, env.Clients, count(size, len(env.Clients), rng))
 }
 
+// named makes targets of node or client names.
+func named(ss []string) []Target {
+	var out []Target
+	for _, s := range ss {
+		out = append(out, NameTarget(s))
+	}
+	return out
+}
+
 // linkNodes are the nodes whose client links a link fault touches: the named nodes or the primary, else all.
 func linkNodes(env *Env) []string {
 	if len(env.Targets.Nodes) > 0 {
@@ -108,7 +114,7 @@ func linkNodes(env *Env) []string {
 	}
 	if env.Targets.Size == "primary" {
 		env.uses(useSize)
-		return []string{primaryTarget}
+		return []string{Primary}
 	}
 	return env.Nodes
 }
@@ -123,11 +129,11 @@ func pick(rng *rand.Rand, from []string, n int) []string {
 
 // resolve replaces the primary placeholder in targets (a node, or a link's node) with the node that is
 // primary now.
-func resolve(ctx context.Context, env *Env, targets []string) ([]string, error) {
+func resolve(ctx context.Context, env *Env, targets []Target) ([]Target, error) {
 	var primary string
-	out := make([]string, len(targets))
+	out := make([]Target, len(targets))
 	for i, t := range targets {
-		if !strings.Contains(t, primaryTarget) {
+		if !t.IsPrimary() {
 			out[i] = t
 			continue
 		}
@@ -145,7 +151,7 @@ func resolve(ctx context.Context, env *Env, targets []string) ([]string, error) 
 				return nil, fmt.Errorf("topology %s has no primary", env.Topology)
 			}
 		}
-		out[i] = strings.ReplaceAll(t, primaryTarget, primary)
+		out[i] = t.withNode(primary)
 	}
 	return out, nil
 }

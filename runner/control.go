@@ -1,0 +1,107 @@
+package runner
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lockcheck/lockcheck/kinds"
+	"github.com/lockcheck/lockcheck/lockspec"
+	"github.com/lockcheck/lockcheck/workloads"
+)
+
+// controlRun fills in a negative control's own run flags (Kind.Flags) where the user gave none, and says
+// so: these are the fault-free runs on which the control must be flagged. It does so only for options from
+// a command line (Given), a fault-free run, and the lock's own clients (a worker's control brings its own
+// flags). Only the workload flags of lockspec.ControlFlags are applied: a spec's control comes from a file,
+// and is checked against the same list when it is read; the built-in controls are held to it here.
+func (o *Options) controlRun(k *kinds.Kind) (string, error) {
+	if o.Given == nil || o.Worker.active() || (o.Nemesis != "none" && o.Nemesis != "") || k.Broken == "" {
+		return "", nil
+	}
+	if err := lockspec.CheckControlFlags(k.Flags); err != nil {
+		return "", usagef("negative control %s: %v", k.Name, err)
+	}
+	for i := 0; i+1 < len(k.Flags); i += 2 {
+		name := strings.TrimPrefix(k.Flags[i], "--")
+		if o.Given[name] {
+			continue
+		}
+		if err := o.setControlFlag(name, k.Flags[i+1]); err != nil {
+			return "", usagef("negative control %s: %v", k.Name, err)
+		}
+	}
+	note := fmt.Sprintf("%s is a negative control: it %s; it must be flagged", k.Name, k.Broken)
+	if len(k.Flags) > 0 {
+		note += fmt.Sprintf(" (run with %s)", strings.Join(k.Flags, " "))
+	}
+	return note, nil
+}
+
+// setControlFlag sets the option of one of lockspec.ControlFlags (name without "--") as the CLI's flag
+// of that name would parse value.
+func (o *Options) setControlFlag(name, value string) error {
+	integer := func(p *int) error {
+		v, err := strconv.ParseInt(value, 0, 64)
+		*p = int(v)
+		return err
+	}
+	integer64 := func(p *int64) (err error) { *p, err = strconv.ParseInt(value, 0, 64); return err }
+	duration := func(p *time.Duration) (err error) { *p, err = time.ParseDuration(value); return err }
+	var err error
+	switch name {
+	case "clients":
+		err = integer(&o.Clients)
+	case "keys":
+		err = integer(&o.Keys)
+	case "group":
+		err = integer(&o.Group)
+	case "threads":
+		err = integer(&o.Threads)
+	case "permits":
+		err = integer64(&o.Permits)
+	case "count":
+		err = integer64(&o.Count)
+	case "lease":
+		o.Lease, o.LeaseTo, err = ParseDurationRange(value)
+	case "wait":
+		o.Wait, o.WaitTo, err = ParseDurationRange(value)
+	case "watchdog":
+		err = duration(&o.Watchdog)
+	case "timeout":
+		err = duration(&o.Timeout)
+	case "time":
+		err = duration(&o.Time)
+	case "quiet":
+		err = duration(&o.Quiet)
+	case "hold":
+		o.Hold = value
+	case "readers":
+		o.Readers = value
+	case "reentry":
+		o.Reentry, err = strconv.ParseFloat(value, 64)
+	default:
+		return fmt.Errorf("--%s is not a flag a control may set", name)
+	}
+	if err != nil {
+		return fmt.Errorf("invalid argument %q for \"--%s\" flag: %v", value, name, err)
+	}
+	return nil
+}
+
+// ParseDurationRange reads --lease's and --wait's form: a duration, or a range drawn per acquire ("1s-10s").
+// It gives the range's ends, hi 0 for a single value (so that options taking one value read lo as before).
+func ParseDurationRange(s string) (lo, hi time.Duration, err error) {
+	if d, err := time.ParseDuration(s); err == nil { // a single value: its bounds are checked with the others'
+		return d, 0, nil
+	}
+	v, err := workloads.ParseRange(s)
+	if err != nil {
+		return 0, 0, err
+	}
+	if v.Max != v.Min {
+		hi = v.Max
+	}
+	return v.Min, hi, nil
+}

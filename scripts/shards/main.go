@@ -1,0 +1,448 @@
+// Command shards runs make test's Go tests in one wall-clock window: the cmd/lockcheck package, whose chaos
+// tests mostly wait on clocks (a fresh clone showed load under 0.5 for most of it), split by test name over
+// several processes of one test binary, and every other package through go test, all at once.
+//
+// Each process has its own globals (os.Stderr swaps, the kinds registry, t.Setenv), so a test that is
+// sequential inside its process stays so; across processes the tests share one worker build cache (builds
+// are serialised by its lock files) and one lockcheck binary, and the docker tests take a machine-wide lock
+// (internal/dockertest). Tests are dealt to shards longest first by the durations in weights.txt, which
+// -write-weights refreshes from a run.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+type config struct {
+	shards       int
+	pkg          string
+	timeout      time.Duration
+	parallel     int
+	weights      string
+	writeWeights bool
+	rest         bool
+	run          string
+}
+
+func main() {
+	var c config
+	flag.IntVar(&c.shards, "shards", 4, "processes the sharded package's tests are split over")
+	flag.StringVar(&c.pkg, "pkg", "./cmd/lockcheck", "the package whose tests are sharded")
+	flag.DurationVar(&c.timeout, "timeout", 40*time.Minute, "each test process's -timeout")
+	flag.IntVar(&c.parallel, "parallel", 4, "each test process's -parallel")
+	flag.StringVar(&c.weights, "weights", "scripts/shards/weights.txt", "test durations used to balance the shards")
+	flag.BoolVar(&c.writeWeights, "write-weights", false, "rewrite the weights file from this run's durations")
+	flag.BoolVar(&c.rest, "rest", true, "also run every other package (go test ./... without the sharded one)")
+	flag.StringVar(&c.run, "run", "", "only the sharded package's tests matching this regexp")
+	flag.Parse()
+	if c.shards < 1 || c.parallel < 1 || flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "usage: shards [-shards N] [-pkg ./cmd/lockcheck] [-timeout 40m] [-parallel 4] [-run RE] [-rest=false] [-write-weights]")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	code, err := run(ctx, c)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "shards:", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// test is one top-level test of the sharded package, as a run saw it.
+type test struct {
+	name    string
+	shard   int
+	action  string // pass, fail, skip; "" if it never ended
+	elapsed float64
+	output  []string
+}
+
+func run(ctx context.Context, c config) (int, error) {
+	start := time.Now()
+	tmp, err := os.MkdirTemp("", "lockcheck-shards-")
+	if err != nil {
+		return 1, err
+	}
+	defer os.RemoveAll(tmp)
+	importPath, err := goOutput(ctx, "list", "-f", "{{.ImportPath}}", c.pkg)
+	if err != nil {
+		return 1, err
+	}
+	dir, err := goOutput(ctx, "list", "-f", "{{.Dir}}", c.pkg)
+	if err != nil {
+		return 1, err
+	}
+	testBin := filepath.Join(tmp, "pkg.test")
+	lcBin := filepath.Join(tmp, "lockcheck")
+	if _, err := goOutput(ctx, "test", "-c", "-o", testBin, c.pkg); err != nil {
+		return 1, err
+	}
+	if _, err := goOutput(ctx, "build", "-o", lcBin, c.pkg); err != nil {
+		return 1, err
+	}
+	cache := filepath.Join(tmp, "cache")
+	if err := os.Mkdir(cache, 0o700); err != nil {
+		return 1, err
+	}
+	env := append(os.Environ(), "LOCKCHECK_TEST_CACHE="+cache, "LOCKCHECK_TEST_BINARY="+lcBin)
+
+	list := exec.CommandContext(ctx, testBin, "-test.list", "^Test")
+	list.Dir = dir
+	list.Env = env
+	listed, err := list.Output()
+	if err != nil {
+		return 1, fmt.Errorf("listing the tests of %s: %v", c.pkg, err)
+	}
+	names := strings.Fields(string(listed))
+	if c.run != "" {
+		names, err = matching(names, c.run)
+		if err != nil {
+			return 2, err
+		}
+	}
+	weights := readWeights(c.weights)
+	groups := deal(names, weights, c.shards)
+
+	var wg sync.WaitGroup
+	var mu sync.Mutex // one child's report at a time on stdout
+	restFailed := false
+	if c.rest {
+		pkgs, err := otherPackages(ctx, importPath)
+		if err != nil {
+			return 1, err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			args := append([]string{"test", "-count=1", "-timeout", c.timeout.String(), "-parallel", strconv.Itoa(c.parallel)}, pkgs...)
+			cmd := exec.Command("go", args...)
+			cmd.Env = env
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			err := runForwarding(ctx, cmd)
+			mu.Lock()
+			defer mu.Unlock()
+			os.Stdout.Write(out.Bytes())
+			if err != nil {
+				restFailed = true
+				fmt.Printf("FAIL\tgo test (every package but %s): %v\n", importPath, err)
+			}
+		}()
+	}
+	results := make([][]*test, len(groups))
+	shardErr := make([]error, len(groups))
+	for i, g := range groups {
+		if len(g) == 0 {
+			continue
+		}
+		wg.Add(1)
+		go func(i int, g []string) {
+			defer wg.Done()
+			t0 := time.Now()
+			tests, stray, err := runShard(ctx, testBin, dir, importPath, env, g, c)
+			for _, t := range tests {
+				t.shard = i + 1
+			}
+			results[i], shardErr[i] = tests, err
+			mu.Lock()
+			defer mu.Unlock()
+			report(os.Stdout, importPath, i+1, len(groups), tests, stray, err, time.Since(t0))
+		}(i, g)
+	}
+	wg.Wait()
+
+	var all []*test
+	for _, r := range results {
+		all = append(all, r...)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].elapsed > all[j].elapsed })
+	fmt.Printf("slowest tests of %s:", importPath)
+	for _, t := range all[:min(8, len(all))] {
+		fmt.Printf(" %s %.0fs (shard %d);", t.name, t.elapsed, t.shard)
+	}
+	fmt.Println()
+	if c.writeWeights {
+		if err := writeWeights(c.weights, all); err != nil {
+			return 1, err
+		}
+	}
+	var failed []string
+	for i, r := range results {
+		for _, t := range r {
+			if t.failed() {
+				failed = append(failed, fmt.Sprintf("%s (shard %d)", t.name, t.shard))
+			}
+		}
+		if shardErr[i] != nil && !anyFailed(r) {
+			failed = append(failed, fmt.Sprintf("shard %d: %v", i+1, shardErr[i]))
+		}
+	}
+	if restFailed {
+		failed = append(failed, "another package (its output is above)")
+	}
+	wall := time.Since(start).Round(time.Second)
+	if ctx.Err() != nil {
+		fmt.Printf("shards: interrupted after %s\n", wall)
+		return 130, nil
+	}
+	if len(failed) > 0 {
+		fmt.Printf("FAIL after %s: %s\n", wall, strings.Join(failed, ", "))
+		return 1, nil
+	}
+	fmt.Printf("ok: every test passed in %s (%d processes of %s, and the other packages)\n", wall, len(groups), importPath)
+	return 0, nil
+}
+
+// runShard runs one process of the test binary on the named tests and reads its events through test2json.
+func runShard(ctx context.Context, bin, dir, importPath string, env, names []string, c config) ([]*test, []string, error) {
+	re := "^(" + strings.Join(names, "|") + ")$"
+	cmd := exec.Command(bin, "-test.v=test2json", "-test.run", re, "-test.count=1",
+		"-test.timeout", c.timeout.String(), "-test.parallel", strconv.Itoa(c.parallel))
+	cmd.Dir = dir
+	cmd.Env = env
+	conv := exec.Command("go", "tool", "test2json", "-t", "-p", importPath)
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd.Stderr = cmd.Stdout
+	conv.Stdin = pipe
+	events, err := conv.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := conv.Start(); err != nil {
+		return nil, nil, err
+	}
+	byName := map[string]*test{}
+	var order []*test
+	var stray []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(events)
+		sc.Buffer(make([]byte, 1<<20), 64<<20)
+		for sc.Scan() {
+			var e struct {
+				Action  string
+				Test    string
+				Output  string
+				Elapsed float64
+			}
+			if json.Unmarshal(sc.Bytes(), &e) != nil {
+				stray = append(stray, sc.Text()+"\n")
+				continue
+			}
+			if e.Test == "" {
+				if e.Output != "" {
+					stray = append(stray, e.Output)
+				}
+				continue
+			}
+			top, _, sub := strings.Cut(e.Test, "/")
+			t := byName[top]
+			if t == nil {
+				t = &test{name: top}
+				byName[top] = t
+				order = append(order, t)
+			}
+			if e.Output != "" {
+				t.output = append(t.output, e.Output)
+			}
+			if !sub && (e.Action == "pass" || e.Action == "fail" || e.Action == "skip") {
+				t.action, t.elapsed = e.Action, e.Elapsed
+			}
+		}
+	}()
+	runErr := runForwarding(ctx, cmd)
+	<-done
+	_ = conv.Wait()
+	for _, n := range names {
+		if byName[n] == nil { // never started: a crash or a timeout before it
+			t := &test{name: n, action: "unrun"}
+			byName[n] = t
+			order = append(order, t)
+		}
+	}
+	return order, stray, runErr
+}
+
+// runForwarding runs cmd, passing SIGINT and SIGTERM on when ctx ends, and waits for it: a test process
+// stops its own redis-servers and workers on either.
+func runForwarding(ctx context.Context, cmd *exec.Cmd) error {
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan struct{})
+	defer close(exited)
+	go func() {
+		select {
+		case <-ctx.Done():
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+		case <-exited:
+		}
+	}()
+	return cmd.Wait()
+}
+
+// failed: the test failed, never ended (a timeout's panic, a crash) or never started.
+func (t *test) failed() bool { return t.action != "pass" && t.action != "skip" }
+
+func anyFailed(tests []*test) bool {
+	for _, t := range tests {
+		if t.failed() {
+			return true
+		}
+	}
+	return false
+}
+
+// report prints a shard as go test prints a package: one line when it passed, and the whole output of
+// each failed test (and of the process itself) when it did not.
+func report(w io.Writer, importPath string, i, n int, tests []*test, stray []string, err error, took time.Duration) {
+	passed, skipped := 0, 0
+	for _, t := range tests {
+		switch t.action {
+		case "pass":
+			passed++
+		case "skip":
+			skipped++
+		}
+	}
+	if err == nil && !anyFailed(tests) {
+		fmt.Fprintf(w, "ok  \t%s [shard %d/%d: %d passed, %d skipped]\t%.3fs\n", importPath, i, n, passed, skipped, took.Seconds())
+		return
+	}
+	for _, t := range tests {
+		if t.failed() {
+			fmt.Fprintf(w, "--- output of %s (shard %d/%d) ---\n", t.name, i, n)
+			for _, l := range t.output {
+				io.WriteString(w, l)
+			}
+		}
+	}
+	for _, l := range stray {
+		io.WriteString(w, l)
+	}
+	why := "a test failed"
+	if err != nil {
+		why = err.Error()
+	}
+	fmt.Fprintf(w, "FAIL\t%s [shard %d/%d: %s]\t%.3fs\n", importPath, i, n, why, took.Seconds())
+}
+
+// deal gives each test, longest first, to the shard with the least work so far.
+func deal(names []string, weights map[string]float64, n int) [][]string {
+	sorted := append([]string(nil), names...)
+	w := func(s string) float64 {
+		if v, ok := weights[s]; ok {
+			return v
+		}
+		return 5 // a new test: about a short run's length
+	}
+	sort.SliceStable(sorted, func(i, j int) bool { return w(sorted[i]) > w(sorted[j]) })
+	groups := make([][]string, n)
+	load := make([]float64, n)
+	for _, s := range sorted {
+		k := 0
+		for j := range load {
+			if load[j] < load[k] {
+				k = j
+			}
+		}
+		groups[k] = append(groups[k], s)
+		load[k] += w(s)
+	}
+	return groups
+}
+
+// readWeights reads "TestName seconds" lines; a missing file deals every test the same weight.
+func readWeights(path string) map[string]float64 {
+	m := map[string]float64{}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return m
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		if v, err := strconv.ParseFloat(f[1], 64); err == nil {
+			m[f[0]] = v
+		}
+	}
+	return m
+}
+
+func writeWeights(path string, tests []*test) error {
+	var b strings.Builder
+	b.WriteString("# seconds each cmd/lockcheck test took in one make test (go run ./scripts/shards -write-weights)\n")
+	sorted := append([]*test(nil), tests...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].name < sorted[j].name })
+	for _, t := range sorted {
+		fmt.Fprintf(&b, "%s %.1f\n", t.name, t.elapsed)
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+func matching(names []string, re string) ([]string, error) {
+	r, err := regexp.Compile(re)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, n := range names {
+		if r.MatchString(n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+func otherPackages(ctx context.Context, skip string) ([]string, error) {
+	out, err := goOutput(ctx, "list", "./...")
+	if err != nil {
+		return nil, err
+	}
+	var pkgs []string
+	for _, p := range strings.Fields(out) {
+		if p != skip {
+			pkgs = append(pkgs, p)
+		}
+	}
+	return pkgs, nil
+}
+
+// goOutput runs the go command and returns its trimmed stdout, or its stderr as the error.
+func goOutput(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", errors.New("go " + strings.Join(args, " ") + ": " + strings.TrimSpace(stderr.String()+" "+err.Error()))
+	}
+	return strings.TrimSpace(string(out)), nil
+}

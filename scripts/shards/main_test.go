@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDealBalancesLongestFirst(t *testing.T) {
+	w := map[string]float64{"TestA": 100, "TestB": 60, "TestC": 50, "TestD": 10}
+	groups := deal([]string{"TestD", "TestC", "TestB", "TestA", "TestNew"}, w, 2)
+	load := func(g []string) (s float64) {
+		for _, n := range g {
+			if v, ok := w[n]; ok {
+				s += v
+			} else {
+				s += 5
+			}
+		}
+		return s
+	}
+	if len(groups) != 2 || len(groups[0])+len(groups[1]) != 5 {
+		t.Fatalf("groups %v: every test once", groups)
+	}
+	// longest first: A alone on one side, B+C(+D or the new one) on the other
+	if a, b := load(groups[0]), load(groups[1]); a != 115 && b != 115 {
+		t.Fatalf("loads %v and %v, want 110/115 split (A+D+new vs B+C)", a, b)
+	}
+}
+
+func TestWeightsRoundTrip(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "w.txt")
+	if err := writeWeights(p, []*test{{name: "TestB", elapsed: 2.25}, {name: "TestA", elapsed: 10}}); err != nil {
+		t.Fatal(err)
+	}
+	got := readWeights(p)
+	if len(got) != 2 || got["TestA"] != 10 || got["TestB"] != 2.2 && got["TestB"] != 2.3 {
+		t.Fatalf("read back %v", got)
+	}
+	if m := readWeights(filepath.Join(t.TempDir(), "missing")); len(m) != 0 {
+		t.Fatalf("a missing file gives %v", m)
+	}
+	b, _ := os.ReadFile(p)
+	if !strings.HasPrefix(string(b), "#") {
+		t.Fatalf("no header line: %q", b)
+	}
+}
+
+// A failed shard prints each failed test's whole output (the CI log keeps only its tail) and a FAIL line;
+// a passed one prints one line.
+func TestReportShowsFailedTestsOutput(t *testing.T) {
+	var w bytes.Buffer
+	report(&w, "p", 1, 2, []*test{{name: "TestOK", action: "pass"}}, nil, nil, time.Second)
+	if s := w.String(); !strings.HasPrefix(s, "ok  \tp [shard 1/2: 1 passed") || strings.Count(s, "\n") != 1 {
+		t.Fatalf("passed shard printed %q", s)
+	}
+	w.Reset()
+	tests := []*test{{name: "TestOK", action: "pass", output: []string{"quiet\n"}},
+		{name: "TestBad", action: "fail", output: []string{"=== RUN TestBad\n", "boom\n"}},
+		{name: "TestHung", action: ""}}
+	report(&w, "p", 2, 2, tests, []string{"FAIL\n"}, errors.New("exit status 1"), time.Second)
+	s := w.String()
+	for _, want := range []string{"--- output of TestBad (shard 2/2) ---\n=== RUN TestBad\nboom\n", "--- output of TestHung", "FAIL\tp [shard 2/2: exit status 1]"} {
+		if !strings.Contains(s, want) {
+			t.Fatalf("failed shard's report lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "quiet") {
+		t.Fatalf("a passed test's output was printed:\n%s", s)
+	}
+}
