@@ -67,7 +67,7 @@ test: deps
 	$(GO) run ./scripts/shards -shards $(SHARDS) -timeout 40m -parallel 4
 	$(GO) test -run '^$$' -fuzz FuzzRead -fuzztime 40000x ./history/
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 15000x ./lockspec/
-	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 15000x ./locks/worker/
+	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 15000x ./clients/worker/
 	$(GO) test -run '^$$' -fuzz FuzzServe -fuzztime 100000x ./workers/sdk/
 	$(GO) test -run '^$$' -fuzz FuzzDecoder -fuzztime 12000x ./network/wire/
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 80000x ./suite/

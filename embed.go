@@ -1,6 +1,6 @@
 // Package lockcheck carries the shipped workers' sources, with this module's go.mod and go.sum, inside the
 // lockcheck binary, so that a binary installed or copied alone (go install, a release archive, a copy in an
-// empty directory) builds and runs every one of them: locks/worker.Folder writes them out under the cache
+// empty directory) builds and runs every one of them: clients/worker.Folder writes them out under the cache
 // on first use, as the tree they came from (workers/<folder>/, and the Go SDK the reference worker needs).
 //
 // The Go library workers' files carry "//go:build ignore", so that this module neither builds them nor

@@ -18,7 +18,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/lockcheck/lockcheck/checker"
-	"github.com/lockcheck/lockcheck/internal/redistest"
+	"github.com/lockcheck/lockcheck/internal/testkit/redistest"
 	"github.com/lockcheck/lockcheck/network"
 	"github.com/lockcheck/lockcheck/node"
 )

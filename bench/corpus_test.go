@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
-	"github.com/lockcheck/lockcheck/internal/corpus"
+	"github.com/lockcheck/lockcheck/internal/testkit/corpus"
 )
 
 // decideBound is the target: every recorded history decided within it.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockcheck/lockcheck/internal/histgen"
+	"github.com/lockcheck/lockcheck/internal/testkit/histgen"
 )
 
 // BenchmarkHistoryMemory: a synthetic run of 1M operations over 1000 keys fed through the recorder (the

@@ -25,7 +25,7 @@ const (
 )
 
 // apiCommands maps a worker's recorded request (history.UnseenPrefix + its protocol type) to the command
-// the count models read. These F names are part of the history format (locks/worker/client.go writes them).
+// the count models read. These F names are part of the history format (clients/worker/client.go writes them).
 var apiCommands = map[string]string{
 	"lcp_set_permits":     "setPermits",
 	"lcp_acquire_permits": "acquire",

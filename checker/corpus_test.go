@@ -10,7 +10,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/lockcheck/lockcheck/checker"
-	"github.com/lockcheck/lockcheck/internal/corpus"
+	"github.com/lockcheck/lockcheck/internal/testkit/corpus"
 )
 
 // Every recorded history in testdata/corpus gets the verdict its index names, decided (never unknown).

@@ -10,7 +10,7 @@ import (
 
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/history"
-	"github.com/lockcheck/lockcheck/internal/corpus"
+	"github.com/lockcheck/lockcheck/internal/testkit/corpus"
 )
 
 // Porcupine's details count every converted command and each of uncertain outcome, on every corpus

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/lockcheck/lockcheck/checker"
-	"github.com/lockcheck/lockcheck/internal/corpus"
+	"github.com/lockcheck/lockcheck/internal/testkit/corpus"
 )
 
 // The liveness checkers never call a committed history invalid: none of them hung a waiter (the corpus is

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/lockcheck/lockcheck/history"
-	"github.com/lockcheck/lockcheck/internal/histgen"
+	"github.com/lockcheck/lockcheck/internal/testkit/histgen"
 )
 
 // ownerGroups, built from the history, gives the groups and order that grouping the call-sorted MutexOps

@@ -354,7 +354,7 @@ func (q Quiescence) Check(_ context.Context, h *history.History) Result {
 	last := map[string]history.Operation{}
 	worker := false
 	for _, o := range h.Ops {
-		// A worker's calls are lcp_<request> (locks/worker): its available read and permit calls count too.
+		// A worker's calls are lcp_<request> (clients/worker): its available read and permit calls count too.
 		f := strings.TrimPrefix(o.Invoke.F, history.UnseenPrefix)
 		worker = worker || f != o.Invoke.F
 		if f == "available" && o.Outcome() == history.Ok {
@@ -491,7 +491,7 @@ func (LatchAwaits) Check(_ context.Context, h *history.History) Result {
 	negative := ""
 	var at int64
 	for _, o := range h.Ops {
-		// A worker's calls are lcp_set_count and lcp_count_down (locks/worker); its await is the workload's.
+		// A worker's calls are lcp_set_count and lcp_count_down (clients/worker); its await is the workload's.
 		switch latchCalls[o.Invoke.F] {
 		case "setCount":
 			if o.Outcome() == history.Ok {

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/lockcheck/lockcheck/checker"
-	"github.com/lockcheck/lockcheck/internal/corpus"
+	"github.com/lockcheck/lockcheck/internal/testkit/corpus"
 )
 
 // told-of-loss never flags a recorded mutex history that porcupine finds legal: each of those runs used the Go

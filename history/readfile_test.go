@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/lockcheck/lockcheck/history"
-	"github.com/lockcheck/lockcheck/internal/histgen"
+	"github.com/lockcheck/lockcheck/internal/testkit/histgen"
 )
 
 // ReadFile, which counts the operations and sections first to allocate them once, reads what Read

@@ -108,7 +108,7 @@ func KindNames() []string {
 }
 
 // Provider is a source of lock clients other than the built-in Go ones, such as an out-of-process worker
-// (locks/worker) for a real library; it registers itself here so that `lockcheck locks` lists it. How a
+// (clients/worker) for a real library; it registers itself here so that `lockcheck locks` lists it. How a
 // run selects one (--client) and turns it into a Kind's client factory is the provider's own business: the
 // runner only ever sees a locks.ClientFactory.
 type Provider struct {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockcheck/lockcheck/internal/redistest"
+	"github.com/lockcheck/lockcheck/internal/testkit/redistest"
 	"github.com/lockcheck/lockcheck/locks"
 	"github.com/lockcheck/lockcheck/topology"
 )

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/history"
-	"github.com/lockcheck/lockcheck/internal/redistest"
+	"github.com/lockcheck/lockcheck/internal/testkit/redistest"
 	"github.com/lockcheck/lockcheck/locks"
 	"github.com/lockcheck/lockcheck/node"
 	"github.com/redis/go-redis/v9"

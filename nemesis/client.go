@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"time"
 )
@@ -133,20 +132,7 @@ func toCaller(ev Event, _ []Target) []Target { return []Target{NameTarget(ev.Cli
 // drawn shift: a caller that arrives with its clock ahead purges the waiters or permits it sees as lapsed,
 // one behind stamps a deadline already past.
 func callerClock(ev Event, planned []Target) []Target {
-	if ev.Client == "" {
-		return planned
-	}
-	var out []Target
-	for _, t := range planned {
-		if t.Kind != ClientClock {
-			return planned
-		}
-		t.Name = ev.Client
-		if !slices.Contains(out, t) {
-			out = append(out, t)
-		}
-	}
-	return out
+	return toTheCaller(ev, planned, ClientClock, func(t *Target) { t.Name = ev.Client })
 }
 
 // resourceDelay delays one client's writes to the protected resource (the harness's) by --nemesis-duration:

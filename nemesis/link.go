@@ -201,15 +201,21 @@ func majorityRing(rng *rand.Rand, env *Env) []Target {
 
 // callerLinks moves a link fault from the planned client's links to the caller's links to the same nodes.
 func callerLinks(ev Event, planned []Target) []Target {
+	return toTheCaller(ev, planned, LinkTo, func(t *Target) { t.From = ev.Client })
+}
+
+// toTheCaller rewrites each planned target of kind to name the event's caller (once each), or keeps the
+// plan when the event has no caller or a target is of another kind.
+func toTheCaller(ev Event, planned []Target, kind TargetKind, move func(*Target)) []Target {
 	if ev.Client == "" {
 		return planned
 	}
 	var out []Target
 	for _, t := range planned {
-		if t.Kind != LinkTo {
+		if t.Kind != kind {
 			return planned
 		}
-		t.From = ev.Client
+		move(&t)
 		if !slices.Contains(out, t) {
 			out = append(out, t)
 		}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockcheck/lockcheck/internal/redistest"
+	"github.com/lockcheck/lockcheck/internal/testkit/redistest"
 	"github.com/lockcheck/lockcheck/node"
 )
 

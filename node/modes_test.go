@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/lockcheck/lockcheck/internal/redistest"
+	"github.com/lockcheck/lockcheck/internal/testkit/redistest"
 	"github.com/lockcheck/lockcheck/node"
 )
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockcheck/lockcheck/internal/redistest"
+	"github.com/lockcheck/lockcheck/internal/testkit/redistest"
 	"github.com/lockcheck/lockcheck/node"
 	"github.com/lockcheck/lockcheck/node/clockshift"
 	"github.com/redis/go-redis/v9"

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
-	"github.com/lockcheck/lockcheck/internal/histgen"
+	"github.com/lockcheck/lockcheck/internal/testkit/histgen"
 )
 
 // A synthetic history in the real format checks valid, and one beyond the timeline's bound gets no HTML,

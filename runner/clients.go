@@ -1,8 +1,8 @@
 package runner
 
 import (
+	"github.com/lockcheck/lockcheck/clients/worker"
 	"github.com/lockcheck/lockcheck/locks"
-	"github.com/lockcheck/lockcheck/locks/worker"
 )
 
 // ClientSource says where a test's lock clients come from.

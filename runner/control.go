@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockcheck/lockcheck/clients/worker"
 	"github.com/lockcheck/lockcheck/kinds"
 	"github.com/lockcheck/lockcheck/lockspec"
 	"github.com/lockcheck/lockcheck/workloads"
@@ -37,6 +38,43 @@ func (o *Options) controlRun(k *kinds.Kind) (string, error) {
 		note += fmt.Sprintf(" (run with %s)", strings.Join(k.Flags, " "))
 	}
 	return note, nil
+}
+
+// workerControl gives a registered worker's run its lock when the command line names none and, for a
+// fault-free run, the worker's own control flags (Spec.Flags: trusted code, so a control may also set the
+// nemesis flags that show its flaw) wherever the command line gave none.
+func (o *Options) workerControl() (string, error) {
+	if o.Given == nil || o.Worker.Client == "" {
+		return "", nil
+	}
+	name, _, err := SplitClient(o.Worker.Client) // NAME[@VERSION],go: the worker's defaults too
+	if err != nil {
+		return "", err
+	}
+	s, _, err := worker.Lookup(name)
+	if err != nil {
+		return "", UsageError{err}
+	}
+	if !o.Given["lock"] && !o.Given["lock-spec"] && s.Lock != "" {
+		o.Lock = s.Lock
+	}
+	if o.Nemesis != "none" && o.Nemesis != "" {
+		return "", nil
+	}
+	for i := 0; i+1 < len(s.Flags); i += 2 {
+		name := strings.TrimPrefix(s.Flags[i], "--")
+		if o.Given[name] {
+			continue
+		}
+		if err := o.setControlFlag(name, s.Flags[i+1]); err != nil {
+			return "", fmt.Errorf("worker %s: %v", s.Name, err)
+		}
+	}
+	if s.Broken == "" {
+		return "", nil
+	}
+	return fmt.Sprintf("worker %s is a negative control: it %s; it must be flagged (run with %s)",
+		s.Name, s.Broken, strings.Join(s.Flags, " ")), nil
 }
 
 // setControlFlag sets the option of one of lockspec.ControlFlags (name without "--") as the CLI's flag
@@ -81,6 +119,15 @@ func (o *Options) setControlFlag(name, value string) error {
 		o.Readers = value
 	case "reentry":
 		o.Reentry, err = strconv.ParseFloat(value, 64)
+	// Only a registered worker's control sets these (lockspec.CheckControlFlags refuses them in a spec).
+	case "nemesis":
+		o.Nemesis = value
+	case "nemesis-trigger":
+		o.NemesisTrigger, err = strconv.ParseBool(value)
+	case "nemesis-interval":
+		err = duration(&o.NemesisInterval)
+	case "nemesis-duration":
+		err = duration(&o.NemesisDuration)
 	default:
 		return fmt.Errorf("--%s is not a flag a control may set", name)
 	}

@@ -5,9 +5,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lockcheck/lockcheck/clients/worker"
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/kinds"
-	"github.com/lockcheck/lockcheck/locks/worker"
 )
 
 // A differential run (--client W[@V],go) alternates lockcheck's clients between a worker and the Go

@@ -125,7 +125,14 @@ func (t *Test) Execute(ctx context.Context, stderr io.Writer) (*report.Results, 
 		}
 		return nil, failedStart(dir, runErr)
 	}
-	res, aerr := analyze(context.Background(), filepath.Join(dir, "history.jsonl"), o.CheckTimeout, t.Kind,
+	// A stopped run's verdict is at best unknown, and a Ctrl-C must end it at once: its porcupine search is
+	// bounded (64 clients cut mid-wait left 64 open calls, which kept it searching for the full minute);
+	// `lockcheck check` of the run searches as long as it is told.
+	timeout := o.CheckTimeout
+	if ctx.Err() != nil && timeout > interruptedCheck {
+		timeout = interruptedCheck
+	}
+	res, aerr := analyze(context.Background(), filepath.Join(dir, "history.jsonl"), timeout, t.Kind,
 		"results.json", "history.html")
 	if runErr != nil { // the run's own error comes first (a full disk), whatever became of its results
 		if aerr != nil {
@@ -138,6 +145,9 @@ func (t *Test) Execute(ctx context.Context, stderr io.Writer) (*report.Results, 
 	}
 	return res, noteRanOut(rec, res, dir) // runErr is nil here: a run's own error returned above
 }
+
+// interruptedCheck bounds the porcupine search of a run stopped by a signal.
+const interruptedCheck = 5 * time.Second
 
 // execute brings the topology up, runs the workload and the nemesis, heals, and tears everything down. wk
 // is the test's worker, ready to start (nil: the clients are in-process).

@@ -53,11 +53,18 @@ func (o Options) params(hold workloads.Range) kinds.Params {
 // a negative control's run flags, the deployment, the fault plan and the checks. Every error is a usage
 // error.
 func Prepare(o Options) (*Test, error) {
+	var notes []string
+	note, err := o.workerControl()
+	if err != nil {
+		return nil, err
+	}
 	kind, src, kerr := o.lockKind()
 	if kerr != nil && src == SpecClients { // a spec that does not load: the first thing said, as ever
 		return nil, UsageError{kerr}
 	}
-	var notes []string
+	if note != "" {
+		notes = append(notes, note)
+	}
 	if kerr == nil {
 		if o.LockSpec != "" {
 			o.Lock = kind.Name

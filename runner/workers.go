@@ -14,10 +14,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockcheck/lockcheck/clients/worker"
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/kinds"
 	"github.com/lockcheck/lockcheck/locks"
-	"github.com/lockcheck/lockcheck/locks/worker"
 	"github.com/lockcheck/lockcheck/topology"
 	"github.com/lockcheck/lockcheck/workers/sdk"
 )

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/bisect"
-	"github.com/lockcheck/lockcheck/locks/worker"
+	"github.com/lockcheck/lockcheck/clients/worker"
 	"github.com/lockcheck/lockcheck/repro"
 	"github.com/lockcheck/lockcheck/runner"
 	"github.com/lockcheck/lockcheck/suite"

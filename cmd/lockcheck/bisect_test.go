@@ -8,16 +8,16 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/bisect"
-	"github.com/lockcheck/lockcheck/locks/worker"
+	"github.com/lockcheck/lockcheck/clients/worker"
 	"github.com/lockcheck/lockcheck/repro"
 	"github.com/lockcheck/lockcheck/suite"
 )
 
 // Bad input to bisect is one line and exit 254, before anything is built or run. The release list is the
-// Go module proxy's answer as recorded on this machine (locks/worker/testdata), which lacks v4.0.x.
+// Go module proxy's answer as recorded on this machine (clients/worker/testdata), which lacks v4.0.x.
 func TestBisectBadInput(t *testing.T) {
 	// Sequential: swaps os.Stderr (runCaptured).
-	b, err := os.ReadFile("../../locks/worker/testdata/releases/redsync-v4-list.txt")
+	b, err := os.ReadFile("../../clients/worker/testdata/releases/redsync-v4-list.txt")
 	if err != nil {
 		t.Fatal(err)
 	}

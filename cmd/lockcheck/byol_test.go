@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockcheck/lockcheck/clients/worker"
 	"github.com/lockcheck/lockcheck/history"
-	"github.com/lockcheck/lockcheck/locks/worker"
 )
 
 // A version the registry does not have, or that is no version of the library, is bad input: one line

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockcheck/lockcheck/internal/dockertest"
+	"github.com/lockcheck/lockcheck/internal/testkit/dockertest"
 )
 
 // dockerRunWith starts a docker-backend run, calls during once it is recording operations, and returns the

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockcheck/lockcheck/internal/dockertest"
+	"github.com/lockcheck/lockcheck/internal/testkit/dockertest"
 	"github.com/lockcheck/lockcheck/node/docker"
 )
 

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockcheck/lockcheck/locks/worker"
+	"github.com/lockcheck/lockcheck/clients/worker"
 	"github.com/lockcheck/lockcheck/runner"
 	"github.com/spf13/cobra"
 )
@@ -382,6 +382,9 @@ func docGo(root string, args []string) error {
 	var pkgs, patterns []string
 	for i := 1; i < len(args); i++ {
 		a := args[i]
+		if args[0] == "run" && len(pkgs) > 0 {
+			break // the program's own arguments
+		}
 		switch {
 		case valued[a] && i+1 < len(args):
 			if a == "-run" || a == "-bench" || a == "-fuzz" {
@@ -391,10 +394,6 @@ func docGo(root string, args []string) error {
 		case strings.HasPrefix(a, "-"):
 		case strings.HasPrefix(a, "./"):
 			pkgs = append(pkgs, a)
-		default:
-			if args[0] == "run" && len(pkgs) > 0 {
-				i = len(args) // the program's own arguments
-			}
 		}
 	}
 	if len(pkgs) == 0 {

@@ -147,7 +147,7 @@ func TestProtocolDocTables(t *testing.T) {
 	}
 	// Every cap lockcheck reads (the worker driver's caps["..."], the sdk's Cap constants) is in the table.
 	var read []string
-	files, _ := filepath.Glob("../../locks/worker/*.go")
+	files, _ := filepath.Glob("../../clients/worker/*.go")
 	files = append(files, "../../workers/sdk/protocol.go")
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockcheck/lockcheck/locks/worker"
+	"github.com/lockcheck/lockcheck/clients/worker"
 	"github.com/lockcheck/lockcheck/runner"
 	"github.com/spf13/cobra"
 )

@@ -38,7 +38,7 @@ func newRunCmd() *cobra.Command {
 			if err := useLockSpec(cmd, lockSpec, &o); err != nil {
 				return err
 			}
-			if _, err := workerDefaults(cmd, &o); err != nil {
+			if err := probeWorkerKind(cmd, &o); err != nil {
 				return err
 			}
 			// The flags given: runner.Prepare fills the others in with a negative control's own run flags.

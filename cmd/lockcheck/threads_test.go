@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockcheck/lockcheck/clients/worker"
 	"github.com/lockcheck/lockcheck/kinds"
-	"github.com/lockcheck/lockcheck/locks/worker"
 )
 
 // owners reads a run's history and returns the client/thread pairs of its user-level acquires.

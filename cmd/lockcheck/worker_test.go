@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockcheck/lockcheck/clients/worker"
 	"github.com/lockcheck/lockcheck/history"
-	"github.com/lockcheck/lockcheck/locks/worker"
 )
 
 var (

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockcheck/lockcheck/locks/worker"
+	"github.com/lockcheck/lockcheck/clients/worker"
 	"github.com/lockcheck/lockcheck/runner"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -20,52 +20,24 @@ func addWorkerFlags(f *pflag.FlagSet, o *runner.Options) {
 	f.StringArrayVar(&o.Worker.Options, "client-option", nil, "a setting passed to the worker's library, KEY=VALUE (repeatable)")
 }
 
-// workerDefaults gives a registered worker's run its lock kind when --lock is not set, and, for a
-// fault-free run, its negative control's flags. It reports whether it handled the control defaults.
-func workerDefaults(cmd *cobra.Command, o *runner.Options) (bool, error) {
-	if o.Worker.Cmd != "" { // a user's worker: the Go lock's control flags are not its own
-		// A dry run starts nothing: it checks the flags on the default kind.
-		if dry, _ := cmd.Flags().GetBool("dry-run"); dry || cmd.Flags().Changed("lock") || cmd.Flags().Changed("lock-spec") {
-			return true, nil
-		}
-		p, err := runner.ProbeKinds(cmd.Context(), *o, os.Stderr)
-		if err != nil {
-			return true, err
-		}
-		o.Lock = p.Lock
-		fmt.Fprintf(os.Stderr, "lockcheck: no --lock: %s\n", p.Text())
-		return true, nil
+// probeWorkerKind gives a user's worker (--client-cmd) run its lock when --lock is not set, by asking the
+// worker which kinds it drives (a process: before runner.Prepare, which starts none). A registered
+// worker's lock and control flags are Prepare's (runner/control.go).
+func probeWorkerKind(cmd *cobra.Command, o *runner.Options) error {
+	if o.Worker.Cmd == "" {
+		return nil
 	}
-	if o.Worker.Client == "" {
-		return false, nil
+	// A dry run starts nothing: it checks the flags on the default kind.
+	if dry, _ := cmd.Flags().GetBool("dry-run"); dry || cmd.Flags().Changed("lock") || cmd.Flags().Changed("lock-spec") {
+		return nil
 	}
-	name, _, err := runner.SplitClient(o.Worker.Client) // NAME[@VERSION],go: the worker's defaults too
+	p, err := runner.ProbeKinds(cmd.Context(), *o, os.Stderr)
 	if err != nil {
-		return true, err
+		return err
 	}
-	s, _, err := worker.Lookup(name)
-	if err != nil {
-		return true, runner.UsageError{Err: err} // reported before anything starts
-	}
-	if !cmd.Flags().Changed("lock") && s.Lock != "" {
-		o.Lock = s.Lock
-	}
-	if o.Nemesis != "none" && o.Nemesis != "" {
-		return true, nil
-	}
-	for i := 0; i+1 < len(s.Flags); i += 2 {
-		name := strings.TrimPrefix(s.Flags[i], "--")
-		if !cmd.Flags().Changed(name) {
-			if err := cmd.Flags().Set(name, s.Flags[i+1]); err != nil {
-				return true, err
-			}
-		}
-	}
-	if s.Broken != "" {
-		fmt.Fprintf(os.Stderr, "lockcheck: worker %s is a negative control: it %s; it must be flagged (run with %s)\n",
-			s.Name, s.Broken, strings.Join(s.Flags, " "))
-	}
-	return true, nil
+	o.Lock = p.Lock
+	fmt.Fprintf(os.Stderr, "lockcheck: no --lock: %s\n", p.Text())
+	return nil
 }
 
 func newWorkerCheckCmd() *cobra.Command {

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"testing"
 
+	_ "github.com/lockcheck/lockcheck/clients/worker" // registers real Redisson's scripts, which the seeds call
 	"github.com/lockcheck/lockcheck/history"
-	_ "github.com/lockcheck/lockcheck/locks/worker" // registers real Redisson's scripts, which the seeds call
 	"github.com/lockcheck/lockcheck/network/wire"
 )
 

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	_ "github.com/lockcheck/lockcheck/clients/worker" // registers real Redisson's and redsync's scripts
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/locks"
-	_ "github.com/lockcheck/lockcheck/locks/worker" // registers real Redisson's and redsync's scripts
 	"github.com/lockcheck/lockcheck/network/wire"
 )
 

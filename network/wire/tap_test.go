@@ -19,7 +19,7 @@ import (
 	porc "github.com/anishathalye/porcupine"
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/history"
-	"github.com/lockcheck/lockcheck/internal/redistest"
+	"github.com/lockcheck/lockcheck/internal/testkit/redistest"
 	"github.com/lockcheck/lockcheck/locks"
 	"github.com/lockcheck/lockcheck/network"
 	"github.com/lockcheck/lockcheck/network/wire"

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockcheck/lockcheck/internal/dockertest"
+	"github.com/lockcheck/lockcheck/internal/testkit/dockertest"
 	"github.com/lockcheck/lockcheck/node"
 	"github.com/lockcheck/lockcheck/node/docker"
 	"github.com/redis/go-redis/v9"

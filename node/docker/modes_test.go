@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockcheck/lockcheck/internal/dockertest"
+	"github.com/lockcheck/lockcheck/internal/testkit/dockertest"
 	"github.com/lockcheck/lockcheck/node/docker"
 	"github.com/lockcheck/lockcheck/topology"
 	"github.com/redis/go-redis/v9"

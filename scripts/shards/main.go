@@ -5,7 +5,7 @@
 // Each process has its own globals (os.Stderr swaps, the kinds registry, t.Setenv), so a test that is
 // sequential inside its process stays so; across processes the tests share one worker build cache (builds
 // are serialised by its lock files) and one lockcheck binary, and the docker tests take a machine-wide lock
-// (internal/dockertest). Tests are dealt to shards longest first by the durations in weights.txt, which
+// (internal/testkit/dockertest). Tests are dealt to shards longest first by the durations in weights.txt, which
 // -write-weights refreshes from a run.
 package main
 

@@ -31,7 +31,7 @@ type Entry struct {
 // Dir is the corpus directory in the source tree.
 func Dir() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "checker", "testdata", "corpus")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "checker", "testdata", "corpus")
 }
 
 // Load reads the index: one entry a line, tab-separated name, verdict (valid/invalid), hard or easy, the
