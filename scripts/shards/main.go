@@ -288,9 +288,11 @@ func runShard(ctx context.Context, bin, dir, importPath string, env, names []str
 	return order, stray, runErr
 }
 
-// runForwarding runs cmd, passing SIGINT and SIGTERM on when ctx ends, and waits for it: a test process
-// stops its own redis-servers and workers on either.
+// runForwarding runs cmd in a process group of its own and, when ctx ends (SIGINT or SIGTERM to this
+// program), sends SIGTERM to the whole group, so that go test's test binaries stop too; it waits for cmd.
+// A test process stops its own redis-servers and workers on SIGTERM, and they die with it (Pdeathsig).
 func runForwarding(ctx context.Context, cmd *exec.Cmd) error {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -299,7 +301,7 @@ func runForwarding(ctx context.Context, cmd *exec.Cmd) error {
 	go func() {
 		select {
 		case <-ctx.Done():
-			_ = cmd.Process.Signal(syscall.SIGTERM)
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 		case <-exited:
 		}
 	}()
