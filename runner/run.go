@@ -193,9 +193,11 @@ func execute(ctx context.Context, t *Test, wk *workerRun, dir string, rec *histo
 	}
 	defer stopTopology(topo, stderr)
 	if ext != nil {
-		if err := checkLeftovers(ctx, topo, workloadPatterns(t.Kind.KeyCount(o.params(workloads.Range{})), t.Kind.Family == kinds.Latch)); err != nil {
+		patterns := workloadPatterns(t.Kind.KeyCount(o.params(workloads.Range{})), t.Kind.Family == kinds.Latch)
+		if err := checkLeftovers(ctx, topo, patterns); err != nil {
 			return err
 		}
+		defer clearLeftovers(topo, patterns, stderr) // after the clients closed, before the topology is let go
 	}
 	if err := compileScripts(ctx, topo, t.Scripts); err != nil {
 		return err // before the meta record: nothing ran

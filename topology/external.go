@@ -2,6 +2,7 @@ package topology
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -260,6 +261,32 @@ func (t *Topology) checkReachable(ctx context.Context) error {
 		return DeploymentError{err}
 	}
 	return nil
+}
+
+// DeleteKeys deletes, on every node, the keys matching any of patterns that skip does not accept. A
+// replica's refusal (READONLY, or MOVED on a cluster) is not an error: its primary's DEL reaches it.
+func (t *Topology) DeleteKeys(ctx context.Context, patterns []string, skip func(key string) bool) error {
+	var errs []error
+	for _, nd := range t.Nodes {
+		c := t.admin(nd.Addr())
+		for _, p := range patterns {
+			iter := c.Scan(ctx, 0, p, 1000).Iterator()
+			for iter.Next(ctx) {
+				k := iter.Val()
+				if skip != nil && skip(k) {
+					continue
+				}
+				if err := c.Del(ctx, k).Err(); err != nil && !strings.HasPrefix(err.Error(), "READONLY") && !strings.HasPrefix(err.Error(), "MOVED") {
+					errs = append(errs, fmt.Errorf("node %s: DEL %s: %w", nd.Name(), k, err))
+				}
+			}
+			if err := iter.Err(); err != nil {
+				errs = append(errs, fmt.Errorf("node %s: SCAN: %w", nd.Name(), err))
+			}
+		}
+		c.Close()
+	}
+	return errors.Join(errs...)
 }
 
 // Leftover is a key found on a node before a run: state that an earlier run (or someone else) left.

@@ -43,4 +43,24 @@ func TestExternalLeftoverKeyIsRefused(t *testing.T) {
 		"--lock", "reentrant", "--time", "4s", "--quiet", "1s", "--results", t.TempDir()); code != exitValid {
 		t.Fatalf("with only an unlock latch left: exit %d, want %d; stderr:\n%s", code, exitValid, stderr)
 	}
+	// The run leaves none of its keys behind, even a lock granted as it stopped (holds past the run's end),
+	// so the next run is not refused; the harmless latch it did not write stays.
+	if code, stderr := stderrOf(t, "run", "--backend", "external", "--external-addrs", n.Addr(), "--external-password", n.Password(),
+		"--lock", "reentrant", "--clients", "8", "--hold", "3s-5s", "--time", "2s", "--quiet", "0s", "--results", t.TempDir()); code != exitValid {
+		t.Fatalf("holds past the end: exit %d, want %d; stderr:\n%s", code, exitValid, stderr)
+	}
+	for _, p := range []string{"lock-0", "*{lock-0}*"} {
+		keys, err := c.Keys(ctx, p).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range keys {
+			if !strings.HasPrefix(k, "redisson_unlock_latch:") {
+				t.Errorf("the run left %s on the deployment", k)
+			}
+		}
+	}
+	if n, _ := c.Exists(ctx, "redisson_unlock_latch:{lock-0}:0d7c1a2e").Result(); n != 1 {
+		t.Error("the run deleted a key it did not write (the unlock latch)")
+	}
 }

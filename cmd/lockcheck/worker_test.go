@@ -294,7 +294,7 @@ func TestWorkerInputErrors(t *testing.T) {
 		}
 	}
 	worker.Register(worker.Spec{Name: "test-failing", Folder: "failing", Language: "sh", DefaultVersion: "9.9"})
-	t.Setenv("LOCKCHECK_WORKERS", filepath.Join("..", "..", "locks", "worker", "testdata", "workers"))
+	t.Setenv("LOCKCHECK_WORKERS", filepath.Join("..", "..", "clients", "worker", "testdata", "workers"))
 	stderr := captureStderr(t)
 	code, _ := run(t, "run", "--client", "test-failing", "--time", "2s", "--quiet", "1s")
 	if out := stderr(); code != exitHarness || !strings.Contains(out, "building worker test-failing@9.9 failed") {

@@ -203,6 +203,13 @@ func run(ctx context.Context, c config) (int, error) {
 	}
 	wall := time.Since(start).Round(time.Second)
 	if ctx.Err() != nil {
+		// A test process stopped by a signal leaves its docker containers (they are not its children):
+		// lockcheck clean removes those of runs whose process is gone.
+		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if out, err := exec.CommandContext(cctx, lcBin, "clean").CombinedOutput(); err == nil && len(out) > 0 {
+			os.Stdout.Write(out)
+		}
 		fmt.Printf("shards: interrupted after %s\n", wall)
 		return 130, nil
 	}
