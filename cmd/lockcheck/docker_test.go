@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,10 +87,24 @@ func TestDockerKill9ThenClean(t *testing.T) {
 			break
 		}
 	}
+	// The run is the supervisor's child (supervise.go), which dies after it (Pdeathsig), not with it: clean
+	// keeps the containers of a run whose process is alive, so wait for the child to be gone.
+	kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid))
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
+	for _, kid := range strings.Fields(string(kids)) {
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			// Gone, or a zombie (a subreaper in this test process may have adopted it and not reaped it).
+			if st, err := os.ReadFile("/proc/" + kid + "/stat"); err != nil || strings.Contains(string(st), ") Z ") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the run's process %s outlived its supervisor's kill -9 by 30 s", kid)
+			}
+		}
+	}
 	if left := dockertest.Leftovers(t, ""); len(left) < 3 {
 		t.Fatalf("%d things after kill -9, want at least the run's 3 containers: %v", len(left), left)
 	}
