@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockcheck/lockcheck/topology/kind"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -20,6 +21,8 @@ const clusterShards = 3
 
 // shard is one master's slot range.
 type shard struct{ lo, hi int }
+
+func init() { registerStart(kind.Cluster, (*Topology).startCluster) }
 
 // startCluster brings up a Redis Cluster of three masters and three replicas. Every node announces a front
 // proxy for its client port and another for its cluster bus, each in front of a tap, so replication,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockcheck/lockcheck/topology/kind"
 	"net"
 	"path/filepath"
 	"strings"
@@ -24,6 +25,8 @@ func (t *Topology) MasterName() string {
 	}
 	return MasterName
 }
+
+func init() { registerStart(kind.Sentinel, (*Topology).startSentinel) }
 
 // startSentinel brings up a primary and two replicas, each behind a front proxy that it announces as its
 // address (and, behind that, a tap that can hold one replica's replication stream), and three Sentinels

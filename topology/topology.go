@@ -88,19 +88,25 @@ type Topology struct {
 
 // Validate checks a spec before anything starts.
 func (s Spec) Validate() error {
-	switch s.Kind {
-	case Single, Sentinel, Cluster:
-	case Redlock:
-		if s.Nodes < 1 {
-			return fmt.Errorf("--nodes must be at least 1, got %d", s.Nodes)
-		}
-	default:
+	k := KindNamed(s.Kind)
+	if !k.Known() {
 		return fmt.Errorf("unknown topology %q (have: %s)", s.Kind, strings.Join(Kinds, ", "))
+	}
+	if k.Masters && s.Nodes < 1 {
+		return fmt.Errorf("--nodes must be at least 1, got %d", s.Nodes)
 	}
 	if len(s.Clients) == 0 {
 		return fmt.Errorf("a topology needs at least one client")
 	}
 	return nil
+}
+
+// starts holds the start of each kind that is more than independent nodes behind the client links
+// (Sentinel, Cluster): a kind's file registers it in its init.
+var starts = map[string]func(t *Topology, ctx context.Context, s Spec) error{}
+
+func registerStart(k Kind, start func(t *Topology, ctx context.Context, s Spec) error) {
+	starts[k.Name] = start
 }
 
 // Start brings the topology up. On error everything already started is stopped.
@@ -114,10 +120,6 @@ func Start(ctx context.Context, s Spec) (*Topology, error) {
 // startTry is Start, trying again (up to retries more times) when a node's fixed port was taken.
 func startTry(ctx context.Context, s Spec, retries int) (_ *Topology, err error) {
 	begin := time.Now()
-	n := 1
-	if s.Kind == Redlock {
-		n = s.Nodes
-	}
 	t := &Topology{Kind: s.Kind, Password: node.NewPassword(), proxies: network.New(),
 		links: map[[2]string]network.Proxy{}, nodeAt: map[string]string{}, taps: map[string]*network.Tap{},
 		busTaps: map[string]*network.Tap{}}
@@ -126,12 +128,8 @@ func startTry(ctx context.Context, s Spec, retries int) (_ *Topology, err error)
 			t.Stop()
 		}
 	}()
-	if s.Kind == Sentinel || s.Kind == Cluster {
-		start := t.startSentinel
-		if s.Kind == Cluster {
-			start = t.startCluster
-		}
-		if err := start(ctx, s); err != nil {
+	if start := starts[s.Kind]; start != nil {
+		if err := start(t, ctx, s); err != nil {
 			if node.PortTaken(err) && retries > 0 { // another process bound a chosen port first: start afresh
 				t.Stop()
 				_ = os.RemoveAll(filepath.Join(s.Dir, "nodes")) // a half-formed cluster's nodes.conf must not be reused
@@ -143,6 +141,8 @@ func startTry(ctx context.Context, s Spec, retries int) (_ *Topology, err error)
 		t.Startup = time.Since(begin)
 		return t, nil
 	}
+	// Independent nodes (single, redlock): as many as the kind has.
+	n := KindNamed(s.Kind).NodeCount(s.Nodes)
 	if err := t.startNodes(ctx, n, func(i int, name string) node.Config {
 		return node.Config{Runtime: s.Runtime, Name: name, Dir: filepath.Join(s.Dir, "nodes", name),
 			Password: t.Password, Persistence: s.Persistence, ClockLib: s.ClockLib}

@@ -295,13 +295,16 @@ func (c *Client) call(req sdk.Message, invoke func()) (sdk.Message, error) {
 	_, werr := c.stdin.Write(append(line, '\n'))
 	c.wmu.Unlock()
 	if werr != nil {
-		// A closed pipe means the worker is gone; its exit is reported by read, which completes this call.
-		c.mu.Lock()
-		dead := c.dead
-		c.mu.Unlock()
-		if dead == nil {
-			go c.fail(fmt.Errorf("client %s: worker stopped reading its stdin: %v", c.cfg.Client, werr))
-		}
+		// A closed pipe most often means the worker is gone: read reports its exit status, which says more
+		// than the pipe (and raced it under load). Only a worker still running a while later closed its
+		// stdin itself.
+		go func() {
+			select {
+			case <-c.exited:
+			case <-time.After(stdinGrace):
+				c.fail(fmt.Errorf("client %s: worker stopped reading its stdin: %v", c.cfg.Client, werr))
+			}
+		}()
 	}
 	var stop <-chan struct{} // only init waits on the run's context: a run's requests have their bounds
 	if req.Type == sdk.TypeInit && c.cfg.Ctx != nil {
@@ -315,6 +318,10 @@ func (c *Client) call(req sdk.Message, invoke func()) (sdk.Message, error) {
 		return sdk.Message{}, fmt.Errorf("client %s: stopped while waiting for the worker's init_ok: %w", c.cfg.Client, context.Cause(c.cfg.Ctx))
 	}
 }
+
+// stdinGrace is how long a worker whose stdin refused a write has to be seen exiting before the refusal
+// itself is reported.
+const stdinGrace = 2 * time.Second
 
 // pausedLocked is the total time the worker has spent frozen by lockcheck, up to now.
 func (c *Client) pausedLocked(now time.Time) time.Duration {

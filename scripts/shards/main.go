@@ -121,8 +121,8 @@ func run(ctx context.Context, c config) (int, error) {
 			return 2, err
 		}
 	}
-	weights := readWeights(c.weights)
-	groups := deal(names, weights, c.shards)
+	weights, grouped := readWeights(c.weights)
+	groups := deal(names, weights, grouped, c.shards)
 
 	var wg sync.WaitGroup
 	var mu sync.Mutex // one child's report at a time on stdout
@@ -183,7 +183,7 @@ func run(ctx context.Context, c config) (int, error) {
 	}
 	fmt.Println()
 	if c.writeWeights {
-		if err := writeWeights(c.weights, all); err != nil {
+		if err := writeWeights(c.weights, all, grouped); err != nil {
 			return 1, err
 		}
 	}
@@ -361,57 +361,86 @@ func report(w io.Writer, importPath string, i, n int, tests []*test, stray []str
 	fmt.Fprintf(w, "FAIL\t%s [shard %d/%d: %s]\t%.3fs\n", importPath, i, n, why, took.Seconds())
 }
 
-// deal gives each test, longest first, to the shard with the least work so far.
-func deal(names []string, weights map[string]float64, n int) [][]string {
-	sorted := append([]string(nil), names...)
+// deal gives each test, or each group of tests as one, longest first, to the shard with the least work
+// so far.
+func deal(names []string, weights map[string]float64, groups map[string]string, n int) [][]string {
 	w := func(s string) float64 {
 		if v, ok := weights[s]; ok {
 			return v
 		}
 		return 5 // a new test: about a short run's length
 	}
-	sort.SliceStable(sorted, func(i, j int) bool { return w(sorted[i]) > w(sorted[j]) })
-	groups := make([][]string, n)
+	type item struct {
+		names  []string
+		weight float64
+	}
+	var items []*item
+	byGroup := map[string]*item{}
+	for _, s := range names {
+		g := groups[s]
+		it := byGroup[g]
+		if g == "" || it == nil {
+			it = &item{}
+			items = append(items, it)
+			if g != "" {
+				byGroup[g] = it
+			}
+		}
+		it.names = append(it.names, s)
+		it.weight += w(s)
+	}
+	sort.SliceStable(items, func(i, j int) bool { return items[i].weight > items[j].weight })
+	out := make([][]string, n)
 	load := make([]float64, n)
-	for _, s := range sorted {
+	for _, it := range items {
 		k := 0
 		for j := range load {
 			if load[j] < load[k] {
 				k = j
 			}
 		}
-		groups[k] = append(groups[k], s)
-		load[k] += w(s)
+		out[k] = append(out[k], it.names...)
+		load[k] += it.weight
 	}
-	return groups
+	return out
 }
 
-// readWeights reads "TestName seconds" lines; a missing file deals every test the same weight.
-func readWeights(path string) map[string]float64 {
-	m := map[string]float64{}
+// readWeights reads "TestName seconds [group]" lines; a missing file deals every test the same weight.
+// Tests of one group (docker: they take turns on the machine's engine) are dealt to one shard together, so
+// that no other shard's sequential queue waits on the group's lock.
+func readWeights(path string) (map[string]float64, map[string]string) {
+	m, groups := map[string]float64{}, map[string]string{}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return m
+		return m, groups
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
-		if len(f) != 2 || strings.HasPrefix(f[0], "#") {
+		if len(f) < 2 || len(f) > 3 || strings.HasPrefix(f[0], "#") {
 			continue
 		}
 		if v, err := strconv.ParseFloat(f[1], 64); err == nil {
 			m[f[0]] = v
+			if len(f) == 3 {
+				groups[f[0]] = f[2]
+			}
 		}
 	}
-	return m
+	return m, groups
 }
 
-func writeWeights(path string, tests []*test) error {
+func writeWeights(path string, tests []*test, groups map[string]string) error {
 	var b strings.Builder
-	b.WriteString("# seconds each cmd/lockcheck test took in one make test (go run ./scripts/shards -write-weights)\n")
+	b.WriteString("# seconds each cmd/lockcheck test took in one make test, and its group if it has one\n")
+	b.WriteString("# (go run ./scripts/shards -write-weights keeps the groups; a group's tests share one shard)\n")
 	sorted := append([]*test(nil), tests...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].name < sorted[j].name })
 	for _, t := range sorted {
-		fmt.Fprintf(&b, "%s %.1f\n", t.name, t.elapsed)
+		fmt.Fprintf(&b, "%s %.1f", t.name, t.elapsed)
+		if g := groups[t.name]; g != "" {
+			b.WriteString(" " + g)
+		}
+		b.WriteString("\n")
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
 }

@@ -12,7 +12,7 @@ import (
 
 func TestDealBalancesLongestFirst(t *testing.T) {
 	w := map[string]float64{"TestA": 100, "TestB": 60, "TestC": 50, "TestD": 10}
-	groups := deal([]string{"TestD", "TestC", "TestB", "TestA", "TestNew"}, w, 2)
+	groups := deal([]string{"TestD", "TestC", "TestB", "TestA", "TestNew"}, w, nil, 2)
 	load := func(g []string) (s float64) {
 		for _, n := range g {
 			if v, ok := w[n]; ok {
@@ -34,14 +34,17 @@ func TestDealBalancesLongestFirst(t *testing.T) {
 
 func TestWeightsRoundTrip(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "w.txt")
-	if err := writeWeights(p, []*test{{name: "TestB", elapsed: 2.25}, {name: "TestA", elapsed: 10}}); err != nil {
+	if err := writeWeights(p, []*test{{name: "TestB", elapsed: 2.25}, {name: "TestA", elapsed: 10}}, map[string]string{"TestA": "docker"}); err != nil {
 		t.Fatal(err)
 	}
-	got := readWeights(p)
+	got, groups := readWeights(p)
+	if len(groups) != 1 || groups["TestA"] != "docker" {
+		t.Fatalf("groups read back %v", groups)
+	}
 	if len(got) != 2 || got["TestA"] != 10 || got["TestB"] != 2.2 && got["TestB"] != 2.3 {
 		t.Fatalf("read back %v", got)
 	}
-	if m := readWeights(filepath.Join(t.TempDir(), "missing")); len(m) != 0 {
+	if m, _ := readWeights(filepath.Join(t.TempDir(), "missing")); len(m) != 0 {
 		t.Fatalf("a missing file gives %v", m)
 	}
 	b, _ := os.ReadFile(p)
@@ -71,5 +74,23 @@ func TestReportShowsFailedTestsOutput(t *testing.T) {
 	}
 	if strings.Contains(s, "quiet") {
 		t.Fatalf("a passed test's output was printed:\n%s", s)
+	}
+}
+
+// A group's tests go to one shard together, however light each is.
+func TestDealKeepsAGroupTogether(t *testing.T) {
+	w := map[string]float64{"TestD1": 30, "TestD2": 30, "TestD3": 30, "TestA": 50, "TestB": 40}
+	g := map[string]string{"TestD1": "docker", "TestD2": "docker", "TestD3": "docker"}
+	out := deal([]string{"TestA", "TestD1", "TestB", "TestD2", "TestD3"}, w, g, 3)
+	for _, shard := range out {
+		n := 0
+		for _, name := range shard {
+			if g[name] == "docker" {
+				n++
+			}
+		}
+		if n != 0 && n != 3 {
+			t.Fatalf("the docker group was split: %v", out)
+		}
 	}
 }
