@@ -44,7 +44,7 @@ type config struct {
 
 func main() {
 	var c config
-	flag.IntVar(&c.shards, "shards", 4, "processes the sharded package's tests are split over")
+	flag.IntVar(&c.shards, "shards", 5, "processes the sharded package's tests are split over")
 	flag.StringVar(&c.pkg, "pkg", "./cmd/lockcheck", "the package whose tests are sharded")
 	flag.DurationVar(&c.timeout, "timeout", 40*time.Minute, "each test process's -timeout")
 	flag.IntVar(&c.parallel, "parallel", 4, "each test process's -parallel")
