@@ -89,7 +89,13 @@ func TestDockerKill9ThenClean(t *testing.T) {
 	}
 	// The run is the supervisor's child (supervise.go), which dies after it (Pdeathsig), not with it: clean
 	// keeps the containers of a run whose process is alive, so wait for the child to be gone.
-	kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid))
+	// Any of the supervisor's threads may have forked it: each task lists its own children.
+	var kids []byte
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", cmd.Process.Pid))
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		kids = append(append(kids, b...), ' ')
+	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
