@@ -62,17 +62,16 @@ bisect: deps build
 # sequential tests stay sequential (they swap os.Stderr, set the environment, share registries) and -parallel 4
 # overlaps the rest; the processes share one worker cache and one built lockcheck.
 SHARDS ?= 4
-# The fuzzers run once the other packages' tests end, beside the shards, which mostly wait.
-FUZZ = -then 'go test -run ^$$ -fuzz FuzzRead -fuzztime 40000x ./history/' \
-	-then 'go test -run ^$$ -fuzz FuzzParse -fuzztime 15000x ./lockspec/' \
-	-then 'go test -run ^$$ -fuzz FuzzDecode -fuzztime 15000x ./clients/worker/' \
-	-then 'go test -run ^$$ -fuzz FuzzServe -fuzztime 100000x ./workers/sdk/' \
-	-then 'go test -run ^$$ -fuzz FuzzDecoder -fuzztime 12000x ./network/wire/' \
-	-then 'go test -run ^$$ -fuzz FuzzParse -fuzztime 80000x ./suite/' \
-	-then 'go test -run ^$$ -fuzz FuzzMerge -fuzztime 2000x ./suite/'
 test: deps
 	$(GO) vet ./...
-	$(GO) run ./scripts/shards -shards $(SHARDS) -timeout 40m -parallel 4 $(FUZZ)
+	$(GO) run ./scripts/shards -shards $(SHARDS) -timeout 40m -parallel 4
+	$(GO) test -run '^$$' -fuzz FuzzRead -fuzztime 40000x ./history/
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 15000x ./lockspec/
+	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 15000x ./clients/worker/
+	$(GO) test -run '^$$' -fuzz FuzzServe -fuzztime 100000x ./workers/sdk/
+	$(GO) test -run '^$$' -fuzz FuzzDecoder -fuzztime 12000x ./network/wire/
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 80000x ./suite/
+	$(GO) test -run '^$$' -fuzz FuzzMerge -fuzztime 2000x ./suite/
 
 # The chaos tests that make test runs on one seed, on every seed their verdict was shown on.
 test-all-seeds: deps
