@@ -40,14 +40,7 @@ type config struct {
 	writeWeights bool
 	rest         bool
 	run          string
-	then         []string // commands run one after another once the other packages' tests end
 }
-
-// commands is a repeatable flag of command lines, split on blanks (no shell).
-type commands []string
-
-func (c *commands) String() string     { return strings.Join(*c, "; ") }
-func (c *commands) Set(s string) error { *c = append(*c, s); return nil }
 
 func main() {
 	var c config
@@ -59,7 +52,6 @@ func main() {
 	flag.BoolVar(&c.writeWeights, "write-weights", false, "rewrite the weights file from this run's durations")
 	flag.BoolVar(&c.rest, "rest", true, "also run every other package (go test ./... without the sharded one)")
 	flag.StringVar(&c.run, "run", "", "only the sharded package's tests matching this regexp")
-	flag.Var((*commands)(&c.then), "then", "a command to run after the other packages' tests, beside the shards (repeatable; make test's fuzzers)")
 	flag.Parse()
 	if c.shards < 1 || c.parallel < 1 || flag.NArg() > 0 {
 		fmt.Fprintln(os.Stderr, "usage: shards [-shards N] [-pkg ./cmd/lockcheck] [-timeout 40m] [-parallel 4] [-run RE] [-rest=false] [-write-weights]")
@@ -153,23 +145,6 @@ func run(ctx context.Context, c config) (int, error) {
 			if err != nil {
 				failed = fmt.Sprintf("go test (every package but %s): %v", importPath, err)
 			}
-			// The fuzzers run while the shards still wait on their clocks, not after them.
-			for _, line := range c.then {
-				if failed != "" || ctx.Err() != nil {
-					break
-				}
-				f := strings.Fields(line)
-				if len(f) == 0 {
-					continue
-				}
-				fmt.Fprintf(&out, "%s\n", line)
-				cmd := exec.Command(f[0], f[1:]...)
-				cmd.Env = env
-				cmd.Stdout, cmd.Stderr = &out, &out
-				if err := runForwarding(ctx, cmd); err != nil {
-					failed = fmt.Sprintf("%s: %v", line, err)
-				}
-			}
 			mu.Lock()
 			defer mu.Unlock()
 			os.Stdout.Write(out.Bytes())
@@ -228,7 +203,7 @@ func run(ctx context.Context, c config) (int, error) {
 		}
 	}
 	if restFailed {
-		failed = append(failed, "another package or a -then command (its output is above)")
+		failed = append(failed, "another package (its output is above)")
 	}
 	wall := time.Since(start).Round(time.Second)
 	if ctx.Err() != nil {
