@@ -30,6 +30,10 @@ const maxInFlight = 64
 // maxConfigs bounds the configurations explored at one return; beyond it the search says why it stopped.
 const maxConfigs = 1 << 20
 
+// quickConfigs is the first, small bound (decideKey): a key whose commands overlap widely needs more only
+// where porcupine's depth-first search is likely to find a legal order at once.
+const quickConfigs = 1 << 14
+
 type config struct {
 	state interface{}
 	done  uint64 // in-flight slots that have taken effect
@@ -48,6 +52,8 @@ type keyVerdict struct {
 	why string
 	// Largest number of commands in flight, and of configurations kept, seen on the key.
 	maxInFlight, maxConfigs int
+	// For Unknown: the search stopped at its bound of configurations (not at its time).
+	wide bool
 }
 
 type event struct {
@@ -60,6 +66,11 @@ type event struct {
 
 // frontierKey decides one key's operations with the model. ctx bounds it: a cancelled search is Unknown.
 func frontierKey(ctx context.Context, m porcupine.NondeterministicModel, ops []porcupine.Operation) keyVerdict {
+	return frontierBounded(ctx, m, ops, maxConfigs)
+}
+
+// frontierBounded is frontierKey with bound configurations at one return.
+func frontierBounded(ctx context.Context, m porcupine.NondeterministicModel, ops []porcupine.Operation, bound int) keyVerdict {
 	init := m.Init()
 	for _, s := range init {
 		if !reflect.TypeOf(s).Comparable() {
@@ -153,7 +164,7 @@ func frontierKey(ctx context.Context, m porcupine.NondeterministicModel, ops []p
 			if !seen.add(c, def, nil) {
 				return true // it, or a configuration with fewer unknown outcomes done, was explored
 			}
-			if seen.n > maxConfigs {
+			if seen.n > bound {
 				return false
 			}
 			if c.done&(1<<k) != 0 { // it took effect earlier: what follows may as well come after its return
@@ -215,8 +226,8 @@ func frontierKey(ctx context.Context, m porcupine.NondeterministicModel, ops []p
 				v.res = porcupine.Unknown
 				v.why = fmt.Sprintf("the model changed the state for a command of unknown outcome that did not run, at %s", Secs(e.t))
 			default:
-				v.res = porcupine.Unknown
-				v.why = fmt.Sprintf("over %d configurations at %s (%d commands in flight)", maxConfigs, Secs(e.t),
+				v.res, v.wide = porcupine.Unknown, true
+				v.why = fmt.Sprintf("over %d configurations at %s (%d commands in flight)", bound, Secs(e.t),
 					bits.OnesCount64(live))
 			}
 			return v

@@ -1,11 +1,11 @@
 package checker
 
 import (
+	"encoding/binary"
 	"fmt"
 	"hash/fnv"
 	"html"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -23,30 +23,54 @@ type RWState struct {
 
 func (s RWState) free() bool { return s.Writer == "" && s.Readers == "" }
 
-func readers(s string) map[string]int {
-	m := map[string]int{}
-	for _, kv := range strings.Split(s, ";") {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			m[k], _ = strconv.Atoi(v)
+// readerHolds is o's holds in a readers string. The model's step runs millions of times on a wide
+// history (porcupine and the frontier both): the readers are read and rewritten in place, with no map.
+func readerHolds(rs, o string) int {
+	for rs != "" {
+		var e string
+		e, rs, _ = strings.Cut(rs, ";")
+		if k, v, _ := strings.Cut(e, "="); k == o {
+			n, _ := strconv.Atoi(v)
+			return n
 		}
 	}
-	return m
+	return 0
 }
 
-func readersString(m map[string]int) string {
-	var keys []string
-	for k, v := range m {
-		if v > 0 {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
+// withReader is the readers string with o's holds changed by d (an owner with none is left out), still
+// sorted by owner.
+func withReader(rs, o string, d int) string {
 	var b strings.Builder
-	for i, k := range keys {
-		if i > 0 {
+	b.Grow(len(rs) + len(o) + 4)
+	put := func(k string, n int) {
+		if n <= 0 {
+			return
+		}
+		if b.Len() > 0 {
 			b.WriteByte(';')
 		}
-		fmt.Fprintf(&b, "%s=%d", k, m[k])
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(strconv.Itoa(n))
+	}
+	placed := false
+	for rs != "" {
+		var e string
+		e, rs, _ = strings.Cut(rs, ";")
+		k, v, _ := strings.Cut(e, "=")
+		n, _ := strconv.Atoi(v)
+		switch {
+		case k == o:
+			n += d
+			placed = true
+		case !placed && k > o:
+			put(o, d)
+			placed = true
+		}
+		put(k, n)
+	}
+	if !placed {
+		put(o, d)
 	}
 	return b.String()
 }
@@ -54,7 +78,7 @@ func readersString(m map[string]int) string {
 // rwApply returns the state after a read-write command, and whether its reply is legal.
 func rwApply(s RWState, in Command, out Reply) (RWState, bool) {
 	o := in.Owner
-	rs := readers(s.Readers)
+	mine := readerHolds(s.Readers, o)
 	e := Epsilon(in.Lease)
 	lo, hi := in.Call+in.Lease-e, satAdd(satAdd(in.Return, in.Lease), e)
 	switch {
@@ -71,8 +95,7 @@ func rwApply(s RWState, in Command, out Reply) (RWState, bool) {
 		} else {
 			s.Lo, s.Hi = max(s.Lo, lo), max(s.Hi, hi)
 		}
-		rs[o]++
-		s.Readers = readersString(rs)
+		s.Readers = withReader(s.Readers, o, 1)
 		return s, true
 	case in.F == "acquire":
 		fresh := s.free()
@@ -91,13 +114,12 @@ func rwApply(s RWState, in Command, out Reply) (RWState, bool) {
 		return s, false
 	case in.F == "release" && in.Read:
 		if out.Outcome == Refused {
-			return s, rs[o] == 0
+			return s, mine == 0
 		}
-		if rs[o] == 0 {
+		if mine == 0 {
 			return s, false
 		}
-		rs[o]--
-		s.Readers = readersString(rs)
+		s.Readers = withReader(s.Readers, o, -1)
 		others := s.Readers != "" || s.Writer != ""
 		if out.Outcome == Applied && out.Value == 1 {
 			return RWState{}, true // it was the last, or every other hold's timeout had run out
@@ -132,9 +154,9 @@ func rwApply(s RWState, in Command, out Reply) (RWState, bool) {
 		return s, true // the holder's own reads keep it, in read mode
 	case in.F == "renew" && in.Read:
 		if out.Outcome == Refused {
-			return s, rs[o] == 0
+			return s, mine == 0
 		}
-		if rs[o] == 0 {
+		if mine == 0 {
 			return s, false
 		}
 		s.Lo, s.Hi = max(s.Lo, lo), max(s.Hi, hi)
@@ -185,8 +207,16 @@ var RWModel = porcupine.NondeterministicModel{
 	Init: func() []interface{} { return []interface{}{RWState{}} },
 	Step: rwStep,
 	Hash: func(state interface{}) uint64 {
+		s := state.(RWState)
 		h := fnv.New64a()
-		fmt.Fprintf(h, "%+v", state.(RWState))
+		var b [8 * 3]byte
+		binary.LittleEndian.PutUint64(b[0:], uint64(s.WHolds))
+		binary.LittleEndian.PutUint64(b[8:], uint64(s.Lo))
+		binary.LittleEndian.PutUint64(b[16:], uint64(s.Hi))
+		_, _ = h.Write(b[:])
+		_, _ = h.Write([]byte(s.Writer))
+		_, _ = h.Write([]byte{0})
+		_, _ = h.Write([]byte(s.Readers))
 		return h.Sum64()
 	},
 	Partition:         partitionByCommandKey,

@@ -23,14 +23,28 @@ func IsInterrupted(err error) bool {
 	return errors.As(err, &i)
 }
 
-// makeRunDir creates the run directory. A --results that cannot hold one (a file, a read-only file
-// system, no permission) is bad input.
+// makeRunDir creates the run directory, a new one: two runs started in the same millisecond into one
+// --results (a suite's shards, a script's loop) must not share it, or the second's failed start would
+// remove the first's history. A --results that cannot hold one (a file, a read-only file system, no
+// permission) is bad input.
 func makeRunDir(root, name string) (string, error) {
-	dir := filepath.Join(root, name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(root, 0o755); err != nil {
 		return "", usagef("--results %s: cannot create a run directory there: %v", root, unwrapPath(err))
 	}
-	return dir, nil
+	for i := 1; i <= 100; i++ {
+		dir := filepath.Join(root, name)
+		if i > 1 {
+			dir = fmt.Sprintf("%s-%d", dir, i)
+		}
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			return dir, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", usagef("--results %s: cannot create a run directory there: %v", root, unwrapPath(err))
+		}
+	}
+	return "", fmt.Errorf("--results %s: 100 run directories named %s already exist", root, name)
 }
 
 // unwrapPath drops the path an *fs.PathError repeats, keeping the cause.
@@ -72,6 +86,8 @@ func failedStart(dir string, err error) error {
 // ResultsDir makes the --results directory of a command that starts runs itself (suite, repro, compare),
 // before the first starts, with run's own check: one that cannot hold runs is bad input.
 func ResultsDir(root string) error {
-	_, err := makeRunDir(root, "")
-	return err
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return usagef("--results %s: cannot create a run directory there: %v", root, unwrapPath(err))
+	}
+	return nil
 }

@@ -74,3 +74,29 @@ func TestNodesFor(t *testing.T) {
 		}
 	}
 }
+
+// Two runs started in the same millisecond into one --results got one directory: the second's "file
+// exists" failed start removed the first's history. Each now gets its own.
+func TestRunDirsStartedTogetherAreApart(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "results")
+	dirs := make(chan string, 8)
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			d, err := makeRunDir(root, "20261127T013158.575-rwlock-none")
+			dirs <- d
+			errs <- err
+		}()
+	}
+	seen := map[string]bool{}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+		d := <-dirs
+		if seen[d] {
+			t.Fatalf("%s given to two runs", d)
+		}
+		seen[d] = true
+	}
+}
