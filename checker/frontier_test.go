@@ -395,3 +395,33 @@ func TestFrontierBoundInsideOneReturn(t *testing.T) {
 		t.Fatal("the search ran on 2 minutes past its 1 s bound")
 	}
 }
+
+// A fault-free read-write lock history (8 clients × 2 threads, 4 s) with every call moved up to 30 ms
+// earlier and every return up to 30 ms later, as a loaded machine widens them (a legal order stays legal):
+// 22 commands in flight at once. The frontier alone took 22–54 s to decide it (unknown at make test's 60 s
+// bound beside two busy loops); porcupine's depth-first search, tried once the frontier passes its small
+// bound, takes milliseconds.
+func TestWideFaultFreeHistoryDecided(t *testing.T) {
+	f, err := os.Open(filepath.Join("testdata", "slow", "rwlock-widened-30ms.jsonl.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := history.Read(z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &Linearizable{Label: "porcupine", Model: RWModel, Timeout: 10 * time.Second,
+		Convert: func(h *history.History) []porcupine.Operation { return Commands(h, "acquire", "release", "renew") }}
+	res := l.Check(context.Background(), h)
+	if res.Valid != Valid {
+		t.Fatalf("%v: %s", res.Valid, res.Summary)
+	}
+	if d := res.Details.(map[string]any); d["max_in_flight"].(int) < 20 {
+		t.Fatalf("only %v commands in flight at once: the history is not the wide one", d["max_in_flight"])
+	}
+}
