@@ -22,8 +22,11 @@ var triggerScenarios = []struct {
 		"--nemesis-interval", "1s", "--nemesis-duration", "3s", "--quiet", "1s", "--time", "6s"}, false, "grant"},
 	{"redlock-clock", []string{"--lock", "redlock-spec", "--nemesis", "clock", "--nemesis-interval", "1s",
 		"--nemesis-duration", "1s", "--quiet", "1s", "--time", "4s"}, false, "grant"},
+	// One thread per client: the fault silences the unlocking client's link, which a second thread of that
+	// client shares; its acquire then takes the freed lock unheard (an unknown grant), nobody else can,
+	// and the repeated DEL deletes a lock nobody was told it holds: no violation, 1 run in 6 under load.
 	{"broken-unlock-drop-reply", []string{"--lock-spec", filepath.Join("..", "..", "examples", "locks", "setnx-retry-broken.yaml"),
-		"--nemesis", "drop-reply", "--nemesis-interval", "1s", "--nemesis-duration", "1s", "--timeout", "400ms",
+		"--threads", "1", "--nemesis", "drop-reply", "--nemesis-interval", "1s", "--nemesis-duration", "1s", "--timeout", "400ms",
 		"--quiet", "2s", "--time", "5s"}, false, "unlock"},
 	// Two failovers, and a lease shorter than one: a failover fired at a release can still find the lock
 	// taken (an acquire already on the wire landed before the split, its key on both sides), or the kept
