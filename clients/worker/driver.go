@@ -702,6 +702,7 @@ func (c *Client) freeze() {
 		return
 	}
 	if c.tree.signal(syscall.SIGSTOP) == nil {
+		c.tree.waitStopped() // before any request written after this can reach a thread still running
 		c.stopped, c.stoppedAt = true, time.Now()
 	}
 }

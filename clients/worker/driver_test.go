@@ -301,6 +301,11 @@ func TestArmedAfterGrantFreezesWorker(t *testing.T) {
 func TestPauseFreezesWorkerNow(t *testing.T) {
 	c, _, _ := startFake(t, 500*time.Millisecond)
 	c.Pause()
+	// Every thread has stopped by the time Pause returns, not only been sent SIGSTOP: a thread still
+	// running on another CPU once answered a request written after the kill (load 18 on 2 cores).
+	if taskRunning(c.Pid(), c.Pid()) {
+		t.Fatal("a thread of the worker was still running when Pause returned")
+	}
 	done := make(chan error)
 	go func() {
 		_, err := c.Mutex([]string{"a"}, 1).TryLock(context.Background(), 0, 10*time.Millisecond)

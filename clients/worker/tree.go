@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // A worker's process group is not all of it: a descendant that calls setsid (or setpgid) leaves the group,
@@ -82,6 +83,59 @@ func (t *tree) signal(sig syscall.Signal) error {
 		return syscall.ESRCH
 	}
 	return syscall.Kill(-t.worker, sig)
+}
+
+// stopWait bounds how long a freeze waits for the worker's threads to stop.
+const stopWait = 2 * time.Second
+
+// waitStopped waits until every thread of every process of the worker's group has stopped, or stopWait:
+// kill returns once SIGSTOP is queued, and a thread running on another CPU stops only when it next enters
+// the kernel. A frozen worker was seen answering a request written after the kill (load 18 on 2 cores),
+// so a client-pause would have begun later than recorded. Off Linux (no /proc) it returns at once.
+func (t *tree) waitStopped() {
+	deadline := time.Now().Add(stopWait)
+	for time.Now().Before(deadline) {
+		t.mu.Lock()
+		if t.gone {
+			t.mu.Unlock()
+			return
+		}
+		live := t.members(scanProcs(), os.Getpid())
+		t.mu.Unlock()
+		running := false
+		for _, p := range live {
+			running = running || taskRunning(p.pid, t.worker)
+		}
+		if !running {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// taskRunning reports whether a thread of pid, a member of process group pgid, is not (yet) stopped.
+func taskRunning(pid, pgid int) bool {
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		return false // gone, or no /proc
+	}
+	for _, task := range tasks {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + task.Name() + "/stat")
+		i := bytes.LastIndexByte(b, ')')
+		if err != nil || i < 0 {
+			continue // the thread exited
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 3 || f[2] != strconv.Itoa(pgid) {
+			return false // it left the group: SIGSTOP did not reach it
+		}
+		switch f[0] {
+		case "T", "t", "Z", "X":
+		default:
+			return true
+		}
+	}
+	return false
 }
 
 // kill SIGKILLs the whole tree: the sweep first, which sees the worker's descendants while they are still
