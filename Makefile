@@ -65,13 +65,13 @@ SHARDS ?= 4
 test: deps
 	$(GO) vet ./...
 	$(GO) run ./scripts/shards -shards $(SHARDS) -timeout 40m -parallel 4
-	$(GO) test -run '^$$' -fuzz FuzzRead -fuzztime 40000x ./history/
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 15000x ./lockspec/
-	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 15000x ./clients/worker/
-	$(GO) test -run '^$$' -fuzz FuzzServe -fuzztime 100000x ./workers/sdk/
-	$(GO) test -run '^$$' -fuzz FuzzDecoder -fuzztime 12000x ./network/wire/
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 80000x ./suite/
-	$(GO) test -run '^$$' -fuzz FuzzMerge -fuzztime 2000x ./suite/
+	$(GO) test -run '^$$' -fuzz FuzzRead -fuzztime 40000x -fuzzminimizetime 2s ./history/
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 15000x -fuzzminimizetime 2s ./lockspec/
+	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 15000x -fuzzminimizetime 2s ./clients/worker/
+	$(GO) test -run '^$$' -fuzz FuzzServe -fuzztime 100000x -fuzzminimizetime 2s ./workers/sdk/
+	$(GO) test -run '^$$' -fuzz FuzzDecoder -fuzztime 12000x -fuzzminimizetime 2s ./network/wire/
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 80000x -fuzzminimizetime 2s ./suite/
+	$(GO) test -run '^$$' -fuzz FuzzMerge -fuzztime 2000x -fuzzminimizetime 2s ./suite/
 
 # The chaos tests that make test runs on one seed, on every seed their verdict was shown on.
 test-all-seeds: deps
