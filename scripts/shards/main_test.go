@@ -34,14 +34,16 @@ func TestDealBalancesLongestFirst(t *testing.T) {
 
 func TestWeightsRoundTrip(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "w.txt")
-	if err := writeWeights(p, []*test{{name: "TestB", elapsed: 2.25}, {name: "TestA", elapsed: 10}}, map[string]string{"TestA": "docker"}); err != nil {
+	tests := []*test{{name: "TestB", elapsed: 2.25}, {name: "TestA", elapsed: 10}, {name: "TestP", elapsed: 20, paused: true}}
+	if err := writeWeights(p, tests, map[string]string{"TestA": "docker"}, 4); err != nil {
 		t.Fatal(err)
 	}
 	got, groups := readWeights(p)
 	if len(groups) != 1 || groups["TestA"] != "docker" {
 		t.Fatalf("groups read back %v", groups)
 	}
-	if len(got) != 2 || got["TestA"] != 10 || got["TestB"] != 2.2 && got["TestB"] != 2.3 {
+	// a parallel test adds its time over -parallel to its shard's wall time
+	if len(got) != 3 || got["TestA"] != 10 || got["TestB"] != 2.2 && got["TestB"] != 2.3 || got["TestP"] != 5 {
 		t.Fatalf("read back %v", got)
 	}
 	if m, _ := readWeights(filepath.Join(t.TempDir(), "missing")); len(m) != 0 {
