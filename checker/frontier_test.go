@@ -363,19 +363,7 @@ func TestLinearizableSaysWhy(t *testing.T) {
 // under kill, 67 unknown outcomes on one key) once kept one return expanding for 20 minutes past a 60 s
 // --check-timeout, because the bound was only checked between events.
 func TestFrontierBoundInsideOneReturn(t *testing.T) {
-	f, err := os.Open(filepath.Join("testdata", "slow", "naive-kill-wide-return.jsonl.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := history.Read(z)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := slowHistory(t, "naive-kill-wide-return.jsonl.gz")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	done := make(chan keyVerdict, 1)
@@ -402,7 +390,22 @@ func TestFrontierBoundInsideOneReturn(t *testing.T) {
 // bound beside two busy loops); porcupine's depth-first search, tried once the frontier passes its small
 // bound, takes milliseconds.
 func TestWideFaultFreeHistoryDecided(t *testing.T) {
-	f, err := os.Open(filepath.Join("testdata", "slow", "rwlock-widened-30ms.jsonl.gz"))
+	h := slowHistory(t, "rwlock-widened-30ms.jsonl.gz")
+	l := &Linearizable{Label: "porcupine", Model: RWModel, Timeout: 10 * time.Second,
+		Convert: func(h *history.History) []porcupine.Operation { return Commands(h, "acquire", "release", "renew") }}
+	res := l.Check(context.Background(), h)
+	if res.Valid != Valid {
+		t.Fatalf("%v: %s", res.Valid, res.Summary)
+	}
+	if d := res.Details.(map[string]any); d["max_in_flight"].(int) < 20 {
+		t.Fatalf("only %v commands in flight at once: the history is not the wide one", d["max_in_flight"])
+	}
+}
+
+// slowHistory reads a recorded history of testdata/slow.
+func slowHistory(t *testing.T, name string) *history.History {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", "slow", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,13 +418,5 @@ func TestWideFaultFreeHistoryDecided(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &Linearizable{Label: "porcupine", Model: RWModel, Timeout: 10 * time.Second,
-		Convert: func(h *history.History) []porcupine.Operation { return Commands(h, "acquire", "release", "renew") }}
-	res := l.Check(context.Background(), h)
-	if res.Valid != Valid {
-		t.Fatalf("%v: %s", res.Valid, res.Summary)
-	}
-	if d := res.Details.(map[string]any); d["max_in_flight"].(int) < 20 {
-		t.Fatalf("only %v commands in flight at once: the history is not the wide one", d["max_in_flight"])
-	}
+	return h
 }
