@@ -66,17 +66,19 @@ func WorkerCheck(ctx context.Context, o Options, lockGiven bool, stderr io.Write
 		if ok {
 			why += fmt.Sprintf(" (verdict %s: a lease shorter than the pause may be overrun)", res.Valid)
 		}
-		items = append(items, CheckItem{"client pause", ok, why + fmt.Sprintf("; a %s pause armed after about %s, in a %s run",
+		items = append(items, CheckItem{"client pause", ok, why + fmt.Sprintf("; a %s pause fired by a grant after about %s, in a %s run",
 			pause.NemesisDuration, pause.NemesisInterval, pause.Time)})
 	}
 	return items
 }
 
-// pauseRun is worker-check's client-pause run, fitted into o.Time (--time): a pause of up to 3 s armed
-// after up to 1 s, then a quiet end in which the resumed worker must answer. The fault freezes its client
-// at that client's next grant: several keys give it grants to freeze at even on a loaded machine.
+// pauseRun is worker-check's client-pause run, fitted into o.Time (--time): a pause of up to 3 s fired
+// by the first grant after up to 1 s, then a quiet end in which the resumed worker must answer. Fired by a
+// grant (--nemesis-trigger), it freezes whichever client was just granted: armed on one client drawn in
+// advance, it froze nobody when that client was granted nothing in its 750 ms (a 2 s check on a loaded
+// machine). Several keys give grants to fire at.
 func pauseRun(o Options) Options {
-	o.Nemesis, o.Keys = "client-pause", max(o.Keys, 3)
+	o.Nemesis, o.Keys, o.NemesisTrigger = "client-pause", max(o.Keys, 3), true
 	o.Quiet = min(o.Quiet, o.Time/4)
 	left := o.Time - o.Quiet // the fault waits up to its interval +25%, then lasts its duration
 	o.NemesisDuration = min(3*time.Second, left/2)
