@@ -175,6 +175,11 @@ func (l *Linearizable) convert(h *history.History) ([]porcupine.Operation, map[s
 // read-write lock commands each widened by 30 ms took the frontier 54 s) are decided by porcupine in
 // milliseconds, while a failover's unknown outcomes keep porcupine searching and the frontier does not.
 func (l *Linearizable) decideKey(ctx context.Context, ops []porcupine.Operation, begin time.Time) keyVerdict {
+	// Porcupine's search does not bound an API call's effect by the return being expanded (Command.Now),
+	// so it is more lenient there: such keys go to the frontier alone.
+	if hasAPI(ops) {
+		return frontierKey(ctx, l.Model, ops)
+	}
 	start := time.Now()
 	v := frontierBounded(ctx, l.Model, ops, quickConfigs)
 	if v.res != porcupine.Unknown || !v.wide {
@@ -184,9 +189,7 @@ func (l *Linearizable) decideKey(ctx context.Context, ops []porcupine.Operation,
 	if l.Timeout > 0 {
 		slice = min(slice, (l.Timeout-time.Since(begin))/4)
 	}
-	// Porcupine's search does not bound an API call's effect by the return being expanded (Command.Now),
-	// so it is more lenient there: such keys wait for the frontier.
-	if slice > 0 && ctx.Err() == nil && !hasAPI(ops) && porcupine.CheckOperationsTimeout(l.model, ops, slice) == porcupine.Ok {
+	if slice > 0 && ctx.Err() == nil && porcupine.CheckOperationsTimeout(l.model, ops, slice) == porcupine.Ok {
 		return keyVerdict{res: porcupine.Ok, maxInFlight: v.maxInFlight, maxConfigs: v.maxConfigs}
 	}
 	return frontierKey(ctx, l.Model, ops) // an illegal key is decided (and explained) here too
