@@ -120,12 +120,10 @@ func taskRunning(pid, pgid int) bool {
 		return false // gone, or no /proc
 	}
 	for _, task := range tasks {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + task.Name() + "/stat")
-		i := bytes.LastIndexByte(b, ')')
-		if err != nil || i < 0 {
+		f, ok := statFields("/proc/" + strconv.Itoa(pid) + "/task/" + task.Name() + "/stat")
+		if !ok {
 			continue // the thread exited
 		}
-		f := strings.Fields(string(b[i+1:]))
 		if len(f) < 3 || f[2] != strconv.Itoa(pgid) {
 			return false // it left the group: SIGSTOP did not reach it
 		}
@@ -253,26 +251,12 @@ func scanProcs() map[int]proc {
 	return out
 }
 
-// readProc parses /proc/PID/stat: "pid (comm) state ppid ... starttime (field 22) ...", where comm may
-// hold spaces and parentheses.
+// readProc parses /proc/PID/stat: "pid (comm) state ppid ... starttime (field 22) ...".
 func readProc(pid int) (proc, bool) {
-	// Plain system calls into a stack buffer: a sweep reads every process's stat, at each worker's close.
-	fd, err := syscall.Open("/proc/"+strconv.Itoa(pid)+"/stat", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	if err != nil {
+	f, ok := statFields("/proc/" + strconv.Itoa(pid) + "/stat")
+	if !ok {
 		return proc{}, false
 	}
-	var buf [2048]byte
-	n, err := syscall.Read(fd, buf[:])
-	syscall.Close(fd)
-	if err != nil || n <= 0 {
-		return proc{}, false
-	}
-	b := buf[:n]
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 > len(b) {
-		return proc{}, false
-	}
-	f := strings.Fields(string(b[i+2:]))
 	if len(f) < 20 {
 		return proc{}, false
 	}
@@ -282,4 +266,26 @@ func readProc(pid int) (proc, bool) {
 		return proc{}, false
 	}
 	return proc{pid: pid, ppid: ppid, start: start, zombie: f[0] == "Z" || f[0] == "X"}, true
+}
+
+// statFields reads a stat file of /proc (a process's or a thread's) and returns its fields after the
+// command name, which may hold spaces and parentheses: state, ppid, pgrp, and so on.
+func statFields(path string) ([]string, bool) {
+	// Plain system calls into a stack buffer: a sweep reads every process's stat, at each worker's close.
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, false
+	}
+	var buf [2048]byte
+	n, err := syscall.Read(fd, buf[:])
+	syscall.Close(fd)
+	if err != nil || n <= 0 {
+		return nil, false
+	}
+	b := buf[:n]
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 > len(b) {
+		return nil, false
+	}
+	return strings.Fields(string(b[i+2:])), true
 }
