@@ -28,8 +28,8 @@ func IsInterrupted(err error) bool {
 // remove the first's history. A --results that cannot hold one (a file, a read-only file system, no
 // permission) is bad input.
 func makeRunDir(root, name string) (string, error) {
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return "", usagef("--results %s: cannot create a run directory there: %v", root, unwrapPath(err))
+	if err := ResultsDir(root); err != nil {
+		return "", err
 	}
 	for i := 1; i <= 100; i++ {
 		dir := filepath.Join(root, name)
