@@ -363,7 +363,7 @@ func TestLinearizableSaysWhy(t *testing.T) {
 // under kill, 67 unknown outcomes on one key) once kept one return expanding for 20 minutes past a 60 s
 // --check-timeout, because the bound was only checked between events.
 func TestFrontierBoundInsideOneReturn(t *testing.T) {
-	h := slowHistory(t, "naive-kill-wide-return.jsonl.gz")
+	h := gzHistory(t, filepath.Join("testdata", "slow", "naive-kill-wide-return.jsonl.gz"))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	done := make(chan keyVerdict, 1)
@@ -390,7 +390,7 @@ func TestFrontierBoundInsideOneReturn(t *testing.T) {
 // bound beside two busy loops); porcupine's depth-first search, tried once the frontier passes its small
 // bound, takes milliseconds.
 func TestWideFaultFreeHistoryDecided(t *testing.T) {
-	h := slowHistory(t, "rwlock-widened-30ms.jsonl.gz")
+	h := gzHistory(t, filepath.Join("testdata", "slow", "rwlock-widened-30ms.jsonl.gz"))
 	l := &Linearizable{Label: "porcupine", Model: RWModel, Timeout: 10 * time.Second,
 		Convert: func(h *history.History) []porcupine.Operation { return Commands(h, "acquire", "release", "renew") }}
 	res := l.Check(context.Background(), h)
@@ -402,21 +402,21 @@ func TestWideFaultFreeHistoryDecided(t *testing.T) {
 	}
 }
 
-// slowHistory reads a recorded history of testdata/slow.
-func slowHistory(t *testing.T, name string) *history.History {
+// gzHistory reads a recorded history kept gzipped in testdata.
+func gzHistory(t *testing.T, path string) *history.History {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "slow", name))
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	z, err := gzip.NewReader(f)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", path, err)
 	}
 	h, err := history.Read(z)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", path, err)
 	}
 	return h
 }

@@ -1,8 +1,6 @@
 package checker
 
 import (
-	"compress/gzip"
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -20,20 +18,7 @@ func TestOwnerGroupsMatchMutexOps(t *testing.T) {
 	}
 	var hs []*history.History
 	for _, p := range paths {
-		f, err := os.Open(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		zr, err := gzip.NewReader(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, err := history.Read(zr)
-		f.Close()
-		if err != nil {
-			t.Fatalf("%s: %v", p, err)
-		}
-		hs = append(hs, h)
+		hs = append(hs, gzHistory(t, p))
 	}
 	gen := filepath.Join(t.TempDir(), "gen.jsonl")
 	if _, err := histgen.WriteFile(gen, histgen.Spec{Ops: 20000, Keys: 20, Seed: 4}); err != nil {
