@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockcheck/lockcheck/topology/kind"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/lockcheck/lockcheck/network"
 	"github.com/lockcheck/lockcheck/node"
+	"github.com/lockcheck/lockcheck/topology/kind"
 	"github.com/redis/go-redis/v9"
 )
 
