@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/internal/redact"
 	"github.com/lockcheck/lockcheck/kinds"
 	"github.com/lockcheck/lockcheck/locks"
 	"github.com/lockcheck/lockcheck/nemesis"
@@ -192,6 +193,7 @@ func execute(ctx context.Context, t *Test, wk *workerRun, dir string, rec *histo
 		return err
 	}
 	defer stopTopology(topo, stderr)
+	rec.Redact(redact.New(topo.Password)) // before any client or worker can write a record
 	if ext != nil {
 		patterns := workloadPatterns(t.Kind.KeyCount(o.params(workloads.Range{})), t.Kind.Family == kinds.Latch)
 		if err := checkLeftovers(ctx, topo, patterns); err != nil {

@@ -29,6 +29,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/internal/redact"
 	"github.com/lockcheck/lockcheck/locks"
 	"github.com/lockcheck/lockcheck/node"
 	"github.com/lockcheck/lockcheck/node/clockshift"
@@ -81,7 +82,8 @@ type Client struct {
 	stdin     *os.File
 	stdout    *os.File
 	tree      *tree
-	Info      sdk.Message // init_ok
+	Info      sdk.Message      // init_ok
+	red       *redact.Redactor // the run's (its recorder's), else one for the password init hands over
 	caps      map[string]bool
 	clockFile string
 	exited    chan struct{} // closed once the process has been reaped and what it left killed
@@ -174,8 +176,11 @@ func Start(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{cfg: cfg, pending: map[int64]*call{}, holds: map[holdKey]int{}, unsure: map[holdKey]bool{}, lost: map[holdKey]bool{},
+	c := &Client{cfg: cfg, red: cfg.Rec.Redactor(), pending: map[int64]*call{}, holds: map[holdKey]int{}, unsure: map[holdKey]bool{}, lost: map[holdKey]bool{},
 		exited: make(chan struct{}), readDone: make(chan struct{}), logDone: make(chan struct{}), tree: newTree()}
+	if c.red == nil {
+		c.red = redact.New(cfg.Init.Password)
+	}
 	// A pause armed just after a grant was read (--nemesis-trigger fires on the grant) freezes the workload
 	// at the gate, but the reader's armed check has passed: stop the process there too, or its watchdog
 	// keeps renewing through the "pause".
@@ -189,7 +194,7 @@ func Start(cfg Config) (*Client, error) {
 	defer errW.Close() // the child holds its own descriptor
 	go func() {
 		defer close(c.logDone)
-		logStderr(errR, logf, cfg.Init.Password)
+		logStderr(errR, logf, c.red)
 	}()
 	cmd.Stderr = errW
 	cmd.Env = append(os.Environ(), treeEnv+"="+c.tree.tag) // inherited by its descendants (tree.go)
@@ -608,7 +613,7 @@ func (c *Client) event(m sdk.Message) {
 	if m.Event == "log" {
 		if f, err := os.OpenFile(filepath.Join(c.cfg.Dir, "clients", c.cfg.Client, "stderr.log"),
 			os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
-			fmt.Fprintf(f, "event log: %s\n", m.Text)
+			fmt.Fprintf(f, "event log: %s\n", c.red.String(m.Text))
 			f.Close()
 		}
 		return
