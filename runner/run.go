@@ -111,7 +111,7 @@ func (t *Test) Execute(ctx context.Context, stderr io.Writer) (*report.Results, 
 	meta.Spec = t.Kind.Source
 
 	active.Store(rec)
-	runErr := execute(ctx, t, wk, dir, rec, &meta, stderr)
+	runErr := rec.Redactor().Err(execute(ctx, t, wk, dir, rec, &meta, stderr))
 	if meta.StartupMs != 0 {
 		writeEnd(ctx, rec, runErr)
 	}
@@ -193,7 +193,10 @@ func execute(ctx context.Context, t *Test, wk *workerRun, dir string, rec *histo
 		return err
 	}
 	defer stopTopology(topo, stderr)
-	rec.Redact(redact.New(topo.Password)) // before any client or worker can write a record
+	// Before any client or worker can write a record or a line: a worker's texts may echo the password.
+	red := redact.New(topo.Password)
+	rec.Redact(red)
+	stderr = red.Writer(stderr)
 	if ext != nil {
 		patterns := workloadPatterns(t.Kind.KeyCount(o.params(workloads.Range{})), t.Kind.Family == kinds.Latch)
 		if err := checkLeftovers(ctx, topo, patterns); err != nil {

@@ -3,14 +3,17 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"io/fs"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -230,10 +233,44 @@ func nodePassword(t *testing.T, dir string) string {
 	return string(m[1])
 }
 
-// noSecret searches the store at root for secret: at least want files hold it, none that group or other
-// may read, and no answer of serve, for the index and every path under root, carries it.
+var pctHex = regexp.MustCompile(`%[0-9A-F]{2}`)
+
+// secretForms is secret as a file or a page may hold it: raw, JSON-escaped (with and without HTML escapes),
+// and URL-encoded as a query, a path or a URL's userinfo, with upper- and lower-case hex.
+func secretForms(secret string) []string {
+	forms := []string{secret}
+	js, _ := json.Marshal(secret)
+	var plain strings.Builder
+	enc := json.NewEncoder(&plain)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(secret)
+	for _, f := range []string{strings.Trim(string(js), `"`), strings.Trim(strings.TrimSpace(plain.String()), `"`),
+		url.QueryEscape(secret), url.PathEscape(secret), strings.TrimPrefix(url.UserPassword("", secret).String(), ":")} {
+		for _, g := range []string{f, pctHex.ReplaceAllStringFunc(f, strings.ToLower)} {
+			if !slices.Contains(forms, g) {
+				forms = append(forms, g)
+			}
+		}
+	}
+	return forms
+}
+
+// holdsSecret is the first form of secret in text, or "".
+func holdsSecret(text string, forms []string) string {
+	for _, f := range forms {
+		if strings.Contains(text, f) {
+			return f
+		}
+	}
+	return ""
+}
+
+// noSecret searches the store at root for secret in every form (secretForms): at least want files hold
+// it, none that group or other may read, and no answer of serve, for the index and every path under root,
+// carries it.
 func noSecret(t *testing.T, root, secret string, want int) {
 	t.Helper()
+	forms := secretForms(secret)
 	var paths []string
 	holders := 0
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -249,14 +286,14 @@ func noSecret(t *testing.T, root, secret string, want int) {
 		if err != nil {
 			return err
 		}
-		if strings.Contains(string(b), secret) {
+		if f := holdsSecret(string(b), forms); f != "" {
 			holders++
 			fi, err := d.Info()
 			if err != nil {
 				return err
 			}
 			if fi.Mode().Perm()&0o044 != 0 {
-				t.Errorf("%s holds the password and is %o", rel, fi.Mode().Perm())
+				t.Errorf("%s holds the password (as %q) and is %o", rel, f, fi.Mode().Perm())
 			}
 		}
 		return nil
@@ -281,8 +318,8 @@ func noSecret(t *testing.T, root, secret string, want int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(body, secret) {
-			t.Errorf("GET %s (%s) answers the password", u, resp.Status)
+		if f := holdsSecret(body, forms); f != "" {
+			t.Errorf("GET %s (%s) answers the password (as %q)", u, resp.Status, f)
 		}
 		if resp.StatusCode == http.StatusOK {
 			served[u] = true

@@ -265,3 +265,19 @@ func (w writer) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// Err is err with the secrets replaced in its text; errors.Is and errors.As still see what it wraps.
+func (r *Redactor) Err(err error) error {
+	if err == nil || !Found(r, err.Error()) {
+		return err
+	}
+	return redacted{r.String(err.Error()), err}
+}
+
+type redacted struct {
+	text string
+	err  error
+}
+
+func (e redacted) Error() string { return e.text }
+func (e redacted) Unwrap() error { return e.err }

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lockcheck/lockcheck/internal/testkit/redistest"
+	"github.com/lockcheck/lockcheck/node"
+)
+
+// echoWorker writes a worker that echoes the password its init hands it in every text it can send: its
+// library, version and runtime, an error reply to every request, a lost, a renewed (with it as the key)
+// and a log event, and its stderr; each also carries extra, the other forms of it (JSON-escaped in the
+// replies, as they are on the wire).
+func echoWorker(t *testing.T, extra []string) string {
+	t.Helper()
+	var js []string
+	for _, f := range extra {
+		b, _ := json.Marshal(f)
+		js = append(js, strings.Trim(string(b), `"`))
+	}
+	e, u := strings.Join(js, " "), strings.Join(extra, " ")
+	if strings.Contains(e+u, "'") {
+		t.Fatalf("a form with a quote: %q", extra)
+	}
+	script := `#!/bin/sh
+E='` + e + `'
+U='` + u + `'
+say() { printf '%s\n' "$1"; }
+read -r line
+id=$(printf '%s' "$line" | sed -n 's/.*"msg_id":\([0-9]*\).*/\1/p')
+pw=$(printf '%s' "$line" | sed -n 's/.*"password":"\([^"]*\)".*/\1/p')
+say "{\"type\":\"init_ok\",\"in_reply_to\":$id,\"library\":\"lib $pw $E\",\"version\":\"$pw\",\"runtime\":\"rt $pw $E\",\"kinds\":[\"naive\"],\"caps\":[\"events\"]}"
+printf 'connecting to redis://default:%s@127.0.0.1:6379 %s\n' "$pw" "$U" >&2
+while read -r line; do
+	id=$(printf '%s' "$line" | sed -n 's/.*"msg_id":\([0-9]*\).*/\1/p')
+	thread=$(printf '%s' "$line" | sed -n 's/.*"thread":\([0-9]*\).*/\1/p')
+	say "{\"type\":\"event\",\"event\":\"log\",\"text\":\"log $pw $E\"}"
+	say "{\"type\":\"event\",\"event\":\"lost\",\"thread\":${thread:-1},\"key\":\"lock-0\",\"text\":\"lost $pw $E\"}"
+	say "{\"type\":\"event\",\"event\":\"renewed\",\"thread\":${thread:-1},\"key\":\"$pw\",\"text\":\"renewed $pw $E\"}"
+	say "{\"type\":\"error\",\"in_reply_to\":$id,\"code\":13,\"text\":\"crash $pw $E\"}"
+done
+`
+	p := filepath.Join(t.TempDir(), "echo.sh")
+	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// A worker that echoes the password it was given, in every text it sends and in every form (raw,
+// JSON-escaped, URL-encoded with either case of hex), leaves it in no file of the run that group or other
+// may read (history.jsonl, results.json, index.html, its stderr.log) and in nothing serve answers: the
+// run's own random password, and an external deployment's with characters JSON and URLs escape.
+func TestWorkerEchoedSecretIsRedacted(t *testing.T) {
+	t.Parallel() // short runs of a shell worker, served
+	common := []string{"--lock", "naive", "--hold", "50ms", "--time", "2s", "--quiet", "1s", "--clients", "1", "--seed", "1"}
+	ran := func(t *testing.T, dir string, code int) {
+		t.Helper()
+		if code == exitHarness || code == exitUsage || dir == "" {
+			t.Fatalf("exit %d", code)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "history.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{`"f":"lost"`, `"f":"renewed"`, `"type":"unknown"`, `"library":"lib REDACTED`} {
+			if !strings.Contains(string(b), want) {
+				t.Fatalf("the history has no %s: the worker's texts were not recorded\n%s", want, b)
+			}
+		}
+	}
+	t.Run("run-password", func(t *testing.T) {
+		code, dir := run(t, append([]string{"run", "--client-cmd", echoWorker(t, nil)}, common...)...)
+		ran(t, dir, code)
+		noSecret(t, filepath.Dir(dir), nodePassword(t, dir), 1)
+	})
+	t.Run("external-password", func(t *testing.T) {
+		secret := "ext" + node.NewPassword() + `@/:?#&<>%+\é`
+		n := redistest.StartConfig(t, node.Config{Password: secret})
+		code, dir := run(t, append([]string{"run", "--client-cmd", echoWorker(t, secretForms(secret)[1:]),
+			"--backend", "external", "--external-addrs", n.Addr(), "--external-password", secret}, common...)...)
+		ran(t, dir, code)
+		noSecret(t, filepath.Dir(dir), secret, 0)
+	})
+}
