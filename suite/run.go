@@ -186,10 +186,14 @@ func runCase(ctx context.Context, cfg Config, o Outcome) Outcome {
 		return o
 	}
 	defer out.Close()
-	args := append([]string{"run"}, o.Args...)
+	child, env, red := o.child()
+	args := append([]string{"run"}, child...)
 	args = append(args, "--results", dir)
 	cmd := exec.Command(cfg.Exe, args...)
 	cmd.Stdout, cmd.Stderr = out, out
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	node.DieWithParent(cmd, syscall.SIGTERM)
 	began := time.Now()
@@ -228,7 +232,7 @@ func runCase(ctx context.Context, cfg Config, o Outcome) Outcome {
 	}
 	if o.Verdict == "error" || o.Exit > 2 {
 		o.Verdict = "error"
-		o.Violation = textfile.LastLine(filepath.Join(dir, "output.txt"))
+		o.Violation = red.String(textfile.LastLine(filepath.Join(dir, "output.txt")))
 	}
 	o.Met = o.Verdict != "error" && o.Case.Met(verdicts[o.Verdict])
 	if o.Met && !cfg.KeepAll {

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"errors"
+	"html"
 	"io"
 	"io/fs"
 	"net"
@@ -236,7 +238,8 @@ func nodePassword(t *testing.T, dir string) string {
 var pctHex = regexp.MustCompile(`%[0-9A-F]{2}`)
 
 // secretForms is secret as a file or a page may hold it: raw, JSON-escaped (with and without HTML escapes),
-// and URL-encoded as a query, a path or a URL's userinfo, with upper- and lower-case hex.
+// URL-encoded as a query, a path or a URL's userinfo, with upper- and lower-case hex, and HTML- or
+// XML-escaped (a page, junit.xml).
 func secretForms(secret string) []string {
 	forms := []string{secret}
 	js, _ := json.Marshal(secret)
@@ -244,8 +247,11 @@ func secretForms(secret string) []string {
 	enc := json.NewEncoder(&plain)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(secret)
+	var x strings.Builder
+	_ = xml.EscapeText(&x, []byte(secret))
 	for _, f := range []string{strings.Trim(string(js), `"`), strings.Trim(strings.TrimSpace(plain.String()), `"`),
-		url.QueryEscape(secret), url.PathEscape(secret), strings.TrimPrefix(url.UserPassword("", secret).String(), ":")} {
+		url.QueryEscape(secret), url.PathEscape(secret), strings.TrimPrefix(url.UserPassword("", secret).String(), ":"),
+		html.EscapeString(secret), x.String()} {
 		for _, g := range []string{f, pctHex.ReplaceAllStringFunc(f, strings.ToLower)} {
 			if !slices.Contains(forms, g) {
 				forms = append(forms, g)

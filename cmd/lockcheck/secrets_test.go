@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -86,4 +87,58 @@ func TestWorkerEchoedSecretIsRedacted(t *testing.T) {
 		ran(t, dir, code)
 		noSecret(t, filepath.Dir(dir), secret, 0)
 	})
+}
+
+// A suite entry's external-password is a secret: suite.json's args, junit.xml, the suite's page, its
+// runs' files and `suite --list` show REDACTED, in no form the value; the child run still gets the value
+// (through its environment, out of the process list) and reaches the deployment.
+func TestSuiteSecretFlagIsRedacted(t *testing.T) {
+	t.Parallel() // one fault-free child run against its own Redis
+	secret := "suite" + node.NewPassword() + "@/:?&%<"
+	n := redistest.StartConfig(t, node.Config{Password: secret})
+	file := writeSuite(t, "name: ext\nentries:\n  - name: ext\n    lock: reentrant\n    nemeses: [none]\n    time: 2s\n"+
+		"    flags: {backend: external, external-addrs: '"+n.Addr()+"', external-password: '"+secret+"', quiet: 1s}\n")
+	forms := secretForms(secret)
+	code, out, errs := runSuite(t, "suite", file, "--list")
+	if code != exitValid {
+		t.Fatalf("--list: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if !strings.Contains(out, "--external-password=REDACTED") {
+		t.Errorf("--list does not show the flag as REDACTED: %s", out)
+	}
+	if f := holdsSecret(out+errs, forms); f != "" {
+		t.Errorf("--list shows the password (as %q): %s", f, out)
+	}
+	root := t.TempDir()
+	junit := filepath.Join(root, "junit.xml")
+	code, out, errs = runSuite(t, "suite", file, "--results", filepath.Join(root, "suite"), "--junit", junit, "--keep", "all")
+	if code != exitValid {
+		t.Fatalf("suite: exit %d (the child run must get the password)\n%s\n%s", code, out, errs)
+	}
+	if f := holdsSecret(out+errs, forms); f != "" {
+		t.Errorf("the suite's output shows the password (as %q)", f)
+	}
+	files := 0
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		files++
+		b, err := os.ReadFile(p)
+		if f := holdsSecret(string(b), forms); f != "" {
+			t.Errorf("%s holds the password (as %q)", p, f)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{junit, filepath.Join(root, "suite", "suite.json")} {
+		if b, err := os.ReadFile(p); err != nil || !strings.Contains(string(b), "--external-password=REDACTED") {
+			t.Errorf("%s does not show the flag as REDACTED (%v)", p, err)
+		}
+	}
+	if files < 5 { // suite.json, its page, junit.xml, the run's history, results and output
+		t.Errorf("only %d files under the suite's results: the run was not kept", files)
+	}
 }

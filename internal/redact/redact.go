@@ -281,3 +281,8 @@ type redacted struct {
 
 func (e redacted) Error() string { return e.text }
 func (e redacted) Unwrap() error { return e.err }
+
+// Flags are lockcheck run's flags whose value is a secret, each with the environment variable a run reads
+// it from when the flag is not given (which keeps it out of the process list): a command line is recorded
+// and shown with REDACTED for the value, and a suite hands the value to its child runs in the environment.
+var Flags = map[string]string{"external-password": "LOCKCHECK_EXTERNAL_PASSWORD"}
