@@ -31,13 +31,13 @@ func New(secrets ...string) *Redactor {
 	return r
 }
 
-// Span is the longest text one secret can take in any of its forms (a byte as \u00XX): a stream must hold
-// back Span()-1 bytes of a line it has not seen the end of.
+// Span is the longest text one secret can take in any of its forms (a byte as &#x00XX; at most): a stream
+// must hold back Span()-1 bytes of a line it has not seen the end of.
 func (r *Redactor) Span() int {
 	n := 0
 	if r != nil {
 		for _, s := range r.secrets {
-			n = max(n, 6*len(s))
+			n = max(n, (maxEntity+2)*len(s))
 		}
 	}
 	return n
@@ -53,7 +53,7 @@ func find[T text](r *Redactor, t T, from int) (int, int) {
 	}
 	for i := from; i < len(t); i++ {
 		switch t[i] {
-		case '%', '+', '\\':
+		case '%', '+', '\\', '&':
 		default:
 			if !r.starts(t[i]) {
 				continue
@@ -80,7 +80,8 @@ func (r *Redactor) starts(c byte) bool {
 
 // match is the end of secret s in t from i, or -1. Each byte of s may stand as itself, percent-encoded
 // (either case of hex, any subset of bytes: a path, query or userinfo escape), as '+' for a space (a query
-// escape), or JSON-escaped (\" \\ \/ \b \f \n \r \t, or \uXXXX for its whole rune).
+// escape), JSON-escaped (\" \\ \/ \b \f \n \r \t, or \uXXXX for its whole rune), or as an HTML or XML
+// character reference (a page, junit.xml).
 func match[T text](t T, i int, s string) int {
 	for len(s) > 0 {
 		if i >= len(t) {
@@ -95,6 +96,16 @@ func match[T text](t T, i int, s string) int {
 					continue
 				}
 				if e := match(t, i+3, s[1:]); e >= 0 { // the longer form first; else the raw '%' alone
+					return e
+				}
+			}
+		case '&':
+			if n, w := entity(t, i, s); n > 0 {
+				if c != '&' {
+					i, s = i+n, s[w:]
+					continue
+				}
+				if e := match(t, i+n, s[w:]); e >= 0 { // the entity first; else the raw '&' alone
 					return e
 				}
 			}
@@ -164,6 +175,59 @@ func jsonEscape[T text](t T, i int, s string) (int, int) {
 		return 2, 1
 	}
 	return 0, 0
+}
+
+// entity is the length of the HTML or XML character reference at t[i] (an ampersand: &amp; &lt; &gt;
+// &quot; &apos; &#NN; &#xNN;) and of the start of s it stands for, or 0, 0.
+func entity[T text](t T, i int, s string) (int, int) {
+	end := -1
+	for j := i + 1; j < len(t) && j <= i+maxEntity; j++ {
+		if t[j] == ';' {
+			end = j
+			break
+		}
+	}
+	if end < 0 {
+		return 0, 0
+	}
+	name := string(t[i+1 : end])
+	r := rune(-1)
+	switch {
+	case name == "amp":
+		r = '&'
+	case name == "lt":
+		r = '<'
+	case name == "gt":
+		r = '>'
+	case name == "quot":
+		r = '"'
+	case name == "apos":
+		r = '\''
+	case len(name) > 2 && (name[:2] == "#x" || name[:2] == "#X"):
+		r = number(name[2:], 16)
+	case len(name) > 1 && name[0] == '#':
+		r = number(name[1:], 10)
+	}
+	if sr, w := utf8.DecodeRuneInString(s); r >= 0 && sr == r && (sr != utf8.RuneError || w > 1) {
+		return end + 1 - i, w
+	}
+	return 0, 0
+}
+
+// maxEntity bounds the characters between an entity's & and ; (&#x10FFFF is 8).
+const maxEntity = 9
+
+// number is the rune the digits stand for in base, or -1.
+func number(digits string, base int) rune {
+	v := 0
+	for i := 0; i < len(digits); i++ {
+		d := unhex(digits[i])
+		if d < 0 || d >= base || v > utf8.MaxRune {
+			return -1
+		}
+		v = v*base + d
+	}
+	return rune(v)
 }
 
 func unhex(c byte) int {

@@ -2,6 +2,9 @@ package redact
 
 import (
 	"encoding/json"
+	"encoding/xml"
+	"html"
+	"html/template"
 	"net/url"
 	"strings"
 	"testing"
@@ -9,7 +12,7 @@ import (
 
 // A secret is found in every form a worker, a library or a file may give it: raw, JSON-escaped (with and
 // without HTML escapes, \u in either case), percent-encoded as a path, a query or a URL's userinfo (hex
-// in either case), and nothing else is touched.
+// in either case), HTML- or XML-escaped, and nothing else is touched.
 func TestRedactsEveryForm(t *testing.T) {
 	secret := `p@ss/w:rd?#&<"\ é+%`
 	r := New(secret, "")
@@ -29,6 +32,10 @@ func TestRedactsEveryForm(t *testing.T) {
 		"userinfo":       userinfo,
 		"query lower":    strings.ToLower(url.QueryEscape(secret)),
 		"json of query":  strings.Trim(mustJSON(url.QueryEscape(secret)), `"`),
+		"html":           html.EscapeString(secret),
+		"template":       template.HTMLEscapeString(secret),
+		"xml":            xmlText(secret),
+		"numeric":        strings.NewReplacer("@", "&#64;", "/", "&#x2f;", "é", "&#xE9;").Replace(secret),
 	}
 	for name, f := range forms {
 		in := "before " + f + " between " + f + " after"
@@ -39,7 +46,7 @@ func TestRedactsEveryForm(t *testing.T) {
 			t.Errorf("%s form %q not found in bytes", name, f)
 		}
 	}
-	for _, s := range []string{"", "p@ss/w:rd", "p%40ss", "nothing here", secret[:len(secret)-1]} {
+	for _, s := range []string{"", "p@ss/w:rd", "p%40ss", "nothing here", secret[:len(secret)-1], "&amp; &#; &#x; &#99999999999;", "&"} {
 		if got := r.String(s); got != s {
 			t.Errorf("%q became %q", s, got)
 		}
@@ -48,6 +55,12 @@ func TestRedactsEveryForm(t *testing.T) {
 	if nilR.String(secret) != secret || nilR.Span() != 0 || Found(nilR, secret) {
 		t.Error("a nil Redactor changed something")
 	}
+}
+
+func xmlText(s string) string {
+	var b strings.Builder
+	_ = xml.EscapeText(&b, []byte(s))
+	return b.String()
 }
 
 func mustJSON(s string) string {
