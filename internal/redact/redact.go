@@ -18,6 +18,7 @@ const Mark = "REDACTED"
 // Redactor replaces secrets in texts. A nil Redactor knows none: its methods return their input.
 type Redactor struct {
 	secrets []string
+	first   [256]bool // the bytes a secret's form can start with: its raw first byte, or an escape's
 }
 
 // New is a Redactor for the given secrets (empty ones are ignored).
@@ -26,6 +27,12 @@ func New(secrets ...string) *Redactor {
 	for _, s := range secrets {
 		if s != "" {
 			r.secrets = append(r.secrets, s)
+			r.first[s[0]] = true
+		}
+	}
+	if len(r.secrets) > 0 {
+		for _, c := range "%+\\&" {
+			r.first[c] = true
 		}
 	}
 	return r
@@ -52,12 +59,8 @@ func find[T text](r *Redactor, t T, from int) (int, int) {
 		return -1, -1
 	}
 	for i := from; i < len(t); i++ {
-		switch t[i] {
-		case '%', '+', '\\', '&':
-		default:
-			if !r.starts(t[i]) {
-				continue
-			}
+		if !r.first[t[i]] {
+			continue
 		}
 		for _, s := range r.secrets {
 			if e := match(t, i, s); e >= 0 {
@@ -66,16 +69,6 @@ func find[T text](r *Redactor, t T, from int) (int, int) {
 		}
 	}
 	return -1, -1
-}
-
-// starts reports whether some secret begins with the byte c (its raw form).
-func (r *Redactor) starts(c byte) bool {
-	for _, s := range r.secrets {
-		if s[0] == c {
-			return true
-		}
-	}
-	return false
 }
 
 // match is the end of secret s in t from i, or -1. Each byte of s may stand as itself, percent-encoded
