@@ -90,15 +90,17 @@ func TestWorkerEchoedSecretIsRedacted(t *testing.T) {
 }
 
 // A suite entry's external-password is a secret: suite.json's args, junit.xml, the suite's page, its
-// runs' files and `suite --list` show REDACTED, in no form the value; the child run still gets the value
-// (through its environment, out of the process list) and reaches the deployment.
+// runs' files (the child's output.txt too, where its worker's echoes would show) and `suite --list` show
+// REDACTED, in no form the value; the child run still gets the value (through its environment, out of the
+// process list) and reaches the deployment.
 func TestSuiteSecretFlagIsRedacted(t *testing.T) {
 	t.Parallel() // one fault-free child run against its own Redis
 	secret := "suite" + node.NewPassword() + "@/:?&%<"
 	n := redistest.StartConfig(t, node.Config{Password: secret})
-	file := writeSuite(t, "name: ext\nentries:\n  - name: ext\n    lock: reentrant\n    nemeses: [none]\n    time: 2s\n"+
-		"    flags: {backend: external, external-addrs: '"+n.Addr()+"', external-password: '"+secret+"', quiet: 1s}\n")
 	forms := secretForms(secret)
+	file := writeSuite(t, "name: ext\nentries:\n  - name: ext\n    lock: naive\n    nemeses: [none]\n    time: 2s\n    expect: unknown\n"+
+		"    flags: {backend: external, external-addrs: '"+n.Addr()+"', external-password: '"+secret+"', quiet: 1s,\n"+
+		"      client-cmd: '"+echoWorker(t, forms[1:])+"', hold: 50ms, clients: '1'}\n")
 	code, out, errs := runSuite(t, "suite", file, "--list")
 	if code != exitValid {
 		t.Fatalf("--list: exit %d, stdout %q, stderr %q", code, out, errs)
@@ -138,7 +140,7 @@ func TestSuiteSecretFlagIsRedacted(t *testing.T) {
 			t.Errorf("%s does not show the flag as REDACTED (%v)", p, err)
 		}
 	}
-	if files < 5 { // suite.json, its page, junit.xml, the run's history, results and output
+	if files < 6 { // suite.json, its page, junit.xml, the run's history, results, stderr.log and output
 		t.Errorf("only %d files under the suite's results: the run was not kept", files)
 	}
 }
