@@ -111,7 +111,8 @@ func (t *Test) Execute(ctx context.Context, stderr io.Writer) (*report.Results, 
 	meta.Spec = t.Kind.Source
 
 	active.Store(rec)
-	runErr := rec.Redactor().Err(execute(ctx, t, wk, dir, rec, &meta, stderr))
+	runErr := execute(ctx, t, wk, dir, rec, &meta, stderr)
+	runErr = rec.Redactor().Err(runErr) // set in execute once the password is known: a worker's text may echo it
 	if meta.StartupMs != 0 {
 		writeEnd(ctx, rec, runErr)
 	}

@@ -144,3 +144,32 @@ func TestSuiteSecretFlagIsRedacted(t *testing.T) {
 		t.Errorf("only %d files under the suite's results: the run was not kept", files)
 	}
 }
+
+// A worker that prints the password where lockcheck expects JSON ends the run (exit 255), and the line
+// saying so (on stderr, in the history's end record, in results.json's notes) has it as REDACTED.
+func TestWorkerGarbageEchoIsRedacted(t *testing.T) {
+	t.Parallel() // one short run of the binary
+	script := filepath.Join(t.TempDir(), "garbage.sh")
+	body := `#!/bin/sh
+read -r line
+id=$(printf '%s' "$line" | sed -n 's/.*"msg_id":\([0-9]*\).*/\1/p')
+pw=$(printf '%s' "$line" | sed -n 's/.*"password":"\([^"]*\)".*/\1/p')
+printf '{"type":"init_ok","in_reply_to":%s,"library":"g","version":"0","kinds":["naive"]}\n' "$id"
+read -r line
+echo "garbage $pw"
+`
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	code, out, errs := runBinary(t, buildBinary(t), "run", "--client-cmd", script, "--lock", "naive", "--time", "2s",
+		"--quiet", "1s", "--clients", "1", "--seed", "1", "--results", root)
+	dir, _ := filepath.EvalSymlinks(filepath.Join(root, "latest"))
+	if code != exitHarness || dir == "" || !strings.Contains(errs, `not a JSON object: "garbage REDACTED"`) {
+		t.Fatalf("exit %d, stderr %q; want 255 and the worker's line with the password REDACTED", code, errs)
+	}
+	if f := holdsSecret(out+errs, secretForms(nodePassword(t, dir))); f != "" {
+		t.Errorf("the run's output holds the password: %s", errs)
+	}
+	noSecret(t, root, nodePassword(t, dir), 1)
+}
