@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // CheckJUnit finds, before anything runs, a --junit path the report could not be written to at the end:
@@ -15,6 +16,9 @@ import (
 // for a new file, a nearest existing directory that is not one or where nothing can be created (missing
 // directories below it are made at the end, as the suite's own are). It leaves nothing behind.
 func CheckJUnit(path string) error {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 { // a checkout's results may hold one
+		return fmt.Errorf("--junit %s: a symbolic link: lockcheck writes no report through a link it did not make; name the file itself, or remove the link", path)
+	}
 	fi, err := os.Stat(path)
 	switch {
 	case err == nil && fi.IsDir():
@@ -116,7 +120,15 @@ func WriteJUnit(path string, r *Report) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil { // as CheckJUnit allowed
 		return err
 	}
-	return os.WriteFile(path, append([]byte(xml.Header), append(b, '\n')...), 0o644)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644) // as CheckJUnit: no link
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append([]byte(xml.Header), append(b, '\n')...))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func secs(s float64) string { return fmt.Sprintf("%.3f", s) }
