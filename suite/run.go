@@ -258,23 +258,28 @@ type DirError struct{ msg string }
 
 func (e DirError) Error() string { return e.msg }
 
-// runsDir makes dir/runs, or finds a real directory there.
-func RunsDir(dir string) error {
-	p := filepath.Join(dir, "runs")
+// RunsDir makes dir/runs, or finds a real directory there (a DirError if not); Run calls it too.
+func RunsDir(dir string) error { return Subdir(dir, "runs") }
+
+// Subdir makes dir/name, where runs will be removed and written, or finds a real directory there: a link
+// or anything else is a DirError.
+func Subdir(dir, name string) error {
+	p := filepath.Join(dir, name)
 	err := os.Mkdir(p, 0o755)
 	if err == nil || !errors.Is(err, fs.ErrExist) {
 		return err
 	}
 	fi, err := os.Lstat(p)
+	what := "not a directory"
 	switch {
 	case err != nil:
 		return err
+	case fi.IsDir():
+		return nil
 	case fi.Mode()&fs.ModeSymlink != 0:
-		return DirError{p + ": a symbolic link: lockcheck removes and writes runs only in a runs directory of its own; remove the link"}
-	case !fi.IsDir():
-		return DirError{p + ": not a directory: lockcheck removes and writes runs only in a runs directory of its own; remove it"}
+		what = "a symbolic link"
 	}
-	return nil
+	return DirError{p + ": " + what + ": lockcheck removes and writes runs only in a directory of its own; remove it"}
 }
 
 // readRun finds the run directory lockcheck made under dir and reads its results.json.
