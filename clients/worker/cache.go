@@ -89,6 +89,18 @@ func checkCache(dir string) (missing bool, err error) {
 				return false, fmt.Errorf("%s is not a directory", cur)
 			}
 			perm, owner := fi.Mode().Perm(), fi.Sys().(*syscall.Stat_t).Uid
+			if perm&0o002 != 0 { // another /tmp: what is below it is checked from here on
+				switch {
+				case i == len(parts)-1:
+					return false, fmt.Errorf("every user may write in it (mode %04o)", perm)
+				case fi.Mode()&fs.ModeSticky == 0:
+					return false, fmt.Errorf("%s: every user may write in it and it is not sticky, so anyone could replace what is below it", cur)
+				case owner != uid && owner != 0: // its owner may rename what others put in it
+					return false, fmt.Errorf("%s: every user may write in it and it is another user's (uid %d)", cur, owner)
+				}
+				shared, below = cur, 0
+				continue
+			}
 			if shared != "" {
 				below++
 				switch {
@@ -100,15 +112,7 @@ func checkCache(dir string) (missing bool, err error) {
 					return false, fmt.Errorf("%s is writable by others (mode %04o), under %s, which every user may write in", cur, perm, shared)
 				}
 			}
-			if perm&0o002 != 0 {
-				switch {
-				case i == len(parts)-1:
-					return false, fmt.Errorf("every user may write in it (mode %04o)", perm)
-				case fi.Mode()&fs.ModeSticky == 0:
-					return false, fmt.Errorf("%s: every user may write in it and it is not sticky, so anyone could replace what is below it", cur)
-				}
-				shared, below = cur, 0
-			} else if perm&0o001 == 0 && (owner == uid || owner == 0) {
+			if perm&0o001 == 0 && (owner == uid || owner == 0) {
 				shared = "" // others cannot even pass through it: nobody else reaches what is below
 			}
 		}

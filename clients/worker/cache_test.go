@@ -181,3 +181,25 @@ func TestCacheDirWithHome(t *testing.T) {
 		t.Fatalf("CacheDir %s, want %s", got, want)
 	}
 }
+
+// A temporary directory every user may write in, inside another (TMPDIR=/tmp/x, both sticky): the cache
+// is made private in the inner one and used. The inner one another user's (who may rename what is in
+// it) is refused.
+func TestCacheInNestedSharedTmp(t *testing.T) {
+	outer, _ := sharedTmp(t)
+	inner := filepath.Join(filepath.Dir(outer), "inner")
+	mkdirs(t, 0o777|os.ModeSticky, inner)
+	t.Setenv("TMPDIR", inner)
+	if dir, err := Cache(); err != nil || filepath.Dir(dir) != inner {
+		t.Fatalf("Cache: %q %v; want one made in %s", dir, err, inner)
+	}
+	if os.Geteuid() != 0 {
+		return // making a directory another user's needs root
+	}
+	if err := os.Chown(inner, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Cache(); !errors.As(err, new(CacheError)) || !strings.Contains(err.Error(), "another user's") {
+		t.Fatalf("Cache in another user's shared directory: %v", err)
+	}
+}
