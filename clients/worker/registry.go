@@ -224,7 +224,7 @@ func Build(ctx context.Context, s Spec, version string, say io.Writer) ([]string
 	argv := append([]string{filepath.Join(out, "run")}, s.Args...)
 	// The cache is this user's alone (Cache), so what is in it was put there by lockcheck; still, nothing
 	// in it is followed through a link.
-	lock, err := os.OpenFile(out+".lock", os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o600)
+	lock, err := os.OpenFile(out+".lock", os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return nil, err
 	}
