@@ -134,6 +134,9 @@ func (t *Test) Execute(ctx context.Context, stderr io.Writer) (*report.Results, 
 	}
 	res, aerr := analyze(context.Background(), filepath.Join(dir, "history.jsonl"), timeout, t.Kind,
 		"results.json", "history.html")
+	if IsUsage(aerr) { // the run wrote this history: its refusal is lockcheck's fault, never the user's input
+		aerr = fmt.Errorf("lockcheck refused the history it wrote itself (a lockcheck bug, not bad input): %v", aerr)
+	}
 	if runErr != nil { // the run's own error comes first (a full disk), whatever became of its results
 		if aerr != nil {
 			runErr = fmt.Errorf("%w; and then: %v", runErr, aerr)
@@ -280,9 +283,14 @@ func execute(ctx context.Context, t *Test, wk *workerRun, dir string, rec *histo
 	meta.StartupMs = max(topo.Startup.Milliseconds(), 1)
 	data, _ := json.Marshal(meta)
 	rec.Write(history.Record{Type: history.Meta, Time: rec.Clock.Now(), Data: data})
+	if err := rec.Err(); err != nil { // a history without its meta record is nothing to judge
+		meta.StartupMs = 0
+		return fmt.Errorf("history: %w", err)
+	}
 	if wr != nil {
 		wr.open()
 	}
+	wk.begun()
 	pointLatest(dir)
 	defer watchNodes(topo, rec, stderr)()
 
