@@ -654,7 +654,7 @@ func (c *Client) event(m sdk.Message) {
 	if key == "" && len(m.Keys) > 0 {
 		key = m.Keys[0]
 	}
-	fresh := false // a loss of a lock the thread holds, not yet told: there is one per grant at most
+	fresh := false         // a loss of a lock the thread holds, not yet told: there is one per grant at most
 	if m.Event == "lost" { // the workload stops touching the resource (locks.Extender.Lost)
 		c.mu.Lock()
 		for _, k := range append([]string{m.Key}, m.Keys...) {
