@@ -251,7 +251,7 @@ func Start(cfg Config) (*Client, error) {
 	case reply.Type != "init_ok":
 		err = fmt.Errorf("client %s: worker answered init with %q", cfg.Client, reply.Type)
 	case overlong(reply) != "":
-		err = RefusedError{msg: fmt.Sprintf("client %s: the worker's init_ok %s (docs/protocol.md, init)", cfg.Client, overlong(reply))}
+		err = RefusedError{msg: fmt.Sprintf("client %s: the worker's init_ok %s (docs/protocol.md, Handshake)", cfg.Client, overlong(reply))}
 	case init.Lock != nil && !slices.Contains(reply.Kinds, init.Lock.Kind):
 		err = RefusedError{fmt.Sprintf("client %s: worker %s %s cannot drive lock %s (it drives: %s; pick one with --lock)",
 			cfg.Client, reply.Library, reply.Version, init.Lock.Kind, strings.Join(reply.Kinds, ", ")), reply.Kinds}
@@ -654,7 +654,8 @@ func (c *Client) event(m sdk.Message) {
 	if key == "" && len(m.Keys) > 0 {
 		key = m.Keys[0]
 	}
-	fresh := false         // a loss of a lock the thread holds, not yet told: there is one per grant at most
+	// A loss of a lock the thread holds, not yet told, is recorded whatever the budget: one per grant at most.
+	fresh := false
 	if m.Event == "lost" { // the workload stops touching the resource (locks.Extender.Lost)
 		c.mu.Lock()
 		for _, k := range append([]string{m.Key}, m.Keys...) {
