@@ -134,9 +134,7 @@ func (t *Test) Execute(ctx context.Context, stderr io.Writer) (*report.Results, 
 	}
 	res, aerr := analyze(context.Background(), filepath.Join(dir, "history.jsonl"), timeout, t.Kind,
 		"results.json", "history.html")
-	if IsUsage(aerr) { // the run wrote this history: its refusal is lockcheck's fault, never the user's input
-		aerr = fmt.Errorf("lockcheck refused the history it wrote itself (a lockcheck bug, not bad input): %v", aerr)
-	}
+	aerr = ownHistory(aerr)
 	if runErr != nil { // the run's own error comes first (a full disk), whatever became of its results
 		if aerr != nil {
 			runErr = fmt.Errorf("%w; and then: %v", runErr, aerr)
@@ -147,6 +145,15 @@ func (t *Test) Execute(ctx context.Context, stderr io.Writer) (*report.Results, 
 		return nil, aerr
 	}
 	return res, noteRanOut(rec, res, dir) // runErr is nil here: a run's own error returned above
+}
+
+// ownHistory is analyze's error on the history the run wrote itself: a refusal of it is lockcheck's fault
+// (exit 255), never the user's input (254).
+func ownHistory(err error) error {
+	if !IsUsage(err) {
+		return err
+	}
+	return fmt.Errorf("lockcheck refused the history it wrote itself (a lockcheck bug, not bad input): %v", err)
 }
 
 // interruptedCheck bounds the porcupine search of a run stopped by a signal.
