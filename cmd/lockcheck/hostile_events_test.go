@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -130,15 +131,16 @@ func TestWorkerEventFloodCounted(t *testing.T) {
 func TestWorkerLongVersion(t *testing.T) {
 	// Sequential: starts a run.
 	bin := buildBinary(t)
-	r := startRun(t, bin, "--client-cmd", "env SIZE=921600 "+hostileScript(t, "longversion.sh"), "--lock", "naive",
-		"--clients", "1", "--time", "2s", "--quiet", "1s")
-	code := r.wait(t, 60*time.Second)
-	last := strings.TrimSpace(r.all.String())
+	root := t.TempDir()
+	p := start(t, exec.Command(bin, "run", "--client-cmd", "env SIZE=921600 "+hostileScript(t, "longversion.sh"), "--lock", "naive",
+		"--clients", "1", "--time", "2s", "--quiet", "1s", "--results", root))
+	code := p.exited(t, 60*time.Second, "a run whose worker names a 900 KB version")
+	last := strings.TrimSpace(p.stderr.String())
 	last = last[strings.LastIndex(last, "\n")+1:]
 	if code != exitUsage || !strings.Contains(last, `init_ok "version" is 921600 bytes`) {
-		t.Fatalf("exit %d, want %d with a line naming the worker's version; stderr:\n%.2000s", code, exitUsage, r.all)
+		t.Fatalf("exit %d, want %d with a line naming the worker's version; stderr:\n%.2000s", code, exitUsage, p.stderr)
 	}
-	if _, err := os.Lstat(filepath.Join(r.root, "latest")); err == nil {
+	if _, err := os.Lstat(filepath.Join(root, "latest")); err == nil {
 		t.Fatal("latest points at a run that never started")
 	}
 }
