@@ -240,6 +240,7 @@ func Start(cfg Config) (*Client, error) {
 	init.Type, init.Protocol = sdk.TypeInit, sdk.Protocol
 	reply, err := c.call(init, nil)
 	reply = printableReply(reply)
+	long := overlong(reply)
 	switch {
 	case err != nil:
 	// An init the worker cannot use carries the user's settings (a --client-option it does not have, or a value
@@ -250,8 +251,8 @@ func Start(cfg Config) (*Client, error) {
 		err = fmt.Errorf("client %s: the worker failed to start: %s", cfg.Client, reply.Text)
 	case reply.Type != "init_ok":
 		err = fmt.Errorf("client %s: worker answered init with %q", cfg.Client, reply.Type)
-	case overlong(reply) != "":
-		err = RefusedError{msg: fmt.Sprintf("client %s: the worker's init_ok %s (docs/protocol.md, Handshake)", cfg.Client, overlong(reply))}
+	case long != "": // before anything quotes the names
+		err = RefusedError{msg: fmt.Sprintf("client %s: the worker's init_ok %s (docs/protocol.md, Handshake)", cfg.Client, long)}
 	case init.Lock != nil && !slices.Contains(reply.Kinds, init.Lock.Kind):
 		err = RefusedError{fmt.Sprintf("client %s: worker %s %s cannot drive lock %s (it drives: %s; pick one with --lock)",
 			cfg.Client, reply.Library, reply.Version, init.Lock.Kind, strings.Join(reply.Kinds, ", ")), reply.Kinds}
