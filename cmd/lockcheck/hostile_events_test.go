@@ -55,6 +55,18 @@ func eventsOf(t *testing.T, h *history.History, f, client string) (n int, droppe
 	return n, dropped
 }
 
+// withinBudget fails the test when n events were recorded, more than one client's budget allows in the run.
+func withinBudget(t *testing.T, h *history.History, n int) {
+	t.Helper()
+	if h.Ended == nil {
+		t.Fatal("the history has no end record")
+	}
+	secs := float64(h.Ended.Time-h.Meta.Time) / 1e9
+	if limit := worker.EventBurst + int(worker.EventRate*secs) + 1; n > limit {
+		t.Fatalf("%d events recorded in %.1fs, over the %d the budget allows", n, secs, limit)
+	}
+}
+
 // Issue 29 items 1 and 7: events a worker sends right after its init_ok, before lockcheck has written its
 // meta record (which waits for every worker's init_ok), are recorded after it: the run gives a verdict on a
 // history that `check` judges too, with every event in it. Before, the run refused its own history: exit 254,
@@ -98,17 +110,17 @@ func TestWorkerEventFloodInterrupted(t *testing.T) {
 	}
 	h := checkable(t, dir)
 	n, dropped := eventsOf(t, h, "renewed", "c1")
-	if dropped == nil || dropped.Value == nil || *dropped.Value <= 0 {
-		t.Fatalf("no record says how many events were dropped (%d recorded)", n)
-	}
-	secs := float64(h.Ended.Time-h.Meta.Time) / 1e9
-	if limit := worker.EventBurst + int(worker.EventRate*secs) + 1; n > limit {
-		t.Fatalf("%d events recorded in %.1fs, over the %d the budget allows", n, secs, limit)
+	withinBudget(t, h, n)
+	// Whether any was dropped depends on how fast the worker could send on this machine: the counted
+	// flood below checks the record.
+	if dropped != nil && (dropped.Value == nil || *dropped.Value <= 0) {
+		t.Fatalf("the events-dropped record %+v counts nothing", *dropped)
 	}
 }
 
 // Issue 29 item 1: a flood of 100 000 events is recorded up to the budget, and the events-dropped record
-// accounts for every other one.
+// accounts for every other one (the worker sends them all before it exits). Before, all 100 000 were
+// recorded.
 func TestWorkerEventFloodCounted(t *testing.T) {
 	// Sequential: a run of a flooding worker.
 	bin := buildBinary(t)
@@ -120,6 +132,7 @@ func TestWorkerEventFloodCounted(t *testing.T) {
 	dir, _ := filepath.EvalSymlinks(filepath.Join(r.root, "latest"))
 	h := checkable(t, dir)
 	n, dropped := eventsOf(t, h, "renewed", "c1")
+	withinBudget(t, h, n)
 	if dropped == nil || dropped.Value == nil || int64(n)+*dropped.Value != 100000 {
 		t.Fatalf("%d events recorded, dropped record %+v: want them to add up to the 100000 sent", n, dropped)
 	}
