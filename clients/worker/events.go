@@ -27,8 +27,8 @@ const (
 const EventsDropped = "events-dropped"
 
 // Events holds a run's worker events until its meta record is written (the workers send theirs from
-// init_ok on, and the meta record waits for every worker's init_ok), then lets them through. The zero
-// value is shut: Open lets them through. A nil *Events is always open.
+// init_ok on, and the meta record waits for every worker's init_ok), then lets them through. A nil *Events
+// is always open (a worker started outside a run: the kind probe).
 type Events struct {
 	mu   sync.Mutex
 	open bool
@@ -50,7 +50,8 @@ func (e *Events) Open() {
 	e.open, e.held = true, nil
 }
 
-// write records r, or holds it until Open; false: the run holds EventsHeld already, and r is dropped.
+// write records r, or holds it until Open; false: the run holds EventsHeld already, and r is dropped. rec
+// is the client's recorder, for a nil e.
 func (e *Events) write(rec *history.Recorder, r history.Record) bool {
 	if e == nil {
 		rec.Write(r)
