@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -248,4 +249,52 @@ func TestDescriptorExhaustionObeysSIGINT(t *testing.T) {
 	}
 	code := p.exited(t, 45*time.Second, "SIGINT to a run out of descriptors")
 	checkExhausted(t, p, root, code, time.Since(begin))
+}
+
+// kill -9 of lockcheck takes its workers with it, and everything they started: here each worker's child
+// left its group and session (setsid) and ignores SIGTERM, as the nodes already died with it. Before, the
+// workers' escaped children were left running under pid 1.
+func TestKill9KillsWorkersAndTheirEscapedChildren(t *testing.T) {
+	// Sequential: what lockcheck started must be gone within 10 s of kill -9.
+	bin := buildBinary(t)
+	mark := uniqueMark()
+	killLeft(t, mark)
+	p := start(t, exec.Command(bin, "run", "--client-cmd", "env MARK="+mark+" "+hostileScript(t, "escape.sh"), "--lock", "naive",
+		"--clients", "2", "--time", "60s", "--results", t.TempDir()))
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(p.stderr.String(), "started in"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the run never started; stderr:\n%s", p.stderr)
+		}
+	}
+	left := taggedWith("MARK=" + mark)
+	if len(left) < 4 { // two workers, each with its escaped child
+		t.Fatalf("%d processes carry the mark before the kill, want the 2 workers and their 2 children: %v", len(left), left)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	p.exited(t, 5*time.Second, "lockcheck after kill -9")
+	for deadline := time.Now().Add(10 * time.Second); len(left) > 0; time.Sleep(20 * time.Millisecond) {
+		if left = taggedWith("MARK=" + mark); len(left) > 0 && time.Now().After(deadline) {
+			t.Fatalf("alive 10 s after kill -9 of lockcheck: %v", left)
+		}
+	}
+}
+
+// taggedWith lists the live processes (not zombies) whose environment holds kv.
+func taggedWith(kv string) []string {
+	var out []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		stat, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if i := bytes.LastIndexByte(stat, ')'); i < 0 || bytes.HasPrefix(stat[i+1:], []byte(" Z")) {
+			continue
+		}
+		env, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if slices.ContainsFunc(bytes.Split(env, []byte{0}), func(b []byte) bool { return string(b) == kv }) {
+			cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+			out = append(out, e.Name()+": "+strings.ReplaceAll(string(cmd), "\x00", " "))
+		}
+	}
+	return out
 }
