@@ -256,11 +256,7 @@ func TestDescriptorExhaustionObeysSIGINT(t *testing.T) {
 // workers' escaped children were left running under pid 1.
 func TestKill9KillsWorkersAndTheirEscapedChildren(t *testing.T) {
 	// Sequential: what lockcheck started must be gone within 10 s of kill -9.
-	bin := buildBinary(t)
-	mark := uniqueMark()
-	killLeft(t, mark)
-	p := start(t, exec.Command(bin, "run", "--client-cmd", "env MARK="+mark+" "+hostileScript(t, "escape.sh"), "--lock", "naive",
-		"--clients", "2", "--time", "60s", "--results", t.TempDir()))
+	p, mark := startMarked(t, "escape.sh", "60s")
 	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(p.stderr.String(), "started in"); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the run never started; stderr:\n%s", p.stderr)
