@@ -257,14 +257,12 @@ func TestDescriptorExhaustionObeysSIGINT(t *testing.T) {
 func TestKill9KillsWorkersAndTheirEscapedChildren(t *testing.T) {
 	// Sequential: what lockcheck started must be gone within 10 s of kill -9.
 	p, mark := startMarked(t, "escape.sh", "60s")
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(p.stderr.String(), "started in"); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the run never started; stderr:\n%s", p.stderr)
+	// The run started, and both workers are up, each with its escaped child.
+	var left []string
+	for deadline := time.Now().Add(30 * time.Second); len(left) < 4 || !strings.Contains(p.stderr.String(), "started in"); time.Sleep(20 * time.Millisecond) {
+		if left = taggedWith("MARK=" + mark); time.Now().After(deadline) {
+			t.Fatalf("want the 2 workers and their 2 children, %d processes carry the mark: %v; stderr:\n%s", len(left), left, p.stderr)
 		}
-	}
-	left := taggedWith("MARK=" + mark)
-	if len(left) < 4 { // two workers, each with its escaped child
-		t.Fatalf("%d processes carry the mark before the kill, want the 2 workers and their 2 children: %v", len(left), left)
 	}
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
