@@ -178,6 +178,7 @@ const orphanWait = 5 * time.Second
 // their group and session, which, this process being their subreaper, are below it too. It is for when
 // nothing else will stop them: lockcheck's supervisor was killed (kill -9).
 func KillDescendants() {
+	becomeSubreaper() // also where no worker ran (a suite's runs): what loses its parent here stays below
 	self := os.Getpid()
 	for deadline := time.Now().Add(orphanWait); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		all := scanProcs()
