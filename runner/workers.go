@@ -132,7 +132,7 @@ func (p *ClientProvider) startWorker(ctx context.Context, stderr io.Writer) (*wo
 	}
 	var err error
 	if r.argv, err = worker.Build(ctx, p.spec, p.Version, stderr); err != nil {
-		if errors.As(err, new(worker.UnknownError)) {
+		if errors.As(err, new(worker.UnknownError)) || errors.As(err, new(worker.CacheError)) {
 			return nil, UsageError{err}
 		}
 		return nil, err // a failed build is the harness's (255)

@@ -19,6 +19,9 @@ import (
 // for a new file, a nearest existing directory that is not one or where nothing can be created (missing
 // directories below it are made at the end, as the suite's own are). It leaves nothing behind.
 func CheckJUnit(path string) error {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 { // a checkout's results may hold one
+		return fmt.Errorf("--junit %s: a symbolic link: lockcheck writes no report through a link it did not make; name the file itself, or remove the link", path)
+	}
 	fi, err := os.Stat(path)
 	switch {
 	case err == nil && fi.IsDir():
@@ -120,9 +123,9 @@ func WriteJUnit(path string, r *Report) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil { // as CheckJUnit allowed
 		return err
 	}
-	// Checked again as it is opened (O_NONBLOCK: a FIFO put there since the check fails instead of
-	// blocking): the report goes to a regular file or nowhere.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|syscall.O_NONBLOCK, 0o644)
+	// Checked again as it is opened, as CheckJUnit: no link (O_NOFOLLOW), and a regular file or nothing
+	// (O_NONBLOCK: a FIFO put there since the check fails instead of blocking; a device is refused).
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
 	if err != nil {
 		return err
 	}

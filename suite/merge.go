@@ -51,7 +51,10 @@ func Merge(out string, dirs []string) (*Report, error) {
 	}
 	sort.Slice(shards, func(i, j int) bool { return shards[i].shown < shards[j].shown })
 
-	if err := os.MkdirAll(filepath.Join(out, "runs"), 0o755); err != nil {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, err
+	}
+	if err := RunsDir(out); err != nil {
 		return nil, err
 	}
 	dst, err := os.OpenRoot(out)
