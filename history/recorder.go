@@ -81,7 +81,7 @@ func (r *Recorder) write(rec Record, stamp bool) {
 	}
 	if len(r.buf) > MaxLine && rec.Type == Meta {
 		// Never write a line the reader refuses; the caller bounds the meta's parts before this.
-		r.err = fmt.Errorf("history: the meta record is %d bytes, over the %d a line may have", len(r.buf), MaxLine)
+		r.err = fmt.Errorf("the meta record is %d bytes, over the %d a history line may have: a lockcheck bug (its parts are bounded), not bad input", len(r.buf), MaxLine)
 		close(r.failed)
 		return
 	}
