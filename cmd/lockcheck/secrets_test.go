@@ -14,8 +14,8 @@ import (
 
 // echoWorker writes a worker that echoes the password its init hands it in every text it can send: its
 // library, version and runtime, an error reply to every request, a lost, a renewed (with it as the key)
-// and a log event, and its stderr; each also carries extra, the other forms of it (JSON-escaped in the
-// replies, as they are on the wire).
+// and a log event, and its stderr; each text but library and version also carries extra, the other forms
+// of it (JSON-escaped in the replies, as they are on the wire; only the last in runtime, which is bounded).
 func echoWorker(t *testing.T, extra []string) string {
 	t.Helper()
 	var js []string
@@ -24,17 +24,22 @@ func echoWorker(t *testing.T, extra []string) string {
 		js = append(js, strings.Trim(string(b), `"`))
 	}
 	e, u := strings.Join(js, " "), strings.Join(extra, " ")
-	if strings.Contains(e+u, "'") {
+	r := "" // one form in runtime: init_ok's names are bounded (256 bytes)
+	if len(js) > 0 {
+		r = js[len(js)-1]
+	}
+	if strings.Contains(e+u+r, "'") {
 		t.Fatalf("a form with a quote: %q", extra)
 	}
 	script := `#!/bin/sh
 E='` + e + `'
 U='` + u + `'
+R='` + r + `'
 say() { printf '%s\n' "$1"; }
 read -r line
 id=$(printf '%s' "$line" | sed -n 's/.*"msg_id":\([0-9]*\).*/\1/p')
 pw=$(printf '%s' "$line" | sed -n 's/.*"password":"\([^"]*\)".*/\1/p')
-say "{\"type\":\"init_ok\",\"in_reply_to\":$id,\"library\":\"lib $pw $E\",\"version\":\"$pw\",\"runtime\":\"rt $pw $E\",\"kinds\":[\"naive\"],\"caps\":[\"events\"]}"
+say "{\"type\":\"init_ok\",\"in_reply_to\":$id,\"library\":\"lib $pw\",\"version\":\"$pw\",\"runtime\":\"rt $R\",\"kinds\":[\"naive\"],\"caps\":[\"events\"]}"
 printf 'connecting to redis://default:%s@127.0.0.1:6379 %s\n' "$pw" "$U" >&2
 while read -r line; do
 	id=$(printf '%s' "$line" | sed -n 's/.*"msg_id":\([0-9]*\).*/\1/p')
