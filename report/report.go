@@ -35,7 +35,28 @@ type Results struct {
 	Plan        json.RawMessage   `json:"plan,omitempty"`
 	Versions    map[string]string `json:"versions,omitempty"`
 	StartupMs   int64             `json:"startup_ms,omitempty"`
-	Files       map[string]string `json:"files"`
+	// WorkloadNs is when the workload began on the run's clock: start-up (deployment and clients) came
+	// before it. Every time in every output is on that clock.
+	WorkloadNs int64             `json:"workload_start_ns,omitempty"`
+	Story      *Story            `json:"story,omitempty"` // the run in one or two sentences (story.go)
+	Files      map[string]string `json:"files"`
+}
+
+// ClockText says once where the run's clock starts, and start-up as its own figure.
+func (r *Results) ClockText() string {
+	t := "times are on the run's clock, which starts when lockcheck begins the run, before the deployment and clients start"
+	if r.WorkloadNs > 0 {
+		t += fmt.Sprintf("; start-up took %s, and the workload began then", checker.Secs(r.WorkloadNs))
+	}
+	return t
+}
+
+// StoryText is the run's story, or "" for results written before stories.
+func (r *Results) StoryText() string {
+	if r.Story == nil {
+		return ""
+	}
+	return r.Story.Text
 }
 
 // WriteJSON writes results.json into dir.
@@ -44,6 +65,10 @@ func (r *Results) WriteJSON(dir string) error { return r.WriteFile(filepath.Join
 // Table prints the verdict table.
 func (r *Results) Table(w io.Writer) {
 	fmt.Fprintf(w, "\nlockcheck: lock %s on %s, nemesis %s, seed %d\n", r.Lock, r.Topology, nemesisText(r.Nemesis), r.Seed)
+	if t := r.StoryText(); t != "" {
+		fmt.Fprintf(w, "%s\n", t)
+	}
+	fmt.Fprintf(w, "(%s)\n", r.ClockText())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHECKER\tVERDICT\tSUMMARY")
 	for _, c := range r.Checkers {
@@ -72,7 +97,10 @@ func (r *Results) Table(w io.Writer) {
 		}
 	}
 	if first >= 0 {
-		line := fmt.Sprintf("time to first violation: %s into the run", checker.Secs(first))
+		line := fmt.Sprintf("time to first violation: %s on the run's clock", checker.Secs(first))
+		if r.WorkloadNs > 0 && first >= r.WorkloadNs {
+			line += fmt.Sprintf(", %s after the workload began", checker.Secs(first-r.WorkloadNs))
+		}
 		switch {
 		case len(r.Faults) == 0:
 		case first >= r.Faults[0].Start:

@@ -125,6 +125,10 @@ func analyze(ctx context.Context, path string, timeout time.Duration, own *kinds
 		res.Valid = checker.Worst(res.Valid, checker.Unknown)
 	}
 	res.NoteCoverage(h) // after every cap on the verdict: only a valid verdict can have missed
+	if h.Meta != nil {
+		res.WorkloadNs = h.Meta.Time
+	}
+	res.Story = report.TellStory(h, res, libraryOf(meta))
 	if h.Truncated {
 		res.Notes = append(res.Notes, "the history's last line was cut short (the run died mid-write, or its disk filled); the prefix was checked")
 	}
@@ -227,4 +231,13 @@ func finished(h *history.History) bool {
 		}
 	}
 	return false
+}
+
+// libraryOf names what answered the clients, for the story's "what the library told": the worker's library,
+// or lockcheck's own lock.
+func libraryOf(m Meta) string {
+	if c := m.Client; c != nil && c.Library != "" {
+		return c.Library
+	}
+	return "the " + m.Lock + " lock"
 }
