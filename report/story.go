@@ -90,7 +90,7 @@ func TellStory(h *history.History, r *Results, lib string) *Story {
 		s.Kind, s.Checker, s.At = OtherViolation, lead.Checker, lead.At
 		s.Text = fmt.Sprintf("%s found a violation at %s: %s", lead.Checker, checker.Secs(lead.At), firstSentence(lead.Violation))
 	}
-	if s.Kind != OtherViolation && s.Faults == nil {
+	if s.Kind != OtherViolation && s.Kind != Overlap || s.Kind == Overlap && s.Owners == nil {
 		s.Faults = faultsBetween(r.Faults, s.from(), max(s.At, s.from()))
 		s.Text += s.faultText(r.Faults)
 	}

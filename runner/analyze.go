@@ -105,7 +105,7 @@ func analyze(ctx context.Context, path string, timeout time.Duration, own *kinds
 	plan, _ := json.Marshal(p)
 	res := &report.Results{Valid: valid, Lock: meta.Lock, Topology: meta.Topology, Nemesis: meta.Nemesis,
 		Seed: meta.Seed, Truncated: h.Truncated, Checkers: results, Faults: h.Windows(), Options: opts, Plan: plan,
-		Versions: meta.Versions, StartupMs: meta.StartupMs, Files: files}
+		Versions: meta.Versions, StartupMs: meta.StartupMs, ReadyMs: meta.ReadyMs, Files: files}
 	if c := meta.Client; c != nil { // a worker's run: the worker, not the Go lock of that name, is the control
 		if c.Broken != "" {
 			res.Notes = append(res.Notes, fmt.Sprintf("worker %s is a negative control: it %s; a valid verdict here means the harness missed it", c.Name, c.Broken))

@@ -267,6 +267,9 @@ func firstViolation(r *report.Results) (string, int64) {
 			msg, at = c.Checker+": "+c.Violation, c.At
 		}
 	}
+	if t := r.StoryText(); at >= 0 && t != "" { // the run's story leads, in every line and message that quotes it
+		msg = t
+	}
 	if at < 0 {
 		for _, c := range r.Checkers {
 			if c.Valid == checker.Unknown {
