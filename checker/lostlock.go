@@ -69,10 +69,10 @@ func (g Gone) String() string {
 	case GoneOther:
 		return fmt.Sprintf("another owner's command could have removed the key: %s's %s, called at %s", g.Owner, g.F, Secs(g.At))
 	case GoneOwn:
-		return fmt.Sprintf("no other owner's command could have removed the key, but the holder's own %s, called at %s and "+
-			"acknowledged, came between: the library's own command may have deleted it", g.F, Secs(g.At))
+		return fmt.Sprintf("no other owner's command could have removed the key; the last command on it was the holder's own %s, "+
+			"called at %s and acknowledged: either that command removed the key, or the server lost it", g.F, Secs(g.At))
 	}
-	return "no recorded command, its own or another owner's, could have removed the key: the server lost the lock"
+	return "no recorded command since the grant, its own or another owner's, could have removed the key: the server lost the lock"
 }
 
 // ownerOp is one command of an owner on a key, with its reply.
