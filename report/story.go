@@ -47,10 +47,12 @@ type Story struct {
 	Text  string `json:"text"`
 }
 
-// StoryOwner is one owner in a story: who, when it was granted (-1: not in the history) and when it left.
+// StoryOwner is one owner in a story: who, when it was granted (-1: not in the history), when it entered
+// its critical section and when it left (0: not a section's owner).
 type StoryOwner struct {
 	Name    string `json:"name"`
 	Granted int64  `json:"granted_ns"`
+	Entered int64  `json:"entered_ns,omitempty"`
 	Left    int64  `json:"left_ns,omitempty"`
 }
 
@@ -150,10 +152,11 @@ func (s *Story) overlap(h *history.History, c checker.Result, byName map[string]
 		return
 	}
 	s.Kind, s.Key, s.For = Overlap, o.Key, min(o.HeldTo, o.IntruderOut)-o.Entered
-	first := StoryOwner{Name: o.Holder, Granted: grantedBefore(h, o.Holder, o.Key, o.HeldFrom), Left: o.HeldTo}
-	second := StoryOwner{Name: o.Intruder, Granted: grantedBefore(h, o.Intruder, o.Key, o.Entered), Left: o.IntruderOut}
+	first := StoryOwner{Name: o.Holder, Granted: grantedBefore(h, o.Holder, o.Key, o.HeldFrom), Entered: o.HeldFrom, Left: o.HeldTo}
+	second := StoryOwner{Name: o.Intruder, Granted: grantedBefore(h, o.Intruder, o.Key, o.Entered), Entered: o.Entered,
+		Left: o.IntruderOut}
 	s.Owners = []StoryOwner{first, second}
-	s.Faults = faultsBetween(ws, s.from(), s.At)
+	s.Faults = faultsBetween(ws, min(s.from(), o.HeldFrom), s.At)
 	s.Told = told(h, byName["told-of-loss"], lib, o)
 	s.Text = fmt.Sprintf("Two owners held %s at once for %s, from %s: %s (%s) and %s (%s)", s.keyText(),
 		checker.Secs(s.For), checker.Secs(o.Entered), first.Name, s.grantText(first), second.Name, s.grantText(second))
@@ -242,16 +245,28 @@ func (s *Story) faultText(all []history.Window) string {
 		fs = append(fs, fmt.Sprintf("%s %s–%s", strings.TrimSpace(f.Fault+" "+strings.Join(f.Targets, " ")),
 			checker.Secs(f.Start), checker.Secs(f.End)))
 	}
-	return ", with the fault " + strings.Join(fs, ", ") + " in between"
+	if len(s.Faults) == 1 && s.Faults[0].End < s.from() {
+		return ", after the fault " + fs[0]
+	}
+	return ", with the fault " + strings.Join(fs, ", ") + " in force"
 }
 
-// faultsBetween are the windows that were in force at some moment of [from, to].
+// faultsBetween are the windows that were in force at some moment of [from, to], or else the last one
+// that ended before from: what the run did to the lock just before.
 func faultsBetween(ws []history.Window, from, to int64) []StoryFault {
 	var out []StoryFault
-	for _, w := range ws {
+	last := -1
+	for i, w := range ws {
 		if w.Start <= to && w.End >= from {
 			out = append(out, StoryFault{Fault: w.Kind, Targets: w.Targets, Start: w.Start, End: w.End})
 		}
+		if w.End < from && (last < 0 || w.End > ws[last].End) {
+			last = i
+		}
+	}
+	if len(out) == 0 && last >= 0 {
+		w := ws[last]
+		out = append(out, StoryFault{Fault: w.Kind, Targets: w.Targets, Start: w.Start, End: w.End})
 	}
 	return out
 }
@@ -276,7 +291,7 @@ func agreement(s *Story, invalid func(string) bool) string {
 			also = append(also, "no acknowledged lock was found gone")
 		}
 		if len(also) == 2 {
-			return "No two owners overlapped and no acknowledged lock was found gone yet, but the library's answers cannot all be true: the lock's state was not what it told its clients"
+			return "No two owners overlapped and no acknowledged lock was found gone yet: the lock's state in Redis was not what the library told its clients"
 		}
 	}
 	return ""
@@ -308,10 +323,10 @@ func threadOf(c history.Call) string {
 
 // grantText says when an owner was granted, and where that fell against the story's faults.
 func (s *Story) grantText(o StoryOwner) string {
-	if o.Granted < 0 {
-		return "grant not recorded"
+	at, t := o.Granted, "granted at "+checker.Secs(o.Granted)
+	if at < 0 { // a grant the clients' records do not show: its section's entry
+		at, t = o.Entered, "inside from "+checker.Secs(o.Entered)
 	}
-	t := "granted at " + checker.Secs(o.Granted)
 	if len(s.Faults) == 0 {
 		return t
 	}
@@ -321,9 +336,9 @@ func (s *Story) grantText(o StoryOwner) string {
 		name += " of " + strings.Join(f.Targets, " ")
 	}
 	switch {
-	case o.Granted < f.Start:
+	case at < f.Start:
 		return fmt.Sprintf("%s, before the %s at %s", t, name, checker.Secs(f.Start))
-	case o.Granted <= f.End:
+	case at <= f.End:
 		return fmt.Sprintf("%s, during the %s (%s–%s)", t, name, checker.Secs(f.Start), checker.Secs(f.End))
 	}
 	return fmt.Sprintf("%s, after the %s at %s–%s", t, name, checker.Secs(f.Start), checker.Secs(f.End))
