@@ -225,7 +225,9 @@ func keptAfter(groups map[[2]string][]ownerOp, order [][2]string, g, r ownerOp) 
 // lock's DEL of any holder), else the holder's own acknowledged renew or expire (a library's renew that
 // deletes), else nothing: the server.
 func goneBy(groups map[[2]string][]ownerOp, order [][2]string, own []ownerOp, g, r ownerOp) Gone {
-	between := func(x ownerOp) bool { return x.c.Call < r.c.Call && x.c.Return > g.c.Return && x.i != g.i && x.i != r.i }
+	between := func(x ownerOp) bool {
+		return x.c.Call < r.c.Call && x.c.Return > g.c.Return && x.i != g.i && x.i != r.i
+	}
 	best := Gone{By: GoneServer}
 	for _, k := range order {
 		if k[0] != r.c.Key || k[1] == r.c.Owner {
