@@ -68,7 +68,7 @@
   const charts = []
   let moment = null
   let drawn = 0
-  const xAxis = () => ({ type: 'linear', offset: false, min: 0, max: Math.max(d.duration, 1), title: { display: true, text: 'seconds on the run\'s clock' + (d.workload ? ' (start-up until ' + fmt(d.workload) + ')' : '') } })
+  const xAxis = () => ({ type: 'linear', offset: false, min: 0, max: Math.max(d.duration, 1), title: { display: true, text: d.workload ? 'seconds on the run\'s clock (the workload began at ' + fmt(d.workload) + ')' : 'seconds since the workload began' } })
   const shading = {
     id: 'lockcheckFaults',
     beforeDatasetsDraw (chart) {
