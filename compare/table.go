@@ -86,7 +86,7 @@ func Build(dir string, rep *suite.Report, ls []Lock, ss []Scenario, seeds int) *
 				switch verdict {
 				case "invalid":
 					c.Violations++
-					ttfv = append(ttfv, float64(at-workloadStart(h))/1e9)
+					ttfv = append(ttfv, float64(at-h.WorkloadStart())/1e9)
 				case "unknown":
 					c.Unknown++
 				case "valid":
@@ -248,12 +248,6 @@ func availability(h *history.History) (float64, float64, bool) {
 // workloadStart is when the workload and the fault plan began: the meta record, written once every client
 // answered. History times count from before the topology and the clients started, and a JVM worker takes
 // 15-25 s to start here, so times to first violation are taken from this moment to compare rows alike.
-func workloadStart(h *history.History) int64 {
-	if h == nil || h.Meta == nil {
-		return 0
-	}
-	return h.Meta.Time
-}
 
 func median(v []float64) float64 {
 	if len(v) == 0 {

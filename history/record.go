@@ -102,16 +102,15 @@ func NewClock() Clock {
 	return c
 }
 
-// Restart moves the clock's zero to now and returns how long it had run: a run's clock starts with its
-// workload, start-up (deployment and clients, recorded before nothing) being its own figure.
-func (c Clock) Restart() time.Duration {
+// Restart moves the clock's zero to now, for every copy: a run's clock starts with its workload, and
+// start-up (deployment and clients, before anything is recorded) is its own figure.
+func (c Clock) Restart() {
 	now := time.Now()
-	var ran time.Duration
-	if old := c.base.Swap(&now); old != nil {
-		ran = now.Sub(*old)
-	}
-	return ran
+	c.base.Store(&now)
 }
+
+// Since is how long the clock has run.
+func (c Clock) Since() time.Duration { return time.Duration(c.Now()) }
 
 // Now is the time since the clock's zero, in nanoseconds.
 func (c Clock) Now() int64 { return int64(time.Since(*c.base.Load())) }

@@ -46,7 +46,7 @@ type Results struct {
 
 // ClockText says once where the run's clock starts, and start-up as its own figure.
 func (r *Results) ClockText() string {
-	if r.WorkloadNs > int64(time.Millisecond) { // an older history: its clock started before the deployment
+	if r.WorkloadNs > 0 { // an older history: its clock started before the deployment
 		return fmt.Sprintf("times are on the run's clock, which started before the deployment; the workload began at %s",
 			checker.Secs(r.WorkloadNs))
 	}

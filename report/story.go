@@ -220,8 +220,12 @@ func (s *Story) illegal(c checker.Result) {
 	}
 	s.Key, s.Node = cu.Key, cu.Node
 	s.Owners = []StoryOwner{{Name: cu.Thread, Granted: -1}}
-	s.Text = fmt.Sprintf("The library's answers on %s cannot all be true: %s's %s, called at %s, fits no legal order of the commands before it",
-		s.keyText(), cu.Thread, cu.What, checker.Secs(cu.Call))
+	what := cu.What // the model's words name the thread: "c7/1 acquire → ok"
+	if !strings.HasPrefix(what, cu.Thread+" ") {
+		what = cu.Thread + " " + what
+	}
+	s.Text = fmt.Sprintf("The library's answers on %s cannot all be true: %s, called at %s, fits no legal order of the commands before it",
+		s.keyText(), what, checker.Secs(cu.Call))
 }
 
 // keyText names the key as every output does: "lock-1", or "lock-1 on n1".

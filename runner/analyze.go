@@ -125,9 +125,7 @@ func analyze(ctx context.Context, path string, timeout time.Duration, own *kinds
 		res.Valid = checker.Worst(res.Valid, checker.Unknown)
 	}
 	res.NoteCoverage(h) // after every cap on the verdict: only a valid verdict can have missed
-	if h.Meta != nil {
-		res.WorkloadNs = h.Meta.Time
-	}
+	res.WorkloadNs = h.WorkloadStart()
 	res.Story = report.TellStory(h, res, libraryOf(meta))
 	if h.Truncated {
 		res.Notes = append(res.Notes, "the history's last line was cut short (the run died mid-write, or its disk filled); the prefix was checked")
