@@ -170,13 +170,10 @@ func (s *Story) overlap(h *history.History, c checker.Result, byName map[string]
 
 // lost tells an acknowledged lock found gone before its lease could end.
 func (s *Story) lost(c checker.Result) {
-	s.Kind, s.Checker, s.At = LockLost, c.Checker, c.At
-	ls, ok := c.Details.([]checker.Loss)
-	if !ok || len(ls) == 0 {
-		s.Text = "A lock was lost: " + firstSentence(c.Violation)
+	l, ok := firstOf[checker.Loss](s, c, LockLost, "A lock was lost: ")
+	if !ok {
 		return
 	}
-	l := ls[0]
 	s.Key, s.Node = checker.SplitKey(l.Key)
 	s.At = l.Return
 	s.Owners = []StoryOwner{{Name: l.Client, Granted: l.Acquired, Left: l.Return}}
@@ -194,17 +191,27 @@ func (s *Story) lost(c checker.Result) {
 	}
 }
 
+// firstOf sets the story's kind and checker and returns the checker's first finding from its typed
+// details; where they are not of that type (details read back from a file) the story quotes the checker's
+// own words after head, and ok is false.
+func firstOf[T any](s *Story, c checker.Result, kind ViolationKind, head string) (first T, ok bool) {
+	s.Kind, s.Checker, s.At = kind, c.Checker, c.At
+	xs, ok := c.Details.([]T)
+	if !ok || len(xs) == 0 {
+		s.Text = head + firstSentence(c.Violation)
+		return first, false
+	}
+	return xs[0], true
+}
+
 // notTold tells a holder answered ok after another owner was granted its lock.
 func (s *Story) notTold(c checker.Result) {
-	s.Kind, s.Checker, s.At = NotTold, c.Checker, c.At
-	ss, ok := c.Details.([]checker.Silence)
-	if !ok || len(ss) == 0 {
-		s.Text = "A holder was not told it lost its lock: " + firstSentence(c.Violation)
+	x, ok := firstOf[checker.Silence](s, c, NotTold, "A holder was not told it lost its lock: ")
+	if !ok {
 		return
 	}
-	x := ss[0]
 	s.Key, s.Node = checker.SplitKey(x.Key)
-	s.Owners = []StoryOwner{{Name: x.Holder, Granted: x.Granted, Left: -1}, {Name: x.Other, Granted: x.OtherGranted, Left: -1}}
+	s.Owners = []StoryOwner{{Name: x.Holder, Granted: x.Granted}, {Name: x.Other, Granted: x.OtherGranted}}
 	s.Text = fmt.Sprintf("%s lost %s (granted at %s) to %s (granted at %s) and was not told: its %s at %s was answered ok",
 		x.Holder, s.keyText(), checker.Secs(x.Granted), x.Other, checker.Secs(x.OtherGranted), x.F, checker.Secs(x.Call))
 }
