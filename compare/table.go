@@ -307,7 +307,7 @@ func (t *Table) Text(w io.Writer) {
 			num(c.OpsPerSec, "%.0f"), num(c.Available*100, "%.0f%%"), num(c.HealToGrant, "%.2fs"))
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\ncells: violations/seeds, median time to first violation; (ref: ...) the reference's prediction, ≠ where the measurement disagrees\n")
+	fmt.Fprintf(w, "\ncells: violations/seeds, median time to first violation after the workload began (start-up not counted); (ref: ...) the reference's prediction, ≠ where the measurement disagrees\n")
 	var ids []string
 	for id := range t.Unmeasured {
 		ids = append(ids, id)
@@ -337,6 +337,7 @@ func (t *Table) rows() [][]string {
 // Markdown writes the table for a design document.
 func (t *Table) Markdown(w io.Writer, when time.Time) {
 	fmt.Fprintf(w, "# lockcheck compare, %d seed(s), %s\n\n", t.Seeds, when.Format("2006-01-02"))
+	fmt.Fprintf(w, "Cells: violations/seeds, and the median time to first violation after the workload began (start-up not counted).\n\n")
 	head := []string{"lock"}
 	for _, s := range t.Scenarios {
 		head = append(head, s.ID+" "+s.Name)
