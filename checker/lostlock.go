@@ -52,7 +52,7 @@ type GoneBy string
 const (
 	GoneServer GoneBy = "server" // no recorded command could have: the server lost it
 	GoneOwn    GoneBy = "own"    // the holder's own command (its library's renew, say) was the last on the key
-	GoneOther  GoneBy = "other"  // another owner's release or force-release that may have deleted it
+	GoneOther  GoneBy = "other"  // another owner's release, acknowledged as deleting a key, in between
 )
 
 // Gone is a lost lock's cause as the history shows it: by whom, which command, when it was called.
@@ -221,8 +221,7 @@ func keptAfter(groups map[[2]string][]ownerOp, order [][2]string, g, r ownerOp) 
 }
 
 // goneBy looks between the grant g and the refusal r for what the history shows could have removed the
-// key: another owner's release or force-release that deleted a hold or whose outcome is unknown (the naive
-// lock's DEL of any holder), else the holder's own acknowledged renew or expire (a library's renew that
+// key: another owner's release acknowledged as deleting a key (the naive lock's DEL of any holder), else the holder's own acknowledged renew or expire (a library's renew that
 // deletes), else nothing: the server.
 func goneBy(groups map[[2]string][]ownerOp, order [][2]string, own []ownerOp, g, r ownerOp) Gone {
 	between := func(x ownerOp) bool {
@@ -234,8 +233,8 @@ func goneBy(groups map[[2]string][]ownerOp, order [][2]string, own []ownerOp, g,
 			continue
 		}
 		for _, x := range groups[k] {
-			deleted := x.out.Outcome == Unsure || x.out.Outcome == Applied && x.out.Value != 0
-			if (x.c.F == "release" || x.c.F == "force_release") && deleted && between(x) && (best.By == GoneServer || x.c.Call < best.At) {
+			deleted := x.out.Outcome == Applied && x.out.Value != 0 // it surely deleted a key: an unknown one proves nothing
+			if x.c.F == "release" && deleted && between(x) && (best.By == GoneServer || x.c.Call < best.At) {
 				best = Gone{By: GoneOther, Owner: x.c.Client, F: x.c.F, At: x.c.Call}
 			}
 		}

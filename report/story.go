@@ -158,8 +158,18 @@ func (s *Story) overlap(h *history.History, c checker.Result, byName map[string]
 	s.Owners = []StoryOwner{first, second}
 	s.Faults = faultsBetween(ws, min(s.from(), o.HeldFrom), s.At)
 	s.Told = told(h, byName["told-of-loss"], lib, o)
-	s.Text = fmt.Sprintf("Two owners held %s at once for %s, from %s: %s (%s) and %s (%s)", s.keyText(),
-		checker.Secs(s.For), checker.Secs(o.Entered), first.Name, s.grantText(first), second.Name, s.grantText(second))
+	g1, r1 := s.grantText(first)
+	g2, r2 := s.grantText(second)
+	if r1 == r2 { // both against the same fault the same way: say it once
+		s.Text = fmt.Sprintf("Two owners held %s at once for %s, from %s: %s (%s) and %s (%s)", s.keyText(),
+			checker.Secs(s.For), checker.Secs(o.Entered), first.Name, g1, second.Name, g2)
+		if r1 != "" {
+			s.Text += ", both " + r1
+		}
+	} else {
+		s.Text = fmt.Sprintf("Two owners held %s at once for %s, from %s: %s (%s, %s) and %s (%s, %s)", s.keyText(),
+			checker.Secs(s.For), checker.Secs(o.Entered), first.Name, g1, r1, second.Name, g2, r2)
+	}
 	if len(s.Faults) == 0 {
 		s.Text += s.faultText(ws)
 	}
@@ -253,8 +263,7 @@ func (s *Story) faultText(all []history.Window) string {
 	}
 	var fs []string
 	for _, f := range s.Faults {
-		fs = append(fs, fmt.Sprintf("%s %s–%s", strings.TrimSpace(f.Fault+" "+strings.Join(f.Targets, " ")),
-			checker.Secs(f.Start), checker.Secs(f.End)))
+		fs = append(fs, fmt.Sprintf("%s %s–%s", f.name(), checker.Secs(f.Start), checker.Secs(f.End)))
 	}
 	if len(s.Faults) == 1 && s.Faults[0].End < s.from() {
 		return ", after the fault " + fs[0]
@@ -332,27 +341,39 @@ func threadOf(c history.Call) string {
 	return fmt.Sprintf("%s/%d", c.Client, c.Thread)
 }
 
-// grantText says when an owner was granted, and where that fell against the story's faults.
-func (s *Story) grantText(o StoryOwner) string {
-	at, t := o.Granted, "granted at "+checker.Secs(o.Granted)
+// grantText says when an owner was granted (or entered, where its grant is not recorded), and where that
+// fell against the story's first fault ("" without one).
+func (s *Story) grantText(o StoryOwner) (when, fault string) {
+	at, when := o.Granted, "granted at "+checker.Secs(o.Granted)
 	if at < 0 { // a grant the clients' records do not show: its section's entry
-		at, t = o.Entered, "inside from "+checker.Secs(o.Entered)
+		at, when = o.Entered, "inside from "+checker.Secs(o.Entered)
 	}
 	if len(s.Faults) == 0 {
-		return t
+		return when, ""
 	}
 	f := s.Faults[0]
-	name := f.Fault
-	if len(f.Targets) > 0 {
-		name += " of " + strings.Join(f.Targets, " ")
-	}
 	switch {
 	case at < f.Start:
-		return fmt.Sprintf("%s, before the %s at %s", t, name, checker.Secs(f.Start))
+		return when, fmt.Sprintf("before the %s at %s", f.name(), checker.Secs(f.Start))
 	case at <= f.End:
-		return fmt.Sprintf("%s, during the %s (%s–%s)", t, name, checker.Secs(f.Start), checker.Secs(f.End))
+		return when, fmt.Sprintf("during the %s (%s–%s)", f.name(), checker.Secs(f.Start), checker.Secs(f.End))
 	}
-	return fmt.Sprintf("%s, after the %s at %s–%s", t, name, checker.Secs(f.Start), checker.Secs(f.End))
+	return when, fmt.Sprintf("after the %s at %s–%s", f.name(), checker.Secs(f.Start), checker.Secs(f.End))
+}
+
+// name is the fault and the clients or nodes it acted on ("client-pause of c2"); a failover's shard and
+// kept clients ("shard:0 keep:c3") stay in the parts, out of the sentence.
+func (f StoryFault) name() string {
+	var on []string
+	for _, t := range f.Targets {
+		if !strings.Contains(t, ":") {
+			on = append(on, t)
+		}
+	}
+	if len(on) == 0 {
+		return f.Fault
+	}
+	return f.Fault + " of " + strings.Join(on, " ")
 }
 
 // told says what the library told the first holder of an overlap after the second was let in.
