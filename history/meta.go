@@ -24,10 +24,13 @@ type RunMeta struct {
 	ScriptSet string            `json:"script_set,omitempty"`
 	// Spec names the spec file of a user-defined lock: such a lock is not registered, so the family its
 	// checks name judges it (a history naming an unregistered lock without a spec is refused).
-	Spec      string  `json:"spec,omitempty"`
-	Checks    Checks  `json:"checks"`
-	StartupMs int64   `json:"startup_ms,omitempty"`
-	Client    *Client `json:"client,omitempty"` // the worker, when the clients were one
+	Spec      string `json:"spec,omitempty"`
+	Checks    Checks `json:"checks"`
+	StartupMs int64  `json:"startup_ms,omitempty"`
+	// ReadyMs is the whole start-up (deployment, scripts, clients) before the workload began: the run's
+	// clock starts after it, at the meta record.
+	ReadyMs int64   `json:"ready_ms,omitempty"`
+	Client  *Client `json:"client,omitempty"` // the worker, when the clients were one
 	// Command is the command line, for the summary page.
 	Command []string `json:"command,omitempty"`
 }

@@ -162,6 +162,7 @@ type Op struct {
 	r                           *Recorder
 	id, thread                  int64
 	client, key, node, owner, f string
+	wire                        bool // a wire record (Src set): the live counts leave it out, as the final stats do
 }
 
 // Invoke records the start of an operation and returns the handle that completes it.
@@ -171,7 +172,7 @@ func (r *Recorder) Invoke(rec Record) *Op {
 	r.write(rec, true)
 	r.notify(rec)
 	return &Op{r: r, id: rec.ID, client: rec.Client, thread: rec.Thread, key: rec.Key, node: rec.Node,
-		owner: rec.Owner, f: rec.F}
+		owner: rec.Owner, f: rec.F, wire: rec.Src != ""}
 }
 
 // Ok records that the operation took effect, with its numeric result if any, and extra arguments learned
@@ -195,10 +196,11 @@ func (o *Op) complete(t Type, value *int64, args map[string]int64, errText strin
 		F: o.f, Value: value, Args: args, Error: errText}
 	o.r.write(rec, true)
 	o.r.notify(rec)
-	switch t {
-	case Ok:
+	switch {
+	case o.wire:
+	case t == Ok:
 		o.r.ok.Add(1)
-	case Fail:
+	case t == Fail:
 		o.r.fail.Add(1)
 	default:
 		o.r.unknown.Add(1)

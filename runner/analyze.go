@@ -105,7 +105,7 @@ func analyze(ctx context.Context, path string, timeout time.Duration, own *kinds
 	plan, _ := json.Marshal(p)
 	res := &report.Results{Valid: valid, Lock: meta.Lock, Topology: meta.Topology, Nemesis: meta.Nemesis,
 		Seed: meta.Seed, Truncated: h.Truncated, Checkers: results, Faults: h.Windows(), Options: opts, Plan: plan,
-		Versions: meta.Versions, StartupMs: meta.StartupMs, Files: files}
+		Versions: meta.Versions, StartupMs: meta.StartupMs, ReadyMs: meta.ReadyMs, Files: files}
 	if c := meta.Client; c != nil { // a worker's run: the worker, not the Go lock of that name, is the control
 		if c.Broken != "" {
 			res.Notes = append(res.Notes, fmt.Sprintf("worker %s is a negative control: it %s; a valid verdict here means the harness missed it", c.Name, c.Broken))
@@ -125,6 +125,8 @@ func analyze(ctx context.Context, path string, timeout time.Duration, own *kinds
 		res.Valid = checker.Worst(res.Valid, checker.Unknown)
 	}
 	res.NoteCoverage(h) // after every cap on the verdict: only a valid verdict can have missed
+	res.WorkloadNs = h.WorkloadStart()
+	res.Story = report.TellStory(h, res, libraryOf(meta))
 	if h.Truncated {
 		res.Notes = append(res.Notes, "the history's last line was cut short (the run died mid-write, or its disk filled); the prefix was checked")
 	}
@@ -227,4 +229,13 @@ func finished(h *history.History) bool {
 		}
 	}
 	return false
+}
+
+// libraryOf names what answered the clients, for the story's "what the library told": the worker's library,
+// or lockcheck's own lock.
+func libraryOf(m Meta) string {
+	if c := m.Client; c != nil && c.Library != "" {
+		return c.Library
+	}
+	return "the " + m.Lock + " lock"
 }

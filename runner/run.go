@@ -294,7 +294,9 @@ func execute(ctx context.Context, t *Test, wk *workerRun, dir string, rec *histo
 	// init_ok, and a client that cannot start leaves nothing to judge.
 	wk.describe(meta, stderr)
 	meta.StartupMs = max(topo.Startup.Milliseconds(), 1)
+	meta.ReadyMs = max(rec.Clock.Since().Milliseconds(), 1)
 	data, _ := json.Marshal(meta)
+	rec.Clock.Restart() // the run's clock starts with the workload: nothing is recorded before the meta record
 	rec.Write(history.Record{Type: history.Meta, Time: rec.Clock.Now(), Data: data})
 	if err := rec.Err(); err != nil { // a history without its meta record is nothing to judge
 		meta.StartupMs = 0

@@ -114,6 +114,7 @@ func TestPageInBrowser(t *testing.T) {
 			Violation string `json:"violation"`
 			At        int64  `json:"violation_at_ns"`
 		} `json:"checkers"`
+		Story struct{ Text string } `json:"story"`
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
 	if err != nil {
@@ -151,6 +152,11 @@ func TestPageInBrowser(t *testing.T) {
 	})
 	if !named || !strings.Contains(banner[1], fmt.Sprintf("%.3fs", float64(firstAt)/1e9)) {
 		t.Fatalf("the banner does not name the first violation (%v at %d ns): %.600s", firsts, firstAt, banner)
+	}
+	// The run's story leads the banner, under the verdict (text as the DOM serializes it: &, < and > escaped).
+	story := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(res.Story.Text)
+	if res.Story.Text == "" || !strings.Contains(banner[1], `INVALID</div><div class="story" id="story">`+story+"</div>") {
+		t.Fatalf("the banner does not lead with the story %q: %.600s", res.Story.Text, banner)
 	}
 	if cl := regexp.MustCompile(`<pre id="command">([^<]*)</pre>`).FindStringSubmatch(dom); cl == nil ||
 		!strings.HasPrefix(cl[1], "lockcheck run ") || !strings.Contains(cl[1], " --hold=400ms-1s") || !strings.Contains(cl[1], " --seed=1") {

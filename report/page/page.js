@@ -23,6 +23,7 @@
   const banner = $('banner')
   banner.classList.add(d.verdict)
   banner.append(el('div', { class: 'verdict' }, d.verdict.toUpperCase()))
+  if (d.story) banner.append(el('div', { class: 'story', id: 'story' }, d.story))
   banner.append(el('div', {}, `lock ${d.lock} on ${d.topology}` + (d.client ? `, client ${d.client}` : '') +
     `, nemesis ${d.nemesis && d.nemesis.length ? d.nemesis.join(',') : 'none'}, seed ${d.seed}, ${fmt(d.duration)}`))
   if (d.first) {
@@ -31,6 +32,7 @@
     banner.append(p)
   }
   for (const n of d.notes || []) banner.append(el('div', { class: 'note' }, 'note: ' + n))
+  banner.append(el('div', { class: 'note', id: 'clock' }, d.clock))
   const tl = d.links.find((l) => /\.html$/.test(l.href) && /^history/.test(l.href))
   if (tl) {
     banner.append(el('div', { class: 'note' }, el('a', { href: tl.href }, "porcupine's timeline"),
@@ -66,7 +68,7 @@
   const charts = []
   let moment = null
   let drawn = 0
-  const xAxis = () => ({ type: 'linear', offset: false, min: 0, max: Math.max(d.duration, 1), title: { display: true, text: 'seconds since the run started' } })
+  const xAxis = () => ({ type: 'linear', offset: false, min: 0, max: Math.max(d.duration, 1), title: { display: true, text: d.workload ? 'seconds on the run\'s clock (the workload began at ' + fmt(d.workload) + ')' : 'seconds since the workload began' } })
   const shading = {
     id: 'lockcheckFaults',
     beforeDatasetsDraw (chart) {
