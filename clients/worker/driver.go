@@ -246,6 +246,9 @@ func Start(cfg Config) (*Client, error) {
 		err = fmt.Errorf("client %s: the worker failed to start: %s", cfg.Client, reply.Text)
 	case reply.Type != "init_ok":
 		err = fmt.Errorf("client %s: worker answered init with %q", cfg.Client, reply.Type)
+	case reply.Type == "init_ok" && (reply.LeaseGranularityMs < 0 || reply.LeaseGranularityMs > MaxLeaseGranularity.Milliseconds()):
+		err = RefusedError{msg: fmt.Sprintf("client %s: worker %s %s announced lease_granularity_ms %d: want 0 (none) to %d",
+			cfg.Client, reply.Library, reply.Version, reply.LeaseGranularityMs, MaxLeaseGranularity.Milliseconds())}
 	case init.Lock != nil && !slices.Contains(reply.Kinds, init.Lock.Kind):
 		err = RefusedError{fmt.Sprintf("client %s: worker %s %s cannot drive lock %s (it drives: %s; pick one with --lock)",
 			cfg.Client, reply.Library, reply.Version, init.Lock.Kind, strings.Join(reply.Kinds, ", ")), reply.Kinds}
