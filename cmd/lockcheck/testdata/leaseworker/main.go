@@ -3,8 +3,8 @@
 // that answers error 10 to an acquire or extend whose lease is not a whole number of seconds, as such a
 // library refuses it. Its flags:
 //
-//	-announce  say so in init_ok (lease_granularity_ms 1000), so that lockcheck sends whole seconds only
-//	-lying     extend answers extended: true and extends nothing (a worker worker-check must fail)
+//	-granularity MS  announce lease_granularity_ms MS in init_ok (1000: lockcheck sends whole seconds only)
+//	-lying           extend answers extended: true and extends nothing (a worker worker-check must fail)
 package main
 
 import (
@@ -75,10 +75,11 @@ func (l *lock) Extend(ctx context.Context, thread int64, keys []string, lease ti
 }
 
 func main() {
-	announce := flag.Bool("announce", false, "announce lease_granularity_ms 1000 in init_ok")
+	granularity := flag.Int64("granularity", 0, "announce this lease_granularity_ms in init_ok")
 	lying := flag.Bool("lying", false, "extend answers extended: true without extending")
 	flag.Parse()
-	w := sdk.Worker{Library: "whole-seconds", Version: "0.1", Kinds: []string{"mutex"}, Caps: []string{"extend"},
+	sdk.Serve(sdk.Worker{Library: "whole-seconds", Version: "0.1", Kinds: []string{"mutex"}, Caps: []string{"extend"},
+		LeaseGranularity: time.Duration(*granularity) * time.Millisecond,
 		Connect: func(_ context.Context, m *sdk.Message, _ func(sdk.Message)) (sdk.Mutex, error) {
 			if m.Topology == nil || m.Topology.Kind != "single" || len(m.Topology.Nodes) == 0 {
 				return nil, sdk.Errorf(sdk.CodeNotSupported, "whole-seconds runs on topology single")
@@ -86,9 +87,5 @@ func main() {
 			rdb := redis.NewClient(&redis.Options{Addr: m.Topology.Nodes[0].Addr, Password: m.Password, Protocol: 2,
 				DisableIdentity: true, MaxRetries: -1})
 			return &lock{rdb: rdb, owner: m.Client, lying: *lying}, nil
-		}}
-	if *announce {
-		w.LeaseGranularity = time.Second
-	}
-	sdk.Serve(w)
+		}})
 }

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lockcheck/lockcheck/history"
+)
+
+// buildLeaseWorker builds testdata/leaseworker: a library whose leases are whole seconds (issue #29, item
+// 8), whose extend lies with -lying (item 9).
+func buildLeaseWorker(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "leaseworker")
+	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/leaseworker").CombinedOutput(); err != nil {
+		t.Fatalf("build leaseworker: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// A library whose leases are whole seconds, given a lease it cannot take, refuses every acquire (error
+// 10): the verdict line says so with the worker's text, not only that no critical section completed.
+// Announcing lease_granularity_ms 1000 in init_ok makes lockcheck round each lease drawn from --lease
+// 1s-3s to whole seconds: the run is valid, every lease sent is whole seconds, and the meta record, a
+// note and one line say so.
+func TestLeaseGranularity(t *testing.T) {
+	t.Parallel() // fault-free runs of the binary
+	bin, worker := buildBinary(t), buildLeaseWorker(t)
+	t.Run("refused", func(t *testing.T) {
+		t.Parallel()
+		code, out, errs := runBinary(t, bin, "run", "--client-cmd", worker, "--lease", "1500ms", "--time", "3s",
+			"--quiet", "1s", "--results", t.TempDir())
+		if code != exitUnknown || !strings.Contains(out, "VERDICT: UNKNOWN: every acquire was refused (") ||
+			!strings.Contains(out, "error 10 'leases are whole seconds, not 1500ms'") {
+			t.Fatalf("exit %d, want %d and a verdict line naming the refusal:\n%s\n%s", code, exitUnknown, out, errs)
+		}
+	})
+	t.Run("announced", func(t *testing.T) {
+		t.Parallel()
+		root := t.TempDir()
+		code, out, errs := runBinary(t, bin, "run", "--client-cmd", worker+" -granularity 1000", "--lease", "1s-3s", "--hold", "50ms-300ms",
+			"--time", "3s", "--quiet", "1s", "--results", root)
+		if code != exitValid {
+			t.Fatalf("exit %d, want %d:\n%s\n%s", code, exitValid, out, errs)
+		}
+		if n := strings.Count(errs, "lockcheck: the worker's leases are multiples of 1s"); n != 1 {
+			t.Errorf("%d lines say the leases were rounded, want 1:\n%s", n, errs)
+		}
+		dir, _ := filepath.EvalSymlinks(filepath.Join(root, "latest"))
+		h, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Run.Client == nil || h.Run.Client.LeaseGranularityMs != 1000 {
+			t.Errorf("meta client %+v: want lease_granularity_ms 1000", h.Run.Client)
+		}
+		sent := 0
+		for _, o := range h.OnlySrc("").Ops {
+			if l := o.Invoke.Args["lease_ms"]; (o.Invoke.F == "acquire" || o.Invoke.F == "renew") && (l < 1000 || l%1000 != 0) {
+				t.Fatalf("%s sent lease_ms %d: not whole seconds", o.Invoke.F, l)
+			} else if o.Invoke.F == "acquire" {
+				sent++
+			}
+		}
+		if sent == 0 || !strings.Contains(out, "note: the worker's leases are multiples of 1s") {
+			t.Errorf("%d acquires; results:\n%s", sent, out)
+		}
+	})
+	t.Run("out of range", func(t *testing.T) { // a granularity lockcheck cannot honour is bad input
+		t.Parallel()
+		for _, g := range []string{"-5", "3600001"} {
+			code, out, errs := runBinary(t, bin, "run", "--client-cmd", worker+" -granularity "+g, "--lock", "mutex", "--time", "2s",
+				"--quiet", "1s", "--results", t.TempDir())
+			if code != exitUsage || !strings.Contains(errs, "announced lease_granularity_ms "+g+": want 0 (none) to 3600000") {
+				t.Errorf("-granularity %s: exit %d, want %d:\n%s\n%s", g, code, exitUsage, out, errs)
+			}
+		}
+	})
+}
