@@ -68,8 +68,10 @@ func (c *Client) LeaseGranularity() time.Duration {
 // Fit is the lease lockcheck sends for d: d itself, or for a worker that announced a granularity the
 // nearest multiple of it, at least one. Decided at init, so that a library whose leases are whole
 // seconds is never sent one it must refuse (every acquire of a --lease 1s-3s run refused, else).
-func (c *Client) Fit(d time.Duration) time.Duration {
-	g := c.LeaseGranularity()
+func (c *Client) Fit(d time.Duration) time.Duration { return FitLease(d, c.LeaseGranularity()) }
+
+// FitLease is d rounded to the nearest multiple of g, at least g; d itself when g or d is not positive.
+func FitLease(d, g time.Duration) time.Duration {
 	if g <= 0 || d <= 0 {
 		return d
 	}

@@ -126,7 +126,7 @@ func TestWorkerCheckExamples(t *testing.T) {
 		}
 		stdout := capture(t, &os.Stdout)
 		code := execute(t.Context(), args)
-		if out := stdout(); code != exitValid || strings.Count(out, "✓") != 3 {
+		if out := stdout(); code != exitValid || strings.Count(out, "✓") != 5 { // my-worker extends: lease and extend too
 			t.Errorf("%s: exit %d:\n%s", line, code, out)
 		}
 		ran++

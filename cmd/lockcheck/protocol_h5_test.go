@@ -79,3 +79,53 @@ func TestLeaseGranularity(t *testing.T) {
 		}
 	})
 }
+
+// worker-check holds a lock past its lease, without and with extend, for a worker whose application
+// extends (kind mutex): a worker whose extend answers extended: true and extends nothing fails the extend
+// item, its honest twin passes every item. Both take leases in whole seconds and announce it, so the
+// lease worker-check picks is fitted to them. worker-check used to send no extend and hold no lock past a
+// third of its lease, and passed the liar.
+func TestWorkerCheckExtend(t *testing.T) {
+	t.Parallel() // fault-free runs of the binary
+	worker := buildLeaseWorker(t)
+	for _, c := range []struct {
+		name  string
+		flags []string
+		code  int
+		want  []string
+	}{
+		{"honest", nil, exitValid, []string{"✓ lease: holds of 2s-3s on a 1s lease, never extended, were taken over",
+			"✓ extend: holds of 2s-3s on a 1s lease, extended every 333ms: valid"}},
+		{"lying", []string{"-lying"}, exitInvalid, []string{"✓ lease: ",
+			"✗ extend: holds of 2s-3s on a 1s lease, extended every 333ms: verdict invalid: "}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			code, out := workerCheck(t, append([]string{worker, "-granularity", "1000"}, c.flags...)...)
+			if code != c.code {
+				t.Errorf("exit %d, want %d", code, c.code)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("no %q", w)
+				}
+			}
+			if t.Failed() {
+				t.Logf("worker-check:\n%s", out)
+			}
+		})
+	}
+}
+
+// worker-check --help shows one default for --lock (it showed its own words and cobra's "reentrant").
+func TestWorkerCheckLockDefault(t *testing.T) {
+	code, out, _ := runBinary(t, buildBinary(t), "worker-check", "--help")
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "--lock ") && (code != exitValid || strings.Count(line, "default") != 1) {
+			t.Fatalf("exit %d; --lock: %s", code, line)
+		}
+	}
+	if !strings.Contains(out, "--lock ") {
+		t.Fatalf("no --lock in:\n%s", out)
+	}
+}
