@@ -1,12 +1,14 @@
 package main
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/runner"
 )
 
 // buildLeaseWorker builds testdata/leaseworker: a library whose leases are whole seconds (issue #29, item
@@ -127,5 +129,37 @@ func TestWorkerCheckLockDefault(t *testing.T) {
 	}
 	if !strings.Contains(out, "--lock ") {
 		t.Fatalf("no --lock in:\n%s", out)
+	}
+}
+
+// A worker whose library calls scripts lockcheck does not know gets the wire line, which links the section
+// of docs/protocol.md that explains it (it appeared on such runs unexplained).
+func TestWireLineExplained(t *testing.T) {
+	t.Parallel() // a fault-free run of the binary
+	worker := buildLeaseWorker(t)
+	code, out, errs := runBinary(t, buildBinary(t), "run", "--client-cmd", worker+" -own-scripts", "--lease", "1s",
+		"--hold", "50ms-200ms", "--clients", "2", "--threads", "1", "--time", "3s", "--quiet", "1s", "--results", t.TempDir())
+	line := ""
+	for _, l := range strings.Split(errs, "\n") {
+		if strings.HasPrefix(l, "lockcheck: wire: calls of unknown lock scripts not recorded: ") {
+			line = l
+		}
+	}
+	if code != exitValid || !strings.HasSuffix(line, runner.WireDoc+")") {
+		t.Fatalf("exit %d, want %d and the wire line ending in a link to %s:\n%s\n%s", code, exitValid, runner.WireDoc, out, errs)
+	}
+	doc, anchor, _ := strings.Cut(runner.WireDoc, "#")
+	b, err := os.ReadFile(filepath.Join("..", "..", doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, l := range strings.Split(string(b), "\n") {
+		if h, ok := strings.CutPrefix(l, "## "); ok && strings.ReplaceAll(strings.ToLower(h), " ", "-") == anchor {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("%s has no heading for #%s", doc, anchor)
 	}
 }

@@ -5,6 +5,7 @@
 //
 //	-granularity MS  announce lease_granularity_ms MS in init_ok (1000: lockcheck sends whole seconds only)
 //	-lying           extend answers extended: true and extends nothing (a worker worker-check must fail)
+//	-own-scripts     release and extend with scripts of its own, which lockcheck's wire recorder does not know
 package main
 
 import (
@@ -17,15 +18,24 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+const (
+	delText    = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0`
+	extendText = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0`
+)
+
 var (
-	del    = redis.NewScript(`if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0`)
-	extend = redis.NewScript(`if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0`)
+	del    = redis.NewScript(delText)
+	extend = redis.NewScript(extendText)
+	// The same, as a library lockcheck does not ship words them: their SHA-1s are unknown to the recorder.
+	ownDel    = redis.NewScript("-- whole-seconds release\n" + delText)
+	ownExtend = redis.NewScript("-- whole-seconds extend\n" + extendText)
 )
 
 type lock struct {
-	rdb   *redis.Client
-	owner string
-	lying bool
+	rdb         *redis.Client
+	owner       string
+	lying       bool
+	del, extend *redis.Script
 }
 
 func (l *lock) value(thread int64) string { return fmt.Sprintf("%s:%d", l.owner, thread) }
@@ -56,7 +66,7 @@ func (l *lock) Acquire(ctx context.Context, thread int64, keys []string, wait, l
 }
 
 func (l *lock) Release(ctx context.Context, thread int64, keys []string) error {
-	n, err := del.Run(ctx, l.rdb, keys[:1], l.value(thread)).Int64()
+	n, err := l.del.Run(ctx, l.rdb, keys[:1], l.value(thread)).Int64()
 	if err == nil && n == 0 {
 		return sdk.ErrNotHeld
 	}
@@ -70,13 +80,14 @@ func (l *lock) Extend(ctx context.Context, thread int64, keys []string, lease ti
 	if l.lying { // the defect: "extended", and the key keeps the lease it had
 		return true, nil
 	}
-	n, err := extend.Run(ctx, l.rdb, keys[:1], l.value(thread), lease.Milliseconds()).Int64()
+	n, err := l.extend.Run(ctx, l.rdb, keys[:1], l.value(thread), lease.Milliseconds()).Int64()
 	return n == 1, err
 }
 
 func main() {
 	granularity := flag.Int64("granularity", 0, "announce this lease_granularity_ms in init_ok")
 	lying := flag.Bool("lying", false, "extend answers extended: true without extending")
+	own := flag.Bool("own-scripts", false, "release and extend with scripts lockcheck does not know")
 	flag.Parse()
 	sdk.Serve(sdk.Worker{Library: "whole-seconds", Version: "0.1", Kinds: []string{"mutex"}, Caps: []string{"extend"},
 		LeaseGranularity: time.Duration(*granularity) * time.Millisecond,
@@ -86,6 +97,10 @@ func main() {
 			}
 			rdb := redis.NewClient(&redis.Options{Addr: m.Topology.Nodes[0].Addr, Password: m.Password, Protocol: 2,
 				DisableIdentity: true, MaxRetries: -1})
-			return &lock{rdb: rdb, owner: m.Client, lying: *lying}, nil
+			l := &lock{rdb: rdb, owner: m.Client, lying: *lying, del: del, extend: extend}
+			if *own {
+				l.del, l.extend = ownDel, ownExtend
+			}
+			return l, nil
 		}})
 }
