@@ -1,14 +1,21 @@
 package main
 
 import (
+	"bufio"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/internal/testkit/redistest"
+	"github.com/lockcheck/lockcheck/node"
 	"github.com/lockcheck/lockcheck/runner"
+	"github.com/lockcheck/lockcheck/workers/sdk"
 )
 
 // buildLeaseWorker builds testdata/leaseworker: a library whose leases are whole seconds (issue #29, item
@@ -161,5 +168,96 @@ func TestWireLineExplained(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("%s has no heading for #%s", doc, anchor)
+	}
+}
+
+// docs/protocol.md's Python example runs as the doc says a user runs it: from a folder outside the
+// repository with lcp.py copied beside it, against a real redis-server (redis-py's Redis is played by
+// testdata/redis_standin.py: the machine has no redis-py). init_ok carries lease_granularity_ms when the
+// Backend sets it; an acquire, a refused acquire, an extend and a release, then error 40 for a release of
+// a lock not held.
+func TestProtocolDocPython(t *testing.T) {
+	t.Parallel()
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	langs, texts := protocolBlocks(t)
+	example := ""
+	for i, l := range langs {
+		if l == "python" {
+			example = texts[i]
+		}
+	}
+	const unit = "lease_granularity_ms = 0"
+	if !strings.Contains(example, unit) {
+		t.Fatalf("docs/protocol.md has no python block with %q", unit)
+	}
+	pw := node.NewPassword()
+	n := redistest.StartConfig(t, node.Config{Persistence: node.PersistNone, Password: pw})
+	for _, granularity := range []int64{0, 1000} {
+		dir := t.TempDir()
+		for from, to := range map[string]string{"../../workers/lcp-python/lcp.py": "lcp.py", "testdata/redis_standin.py": "redis.py"} {
+			b, err := os.ReadFile(from)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, to), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		src := strings.Replace(example, unit, fmt.Sprintf("lease_granularity_ms = %d", granularity), 1)
+		if err := os.WriteFile(filepath.Join(dir, "my_worker.py"), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(python, "my_worker.py")
+		cmd.Dir = dir
+		in, _ := cmd.StdinPipe()
+		out, _ := cmd.StdoutPipe()
+		var errs strings.Builder
+		cmd.Stderr = &errs
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lines := bufio.NewScanner(out)
+		id := int64(0)
+		send := func(m sdk.Message) sdk.Message {
+			t.Helper()
+			id++
+			m.MsgID = id
+			b, _ := json.Marshal(m)
+			in.Write(append(b, '\n'))
+			var r sdk.Message
+			if !lines.Scan() || json.Unmarshal(lines.Bytes(), &r) != nil || r.InReplyTo != id {
+				t.Fatalf("%s: no reply (%q); stderr:\n%s", b, lines.Text(), errs.String())
+			}
+			return r
+		}
+		r := send(sdk.Message{Type: sdk.TypeInit, Protocol: sdk.Protocol, Client: "c1",
+			Topology: &sdk.Topology{Kind: "single", Nodes: []sdk.Node{{Name: "n1", Addr: n.Addr()}}}, Password: pw,
+			Lock: &sdk.Lock{Kind: "mutex", Family: "mutex"}, Options: &sdk.Options{WatchdogMs: 30000, WaitMs: 0, TimeoutMs: 3000}})
+		if r.Type != "init_ok" || !slices.Equal(r.Kinds, []string{"mutex"}) || r.LeaseGranularityMs != granularity {
+			t.Fatalf("granularity %d: init answered %+v", granularity, r)
+		}
+		key := []string{fmt.Sprintf("doc-python-%d", granularity)}
+		for _, step := range []struct {
+			req  sdk.Message
+			want func(sdk.Message) bool
+		}{
+			{sdk.Message{Type: sdk.TypeAcquire, Thread: 1, Keys: key, LeaseMs: 5000}, func(r sdk.Message) bool { return r.Granted != nil && *r.Granted }},
+			{sdk.Message{Type: sdk.TypeAcquire, Thread: 2, Keys: key, LeaseMs: 5000}, func(r sdk.Message) bool { return r.Granted != nil && !*r.Granted }},
+			{sdk.Message{Type: sdk.TypeExtend, Thread: 1, Keys: key, LeaseMs: 5000}, func(r sdk.Message) bool { return r.Extended != nil && *r.Extended }},
+			{sdk.Message{Type: sdk.TypeRelease, Thread: 1, Keys: key}, func(r sdk.Message) bool { return r.Type == "release_ok" }},
+			{sdk.Message{Type: sdk.TypeRelease, Thread: 1, Keys: key}, func(r sdk.Message) bool { return r.Code != nil && *r.Code == sdk.CodeNotHeld }},
+		} {
+			if r := send(step.req); !step.want(r) {
+				b, _ := json.Marshal(r)
+				t.Fatalf("%s %d: answered %s; stderr:\n%s", step.req.Type, step.req.Thread, b, errs.String())
+			}
+		}
+		in.Close() // the worker exits 0 when stdin closes
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("exit: %v; stderr:\n%s", err, errs.String())
+		}
 	}
 }
