@@ -22,11 +22,7 @@ import (
 // 8), whose extend lies with -lying (item 9).
 func buildLeaseWorker(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "leaseworker")
-	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/leaseworker").CombinedOutput(); err != nil {
-		t.Fatalf("build leaseworker: %v\n%s", err, out)
-	}
-	return bin
+	return buildTestCommand(t, "./testdata/leaseworker", filepath.Join(t.TempDir(), "leaseworker"))
 }
 
 // A library whose leases are whole seconds, given a lease it cannot take, refuses every acquire (error

@@ -1,7 +1,6 @@
-// Command leaseworker stands in for a library whose leases are whole seconds (issue #29, items 8 and 9):
-// a SET NX PX lock with compare-and-delete release and compare-and-extend, for kind mutex on single,
-// that answers error 10 to an acquire or extend whose lease is not a whole number of seconds, as such a
-// library refuses it. Its flags:
+// Command leaseworker stands in for a library whose leases are whole seconds (issue #29, items 8, 9 and
+// 12): testdata/setnxlock's lock, for kind mutex on single, that answers error 10 to an acquire or extend
+// whose lease is not a whole number of seconds, as such a library refuses it. Its flags:
 //
 //	-granularity MS  announce lease_granularity_ms MS in init_ok (1000: lockcheck sends whole seconds only)
 //	-lying           extend answers extended: true and extends nothing (a worker worker-check must fail)
@@ -14,31 +13,15 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockcheck/lockcheck/cmd/lockcheck/testdata/setnxlock"
 	"github.com/lockcheck/lockcheck/workers/sdk"
 	"github.com/redis/go-redis/v9"
 )
 
-const (
-	delText    = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0`
-	extendText = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0`
-)
-
-var (
-	del    = redis.NewScript(delText)
-	extend = redis.NewScript(extendText)
-	// The same, as a library lockcheck does not ship words them: their SHA-1s are unknown to the recorder.
-	ownDel    = redis.NewScript("-- whole-seconds release\n" + delText)
-	ownExtend = redis.NewScript("-- whole-seconds extend\n" + extendText)
-)
-
 type lock struct {
-	rdb         *redis.Client
-	owner       string
-	lying       bool
-	del, extend *redis.Script
+	*setnxlock.Lock
+	lying bool
 }
-
-func (l *lock) value(thread int64) string { return fmt.Sprintf("%s:%d", l.owner, thread) }
 
 // whole refuses a lease the library cannot express: it counts leases in seconds.
 func whole(lease time.Duration) error {
@@ -52,25 +35,7 @@ func (l *lock) Acquire(ctx context.Context, thread int64, keys []string, wait, l
 	if err := whole(lease); err != nil {
 		return sdk.Grant{}, err
 	}
-	deadline := time.Now().Add(wait)
-	for {
-		ok, err := l.rdb.SetNX(ctx, keys[0], l.value(thread), lease).Result()
-		if err != nil || ok {
-			return sdk.Grant{Granted: ok}, err
-		}
-		if time.Now().After(deadline) {
-			return sdk.Grant{}, nil
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func (l *lock) Release(ctx context.Context, thread int64, keys []string) error {
-	n, err := l.del.Run(ctx, l.rdb, keys[:1], l.value(thread)).Int64()
-	if err == nil && n == 0 {
-		return sdk.ErrNotHeld
-	}
-	return err
+	return l.Lock.Acquire(ctx, thread, keys, wait, lease)
 }
 
 func (l *lock) Extend(ctx context.Context, thread int64, keys []string, lease time.Duration) (bool, error) {
@@ -80,8 +45,7 @@ func (l *lock) Extend(ctx context.Context, thread int64, keys []string, lease ti
 	if l.lying { // the defect: "extended", and the key keeps the lease it had
 		return true, nil
 	}
-	n, err := l.extend.Run(ctx, l.rdb, keys[:1], l.value(thread), lease.Milliseconds()).Int64()
-	return n == 1, err
+	return l.Lock.Extend(ctx, thread, keys, lease)
 }
 
 func main() {
@@ -97,9 +61,10 @@ func main() {
 			}
 			rdb := redis.NewClient(&redis.Options{Addr: m.Topology.Nodes[0].Addr, Password: m.Password, Protocol: 2,
 				DisableIdentity: true, MaxRetries: -1})
-			l := &lock{rdb: rdb, owner: m.Client, lying: *lying, del: del, extend: extend}
-			if *own {
-				l.del, l.extend = ownDel, ownExtend
+			l := &lock{Lock: setnxlock.New(rdb, m.Client, 0), lying: *lying}
+			if *own { // the same scripts as a library lockcheck does not ship words them: unknown SHA-1s
+				l.DelScript = redis.NewScript("-- whole-seconds release\n" + setnxlock.DelText)
+				l.ExtendScript = redis.NewScript("-- whole-seconds extend\n" + setnxlock.ExtendText)
 			}
 			return l, nil
 		}})
