@@ -69,6 +69,9 @@ func WorkerCheck(ctx context.Context, o Options, lockGiven bool, stderr io.Write
 		items = append(items, CheckItem{"client pause", ok, why + fmt.Sprintf("; a %s pause fired by a grant after about %s, in a %s run",
 			pause.NemesisDuration, pause.NemesisInterval, pause.Time)})
 	}
+	if !items[1].OK { // the holds past the lease would fail as the fault-free run did
+		return items
+	}
 	return append(items, leaseItems(ctx, base, handshake, stderr)...)
 }
 
