@@ -137,8 +137,11 @@ func extendItem(ctx context.Context, holds string, lease time.Duration, o Option
 	}
 	every := fmt.Sprintf("%s, extended every %s", holds, max(lease/3, time.Millisecond).Round(time.Millisecond))
 	if res.Valid != checker.Valid {
-		return CheckItem{name, false, fmt.Sprintf("%s: verdict %s: %s: an extend answered extended: true did not keep the lock",
-			every, res.Valid, firstViolation(res.Checkers))}
+		why := ""
+		if result(res.Checkers, checker.Exclusion{}.Name()).Valid == checker.Invalid { // another holder inside a hold
+			why = ": an extend answered extended: true did not keep the lock"
+		}
+		return CheckItem{name, false, fmt.Sprintf("%s: verdict %s: %s%s", every, res.Valid, firstViolation(res.Checkers), why)}
 	}
 	h, err := history.ReadFile(res.Files["history"])
 	if err != nil {
