@@ -59,6 +59,9 @@ type Client struct {
 	Kinds   []string `json:"kinds,omitempty"`
 	Caps    []string `json:"caps,omitempty"`
 	Broken  string   `json:"broken,omitempty"` // a negative control's flaw
+	// LeaseGranularityMs is the unit of the library's leases (init_ok's): every lease sent was rounded to
+	// a multiple of it.
+	LeaseGranularityMs int64 `json:"lease_granularity_ms,omitempty"`
 	// StartupMs is how long the workers took to start and answer init (all at once).
 	StartupMs int64 `json:"startup_ms,omitempty"`
 	// Clients and Go split a mixed run (--client NAME,go): the clients that ran the worker, and the Go

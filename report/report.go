@@ -117,8 +117,11 @@ func (r *Results) Table(w io.Writer) {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
 	verdict := strings.ToUpper(r.Valid.String())
-	if r.MissedLock {
+	switch {
+	case r.MissedLock:
 		verdict = strings.ToUpper(MissedLock[:5]) + MissedLock[5:]
+	case r.Verdict != "":
+		verdict += ": " + r.Verdict
 	}
 	fmt.Fprintf(w, "VERDICT: %s", verdict)
 	if dir := r.Files["dir"]; dir != "" {

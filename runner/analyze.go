@@ -116,6 +116,13 @@ func analyze(ctx context.Context, path string, timeout time.Duration, own *kinds
 	} else if k, err := lookup(meta.Lock); err == nil && k.Broken != "" {
 		res.Notes = append(res.Notes, fmt.Sprintf("%s is a negative control: it %s; a valid verdict here means the harness missed it", k.Name, k.Broken))
 	}
+	if why := checker.EveryAcquireRefused(h); why != "" && len(h.Sections) == 0 {
+		res.Verdict = why // the verdict line says why nothing was tested
+	}
+	if c := meta.Client; c != nil && c.LeaseGranularityMs > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("the worker's leases are multiples of %s (its lease_granularity_ms): each lease sent was rounded to one",
+			time.Duration(c.LeaseGranularityMs)*time.Millisecond))
+	}
 	endVerdict(h, res)
 	if !finished(h) {
 		res.Notes = append(res.Notes, "no final heal was recorded: the run did not finish, and its prefix was checked")

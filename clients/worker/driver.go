@@ -258,6 +258,9 @@ func Start(cfg Config) (*Client, error) {
 		err = fmt.Errorf("client %s: worker answered init with %q", cfg.Client, reply.Type)
 	case long != "": // before anything quotes the names
 		err = RefusedError{msg: fmt.Sprintf("client %s: the worker's init_ok %s (docs/protocol.md, Handshake)", cfg.Client, long)}
+	case reply.Type == "init_ok" && (reply.LeaseGranularityMs < 0 || reply.LeaseGranularityMs > MaxLeaseGranularity.Milliseconds()):
+		err = RefusedError{msg: fmt.Sprintf("client %s: worker %s %s announced lease_granularity_ms %d: want 0 (none) to %d",
+			cfg.Client, reply.Library, reply.Version, reply.LeaseGranularityMs, MaxLeaseGranularity.Milliseconds())}
 	case init.Lock != nil && !slices.Contains(reply.Kinds, init.Lock.Kind):
 		err = RefusedError{fmt.Sprintf("client %s: worker %s %s cannot drive lock %s (it drives: %s; pick one with --lock)",
 			cfg.Client, reply.Library, reply.Version, init.Lock.Kind, strings.Join(reply.Kinds, ", ")), reply.Kinds}
