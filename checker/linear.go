@@ -70,7 +70,7 @@ func (l *Linearizable) Check(ctx context.Context, h *history.History) Result {
 	case lapsed:
 		out = Result{Valid: Invalid, Violation: why, At: bad.Call, End: min(bad.Return, bad.Call+1),
 			Details: map[string]any{"operations": n, "keys": len(parts), "unknown_operations": unsure,
-				"search": "none: a release no order excuses"},
+				"search": "none: a release no order excuses", "key": keyName(bad.Input)},
 			Summary: fmt.Sprintf("no legal order exists for %d lock commands on %d keys", n, len(parts))}
 	default:
 		out = l.decide(ctx, parts, begin)
@@ -278,6 +278,7 @@ func (l *Linearizable) decide(ctx context.Context, parts [][]porcupine.Operation
 			res, info := porcupine.CheckOperationsVerbose(l.model, parts[i], left)
 			if res == porcupine.Illegal {
 				why, at, end := l.explain(parts[i:i+1], info)
+				details["key"] = keyName(parts[i][0].Input)
 				return Result{Valid: Invalid, Details: details, Violation: why, At: at, End: end,
 					Summary: fmt.Sprintf("no legal order exists for %d lock commands on %d keys", details["operations"], len(parts))}
 			}
