@@ -216,6 +216,35 @@
   gn.push(`${d.overlaps} critical sections overlap another owner's`)
   $('gantt-note').textContent = gn.join('; ')
 
+  // The proof: its own axis, not zoomed with the others (its few commands span less than the run).
+  let proofSpec = null
+  if (d.proof) {
+    const pr = d.proof
+    $('proof-section').hidden = false
+    const colors = { ok: '#4caf50', fail: '#ff9800', unknown: '#9c27b0' }
+    const ds = ['ok', 'fail', 'unknown'].map((t) => ({
+      label: t, backgroundColor: colors[t], barPercentage: 0.6, grouped: false,
+      data: pr.ops.filter((o) => o.type === t).map((o) => ({ x: [o.s, Math.max(o.e, o.s + 0.001)], y: pr.rows[o.r], text: o.text }))
+    }))
+    for (const f of pr.faults) {
+      ds.push({ label: f.kind + ' ' + f.targets, backgroundColor: faultColor(f.kind), barPercentage: 1, categoryPercentage: 1, grouped: false, order: 5, data: pr.rows.map((r) => ({ x: [f.start, f.end], y: r })) })
+    }
+    proofSpec = {
+      type: 'bar',
+      data: { labels: pr.rows, datasets: ds },
+      options: {
+        indexAxis: 'y',
+        scales: { x: { type: 'linear', title: { display: true, text: 'seconds into the run' } }, y: { type: 'category', labels: pr.rows } },
+        plugins: { tooltip: { callbacks: { label: (c) => (c.raw.text || c.dataset.label) + ' ' + fmt(c.raw.x[0]) + '–' + fmt(c.raw.x[1]) } } }
+      }
+    }
+    $('proof-box').style.height = (Math.max(pr.rows.length, 1) * 28 + 120) + 'px'
+    $('proof').dataset.ops = pr.ops.length
+    const pl = d.links.find((l) => l.name === 'proof.jsonl' || /proof/.test(l.href))
+    $('proof-note').append(`${pr.ops.length} of ${pr.total} operations that on their own have no legal order (each other command of the key may or may not have taken effect); shaded: the faults in force` + (pl ? '; the excerpt: ' : ''))
+    if (pl) $('proof-note').append(el('a', { href: pl.href }, pl.name))
+  }
+
   if (d.permits) {
     $('permits-section').hidden = false
     specs.push(['permits', {
@@ -233,6 +262,7 @@
 
   for (const [id, spec] of specs) charts.push([id, spec])
   for (let i = 0; i < charts.length; i++) charts[i] = new Chart($(charts[i][0]), charts[i][1])
+  if (proofSpec) new Chart($('proof'), proofSpec) // eslint-disable-line no-new
 
   // A violation's link zooms every plot to its moment; "whole run" zooms back out.
   const zoom = (lo, hi) => {

@@ -1,0 +1,57 @@
+package page
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/lockcheck/lockcheck/history"
+)
+
+// proof is the proof excerpt's own small timeline (checker.Proof): its operations, a row per client
+// thread, and the fault windows in force.
+type proof struct {
+	Rows   []string  `json:"rows"`
+	Ops    []proofOp `json:"ops"`
+	Faults []fault   `json:"faults"`
+	Total  int       `json:"total"` // operations in the whole history
+}
+
+type proofOp struct {
+	Row   int     `json:"r"`
+	Start float64 `json:"s"`
+	End   float64 `json:"e"`
+	Text  string  `json:"text"`
+	Type  string  `json:"type"` // ok, fail or unknown (never answered: drawn to the excerpt's end)
+}
+
+func proofOf(x *history.History, total int) *proof {
+	if x == nil {
+		return nil
+	}
+	p := &proof{Total: total, Faults: []fault{}}
+	end := x.End()
+	rows := map[string]int{}
+	for _, o := range x.Ops {
+		label := threadLabel(o.Invoke.Client, o.Invoke.Thread)
+		r, ok := rows[label]
+		if !ok {
+			r = len(p.Rows)
+			rows[label] = r
+			p.Rows = append(p.Rows, label)
+		}
+		op := proofOp{Row: r, Start: secs(o.Invoke.Time), End: secs(end), Type: string(o.Outcome()),
+			Text: o.Invoke.F + " → " + string(o.Outcome())}
+		if c := o.Complete; c != nil {
+			op.End = secs(c.Time)
+			if c.Value != nil {
+				op.Text += " " + strconv.FormatInt(*c.Value, 10)
+			}
+		}
+		p.Ops = append(p.Ops, op)
+	}
+	for _, w := range x.Windows() {
+		p.Faults = append(p.Faults, fault{Kind: w.Kind, Targets: strings.Join(w.Targets, " "), Detail: w.Detail,
+			Start: secs(w.Start), End: secs(w.End), Healed: w.Healed})
+	}
+	return p
+}
