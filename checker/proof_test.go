@@ -1,0 +1,99 @@
+package checker_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/history"
+)
+
+// Minimize finds the smallest set a predicate holds of: here, any set holding both 3 and 11.
+func TestMinimizeFindsTheTwoThatMatter(t *testing.T) {
+	tests := 0
+	keep, minimal := checker.Minimize(context.Background(), 40, func(k []int) bool {
+		tests++
+		return slices.Contains(k, 3) && slices.Contains(k, 11)
+	})
+	if !slices.Equal(keep, []int{3, 11}) || !minimal {
+		t.Fatalf("kept %v (minimal %v), want [3 11]", keep, minimal)
+	}
+	t.Logf("%d tests", tests)
+}
+
+// A bound that runs out keeps the smallest set proved so far, and says it is not minimal.
+func TestMinimizeStopsAtItsBound(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	keep, minimal := checker.Minimize(ctx, 40, func(k []int) bool {
+		cancel()
+		return slices.Contains(k, 3)
+	})
+	if minimal || !slices.Contains(keep, 3) || len(keep) == 40 {
+		t.Fatalf("kept %v (minimal %v): want fewer than 40 with 3 in them, not minimal", keep, minimal)
+	}
+}
+
+// op is a hand-built lock command of client c (thread 1) on lock-0, called at ms and answered at ms+1.
+func op(id int64, c, f string, ms int64, typ history.Type, value *int64) history.Operation {
+	return history.Operation{
+		Invoke: history.Call{Time: ms * 1e6, ID: id, Client: c, Thread: 1, Key: "lock-0", Owner: c + "-uuid:1", F: f,
+			Args: map[string]int64{"lease_ms": 30000}},
+		Complete: &history.Result{Type: typ, Time: ms*1e6 + 1e6, Value: value}}
+}
+
+func proofOf(t *testing.T, h *history.History) (checker.Proof, []string) {
+	t.Helper()
+	lin := &checker.Linearizable{Label: "porcupine", Model: checker.MutexModel, Convert: checker.MutexOps, Timeout: time.Minute}
+	res := lin.Check(context.Background(), h)
+	if res.Valid != checker.Invalid {
+		t.Fatalf("the hand-built history is %v, want invalid", res.Valid)
+	}
+	p, ok := lin.Proof(context.Background(), h, res, checker.ProofBound)
+	if !ok {
+		t.Fatalf("no proof of %s", res.Violation)
+	}
+	again := &checker.Linearizable{Label: "porcupine", Model: checker.MutexModel, Convert: checker.MutexOps, Timeout: time.Minute}
+	if r := again.Check(context.Background(), p.Excerpt(h)); r.Valid != checker.Invalid {
+		t.Fatalf("the excerpt is %v: %s", r.Valid, r.Summary)
+	}
+	var got []string
+	for _, i := range p.Ops {
+		got = append(got, h.Ops[i].Invoke.Client+" "+h.Ops[i].Invoke.F)
+	}
+	return p, got
+}
+
+// Two holders at once, among commands that do not matter: the proof is c1's hold (its grant, or its
+// renewal, which says as much) and c2's grant.
+func TestProofIsTheTwoGrants(t *testing.T) {
+	v := history.Int64
+	h := &history.History{Ops: []history.Operation{
+		op(1, "c3", "acquire", 10, history.Ok, nil), op(2, "c3", "release", 20, history.Ok, v(1)),
+		op(3, "c1", "acquire", 30, history.Ok, nil),
+		op(4, "c3", "acquire", 40, history.Fail, v(25000)), op(5, "c1", "renew", 50, history.Ok, v(1)),
+		op(6, "c2", "acquire", 60, history.Ok, nil),
+		op(7, "c3", "acquire", 70, history.Fail, v(25000)),
+	}}
+	p, got := proofOf(t, h)
+	if len(got) != 2 || got[0] != "c1 acquire" && got[0] != "c1 renew" || got[1] != "c2 acquire" || !p.Minimal {
+		t.Fatalf("proof %v (minimal %v), want c1's hold and c2's grant", got, p.Minimal)
+	}
+}
+
+// A refusal on a lock its holder let go: the proof keeps the release that freed it. A refusal alone (the
+// history cut down to it) would have no legal order from a free lock too, but proves nothing of this
+// history: the commands left out may have taken effect, and the proof holds only if that changes nothing.
+func TestProofKeepsWhatFreedTheLock(t *testing.T) {
+	v := history.Int64
+	h := &history.History{Ops: []history.Operation{
+		op(1, "c1", "acquire", 10, history.Ok, nil), op(2, "c3", "acquire", 15, history.Fail, v(25000)),
+		op(3, "c1", "release", 20, history.Ok, v(1)),
+		op(4, "c2", "acquire", 30, history.Fail, v(25000)),
+	}}
+	_, got := proofOf(t, h)
+	if !slices.Contains(got, "c1 release") || !slices.Contains(got, "c2 acquire") || len(got) > 3 {
+		t.Fatalf("proof %v: want c1's release and c2's refusal", got)
+	}
+}
