@@ -22,8 +22,9 @@ type Proof struct {
 	// Minimal says no single operation of Ops can be dropped: the minimisation ran to its end within its
 	// bound (else Ops is the smallest set it had proved when the bound ran out).
 	Minimal bool
-	// Tried counts the candidate excerpts checked.
-	Tried int
+	// Tried counts the candidates searched; Window the commands of the key the search read (those around
+	// the violation).
+	Tried, Window int
 }
 
 // Excerpt is the proof as a history: h's meta and end records around the proof's records.
@@ -144,7 +145,7 @@ func (l *Linearizable) Proof(ctx context.Context, h *history.History, res Result
 		ops = w // each API grant's whole call: the more lenient search, as confirm's
 	}
 	ops, m := proofWindow(ctx, l.Model, ops, res.At)
-	p = Proof{Checker: l.Label}
+	p = Proof{Checker: l.Label, Window: len(ops)}
 	proves := func(keep []int) bool {
 		if ctx.Err() != nil {
 			return false
@@ -183,17 +184,23 @@ func (l *Linearizable) Proof(ctx context.Context, h *history.History, res Result
 }
 
 // weakenedIllegal reports whether ops have no legal order under m with every command but those at keep
-// weakened to an unknown outcome within its own interval, searched within proofCandidate.
+// weakened to an unknown outcome within its own interval (or, for one that only tests the state, left
+// out), searched within proofCandidate.
 func weakenedIllegal(ctx context.Context, m porcupine.NondeterministicModel, ops []porcupine.Operation, keep []int) bool {
-	weak := slices.Clone(ops)
 	kept := make([]bool, len(ops))
 	for _, i := range keep {
 		kept[i] = true
 	}
-	for i := range weak {
-		if !kept[i] {
-			weak[i].Output = Reply{Outcome: Unsure}
+	weak := make([]porcupine.Operation, 0, len(ops))
+	for i, o := range ops {
+		switch {
+		case kept[i]:
+		case guard(o):
+			continue // it only tests the state: without it every order stays legal, and the search is smaller
+		default:
+			o.Output = Reply{Outcome: Unsure}
 		}
+		weak = append(weak, o)
 	}
 	if _, _, lapsed := lapsedRelease(weak); lapsed {
 		return true
@@ -234,7 +241,7 @@ func proofWindow(ctx context.Context, m porcupine.NondeterministicModel, ops []p
 	if _, mutex := m.Init()[0].(MutexState); !mutex || culprit == math.MinInt64 {
 		return ops[:to], m
 	}
-	for back := 500 * time.Millisecond; ctx.Err() == nil; back *= 2 {
+	for back := time.Duration(0); ctx.Err() == nil; back = max(2*back, 100*time.Millisecond) {
 		from := 0
 		for _, i := range quiet {
 			if ops[i].Call <= at-int64(back) {
@@ -245,7 +252,7 @@ func proofWindow(ctx context.Context, m porcupine.NondeterministicModel, ops []p
 			break
 		}
 		anyState := m
-		init := anyMutexState(ops[:from])
+		init := anyMutexState(ops[:from], ops[from:to])
 		anyState.Init = func() []interface{} { return init }
 		if weakenedIllegal(ctx, anyState, ops[from:to], allOf(to-from)) {
 			return ops[from:to], anyState
@@ -254,26 +261,50 @@ func proofWindow(ctx context.Context, m porcupine.NondeterministicModel, ops []p
 	return ops[:to], m
 }
 
-// anyMutexState is every state the mutex model can be in after before: free, or held by an owner that
-// acquired in before, with any count up to its acquires, its lease ending at any time.
-func anyMutexState(before []porcupine.Operation) []interface{} {
-	holds := map[string]int{}
-	var owners []string
-	for _, o := range before {
-		if in := o.Input.(Command); in.F == "acquire" {
-			if holds[in.Owner] == 0 {
-				owners = append(owners, in.Owner)
-			}
-			holds[in.Owner]++
+// anyMutexState is every state the mutex model can be in after before, as far as the commands of window
+// can tell them apart: free, or held by an owner that acquired in before, with any count up to its
+// acquires, its lease ending at any time. An owner with no command in window is one representative (none
+// of them acts there: only the lease tells their holds apart), and a count above the owner's releases in
+// window + 1 is that (no release in window can take it to zero): without these a reentrant history gave
+// thousands of start states, and every candidate searched them all.
+func anyMutexState(before, window []porcupine.Operation) []interface{} {
+	releases := map[string]int{}
+	for _, o := range window {
+		if in := o.Input.(Command); in.F == "release" || in.F == "force_release" {
+			releases[in.Owner]++
 		}
 	}
+	holds := map[string]int{}
+	var owners []string
+	outsider := ""
+	for _, o := range before {
+		in := o.Input.(Command)
+		if in.F != "acquire" {
+			continue
+		}
+		if _, acts := releases[in.Owner]; !acts && !actsIn(window, in.Owner) {
+			outsider = in.Owner
+			continue
+		}
+		if holds[in.Owner] == 0 {
+			owners = append(owners, in.Owner)
+		}
+		holds[in.Owner]++
+	}
 	out := []interface{}{MutexState{}}
+	if outsider != "" {
+		out = append(out, MutexState{Owner: outsider, Holds: 1, Hi: math.MaxInt64})
+	}
 	for _, owner := range owners {
-		for k := 1; k <= holds[owner]; k++ {
+		for k := 1; k <= min(holds[owner], releases[owner]+2); k++ {
 			out = append(out, MutexState{Owner: owner, Holds: k, Hi: math.MaxInt64})
 		}
 	}
 	return out
+}
+
+func actsIn(ops []porcupine.Operation, owner string) bool {
+	return slices.ContainsFunc(ops, func(o porcupine.Operation) bool { return o.Input.(Command).Owner == owner })
 }
 
 func allOf(n int) []int {

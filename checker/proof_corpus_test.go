@@ -49,8 +49,8 @@ func TestCorpusProof(t *testing.T) {
 			if r := again.Check(context.Background(), x); r.Valid != checker.Invalid {
 				t.Fatalf("the excerpt of %d operations is %v: %s", len(x.Ops), r.Valid, r.Summary)
 			}
-			t.Logf("%s: %d of %d operations, %d fault records, minimal %v, %d candidates in %s",
-				e.Name, len(p.Ops), len(h.Ops), len(p.Faults), p.Minimal, p.Tried, took.Round(time.Millisecond))
+			t.Logf("%s: %d of %d operations (window %d), %d fault records, minimal %v, %d candidates in %s",
+				e.Name, len(p.Ops), len(h.Ops), p.Window, len(p.Faults), p.Minimal, p.Tried, took.Round(time.Millisecond))
 		})
 	}
 }
