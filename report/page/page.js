@@ -216,33 +216,36 @@
   gn.push(`${d.overlaps} critical sections overlap another owner's`)
   $('gantt-note').textContent = gn.join('; ')
 
-  // The proof: its own axis, not zoomed with the others (its few commands span less than the run).
-  let proofSpec = null
+  // The proof: its own axis (its few commands span less than the run), not zoomed with the others; the
+  // fault windows and the first violation are shaded on it as on every plot.
   if (d.proof) {
     const pr = d.proof
     $('proof-section').hidden = false
     const colors = { ok: '#4caf50', fail: '#ff9800', unknown: '#9c27b0' }
-    const ds = ['ok', 'fail', 'unknown'].map((t) => ({
-      label: t, backgroundColor: colors[t], barPercentage: 0.6, grouped: false,
-      data: pr.ops.filter((o) => o.type === t).map((o) => ({ x: [o.s, Math.max(o.e, o.s + 0.001)], y: pr.rows[o.r], text: o.text }))
-    }))
-    for (const f of pr.faults) {
-      ds.push({ label: f.kind + ' ' + f.targets, backgroundColor: faultColor(f.kind), barPercentage: 1, categoryPercentage: 1, grouped: false, order: 5, data: pr.rows.map((r) => ({ x: [f.start, f.end], y: r })) })
-    }
-    proofSpec = {
+    const lo = Math.min(...pr.ops.map((o) => o.s))
+    const hi = Math.max(...pr.ops.map((o) => o.e))
+    const pad = Math.max((hi - lo) * 0.1, 0.01)
+    specs.push(['proof', {
       type: 'bar',
-      data: { labels: pr.rows, datasets: ds },
+      data: {
+        labels: pr.rows,
+        datasets: ['ok', 'fail', 'unknown'].map((t) => ({
+          label: 'answered ' + t, backgroundColor: colors[t], barPercentage: 0.6, grouped: false,
+          data: pr.ops.filter((o) => o.type === t).map((o) => ({ x: [o.s, Math.max(o.e, o.s + 0.001)], y: pr.rows[o.r], text: o.text }))
+        }))
+      },
       options: {
         indexAxis: 'y',
-        scales: { x: { type: 'linear', title: { display: true, text: 'seconds into the run' } }, y: { type: 'category', labels: pr.rows } },
-        plugins: { tooltip: { callbacks: { label: (c) => (c.raw.text || c.dataset.label) + ' ' + fmt(c.raw.x[0]) + '–' + fmt(c.raw.x[1]) } } }
+        scales: { x: { type: 'linear', min: Math.max(0, lo - pad), max: hi + pad, title: { display: true, text: 'seconds since the run started' } }, y: { type: 'category', labels: pr.rows } },
+        plugins: { tooltip: { callbacks: { label: (c) => c.raw.text + ', ' + fmt(c.raw.x[0]) + '–' + fmt(c.raw.x[1]) } } }
       }
-    }
+    }])
     $('proof-box').style.height = (Math.max(pr.rows.length, 1) * 28 + 120) + 'px'
     $('proof').dataset.ops = pr.ops.length
-    const pl = d.links.find((l) => l.name === 'proof.jsonl' || /proof/.test(l.href))
-    $('proof-note').append(`${pr.ops.length} of ${pr.total} operations that on their own have no legal order (each other command of the key may or may not have taken effect); shaded: the faults in force` + (pl ? '; the excerpt: ' : ''))
-    if (pl) $('proof-note').append(el('a', { href: pl.href }, pl.name))
+    $('proof-note').append(`${pr.ops.length} of ${pr.total} operations that have no legal order on their own, nor with every other command of the key taking effect or not: ` +
+      pr.ops.map((o) => `${pr.rows[o.r]} ${o.text} at ${fmt(o.s)}`).join('; '))
+    const pl = d.links.find((l) => /proof/.test(l.name))
+    if (pl) $('proof-note').append('; the excerpt, a history of its own: ', el('a', { href: pl.href }, pl.name))
   }
 
   if (d.permits) {
@@ -262,11 +265,11 @@
 
   for (const [id, spec] of specs) charts.push([id, spec])
   for (let i = 0; i < charts.length; i++) charts[i] = new Chart($(charts[i][0]), charts[i][1])
-  if (proofSpec) new Chart($('proof'), proofSpec) // eslint-disable-line no-new
 
   // A violation's link zooms every plot to its moment; "whole run" zooms back out.
   const zoom = (lo, hi) => {
     for (const c of charts) {
+      if (c.canvas.id === 'proof') continue // its own axis
       c.options.scales.x.min = lo
       c.options.scales.x.max = hi
       c.update('none')

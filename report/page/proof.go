@@ -2,18 +2,16 @@ package page
 
 import (
 	"strconv"
-	"strings"
 
 	"github.com/lockcheck/lockcheck/history"
 )
 
 // proof is the proof excerpt's own small timeline (checker.Proof): its operations, a row per client
-// thread, and the fault windows in force.
+// thread (the page shades the run's fault windows on it as on every plot).
 type proof struct {
-	Rows   []string  `json:"rows"`
-	Ops    []proofOp `json:"ops"`
-	Faults []fault   `json:"faults"`
-	Total  int       `json:"total"` // operations in the whole history
+	Rows  []string  `json:"rows"`
+	Ops   []proofOp `json:"ops"`
+	Total int       `json:"total"` // operations in the whole history
 }
 
 type proofOp struct {
@@ -28,7 +26,7 @@ func proofOf(x *history.History, total int) *proof {
 	if x == nil {
 		return nil
 	}
-	p := &proof{Total: total, Faults: []fault{}}
+	p := &proof{Total: total}
 	end := x.End()
 	rows := map[string]int{}
 	for _, o := range x.Ops {
@@ -48,10 +46,6 @@ func proofOf(x *history.History, total int) *proof {
 			}
 		}
 		p.Ops = append(p.Ops, op)
-	}
-	for _, w := range x.Windows() {
-		p.Faults = append(p.Faults, fault{Kind: w.Kind, Targets: strings.Join(w.Targets, " "), Detail: w.Detail,
-			Start: secs(w.Start), End: secs(w.End), Healed: w.Healed})
 	}
 	return p
 }
