@@ -11,8 +11,9 @@ import (
 	"github.com/lockcheck/lockcheck/internal/testkit/corpus"
 )
 
-// The proof of every invalid corpus history: a few operations of its illegal key that, written as an
-// excerpt, read back by the history reader and checked by the same checker alone, are still invalid.
+// The proof of every invalid corpus history: at most 10 operations of its illegal key that, written as an
+// excerpt, read back by the history reader and checked by the same checker alone, are still invalid. The
+// sizes it logs are docs/checking.md's table.
 func TestCorpusProof(t *testing.T) {
 	entries, err := corpus.Load()
 	if err != nil {
@@ -34,6 +35,9 @@ func TestCorpusProof(t *testing.T) {
 				t.Fatalf("no proof of %s", res.Violation)
 			}
 			took := time.Since(start)
+			if len(p.Ops) > 10 {
+				t.Errorf("the proof has %d operations, want at most 10", len(p.Ops))
+			}
 			var b bytes.Buffer
 			if err := p.Excerpt(h).Write(&b); err != nil {
 				t.Fatal(err)
