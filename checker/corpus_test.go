@@ -1,6 +1,7 @@
 package checker_test
 
 import (
+	"bytes"
 	"context"
 	"math"
 	"sort"
@@ -10,20 +11,14 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/internal/testkit/corpus"
 )
 
 // Every recorded history in testdata/corpus gets the verdict its index names, decided (never unknown).
 // The bound is generous for a loaded machine; `make bench` holds the hard ones to 10 s.
 func TestCorpus(t *testing.T) {
-	entries, err := corpus.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(entries) == 0 {
-		t.Fatal("empty corpus")
-	}
-	for _, e := range entries {
+	for _, e := range loadCorpus(t) {
 		t.Run(e.Name, func(t *testing.T) {
 			res, took, err := e.Judge(context.Background(), time.Minute)
 			if err != nil {
@@ -56,11 +51,7 @@ func TestCorpus(t *testing.T) {
 // the whole history would give one of the window from one of those states, so none there means none at all.
 // The frontier only says where to look.
 func TestCorpusWindowProof(t *testing.T) {
-	entries, err := corpus.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
+	for _, e := range loadCorpus(t) {
 		if !strings.HasPrefix(e.How, "window-proof") {
 			continue
 		}
@@ -81,28 +72,7 @@ func TestCorpusWindowProof(t *testing.T) {
 				}
 			}
 			sort.SliceStable(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
-			culprit := int64(math.MinInt64)
-			for _, o := range ops {
-				if o.Call == res.At {
-					culprit = max(culprit, o.Return)
-				}
-			}
-			// Quiet moments: ops[i] is called after every command called before it has returned.
-			var quiet []int
-			reach := int64(math.MinInt64)
-			for i, o := range ops {
-				if reach < o.Call {
-					quiet = append(quiet, i)
-				}
-				reach = max(reach, o.Return)
-			}
-			to := len(ops)
-			for _, i := range quiet {
-				if ops[i].Call > culprit {
-					to = i
-					break
-				}
-			}
+			quiet, to := checker.QuietMoments(ops, res.At)
 			// Start ever further back until the window pins the lock down (a start state of the superset
 			// too loose to contradict the violation proves nothing, but is not wrong either).
 			for back := time.Duration(0); ; back = max(2*back, 500*time.Millisecond) {
@@ -126,6 +96,19 @@ func TestCorpusWindowProof(t *testing.T) {
 	}
 }
 
+// loadCorpus is the corpus's entries.
+func loadCorpus(t *testing.T) []corpus.Entry {
+	t.Helper()
+	entries, err := corpus.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) == 0 {
+		t.Fatal("empty corpus")
+	}
+	return entries
+}
+
 // windowCheck runs porcupine's own search on ops[from:to] from every state the lock could be in at
 // ops[from] (the mutex model), bounded to a minute.
 func windowCheck(ops []porcupine.Operation, from, to int) (porcupine.CheckResult, int, int) {
@@ -144,4 +127,48 @@ func windowCheck(ops []porcupine.Operation, from, to int) (porcupine.CheckResult
 	m := checker.MutexModel
 	m.Init = func() []interface{} { return init }
 	return porcupine.CheckOperationsTimeout(m.ToModel(), ops[from:to], time.Minute), to - from, len(init)
+}
+
+// The proof of every invalid corpus history: at most 10 operations of its illegal key that, written as an
+// excerpt, read back by the history reader and checked by the same checker alone, are still invalid. The
+// sizes it logs are docs/checking.md's table.
+func TestCorpusProof(t *testing.T) {
+	for _, e := range loadCorpus(t) {
+		if e.Want != checker.Invalid {
+			continue
+		}
+		t.Run(e.Name, func(t *testing.T) {
+			lin, h, err := e.Checker(time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := lin.Check(context.Background(), h)
+			start := time.Now()
+			p, ok := lin.Proof(context.Background(), h, res, checker.ProofBound)
+			if !ok {
+				t.Fatalf("no proof of %s", res.Violation)
+			}
+			took := time.Since(start)
+			if len(p.Ops) > 10 {
+				t.Errorf("the proof has %d operations, want at most 10", len(p.Ops))
+			}
+			var b bytes.Buffer
+			if err := p.Excerpt(h).Write(&b); err != nil {
+				t.Fatal(err)
+			}
+			x, err := history.Read(&b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, _, err := e.Checker(time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := again.Check(context.Background(), x); r.Valid != checker.Invalid {
+				t.Fatalf("the excerpt of %d operations is %v: %s", len(x.Ops), r.Valid, r.Summary)
+			}
+			t.Logf("%s: %d of %d operations (window %d), %d fault records, minimal %v, %d candidates in %s",
+				e.Name, len(p.Ops), len(h.Ops), p.Window, len(p.Faults), p.Minimal, p.Tried, took.Round(time.Millisecond))
+		})
+	}
 }

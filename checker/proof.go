@@ -217,28 +217,8 @@ func weakenedIllegal(ctx context.Context, m porcupine.NondeterministicModel, ops
 // any time), so a window with no legal order proves the whole history has none; it widens back until
 // that holds. Models without such states keep the whole prefix from the lock's first state.
 func proofWindow(ctx context.Context, m porcupine.NondeterministicModel, ops []porcupine.Operation, at int64) ([]porcupine.Operation, porcupine.NondeterministicModel) {
-	culprit := int64(math.MinInt64)
-	for _, o := range ops {
-		if o.Call == at {
-			culprit = max(culprit, o.Return)
-		}
-	}
-	var quiet []int // ops[i] is called after every command called before it returned
-	reach := int64(math.MinInt64)
-	for i, o := range ops {
-		if reach < o.Call {
-			quiet = append(quiet, i)
-		}
-		reach = max(reach, o.Return)
-	}
-	to := len(ops)
-	for _, i := range quiet {
-		if ops[i].Call > culprit {
-			to = i
-			break
-		}
-	}
-	if _, mutex := m.Init()[0].(MutexState); !mutex || culprit == math.MinInt64 {
+	quiet, to := QuietMoments(ops, at)
+	if _, mutex := m.Init()[0].(MutexState); !mutex {
 		return ops[:to], m
 	}
 	for back := time.Duration(0); ctx.Err() == nil; back = max(2*back, 100*time.Millisecond) {
@@ -259,6 +239,36 @@ func proofWindow(ctx context.Context, m porcupine.NondeterministicModel, ops []p
 		}
 	}
 	return ops[:to], m
+}
+
+// QuietMoments are the indices of a key's commands (in order of call) called after every command called
+// before them had returned (nothing in flight across that moment), and to, the first of them called after
+// the command called at at returned (len(ops) when none is): the commands a violation at at can rest on
+// end before to.
+func QuietMoments(ops []porcupine.Operation, at int64) (quiet []int, to int) {
+	culprit := int64(math.MinInt64)
+	for _, o := range ops {
+		if o.Call == at {
+			culprit = max(culprit, o.Return)
+		}
+	}
+	reach := int64(math.MinInt64)
+	for i, o := range ops {
+		if reach < o.Call {
+			quiet = append(quiet, i)
+		}
+		reach = max(reach, o.Return)
+	}
+	to = len(ops)
+	if culprit == math.MinInt64 {
+		return quiet, to
+	}
+	for _, i := range quiet {
+		if ops[i].Call > culprit {
+			return quiet, i
+		}
+	}
+	return quiet, to
 }
 
 // anyMutexState is every state the mutex model can be in after before, as far as the commands of window
