@@ -335,9 +335,8 @@ func (p Proof) excerptInvalid(ctx context.Context, h *history.History, l *Linear
 	return c.Check(ctx, p.Excerpt(h)).Valid == Invalid
 }
 
-// faultsInForce are the indices of h's fault records whose window (start to stop, paired as
-// history.Windows pairs them; open to the history's end) overlaps the span of the operations ops, the
-// other fault records inside that span, and the final heal: the faults that can bear on those operations.
+// faultsInForce are the fault records in force (faultsDuring) while the operations ops of h were in flight,
+// an unknown outcome up to the history's end.
 func faultsInForce(h *history.History, ops []int) []int {
 	end := h.End()
 	lo, hi := int64(math.MaxInt64), int64(0)
@@ -349,6 +348,14 @@ func faultsInForce(h *history.History, ops []int) []int {
 		}
 		lo, hi = min(lo, o.Invoke.Time), max(hi, t)
 	}
+	return faultsDuring(h, lo, hi)
+}
+
+// faultsDuring are the indices of h's fault records whose window (start to stop, paired as history.Windows
+// pairs them; open to the history's end) overlaps [lo, hi], the other fault records inside it, and the
+// final heal: the faults that can bear on what happened then.
+func faultsDuring(h *history.History, lo, hi int64) []int {
+	end := h.End()
 	type window struct {
 		recs       []int
 		start, end int64
@@ -381,4 +388,59 @@ func faultsInForce(h *history.History, ops []int) []int {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// Citer is a checker whose violation cites records of the history: Cite gives them as its proof (the
+// interval checkers: the sections, grants and faults their first violation rests on).
+type Citer interface {
+	Cite(h *history.History, r Result) (Proof, bool)
+}
+
+// Cite is the proof of mutual-exclusion's invalid verdict: the first overlap's two critical sections, each
+// holder's grant (its latest granted tryLock and acquire on the key called before it entered), and the fault
+// windows in force from the first grant to the later exit.
+func (x Exclusion) Cite(h *history.History, r Result) (Proof, bool) {
+	d, _ := r.Details.(map[string]any)
+	o, ok := d["first"].(Overlap)
+	if r.Valid != Invalid || !ok {
+		return Proof{}, false
+	}
+	p := Proof{Checker: x.Name(), Minimal: true}
+	lo, hi := int64(math.MaxInt64), int64(0)
+	for i, s := range h.Sections {
+		if s.Key != o.Key || !(s.Owner == o.HolderOwner && s.Enter == o.HeldFrom || s.Owner == o.IntruderOwner && s.Enter == o.Entered) {
+			continue
+		}
+		p.Sections = append(p.Sections, i)
+		hi = max(hi, s.Exit)
+		for _, f := range []string{"tryLock", "acquire"} {
+			g := grantBefore(h, s, f)
+			if g >= 0 {
+				p.Ops = append(p.Ops, g)
+				lo = min(lo, h.Ops[g].Invoke.Time)
+			}
+		}
+	}
+	if len(p.Sections) < 2 {
+		return Proof{}, false
+	}
+	slices.Sort(p.Ops)
+	p.Faults = faultsDuring(h, min(lo, o.HeldFrom), hi)
+	return p, true
+}
+
+// grantBefore is the index of the latest granted operation f of section s's owner on its key called before
+// it entered, or -1.
+func grantBefore(h *history.History, s history.Record, f string) int {
+	g := -1
+	for i, o := range h.Ops {
+		inv := o.Invoke
+		if inv.Time > s.Enter {
+			break // Ops are in invoke order
+		}
+		if inv.F == f && inv.Src == "" && inv.Key == s.Key && inv.Owner == s.Owner && o.Outcome() == history.Ok {
+			g = i
+		}
+	}
+	return g
 }

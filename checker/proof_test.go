@@ -97,3 +97,35 @@ func TestProofKeepsWhatFreedTheLock(t *testing.T) {
 		t.Fatalf("proof %v: want c1's release and c2's refusal", got)
 	}
 }
+
+// mutual-exclusion's proof cites the first overlap's two sections and each holder's grant, nothing else;
+// the excerpt alone is still invalid.
+func TestExclusionCitesTheOverlap(t *testing.T) {
+	cs := func(c string, enter, exit int64) history.Record {
+		return history.Record{Type: history.Section, Time: exit * 1e6, Client: c, Thread: 1, Key: "lock-0",
+			Owner: c + "-uuid:1", Enter: enter * 1e6, Exit: exit * 1e6}
+	}
+	h := &history.History{
+		Ops: []history.Operation{
+			op(1, "c1", "tryLock", 10, history.Ok, nil), op(2, "c1", "acquire", 10, history.Ok, nil),
+			op(3, "c3", "tryLock", 12, history.Fail, nil),
+			op(4, "c2", "tryLock", 20, history.Ok, nil), op(5, "c2", "acquire", 20, history.Ok, nil),
+		},
+		Sections: []history.Record{cs("c1", 11, 40), cs("c2", 21, 30), cs("c3", 50, 60)},
+		Faults: []history.Record{{Type: history.Fault, Time: 15e6, F: "pause", Phase: "start", Targets: []string{"c1"}},
+			{Type: history.Fault, Time: 18e6, F: "pause", Phase: "stop", Targets: []string{"c1"}},
+			{Type: history.Fault, Time: 45e6, F: "kill", Phase: "start", Targets: []string{"n1"}}},
+	}
+	x := checker.Exclusion{}
+	res := x.Check(context.Background(), h)
+	p, ok := x.Cite(h, res)
+	if res.Valid != checker.Invalid || !ok {
+		t.Fatalf("%v, cited %v", res.Valid, ok)
+	}
+	if !slices.Equal(p.Sections, []int{0, 1}) || !slices.Equal(p.Ops, []int{0, 1, 3, 4}) || !slices.Equal(p.Faults, []int{0, 1}) {
+		t.Fatalf("cited sections %v, operations %v, faults %v; want [0 1], [0 1 3 4], [0 1]", p.Sections, p.Ops, p.Faults)
+	}
+	if r := x.Check(context.Background(), p.Excerpt(h)); r.Valid != checker.Invalid {
+		t.Fatalf("the excerpt is %v: %s", r.Valid, r.Summary)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/lockcheck/lockcheck/kinds"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/report"
+	"github.com/lockcheck/lockcheck/report/page"
 )
 
 // ResolveHistory accepts a run directory or a history file.
@@ -153,11 +154,12 @@ func analyze(ctx context.Context, path string, timeout time.Duration, own *kinds
 		delete(res.Files, "html")
 	}
 	var excerpt *history.History
+	by := ""
 	if proof != "" {
-		fresh, _ := family.Checkers(kinds.Checks(meta.Checks), timeout)
-		excerpt = writeProof(ctx, h, fresh, res, proof)
+		_, fresh := family.Checkers(kinds.Checks(meta.Checks), timeout)
+		excerpt, by = writeProof(ctx, h, fresh, res, proof)
 	}
-	writePage(h, excerpt, res, meta, family.Counted, resultsName)
+	writePage(h, page.Input{Proof: excerpt, ProofBy: by}, res, meta, family.Counted, resultsName)
 	if err := res.WriteFile(files["results"]); err != nil {
 		return res, fmt.Errorf("write results: %w", err)
 	}

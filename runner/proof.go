@@ -10,20 +10,30 @@ import (
 	"github.com/lockcheck/lockcheck/report"
 )
 
-// writeProof writes the proof of porcupine's invalid verdict (checker.Proof: the fewest commands of the
-// illegal key that still have no legal order) at path as a history excerpt that `lockcheck check` reads,
-// lists it in the results' files and returns it for the page. lin is a fresh checker of the run's family:
-// the one that judged may have let go of its commands. Nothing here changes the verdict: a proof not
-// found within checker.ProofBound, or not written, is a note.
-func writeProof(ctx context.Context, h *history.History, lin *checker.Linearizable, res *report.Results, path string) *history.History {
-	for _, r := range res.Checkers {
-		if r.Checker != lin.Label || r.Valid != checker.Invalid {
+// writeProof writes the proof of the first invalid verdict that has one at path, as a history excerpt that
+// `lockcheck check` reads: porcupine's (checker.Proof: the fewest commands of the illegal key that still
+// have no legal order), else an interval checker's citation (checker.Citer: the sections, grants and faults
+// its violation rests on). It lists the file in the results' files and returns the excerpt and its checker for the page.
+// cs are fresh checkers of the run's family, in the order of res.Checkers: the porcupine checker that
+// judged may have let go of its commands. Nothing here changes the verdict: a proof not found within
+// checker.ProofBound, or not written, is a note.
+func writeProof(ctx context.Context, h *history.History, cs []checker.Checker, res *report.Results, path string) (*history.History, string) {
+	invalid := false
+	for i, r := range res.Checkers {
+		if r.Valid != checker.Invalid || i >= len(cs) {
 			continue
 		}
-		p, ok := lin.Proof(ctx, h, r, checker.ProofBound)
+		invalid = true
+		var p checker.Proof
+		ok := false
+		switch c := cs[i].(type) {
+		case *checker.Linearizable:
+			p, ok = c.Proof(ctx, h, r, checker.ProofBound)
+		case checker.Citer:
+			p, ok = c.Cite(h, r)
+		}
 		if !ok {
-			res.Notes = append(res.Notes, fmt.Sprintf("no proof excerpt: the %s violation's key did not give one within %s", lin.Label, checker.ProofBound))
-			return nil
+			continue
 		}
 		x := p.Excerpt(h)
 		err := report.Overwritable(path)
@@ -32,16 +42,21 @@ func writeProof(ctx context.Context, h *history.History, lin *checker.Linearizab
 		}
 		if err != nil {
 			res.Notes = append(res.Notes, "no proof excerpt: "+err.Error())
-			return nil
+			return nil, ""
 		}
 		res.Files["proof"] = path
-		minimal := ""
-		if !p.Minimal {
-			minimal = fmt.Sprintf(" (the %s bound ended the minimisation)", checker.ProofBound)
+		what := fmt.Sprintf("%d of %d operations", len(x.Ops), len(h.Ops))
+		if len(x.Sections) > 0 {
+			what = fmt.Sprintf("%d critical sections and %d grants", len(x.Sections), len(x.Ops))
 		}
-		res.Notes = append(res.Notes, fmt.Sprintf("the proof: %d of %d operations still have no legal order on their own%s: %s",
-			len(x.Ops), len(h.Ops), minimal, path))
-		return x
+		if !p.Minimal {
+			what += fmt.Sprintf(" (the %s bound ended the minimisation)", checker.ProofBound)
+		}
+		res.Notes = append(res.Notes, fmt.Sprintf("the proof (%s): %s, on their own still invalid: %s", p.Checker, what, path))
+		return x, p.Checker
 	}
-	return nil
+	if invalid {
+		res.Notes = append(res.Notes, fmt.Sprintf("no proof excerpt: no invalid checker gave one (porcupine's within %s)", checker.ProofBound))
+	}
+	return nil, ""
 }

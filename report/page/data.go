@@ -39,6 +39,8 @@ type Input struct {
 	// Proof is the proof excerpt of an invalid porcupine verdict (checker.Proof), drawn on its own; nil
 	// when there is none.
 	Proof *history.History
+	// ProofBy names the checker whose violation the proof is of.
+	ProofBy string
 }
 
 // Link is one file of the run.
@@ -216,7 +218,7 @@ func build(in Input) data {
 	d.Rate = rates(h, b)
 	d.Latency = latencies(h, b)
 	d.Gantt, d.Overlaps = holders(h, in.Permits)
-	d.Proof = proofOf(in.Proof, len(h.Ops))
+	d.Proof = proofOf(in.Proof, in.ProofBy, len(h.Ops))
 	if in.Permits > 0 {
 		d.Permits = &permits{Exist: in.Permits, InUse: inUse(h, b), Reads: existing(h)}
 	}

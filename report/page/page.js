@@ -221,7 +221,7 @@
   if (d.proof) {
     const pr = d.proof
     $('proof-section').hidden = false
-    const colors = { ok: '#4caf50', fail: '#ff9800', unknown: '#9c27b0' }
+    const colors = { ok: '#4caf50', fail: '#ff9800', unknown: '#9c27b0', cs: '#e00000' }
     const lo = Math.min(...pr.ops.map((o) => o.s))
     const hi = Math.max(...pr.ops.map((o) => o.e))
     const pad = Math.max((hi - lo) * 0.1, 0.01)
@@ -229,8 +229,8 @@
       type: 'bar',
       data: {
         labels: pr.rows,
-        datasets: ['ok', 'fail', 'unknown'].map((t) => ({
-          label: 'answered ' + t, backgroundColor: colors[t], barPercentage: 0.6, grouped: false,
+        datasets: ['ok', 'fail', 'unknown', 'cs'].map((t) => ({
+          label: t === 'cs' ? 'critical section' : 'answered ' + t, backgroundColor: colors[t], barPercentage: t === 'cs' ? 0.3 : 0.6, grouped: false,
           data: pr.ops.filter((o) => o.type === t).map((o) => ({ x: [o.s, Math.max(o.e, o.s + 0.001)], y: pr.rows[o.r], text: o.text }))
         }))
       },
@@ -242,7 +242,9 @@
     }])
     $('proof-box').style.height = (Math.max(pr.rows.length, 1) * 28 + 120) + 'px'
     $('proof').dataset.ops = pr.ops.length
-    $('proof-note').append(`${pr.ops.length} of ${pr.total} operations that have no legal order on their own, nor with every other command of the key taking effect or not: ` +
+    $('proof-note').append((pr.checker === 'porcupine'
+      ? `${pr.ops.length} of ${pr.total} operations that have no legal order on their own, nor with every other command of the key taking effect or not: `
+      : `what ${pr.checker}'s violation rests on: `) +
       pr.ops.map((o) => `${pr.rows[o.r]} ${o.text} at ${fmt(o.s)}`).join('; '))
     const pl = d.links.find((l) => /proof/.test(l.name))
     if (pl) $('proof-note').append('; the excerpt, a history of its own: ', el('a', { href: pl.href }, pl.name))

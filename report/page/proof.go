@@ -9,9 +9,10 @@ import (
 // proof is the proof excerpt's own small timeline (checker.Proof): its operations, a row per client
 // thread (the page shades the run's fault windows on it as on every plot).
 type proof struct {
-	Rows  []string  `json:"rows"`
-	Ops   []proofOp `json:"ops"`
-	Total int       `json:"total"` // operations in the whole history
+	Checker string    `json:"checker"`
+	Rows    []string  `json:"rows"`
+	Ops     []proofOp `json:"ops"`
+	Total   int       `json:"total"` // operations in the whole history
 }
 
 type proofOp struct {
@@ -19,14 +20,14 @@ type proofOp struct {
 	Start float64 `json:"s"`
 	End   float64 `json:"e"`
 	Text  string  `json:"text"`
-	Type  string  `json:"type"` // ok, fail or unknown (never answered: drawn to the excerpt's end)
+	Type  string  `json:"type"` // ok, fail, unknown (never answered: drawn to the excerpt's end), or cs: a critical section
 }
 
-func proofOf(x *history.History, total int) *proof {
+func proofOf(x *history.History, by string, total int) *proof {
 	if x == nil {
 		return nil
 	}
-	p := &proof{Total: total}
+	p := &proof{Checker: by, Total: total}
 	end := x.End()
 	rows := map[string]int{}
 	for _, o := range x.Ops {
@@ -46,6 +47,16 @@ func proofOf(x *history.History, total int) *proof {
 			}
 		}
 		p.Ops = append(p.Ops, op)
+	}
+	for _, c := range x.Sections {
+		label := threadLabel(c.Client, c.Thread)
+		r, ok := rows[label]
+		if !ok {
+			r = len(p.Rows)
+			rows[label] = r
+			p.Rows = append(p.Rows, label)
+		}
+		p.Ops = append(p.Ops, proofOp{Row: r, Start: secs(c.Enter), End: secs(c.Exit), Type: "cs", Text: "critical section"})
 	}
 	return p
 }
