@@ -444,3 +444,36 @@ func grantBefore(h *history.History, s history.Record, f string) int {
 	}
 	return g
 }
+
+// Cite is the proof of lost-lock's invalid verdict: the first loss's owner's commands on the key from its
+// acknowledged grant to the command that found the lock gone (the renewals between set how long the lease
+// surely lasted), the refused acquire that found the key still held where there is one, and the fault
+// windows in force meanwhile.
+func (c LostLock) Cite(h *history.History, r Result) (Proof, bool) {
+	losses, _ := r.Details.([]Loss)
+	if r.Valid != Invalid || len(losses) == 0 {
+		return Proof{}, false
+	}
+	l := losses[0]
+	p := Proof{Checker: c.Name(), Minimal: true}
+	nm := newNames()
+	found := false
+	for i := range h.Ops {
+		inv := &h.Ops[i].Invoke
+		if inv.Src != "" || nm.key(inv) != l.Key || !slices.Contains(mutexCommands, inv.F) {
+			continue
+		}
+		mine := nm.owner(inv) == l.Owner && inv.Time >= l.Acquired && inv.Time <= l.Call
+		kept := l.KeptBy != "" && nm.owner(inv) == l.KeptBy && inv.F == "acquire" && inv.Time <= l.KeptAt &&
+			h.Ops[i].Complete != nil && h.Ops[i].Complete.Time == l.KeptAt
+		if mine || kept {
+			p.Ops = append(p.Ops, i)
+			found = found || mine && inv.Time == l.Call && inv.F == l.F
+		}
+	}
+	if !found {
+		return Proof{}, false
+	}
+	p.Faults = faultsInForce(h, p.Ops)
+	return p, true
+}

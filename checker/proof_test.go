@@ -129,3 +129,26 @@ func TestExclusionCitesTheOverlap(t *testing.T) {
 		t.Fatalf("the excerpt is %v: %s", r.Valid, r.Summary)
 	}
 }
+
+// lost-lock's proof cites the owner's grant, its renewal and the release that found the lock gone, not the
+// other commands; the excerpt alone is still invalid.
+func TestLostLockCitesTheLoss(t *testing.T) {
+	v := history.Int64
+	h := &history.History{Ops: []history.Operation{
+		op(1, "c2", "acquire", 5, history.Ok, nil), op(2, "c2", "release", 8, history.Ok, v(1)),
+		op(3, "c1", "acquire", 10, history.Ok, nil), op(4, "c3", "acquire", 12, history.Fail, v(25000)),
+		op(5, "c1", "renew", 20, history.Ok, v(1)), op(6, "c1", "release", 30, history.Fail, v(0)),
+	}}
+	x := checker.LostLock{}
+	res := x.Check(context.Background(), h)
+	p, ok := x.Cite(h, res)
+	if res.Valid != checker.Invalid || !ok {
+		t.Fatalf("%v (%s), cited %v", res.Valid, res.Summary, ok)
+	}
+	if !slices.Equal(p.Ops, []int{2, 4, 5}) {
+		t.Fatalf("cited operations %v, want [2 4 5]", p.Ops)
+	}
+	if r := x.Check(context.Background(), p.Excerpt(h)); r.Valid != checker.Invalid {
+		t.Fatalf("the excerpt is %v: %s", r.Valid, r.Summary)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -33,28 +35,40 @@ func gunzipTo(t *testing.T, dir, name string) string {
 	return path
 }
 
-// `lockcheck check --proof` of a history that porcupine finds legal and mutual-exclusion does not (a paused
-// holder outlived its lease): the proof is the overlap's two sections with their grants, listed in the
-// results, and checked alone it is invalid.
-func TestCheckProofOfAnOverlap(t *testing.T) {
-	dir := t.TempDir()
-	path := gunzipTo(t, dir, "reentrant-client-pause")
-	proof := filepath.Join(dir, "proof.jsonl")
-	if code := execute(context.Background(), []string{"check", path, "--proof", proof}); code != exitInvalid {
-		t.Fatalf("exit %d, want %d", code, exitInvalid)
-	}
-	var res struct {
-		Files map[string]string `json:"files"`
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "history.check.json"))
-	if err == nil {
-		err = json.Unmarshal(b, &res)
-	}
-	if err != nil || res.Files["proof"] != proof {
-		t.Fatalf("the results name no proof (%v): %v", err, res.Files)
-	}
-	if code := execute(context.Background(), []string{"check", proof}); code != exitInvalid {
-		t.Fatalf("lockcheck check proof.jsonl: exit %d, want %d", code, exitInvalid)
+// `lockcheck check --proof` of histories that porcupine finds legal and an interval checker does not: a
+// paused holder outlived its lease (mutual-exclusion: the overlap's two sections with their grants), and an
+// acknowledged lock gone after a lagging failover (lost-lock: the grant and the refusal). The proof is
+// listed in the results, names its checker, and checked alone it is invalid.
+func TestCheckProofOfIntervalCheckers(t *testing.T) {
+	for _, c := range []struct{ history, checker string }{
+		{"reentrant-client-pause", "mutual-exclusion"},
+		{"reentrant-lagging-failover-seed6", "lost-lock"},
+	} {
+		t.Run(c.history, func(t *testing.T) {
+			dir := t.TempDir()
+			path := gunzipTo(t, dir, c.history)
+			proof := filepath.Join(dir, "proof.jsonl")
+			if code := execute(context.Background(), []string{"check", path, "--proof", proof}); code != exitInvalid {
+				t.Fatalf("exit %d, want %d", code, exitInvalid)
+			}
+			var res struct {
+				Files map[string]string `json:"files"`
+				Notes []string          `json:"notes"`
+			}
+			b, err := os.ReadFile(filepath.Join(dir, "history.check.json"))
+			if err == nil {
+				err = json.Unmarshal(b, &res)
+			}
+			if err != nil || res.Files["proof"] != proof {
+				t.Fatalf("the results name no proof (%v): %v", err, res.Files)
+			}
+			if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.HasPrefix(n, "the proof ("+c.checker+")") }) {
+				t.Fatalf("no note of %s's proof: %q", c.checker, res.Notes)
+			}
+			if code := execute(context.Background(), []string{"check", proof}); code != exitInvalid {
+				t.Fatalf("lockcheck check proof.jsonl: exit %d, want %d", code, exitInvalid)
+			}
+		})
 	}
 }
 
