@@ -1,33 +1,31 @@
 package main
 
 import (
-	"compress/gzip"
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/lockcheck/lockcheck/internal/testkit/corpus"
 )
 
-// gunzipTo writes the corpus history name, unzipped, into dir and returns its path.
-func gunzipTo(t *testing.T, dir, name string) string {
+// corpusHistoryIn writes the corpus history name into dir, as history.Write writes it, and returns its path.
+func corpusHistoryIn(t *testing.T, dir, name string) string {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "..", "checker", "testdata", "corpus", name+".jsonl.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
+	h, err := corpus.Entry{Name: name}.History()
 	if err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "history.jsonl")
-	b, err := io.ReadAll(z)
+	f, err := os.Create(path)
 	if err == nil {
-		err = os.WriteFile(path, b, 0o600)
+		err = h.Write(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +44,7 @@ func TestCheckProofOfIntervalCheckers(t *testing.T) {
 	} {
 		t.Run(c.history, func(t *testing.T) {
 			dir := t.TempDir()
-			path := gunzipTo(t, dir, c.history)
+			path := corpusHistoryIn(t, dir, c.history)
 			proof := filepath.Join(dir, "proof.jsonl")
 			if code := execute(context.Background(), []string{"check", path, "--proof", proof}); code != exitInvalid {
 				t.Fatalf("exit %d, want %d", code, exitInvalid)
@@ -76,7 +74,7 @@ func TestCheckProofOfIntervalCheckers(t *testing.T) {
 // file as it was.
 func TestCheckProofRefusesOthersFiles(t *testing.T) {
 	dir := t.TempDir()
-	path := gunzipTo(t, dir, "reentrant-client-pause")
+	path := corpusHistoryIn(t, dir, "reentrant-client-pause")
 	notes := filepath.Join(dir, "notes.jsonl")
 	if err := os.WriteFile(notes, []byte("{\"mine\":1}\n"), 0o600); err != nil {
 		t.Fatal(err)
