@@ -157,7 +157,7 @@ func analyze(ctx context.Context, path string, timeout time.Duration, own *kinds
 	by := ""
 	if proof != "" {
 		_, fresh := family.Checkers(kinds.Checks(meta.Checks), timeout)
-		excerpt, by = writeProof(ctx, h, fresh, res, proof)
+		excerpt, by = writeProof(ctx, h, fresh, res, proof, min(checker.ProofBound, timeout))
 	}
 	writePage(h, page.Input{Proof: excerpt, ProofBy: by}, res, meta, family.Counted, resultsName)
 	if err := res.WriteFile(files["results"]); err != nil {

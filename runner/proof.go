@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/history"
@@ -15,9 +16,10 @@ import (
 // have no legal order), else an interval checker's citation (checker.Citer: the sections, grants and faults
 // its violation rests on). It lists the file in the results' files and returns the excerpt and its checker for the page.
 // cs are fresh checkers of the run's family, in the order of res.Checkers: the porcupine checker that
-// judged may have let go of its commands. Nothing here changes the verdict: a proof not found within
-// checker.ProofBound, or not written, is a note.
-func writeProof(ctx context.Context, h *history.History, cs []checker.Checker, res *report.Results, path string) (*history.History, string) {
+// judged may have let go of its commands. bound bounds porcupine's minimisation: checker.ProofBound, or the
+// check's own timeout where that is less (an interrupted run's few seconds). Nothing here changes the
+// verdict: a proof not found within it, or not written, is a note.
+func writeProof(ctx context.Context, h *history.History, cs []checker.Checker, res *report.Results, path string, bound time.Duration) (*history.History, string) {
 	invalid := false
 	for i, r := range res.Checkers {
 		if r.Valid != checker.Invalid || i >= len(cs) {
@@ -28,7 +30,7 @@ func writeProof(ctx context.Context, h *history.History, cs []checker.Checker, r
 		ok := false
 		switch c := cs[i].(type) {
 		case *checker.Linearizable:
-			p, ok = c.Proof(ctx, h, r, checker.ProofBound)
+			p, ok = c.Proof(ctx, h, r, bound)
 		case checker.Citer:
 			p, ok = c.Cite(h, r)
 		}
@@ -50,13 +52,13 @@ func writeProof(ctx context.Context, h *history.History, cs []checker.Checker, r
 			what = fmt.Sprintf("%d critical sections and %d grants", len(x.Sections), len(x.Ops))
 		}
 		if !p.Minimal {
-			what += fmt.Sprintf(" (the %s bound ended the minimisation)", checker.ProofBound)
+			what += fmt.Sprintf(" (the %s bound ended the minimisation)", bound)
 		}
 		res.Notes = append(res.Notes, fmt.Sprintf("the proof (%s): %s, on their own still invalid: %s", p.Checker, what, path))
 		return x, p.Checker
 	}
 	if invalid {
-		res.Notes = append(res.Notes, fmt.Sprintf("no proof excerpt: no invalid checker gave one (porcupine's within %s)", checker.ProofBound))
+		res.Notes = append(res.Notes, fmt.Sprintf("no proof excerpt: no invalid checker gave one (porcupine's within %s)", bound))
 	}
 	return nil, ""
 }
