@@ -477,3 +477,36 @@ func (c LostLock) Cite(h *history.History, r Result) (Proof, bool) {
 	p.Faults = faultsInForce(h, p.Ops)
 	return p, true
 }
+
+// Cite is the proof of told-of-loss's invalid verdict: the first silence's holder's grant, the other
+// owner's grant after it, the holder's interaction answered ok since, and the fault windows in force.
+func (c ToldOfLoss) Cite(h *history.History, r Result) (Proof, bool) {
+	found, _ := r.Details.([]Silence)
+	if r.Valid != Invalid || len(found) == 0 {
+		return Proof{}, false
+	}
+	s := found[0]
+	p := Proof{Checker: c.Name(), Minimal: true}
+	nm := newNames()
+	answered := func(o history.Operation, at int64) bool {
+		return o.Outcome() == history.Ok && o.Complete.Time == at
+	}
+	cited := 0
+	for i, o := range h.Ops {
+		inv := &h.Ops[i].Invoke
+		if inv.Src != "" || nm.key(inv) != s.Key {
+			continue
+		}
+		owner := nm.owner(inv)
+		if inv.F == "acquire" && (owner == s.Holder && answered(o, s.Granted) || owner == s.Other && answered(o, s.OtherGranted)) ||
+			owner == s.Holder && inv.F == s.F && inv.Time == s.Call {
+			p.Ops = append(p.Ops, i)
+			cited++
+		}
+	}
+	if cited < 3 {
+		return Proof{}, false
+	}
+	p.Faults = faultsInForce(h, p.Ops)
+	return p, true
+}

@@ -152,3 +152,26 @@ func TestLostLockCitesTheLoss(t *testing.T) {
 		t.Fatalf("the excerpt is %v: %s", r.Valid, r.Summary)
 	}
 }
+
+// told-of-loss's proof cites the holder's grant, the other owner's grant (once the holder's 30 s lease may
+// have run out) and the holder's renewal answered ok after it; the excerpt alone is still invalid.
+func TestToldOfLossCitesTheSilence(t *testing.T) {
+	v := history.Int64
+	h := &history.History{Ops: []history.Operation{
+		op(1, "c1", "acquire", 10, history.Ok, nil), op(2, "c3", "acquire", 12, history.Fail, v(25000)),
+		op(3, "c2", "acquire", 40100, history.Ok, nil), op(4, "c3", "acquire", 40150, history.Fail, v(25000)),
+		op(5, "c1", "renew", 40200, history.Ok, v(1)),
+	}}
+	x := checker.ToldOfLoss{}
+	res := x.Check(context.Background(), h)
+	p, ok := x.Cite(h, res)
+	if res.Valid != checker.Invalid || !ok {
+		t.Fatalf("%v (%s), cited %v", res.Valid, res.Summary, ok)
+	}
+	if !slices.Equal(p.Ops, []int{0, 2, 4}) {
+		t.Fatalf("cited operations %v, want [0 2 4]", p.Ops)
+	}
+	if r := x.Check(context.Background(), p.Excerpt(h)); r.Valid != checker.Invalid {
+		t.Fatalf("the excerpt is %v: %s", r.Valid, r.Summary)
+	}
+}
