@@ -116,18 +116,27 @@ func TestExclusionCitesTheOverlap(t *testing.T) {
 			{Type: history.Fault, Time: 18e6, F: "pause", Phase: "stop", Targets: []string{"c1"}},
 			{Type: history.Fault, Time: 45e6, F: "kill", Phase: "start", Targets: []string{"n1"}}},
 	}
-	x := checker.Exclusion{}
-	res := x.Check(context.Background(), h)
-	p, ok := x.Cite(h, res)
-	if res.Valid != checker.Invalid || !ok {
-		t.Fatalf("%v, cited %v", res.Valid, ok)
-	}
+	p := cited(t, checker.Exclusion{}, h)
 	if !slices.Equal(p.Sections, []int{0, 1}) || !slices.Equal(p.Ops, []int{0, 1, 3, 4}) || !slices.Equal(p.Faults, []int{0, 1}) {
 		t.Fatalf("cited sections %v, operations %v, faults %v; want [0 1], [0 1 3 4], [0 1]", p.Sections, p.Ops, p.Faults)
 	}
-	if r := x.Check(context.Background(), p.Excerpt(h)); r.Valid != checker.Invalid {
+}
+
+// cited is c's citation of its invalid verdict on h, whose excerpt c still finds invalid.
+func cited(t *testing.T, c interface {
+	checker.Checker
+	checker.Citer
+}, h *history.History) checker.Proof {
+	t.Helper()
+	res := c.Check(context.Background(), h)
+	p, ok := c.Cite(h, res)
+	if res.Valid != checker.Invalid || !ok {
+		t.Fatalf("%v (%s), cited %v", res.Valid, res.Summary, ok)
+	}
+	if r := c.Check(context.Background(), p.Excerpt(h)); r.Valid != checker.Invalid {
 		t.Fatalf("the excerpt is %v: %s", r.Valid, r.Summary)
 	}
+	return p
 }
 
 // lost-lock's proof cites the owner's grant, its renewal and the release that found the lock gone, not the
@@ -139,17 +148,8 @@ func TestLostLockCitesTheLoss(t *testing.T) {
 		op(3, "c1", "acquire", 10, history.Ok, nil), op(4, "c3", "acquire", 12, history.Fail, v(25000)),
 		op(5, "c1", "renew", 20, history.Ok, v(1)), op(6, "c1", "release", 30, history.Fail, v(0)),
 	}}
-	x := checker.LostLock{}
-	res := x.Check(context.Background(), h)
-	p, ok := x.Cite(h, res)
-	if res.Valid != checker.Invalid || !ok {
-		t.Fatalf("%v (%s), cited %v", res.Valid, res.Summary, ok)
-	}
-	if !slices.Equal(p.Ops, []int{2, 4, 5}) {
+	if p := cited(t, checker.LostLock{}, h); !slices.Equal(p.Ops, []int{2, 4, 5}) {
 		t.Fatalf("cited operations %v, want [2 4 5]", p.Ops)
-	}
-	if r := x.Check(context.Background(), p.Excerpt(h)); r.Valid != checker.Invalid {
-		t.Fatalf("the excerpt is %v: %s", r.Valid, r.Summary)
 	}
 }
 
@@ -162,16 +162,7 @@ func TestToldOfLossCitesTheSilence(t *testing.T) {
 		op(3, "c2", "acquire", 40100, history.Ok, nil), op(4, "c3", "acquire", 40150, history.Fail, v(25000)),
 		op(5, "c1", "renew", 40200, history.Ok, v(1)),
 	}}
-	x := checker.ToldOfLoss{}
-	res := x.Check(context.Background(), h)
-	p, ok := x.Cite(h, res)
-	if res.Valid != checker.Invalid || !ok {
-		t.Fatalf("%v (%s), cited %v", res.Valid, res.Summary, ok)
-	}
-	if !slices.Equal(p.Ops, []int{0, 2, 4}) {
+	if p := cited(t, checker.ToldOfLoss{}, h); !slices.Equal(p.Ops, []int{0, 2, 4}) {
 		t.Fatalf("cited operations %v, want [0 2 4]", p.Ops)
-	}
-	if r := x.Check(context.Background(), p.Excerpt(h)); r.Valid != checker.Invalid {
-		t.Fatalf("the excerpt is %v: %s", r.Valid, r.Summary)
 	}
 }
