@@ -7,9 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
+
+	"github.com/lockcheck/lockcheck/internal/safefile"
 )
 
 // History is a parsed history file. Its records share their strings, Args maps and Value pointers with
@@ -111,14 +112,13 @@ func (o Operation) Outcome() Type {
 // ReadFile parses a history file. A last line that is a cut-short record is dropped (and reported in
 // Truncated); any other malformed line is an error that names it.
 func ReadFile(path string) (*History, error) {
-	f, err := os.Open(path)
+	// A regular file only: opening a FIFO would wait for a writer for ever, and a device (/dev/zero) has no
+	// end; neither can hold a history lockcheck wrote, nor take the check's files beside it.
+	f, _, err := safefile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read history: %w", err)
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return Read(f) // a pipe or a device (/dev/zero): read once, as it comes
-	}
 	n, cs, err := countInvokes(f)
 	if err == nil {
 		_, err = f.Seek(0, io.SeekStart)

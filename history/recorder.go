@@ -6,6 +6,8 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+
+	"github.com/lockcheck/lockcheck/internal/redact"
 )
 
 // Counts are live totals of completed operations, for the status line.
@@ -31,7 +33,8 @@ type Recorder struct {
 	outOfFDs                              atomic.Int64 // completions that failed for want of descriptors
 	fault                                 atomic.Value // string: the fault in force, for the status line
 
-	observe atomic.Pointer[func(Record)] // see Observe
+	observe atomic.Pointer[func(Record)]    // see Observe
+	red     atomic.Pointer[redact.Redactor] // see Redact
 }
 
 // Create opens path for a new history.
@@ -67,6 +70,7 @@ func (r *Recorder) write(rec Record, stamp bool) {
 		return
 	}
 	r.ended = rec.Type == End
+	rec = redacted(r.red.Load(), rec) // before clipping, which could cut a secret in two
 	if len(rec.Error) > MaxText || len(rec.Detail) > MaxText {
 		rec.Error, rec.Detail = ClipText(rec.Error, MaxText), ClipText(rec.Detail, MaxText)
 	}
@@ -77,7 +81,7 @@ func (r *Recorder) write(rec Record, stamp bool) {
 	}
 	if len(r.buf) > MaxLine && rec.Type == Meta {
 		// Never write a line the reader refuses; the caller bounds the meta's parts before this.
-		r.err = fmt.Errorf("history: the meta record is %d bytes, over the %d a line may have", len(r.buf), MaxLine)
+		r.err = fmt.Errorf("the meta record is %d bytes, over the %d a history line may have: a lockcheck bug (its parts are bounded), not bad input", len(r.buf), MaxLine)
 		close(r.failed)
 		return
 	}
@@ -85,6 +89,35 @@ func (r *Recorder) write(rec Record, stamp bool) {
 		r.err = err
 		close(r.failed)
 	}
+}
+
+// Redact makes every record written from now on carry none of red's secrets: a worker is handed the
+// password and its texts (errors, events, library, version) and the commands on its links come from
+// outside the run; results.json and the pages are made from the history (issue 29, item 3).
+func (r *Recorder) Redact(red *redact.Redactor) { r.red.Store(red) }
+
+// Redactor is the one Redact set, or nil.
+func (r *Recorder) Redactor() *redact.Redactor { return r.red.Load() }
+
+// redacted is rec with red's secrets replaced in all its texts. It allocates only when it replaces.
+func redacted(red *redact.Redactor, rec Record) Record {
+	if red == nil {
+		return rec
+	}
+	rec.Client, rec.Key, rec.Node, rec.Owner = red.String(rec.Client), red.String(rec.Key), red.String(rec.Node), red.String(rec.Owner)
+	rec.Src, rec.F, rec.Error = red.String(rec.Src), red.String(rec.F), red.String(rec.Error)
+	rec.Phase, rec.Detail = red.String(rec.Phase), red.String(rec.Detail)
+	copied := false
+	for i, t := range rec.Targets {
+		if s := red.String(t); s != t {
+			if !copied { // the caller's slice stays as it was
+				rec.Targets, copied = append([]string(nil), rec.Targets...), true
+			}
+			rec.Targets[i] = s
+		}
+	}
+	rec.Data = red.JSON(rec.Data)
+	return rec
 }
 
 // Failed is closed when a write fails (a full disk): the run must stop, since nothing more is recorded.

@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
+	"github.com/lockcheck/lockcheck/internal/safefile"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -53,6 +53,9 @@ func LoadScripts(set, overrideDir string) (*Scripts, error) {
 	if overrideDir == "" {
 		return s, nil
 	}
+	if err := safefile.Dir(overrideDir); err != nil { // else a file or a device is "no .lua files there"
+		return nil, fmt.Errorf("--scripts: %w", err)
+	}
 	over, err := filepath.Glob(filepath.Join(overrideDir, "*.lua"))
 	if err != nil || len(over) == 0 {
 		return nil, fmt.Errorf("--scripts %s: no .lua files there", overrideDir)
@@ -63,7 +66,7 @@ func LoadScripts(set, overrideDir string) (*Scripts, error) {
 			return nil, fmt.Errorf("--scripts %s: %s.lua replaces no script of set %q (have: %s)", overrideDir, name, set,
 				strings.Join(s.Names(), ", "))
 		}
-		b, err := os.ReadFile(f)
+		b, err := safefile.Read(f, safefile.SpecMax) // not a FIFO, a device or a huge file
 		if err != nil {
 			return nil, fmt.Errorf("--scripts: %w", err)
 		}

@@ -79,8 +79,9 @@ func holdRange(s string) error {
 }
 
 func fraction(s string) error {
-	if _, err := strconv.ParseFloat(s, 64); err != nil {
-		return fmt.Errorf("want a number such as 0.2")
+	p, err := strconv.ParseFloat(s, 64)
+	if err != nil || workloads.CheckChance("", p) != nil {
+		return fmt.Errorf("want a chance in [0, 1] such as 0.2")
 	}
 	return nil
 }

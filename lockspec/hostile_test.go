@@ -39,7 +39,9 @@ func TestControlFlagsAllowList(t *testing.T) {
 	for flags, want := range map[string]string{
 		`[--lease, soon]`: `--lease "soon": want a duration`, `[--clients, many]`: `--clients "many": want an integer`,
 		`[--hold, soon]`: `--hold "soon": range "soon"`, `[--readers, "3"]`: `--readers "3": want READERS:WRITERS`,
-		`[--reentry, often]`: `--reentry "often": want a number`, `[--lease, --client-cmd]`: `--lease "--client-cmd": want a duration`,
+		`[--reentry, often]`: `--reentry "often": want a chance in [0, 1]`, `[--lease, --client-cmd]`: `--lease "--client-cmd": want a duration`,
+		`[--reentry, NaN]`: `--reentry "NaN": want a chance in [0, 1]`, `[--reentry, "-Inf"]`: `--reentry "-Inf": want a chance in [0, 1]`,
+		`[--reentry, "1.5"]`: `--reentry "1.5": want a chance in [0, 1]`,
 	} {
 		if _, err := Parse([]byte(control(flags)), "t.yaml", ""); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("flags %s: error %v, want %q", flags, err, want)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/topology"
+	"github.com/lockcheck/lockcheck/workloads"
 )
 
 // maxDuration bounds every duration flag: nothing in a run is meant to last longer than a day, and the
@@ -17,6 +18,7 @@ const maxDuration = 24 * time.Hour
 type durationBound struct {
 	flag   string
 	d      time.Duration
+	to     time.Duration // a range's upper end (--lease 1s-10s), drawn up to; 0 for a single value
 	min    time.Duration
 	max    time.Duration
 	zeroOK bool
@@ -31,9 +33,9 @@ func (o Options) checkBounds() error {
 		{flag: "--time", d: o.Time, max: maxDuration},
 		{flag: "--nemesis-interval", d: o.NemesisInterval, max: maxDuration},
 		{flag: "--nemesis-duration", d: o.NemesisDuration, max: maxDuration},
-		{flag: "--lease", d: o.Lease, min: ms, max: maxDuration, zeroOK: true, why: inWholeMs},
+		{flag: "--lease", d: o.Lease, to: o.LeaseTo, min: ms, max: maxDuration, zeroOK: true, why: inWholeMs},
 		{flag: "--watchdog", d: o.Watchdog, min: ms, max: maxDuration, why: "it is the lease, " + inWholeMs},
-		{flag: "--wait", d: o.Wait, max: maxDuration, zeroOK: true},
+		{flag: "--wait", d: o.Wait, to: o.WaitTo, max: maxDuration, zeroOK: true},
 		{flag: "--timeout", d: o.Timeout, max: maxDuration},
 		{flag: "--check-timeout", d: o.CheckTimeout, max: maxDuration},
 		{flag: "--latency", d: o.Latency, min: ms, max: time.Hour, zeroOK: true, why: "toxiproxy delays in whole milliseconds"},
@@ -45,6 +47,10 @@ func (o Options) checkBounds() error {
 		}
 	}
 	if o.Quiet < 0 || o.Quiet >= o.Time {
+		if o.Given != nil && !o.Given["quiet"] && o.Quiet == Defaults().Quiet { // the user never wrote --quiet
+			return usagef("--time %s is not longer than --quiet's default %s (the fault-free end of the run): "+
+				"give a longer --time, or --quiet below %s (0 for none)", o.Time, o.Quiet, o.Quiet)
+		}
 		return usagef("--quiet must be in [0, --time), got %s", o.Quiet)
 	}
 	if faults, _ := nemesis.Parse(o.Nemesis, nil); slices.Contains(faults, "latency") && o.Latency == 0 && o.Jitter == 0 {
@@ -54,6 +60,18 @@ func (o Options) checkBounds() error {
 }
 
 func (b durationBound) check() error {
+	if b.to != 0 {
+		span := workloads.Span(b.d, b.to).Text()
+		switch {
+		case b.to < b.d:
+			return usagef("%s %s-%s: want min <= max", b.flag, b.d, b.to)
+		case b.to > b.max:
+			return usagef("%s %s: at most %s", b.flag, span, b.max)
+		case b.d < b.min: // a draw may fall anywhere in the range, 0 < draw < min too
+			return usagef("%s %s: every value drawn from the range must be at least %s (%s): start it at %s or more",
+				b.flag, span, b.min, b.why, b.min)
+		}
+	}
 	switch {
 	case b.d == 0 && b.zeroOK:
 		return nil

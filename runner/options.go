@@ -117,6 +117,18 @@ func (o Options) Leases() workloads.Range { return workloads.Span(o.Lease, o.Lea
 // Waits is --wait as a range.
 func (o Options) Waits() workloads.Range { return workloads.Span(o.Wait, o.WaitTo) }
 
+// chance is a probability flag's value.
+type chance struct {
+	flag string
+	p    float64
+}
+
+// chances are every probability flag, checked in one place before anything starts (a spec's or a control's
+// control flags included: they are applied to these options first). A new one belongs here.
+func (o Options) chances() []chance {
+	return []chance{{"--reentry", o.Reentry}, {"--cross-thread", o.CrossThread}, {"--force-unlock", o.ForceUnlock}}
+}
+
 // maxCommand bounds the recorded command line, so that the meta record stays far below a history
 // line's 1 MiB (a long --client-cmd could otherwise make a run refuse its own history).
 const maxCommand = 64 << 10
@@ -133,25 +145,16 @@ func (o Options) validate() (workloads.Range, error) {
 	if o.Clients < 1 {
 		return hold, usagef("--clients must be at least 1, got %d", o.Clients)
 	}
-	if !(o.CrossThread >= 0 && o.CrossThread <= 1) || !(o.ForceUnlock >= 0 && o.ForceUnlock <= 1) {
-		return hold, usagef("--cross-thread and --force-unlock are chances in [0, 1], got %g and %g", o.CrossThread, o.ForceUnlock)
+	for _, c := range o.chances() {
+		if err := workloads.CheckChance(c.flag, c.p); err != nil {
+			return hold, UsageError{err}
+		}
 	}
 	if o.Threads < 1 || o.Threads > MaxThreads {
 		return hold, usagef("--threads must be in [1, %d], got %d", MaxThreads, o.Threads)
 	}
 	if n := o.Clients * o.Threads; n > MaxOwners {
 		return hold, usagef("--clients %d × --threads %d is %d owners, more than the %d a run drives", o.Clients, o.Threads, n, MaxOwners)
-	}
-	for _, r := range []struct {
-		flag     string
-		from, to time.Duration
-	}{{"--lease", o.Lease, o.LeaseTo}, {"--wait", o.Wait, o.WaitTo}} {
-		if r.to != 0 && r.to < r.from {
-			return hold, usagef("%s %s-%s: want min <= max", r.flag, r.from, r.to)
-		}
-		if r.to > maxDuration {
-			return hold, usagef("%s: at most %s", r.flag, maxDuration)
-		}
 	}
 	if n := len(strings.Join(o.Command, " ")); n > maxCommand {
 		return hold, usagef("the command line is %d bytes, more than the %d a run records", n, maxCommand)

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/internal/redact"
 	"github.com/lockcheck/lockcheck/kinds"
 	"github.com/lockcheck/lockcheck/locks"
 	"github.com/lockcheck/lockcheck/nemesis"
@@ -111,6 +112,7 @@ func (t *Test) Execute(ctx context.Context, stderr io.Writer) (*report.Results, 
 
 	active.Store(rec)
 	runErr := execute(ctx, t, wk, dir, rec, &meta, stderr)
+	runErr = rec.Redactor().Err(runErr) // set in execute once the password is known: a worker's text may echo it
 	if meta.StartupMs != 0 {
 		writeEnd(ctx, rec, runErr)
 	}
@@ -134,6 +136,7 @@ func (t *Test) Execute(ctx context.Context, stderr io.Writer) (*report.Results, 
 	}
 	res, aerr := analyze(context.Background(), filepath.Join(dir, "history.jsonl"), timeout, t.Kind,
 		"results.json", "history.html", filepath.Join(dir, "proof.jsonl"))
+	aerr = ownHistory(aerr)
 	if runErr != nil { // the run's own error comes first (a full disk), whatever became of its results
 		if aerr != nil {
 			runErr = fmt.Errorf("%w; and then: %v", runErr, aerr)
@@ -144,6 +147,15 @@ func (t *Test) Execute(ctx context.Context, stderr io.Writer) (*report.Results, 
 		return nil, aerr
 	}
 	return res, noteRanOut(rec, res, dir) // runErr is nil here: a run's own error returned above
+}
+
+// ownHistory is analyze's error on the history the run wrote itself: a refusal of it is lockcheck's fault
+// (exit 255), never the user's input (254).
+func ownHistory(err error) error {
+	if !IsUsage(err) {
+		return err
+	}
+	return fmt.Errorf("lockcheck refused the history it wrote itself (a lockcheck bug, not bad input): %v", err)
 }
 
 // interruptedCheck bounds the porcupine search of a run stopped by a signal.
@@ -192,6 +204,10 @@ func execute(ctx context.Context, t *Test, wk *workerRun, dir string, rec *histo
 		return err
 	}
 	defer stopTopology(topo, stderr)
+	// Before any client or worker can write a record or a line: a worker's texts may echo the password.
+	red := redact.New(topo.Password)
+	rec.Redact(red)
+	stderr = red.Writer(stderr)
 	if ext != nil {
 		patterns := workloadPatterns(t.Kind.KeyCount(o.params(workloads.Range{})), t.Kind.Family == kinds.Latch)
 		if err := checkLeftovers(ctx, topo, patterns); err != nil {
@@ -280,9 +296,14 @@ func execute(ctx context.Context, t *Test, wk *workerRun, dir string, rec *histo
 	meta.StartupMs = max(topo.Startup.Milliseconds(), 1)
 	data, _ := json.Marshal(meta)
 	rec.Write(history.Record{Type: history.Meta, Time: rec.Clock.Now(), Data: data})
+	if err := rec.Err(); err != nil { // a history without its meta record is nothing to judge
+		meta.StartupMs = 0
+		return fmt.Errorf("history: %w", err)
+	}
 	if wr != nil {
 		wr.open()
 	}
+	wk.begun()
 	pointLatest(dir)
 	defer watchNodes(topo, rec, stderr)()
 

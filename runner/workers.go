@@ -47,6 +47,8 @@ type workerRun struct {
 	clients []string // every lockcheck client of the run, in order
 	// ctx is the run's: a signal during start-up ends the wait for the workers' init_ok.
 	ctx context.Context
+	// events holds the workers' events until the meta record is written (begun).
+	events *worker.Events
 }
 
 // planWorker checks the worker flags against the faults and resolves the worker, starting nothing: a
@@ -132,7 +134,7 @@ func (p *ClientProvider) startWorker(ctx context.Context, stderr io.Writer) (*wo
 	}
 	var err error
 	if r.argv, err = worker.Build(ctx, p.spec, p.Version, stderr); err != nil {
-		if errors.As(err, new(worker.UnknownError)) {
+		if errors.As(err, new(worker.UnknownError)) || errors.As(err, new(worker.CacheError)) {
 			return nil, UsageError{err}
 		}
 		return nil, err // a failed build is the harness's (255)
@@ -162,9 +164,11 @@ func (p *workerRun) factory(o Options, kind *kinds.Kind, topo *topology.Topology
 	var mu sync.Mutex
 	results := map[string]chan started{}
 	readers := worker.NewReaders()
+	p.events = worker.NewEvents(rec)
 	start := func(client string) (*worker.Client, error) {
 		return worker.Start(worker.Config{Client: client, Argv: p.argv, Dir: dir, ClockLib: clockLib,
-			Init: p.initFor(o, kind, topo, client), Rec: rec, Gate: gates[client], OnFail: fail, Readers: readers, Ctx: p.ctx})
+			Init: p.initFor(o, kind, topo, client), Rec: rec, Gate: gates[client], OnFail: fail, Readers: readers, Ctx: p.ctx,
+			Events: p.events})
 	}
 	return func(e locks.Env) (locks.Client, error) {
 		abandon := func() { // the run ends here: nobody will close the workers not handed out
@@ -324,6 +328,13 @@ func orNone(s []string) string {
 		return "no kind"
 	}
 	return strings.Join(s, ", ")
+}
+
+// begun lets the workers' events into the history: its meta record is written.
+func (p *workerRun) begun() {
+	if p != nil && p.events != nil {
+		p.events.Open()
+	}
 }
 
 // describe names the worker in the meta record and its versions, and says how long the workers took.

@@ -8,19 +8,26 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
+
+	"github.com/lockcheck/lockcheck/internal/safefile"
 )
 
 // CheckJUnit finds, before anything runs, a --junit path the report could not be written to at the end:
-// a directory or a FIFO in its place (a FIFO could block the write), an existing file not writable, or,
+// anything but a regular file in its place (a directory; a FIFO could block the write; a device such as
+// /dev/zero would swallow the report), an existing file not writable, or,
 // for a new file, a nearest existing directory that is not one or where nothing can be created (missing
 // directories below it are made at the end, as the suite's own are). It leaves nothing behind.
 func CheckJUnit(path string) error {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 { // a checkout's results may hold one
+		return fmt.Errorf("--junit %s: a symbolic link: lockcheck writes no report through a link it did not make; name the file itself, or remove the link", path)
+	}
 	fi, err := os.Stat(path)
 	switch {
 	case err == nil && fi.IsDir():
 		return fmt.Errorf("--junit %s: a directory, not a file", path)
-	case err == nil && !fi.Mode().IsRegular() && fi.Mode()&fs.ModeCharDevice == 0:
-		return fmt.Errorf("--junit %s: not a file JUnit can be written to", path)
+	case err == nil && !fi.Mode().IsRegular():
+		return fmt.Errorf("--junit %s: not a regular file (%s)", path, safefile.Kind(fi.Mode()))
 	case err == nil:
 		f, err := os.OpenFile(path, os.O_WRONLY, 0) // no O_TRUNC: the old report stays until the new one
 		if err != nil {
@@ -116,7 +123,27 @@ func WriteJUnit(path string, r *Report) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil { // as CheckJUnit allowed
 		return err
 	}
-	return os.WriteFile(path, append([]byte(xml.Header), append(b, '\n')...), 0o644)
+	// Checked again as it is opened, as CheckJUnit: no link (O_NOFOLLOW), and a regular file or nothing
+	// (O_NONBLOCK: a FIFO put there since the check fails instead of blocking; a device is refused).
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("--junit %s: not a regular file (%s)", path, safefile.Kind(fi.Mode()))
+	}
+	if err != nil {
+		return err
+	}
+	if err := f.Truncate(0); err != nil {
+		return err
+	}
+	if _, err := f.Write(append([]byte(xml.Header), append(b, '\n')...)); err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 func secs(s float64) string { return fmt.Sprintf("%.3f", s) }

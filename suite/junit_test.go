@@ -16,7 +16,7 @@ func TestCheckJUnit(t *testing.T) {
 	must(t, os.WriteFile(file, []byte("old report"), 0o644))
 	fifo := filepath.Join(dir, "fifo.xml")
 	must(t, syscall.Mkfifo(fifo, 0o644))
-	for _, p := range []string{dir, fifo, filepath.Join(file, "j.xml"), filepath.Join(file, "x", "j.xml"), "/proc/lockcheck-j.xml"} {
+	for _, p := range []string{dir, fifo, filepath.Join(file, "j.xml"), filepath.Join(file, "x", "j.xml"), "/proc/lockcheck-j.xml", "/dev/zero"} {
 		if err := CheckJUnit(p); err == nil || !strings.HasPrefix(err.Error(), "--junit "+p+": ") || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: %v; want a one-line refusal", p, err)
 		}

@@ -35,10 +35,12 @@ func Merge(out string, dirs []string) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	outInfo, _ := os.Stat(out) // nil while out does not exist: then no input holds it
+	if err := outApart(out, ins); err != nil {
+		return nil, err
+	}
 	var shards []shard
 	for _, in := range ins {
-		s, err := in.shards(outInfo)
+		s, err := in.shards()
 		if err != nil {
 			return nil, err
 		}
@@ -49,7 +51,10 @@ func Merge(out string, dirs []string) (*Report, error) {
 	}
 	sort.Slice(shards, func(i, j int) bool { return shards[i].shown < shards[j].shown })
 
-	if err := os.MkdirAll(filepath.Join(out, "runs"), 0o755); err != nil {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, err
+	}
+	if err := RunsDir(out); err != nil {
 		return nil, err
 	}
 	dst, err := os.OpenRoot(out)
@@ -57,7 +62,8 @@ func Merge(out string, dirs []string) (*Report, error) {
 		return nil, err
 	}
 	defer dst.Close()
-	if outInfo, err = os.Stat(out); err != nil {
+	outInfo, err := os.Stat(out)
+	if err != nil {
 		return nil, err
 	}
 	c := copier{dst: dst, out: outInfo}
@@ -137,6 +143,7 @@ func (p *places) take(to string) {
 // input is one directory merge was given, opened as a root nothing read from it may leave.
 type input struct {
 	given string
+	real  string // absolute, symlinks resolved
 	root  *os.Root
 }
 
@@ -183,10 +190,52 @@ func resolveInputs(dirs []string) ([]input, error) {
 		if err != nil {
 			return ins, fmt.Errorf("merge: %w", err)
 		}
-		ins = append(ins, input{given: d, root: root})
+		ins = append(ins, input{given: d, real: real, root: root})
 		reals, infos = append(reals, real), append(infos, fi)
 	}
 	return ins, nil
+}
+
+// outApart refuses an --out that is an input, is inside one or holds one: the merged suite.json would sit
+// beside the runs it counts, and a later merge of that directory would count them twice.
+func outApart(out string, ins []input) error {
+	real, err := realPath(out)
+	if err != nil {
+		return fmt.Errorf("merge: --out %s: %w", out, err)
+	}
+	for _, in := range ins {
+		switch {
+		case real == in.real:
+			return fmt.Errorf("merge: --out %s is the input %s itself: give --out a directory outside every input", out, in.given)
+		case within(in.real, real):
+			return fmt.Errorf("merge: --out %s is inside the input %s: a later merge of %s would count its runs twice; give --out a directory outside every input",
+				out, in.given, in.given)
+		case within(real, in.real):
+			return fmt.Errorf("merge: --out %s holds the input %s: a later merge of %s would count its runs twice; give --out a directory outside every input",
+				out, in.given, out)
+		}
+	}
+	return nil
+}
+
+// realPath is p absolute with its symlinks resolved, also when its last elements do not exist yet.
+func realPath(p string) (string, error) {
+	p, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	var missing []string
+	for {
+		real, err := filepath.EvalSymlinks(p)
+		if err == nil {
+			return filepath.Join(append([]string{real}, missing...)...), nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) || filepath.Dir(p) == p {
+			return "", err
+		}
+		missing = append([]string{filepath.Base(p)}, missing...)
+		p = filepath.Dir(p)
+	}
 }
 
 // within reports whether p is dir or under it.
@@ -195,18 +244,12 @@ func within(dir, p string) bool {
 	return err == nil && filepath.IsLocal(r)
 }
 
-// shards finds and reads every suite.json under the input (but not under out, when out is inside it) and
-// checks every run directory they name.
-func (in input) shards(out os.FileInfo) ([]shard, error) {
+// shards finds and reads every suite.json under the input and checks every run directory they name.
+func (in input) shards() ([]shard, error) {
 	var found []string
 	err := fs.WalkDir(in.root.FS(), ".", func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return err
-		}
-		if e.IsDir() && out != nil {
-			if fi, err := e.Info(); err == nil && os.SameFile(fi, out) {
-				return fs.SkipDir
-			}
 		}
 		if !e.IsDir() && e.Name() == "suite.json" { // whatever it is: reading it decides
 			found = append(found, p)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,9 +80,19 @@ func Run(ctx context.Context, s *Suite, shard string, cfg Config) (*Report, erro
 	if err := distinct(s.Cases); err != nil { // cases made in code (compare, repro) as well as parsed
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(cfg.Dir, "runs"), 0o755); err != nil {
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, err
 	}
+	if err := RunsDir(cfg.Dir); err != nil {
+		return nil, err
+	}
+	// Each case's directory is cleared and made through a root on the suite's directory: nothing a link
+	// under it names outside it is removed or written.
+	root, err := os.OpenRoot(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
 	rep := &Report{Name: s.Name, File: s.Path, Shard: shard, Started: time.Now()}
 	var mu sync.Mutex
 	save := func() error {
@@ -109,7 +120,7 @@ func Run(ctx context.Context, s *Suite, shard string, cfg Config) (*Report, erro
 		go func() {
 			defer wg.Done()
 			for o := range jobs {
-				o = runCase(ctx, cfg, o)
+				o = runCase(ctx, cfg, root, o)
 				if ctx.Err() != nil { // stopped by the suite's end (Ctrl-C, until-fail): not a result; its directory stays
 					continue
 				}
@@ -172,24 +183,28 @@ func runDirName(o Outcome) string {
 
 // runCase performs one run as a child lockcheck in its own process group, so a terminal's Ctrl-C reaches
 // it only through the suite (once), and it dies (with its own teardown) when the suite dies.
-func runCase(ctx context.Context, cfg Config, o Outcome) Outcome {
+func runCase(ctx context.Context, cfg Config, root *os.Root, o Outcome) Outcome {
 	rel := filepath.Join("runs", runDirName(o))
 	dir := filepath.Join(cfg.Dir, rel)
-	_ = os.RemoveAll(dir) // a rerun into the same suite directory
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	_ = root.RemoveAll(rel) // a rerun into the same suite directory
+	if err := root.Mkdir(rel, 0o755); err != nil {
 		o.Verdict, o.Exit, o.Violation = "error", 255, err.Error()
 		return o
 	}
-	out, err := os.Create(filepath.Join(dir, "output.txt"))
+	out, err := root.Create(filepath.Join(rel, "output.txt"))
 	if err != nil {
 		o.Verdict, o.Exit, o.Violation = "error", 255, err.Error()
 		return o
 	}
 	defer out.Close()
-	args := append([]string{"run"}, o.Args...)
+	child, env, red := o.child()
+	args := append([]string{"run"}, child...)
 	args = append(args, "--results", dir)
 	cmd := exec.Command(cfg.Exe, args...)
 	cmd.Stdout, cmd.Stderr = out, out
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	node.DieWithParent(cmd, syscall.SIGTERM)
 	began := time.Now()
@@ -228,16 +243,47 @@ func runCase(ctx context.Context, cfg Config, o Outcome) Outcome {
 	}
 	if o.Verdict == "error" || o.Exit > 2 {
 		o.Verdict = "error"
-		o.Violation = textfile.LastLine(filepath.Join(dir, "output.txt"))
+		o.Violation = red.String(textfile.LastLine(filepath.Join(dir, "output.txt")))
 	}
 	o.Met = o.Verdict != "error" && o.Case.Met(verdicts[o.Verdict])
 	if o.Met && !cfg.KeepAll {
-		_ = os.RemoveAll(dir)
+		_ = root.RemoveAll(rel)
 		o.Dir = ""
 	} else if o.Dir == "" {
 		o.Dir = rel
 	}
 	return o
+}
+
+// DirError is a directory in a suite's results that lockcheck removes and writes in but did not make: a
+// link (a results directory from a checkout or a shared place may hold one) or not a directory. Bad input:
+// nothing is removed or written through it.
+type DirError struct{ msg string }
+
+func (e DirError) Error() string { return e.msg }
+
+// RunsDir makes dir/runs, or finds a real directory there (a DirError if not); Run calls it too.
+func RunsDir(dir string) error { return Subdir(dir, "runs") }
+
+// Subdir makes dir/name, where runs will be removed and written, or finds a real directory there: a link
+// or anything else is a DirError.
+func Subdir(dir, name string) error {
+	p := filepath.Join(dir, name)
+	err := os.Mkdir(p, 0o755)
+	if err == nil || !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	fi, err := os.Lstat(p)
+	what := "not a directory"
+	switch {
+	case err != nil:
+		return err
+	case fi.IsDir():
+		return nil
+	case fi.Mode()&fs.ModeSymlink != 0:
+		what = "a symbolic link"
+	}
+	return DirError{p + ": " + what + ": lockcheck removes and writes runs only in a directory of its own; remove it"}
 }
 
 // readRun finds the run directory lockcheck made under dir and reads its results.json.

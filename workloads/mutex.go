@@ -107,14 +107,23 @@ func (m Mutex) Validate() error {
 		return fmt.Errorf("--lease must not be negative")
 	case m.WaitTo != 0 && m.WaitTo < m.Wait || m.LeaseTo != 0 && m.LeaseTo < m.Lease:
 		return fmt.Errorf("--wait and --lease ranges want min <= max")
-	case m.Reentry < 0 || m.Reentry > 1:
-		return fmt.Errorf("--reentry must be in [0, 1], got %g", m.Reentry)
-	case m.ReadRatio < 0 || m.ReadRatio > 1:
-		return fmt.Errorf("the read share must be in [0, 1], got %g", m.ReadRatio)
-	case !(m.CrossThread >= 0 && m.CrossThread <= 1):
-		return fmt.Errorf("--cross-thread must be in [0, 1], got %g", m.CrossThread)
-	case !(m.ForceUnlock >= 0 && m.ForceUnlock <= 1):
-		return fmt.Errorf("--force-unlock must be in [0, 1], got %g", m.ForceUnlock)
+	}
+	for _, c := range []struct {
+		what string
+		p    float64
+	}{{"--reentry", m.Reentry}, {"the read share", m.ReadRatio}, {"--cross-thread", m.CrossThread}, {"--force-unlock", m.ForceUnlock}} {
+		if err := CheckChance(c.what, c.p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckChance refuses a chance that is not a number in [0, 1]. NaN fails every comparison, so a check
+// written as p < 0 || p > 1 lets it through, and neither NaN nor an infinity can be recorded in JSON.
+func CheckChance(what string, p float64) error {
+	if !(p >= 0 && p <= 1) {
+		return fmt.Errorf("%s must be a chance in [0, 1], got %g", what, p)
 	}
 	return nil
 }

@@ -29,6 +29,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/internal/redact"
 	"github.com/lockcheck/lockcheck/locks"
 	"github.com/lockcheck/lockcheck/node"
 	"github.com/lockcheck/lockcheck/node/clockshift"
@@ -72,6 +73,8 @@ type Config struct {
 	// Ctx, when cancelled (Ctrl-C, SIGTERM), ends the wait for init_ok at once: the worker is killed and
 	// Start fails. nil: the wait is bounded by Startup only.
 	Ctx context.Context
+	// Events holds the run's worker events until its meta record is written (nil: they are written at once).
+	Events *Events
 }
 
 // Client is one running worker.
@@ -81,7 +84,8 @@ type Client struct {
 	stdin     *os.File
 	stdout    *os.File
 	tree      *tree
-	Info      sdk.Message // init_ok
+	Info      sdk.Message      // init_ok
+	red       *redact.Redactor // the run's (its recorder's), else one for the password init hands over
 	caps      map[string]bool
 	clockFile string
 	exited    chan struct{} // closed once the process has been reaped and what it left killed
@@ -104,6 +108,7 @@ type Client struct {
 	lost        map[holdKey]bool  // a lost event came since the last grant
 	losses      locks.LossSignals // the same, as a signal the workload can wait on (locks.LossSignal)
 	armed       atomic.Bool       // freeze after the next grant
+	budget      eventBudget       // what its events may cost, used by the reader only
 }
 
 type holdKey struct {
@@ -174,8 +179,12 @@ func Start(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{cfg: cfg, pending: map[int64]*call{}, holds: map[holdKey]int{}, unsure: map[holdKey]bool{}, lost: map[holdKey]bool{},
-		exited: make(chan struct{}), readDone: make(chan struct{}), logDone: make(chan struct{}), tree: newTree()}
+	c := &Client{cfg: cfg, red: cfg.Rec.Redactor(), pending: map[int64]*call{}, holds: map[holdKey]int{}, unsure: map[holdKey]bool{}, lost: map[holdKey]bool{},
+		exited: make(chan struct{}), readDone: make(chan struct{}), logDone: make(chan struct{}), tree: newTree(),
+		budget: newEventBudget()}
+	if c.red == nil {
+		c.red = redact.New(cfg.Init.Password)
+	}
 	// A pause armed just after a grant was read (--nemesis-trigger fires on the grant) freezes the workload
 	// at the gate, but the reader's armed check has passed: stop the process there too, or its watchdog
 	// keeps renewing through the "pause".
@@ -189,7 +198,7 @@ func Start(cfg Config) (*Client, error) {
 	defer errW.Close() // the child holds its own descriptor
 	go func() {
 		defer close(c.logDone)
-		logStderr(errR, logf, cfg.Init.Password)
+		logStderr(errR, logf, c.red)
 	}()
 	cmd.Stderr = errW
 	cmd.Env = append(os.Environ(), treeEnv+"="+c.tree.tag) // inherited by its descendants (tree.go)
@@ -236,6 +245,7 @@ func Start(cfg Config) (*Client, error) {
 	init.Type, init.Protocol = sdk.TypeInit, sdk.Protocol
 	reply, err := c.call(init, nil)
 	reply = printableReply(reply)
+	long := overlong(reply)
 	switch {
 	case err != nil:
 	// An init the worker cannot use carries the user's settings (a --client-option it does not have, or a value
@@ -246,6 +256,8 @@ func Start(cfg Config) (*Client, error) {
 		err = fmt.Errorf("client %s: the worker failed to start: %s", cfg.Client, reply.Text)
 	case reply.Type != "init_ok":
 		err = fmt.Errorf("client %s: worker answered init with %q", cfg.Client, reply.Type)
+	case long != "": // before anything quotes the names
+		err = RefusedError{msg: fmt.Sprintf("client %s: the worker's init_ok %s (docs/protocol.md, Handshake)", cfg.Client, long)}
 	case init.Lock != nil && !slices.Contains(reply.Kinds, init.Lock.Kind):
 		err = RefusedError{fmt.Sprintf("client %s: worker %s %s cannot drive lock %s (it drives: %s; pick one with --lock)",
 			cfg.Client, reply.Library, reply.Version, init.Lock.Kind, strings.Join(reply.Kinds, ", ")), reply.Kinds}
@@ -382,6 +394,9 @@ func (c *Client) read(stdout io.Reader) {
 		// Killed before it is waited for: it is most likely blocked writing the rest of that line.
 		c.fail(fmt.Errorf("client %s: worker printed a line longer than 1 MiB", c.cfg.Client))
 	}
+	if r, ok := c.budget.record(c.cfg.Client, c.cfg.Rec.Clock.Now()); ok { // its last event has been read
+		c.cfg.Events.write(c.cfg.Rec, r)
+	}
 	<-c.exited
 	c.mu.Lock()
 	closing, n := c.closing, len(c.pending)
@@ -506,6 +521,39 @@ func printable(s string) string {
 	return b.String()
 }
 
+// The bounds of init_ok's names, as made printable: every one is in the meta record (the version twice), which
+// must fit a history line whatever a worker sends.
+const (
+	MaxName  = 256 // bytes of library, version, runtime, and of each kind and cap
+	MaxNames = 64  // kinds, and caps
+)
+
+// overlong says which of init_ok's names is over its bound, or "".
+func overlong(m sdk.Message) string {
+	for _, f := range []struct {
+		name string
+		v    string
+	}{{"library", m.Library}, {"version", m.Version}, {"runtime", m.Runtime}} {
+		if len(f.v) > MaxName {
+			return fmt.Sprintf("%q is %d bytes, over the %d it may have", f.name, len(f.v), MaxName)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    []string
+	}{{"kinds", m.Kinds}, {"caps", m.Caps}} {
+		if len(f.v) > MaxNames {
+			return fmt.Sprintf("%q has %d names, over the %d it may have", f.name, len(f.v), MaxNames)
+		}
+		for i, v := range f.v {
+			if len(v) > MaxName {
+				return fmt.Sprintf("%q[%d] is %d bytes, over the %d a name may have", f.name, i, len(v), MaxName)
+			}
+		}
+	}
+	return ""
+}
+
 // printableReply is a reply whose texts lockcheck prints (init_ok's names, an error's text) made printable.
 func printableReply(m sdk.Message) sdk.Message {
 	m.Library, m.Version, m.Runtime, m.Text = printable(m.Library), printable(m.Version), printable(m.Runtime), printable(m.Text)
@@ -603,33 +651,46 @@ func (c *Client) fail(err error) {
 	}
 }
 
-// event records a worker's lost/renewed report; a log event goes to its stderr.log.
+// event records a worker's lost/renewed report; a log event goes to its stderr.log. What is over the
+// client's budget is counted, not recorded (events.go), except the first lost event of a held lock.
 func (c *Client) event(m sdk.Message) {
-	if m.Event == "log" {
-		if f, err := os.OpenFile(filepath.Join(c.cfg.Dir, "clients", c.cfg.Client, "stderr.log"),
-			os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
-			fmt.Fprintf(f, "event log: %s\n", m.Text)
-			f.Close()
-		}
-		return
-	}
+	logged := m.Text // stderr.log holds the worker's text as it was, as it holds its stderr
 	m.Text = printable(m.Text)
 	key := m.Key
 	if key == "" && len(m.Keys) > 0 {
 		key = m.Keys[0]
 	}
+	// A loss of a lock the thread holds, not yet told, is recorded whatever the budget: one per grant at most.
+	fresh := false
 	if m.Event == "lost" { // the workload stops touching the resource (locks.Extender.Lost)
 		c.mu.Lock()
 		for _, k := range append([]string{m.Key}, m.Keys...) {
-			c.lost[holdKey{m.Thread, k}] = true
+			h := holdKey{m.Thread, k}
+			fresh = fresh || c.holds[h] > 0 && !c.lost[h]
+			c.lost[h] = true
 		}
 		c.mu.Unlock()
 		for _, k := range append([]string{m.Key}, m.Keys...) {
 			c.losses.Fire(k, c.owner(m.Thread))
 		}
 	}
-	c.cfg.Rec.Write(history.Record{Type: history.Event, Time: c.cfg.Rec.Clock.Now(), Client: c.cfg.Client,
-		Thread: m.Thread, Key: key, Owner: c.owner(m.Thread), F: m.Event, Detail: m.Text})
+	now := c.cfg.Rec.Clock.Now()
+	if !fresh && !c.budget.take(time.Now(), m.Event) {
+		return
+	}
+	if m.Event == "log" {
+		if f, err := os.OpenFile(filepath.Join(c.cfg.Dir, "clients", c.cfg.Client, "stderr.log"),
+			os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
+			fmt.Fprintf(f, "event log: %s\n", c.red.String(logged)) // but not the password
+			f.Close()
+		}
+		return
+	}
+	rec := history.Record{Type: history.Event, Time: now, Client: c.cfg.Client,
+		Thread: m.Thread, Key: key, Owner: c.owner(m.Thread), F: m.Event, Detail: m.Text}
+	if !c.cfg.Events.write(c.cfg.Rec, rec) {
+		c.budget.drop(m.Event)
+	}
 }
 
 // Close shuts the worker down (stdin closed; SIGKILL 5 s later if it has not exited), kills whatever is

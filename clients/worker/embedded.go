@@ -36,15 +36,19 @@ func extract(src fs.FS) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	base := filepath.Join(CacheDir(), "src")
+	cache, err := Cache() // this user's alone: a .complete marker there is lockcheck's own
+	if err != nil {
+		return "", err
+	}
+	base := filepath.Join(cache, "src")
 	root := filepath.Join(base, digest)
-	if _, err := os.Stat(filepath.Join(root, ".complete")); err == nil {
+	if complete(root) {
 		return root, nil
 	}
 	if err := os.MkdirAll(base, 0o755); err != nil {
 		return "", err
 	}
-	lock, err := os.OpenFile(root+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	lock, err := os.OpenFile(root+".lock", os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return "", err
 	}
@@ -53,7 +57,7 @@ func extract(src fs.FS) (string, error) {
 		return "", err
 	}
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
-	if _, err := os.Stat(filepath.Join(root, ".complete")); err == nil {
+	if complete(root) {
 		return root, nil // another process wrote it while this one waited
 	}
 	_ = os.RemoveAll(root) // one that died half-way
@@ -79,6 +83,14 @@ func extract(src fs.FS) (string, error) {
 		return "", fmt.Errorf("writing out the workers' sources into %s: %w", root, err)
 	}
 	return root, os.WriteFile(filepath.Join(root, ".complete"), nil, 0o644)
+}
+
+// complete reports whether the sources at root were written out whole: its marker is there, and neither
+// it nor root is a link.
+func complete(root string) bool {
+	d, derr := os.Lstat(root)
+	m, merr := os.Lstat(filepath.Join(root, ".complete"))
+	return derr == nil && merr == nil && d.IsDir() && m.Mode().IsRegular()
 }
 
 // fsDigest is a digest of every file's path and contents, in WalkDir's (lexical) order.

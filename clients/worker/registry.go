@@ -92,6 +92,10 @@ func Lookup(arg string) (Spec, string, error) {
 		return Spec{}, "", UnknownError{fmt.Sprintf("--client %s: no such worker (have: %s; or run your own with --client-cmd)",
 			name, strings.Join(Names(), ", "))}
 	}
+	// The worker is built into, or run from, the cache: one lockcheck will not use is found before anything starts.
+	if _, err := Cache(); err != nil {
+		return Spec{}, "", err
+	}
 	if version == "" {
 		version = s.DefaultVersion
 	}
@@ -178,17 +182,6 @@ func sourceStamp(src string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// CacheDir is $LOCKCHECK_CACHE, or ~/.cache/lockcheck.
-func CacheDir() string {
-	if d := os.Getenv("LOCKCHECK_CACHE"); d != "" {
-		return d
-	}
-	if d, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(d, "lockcheck")
-	}
-	return filepath.Join(os.TempDir(), "lockcheck-cache")
-}
-
 // inside checks that dir is below root, lexically (no ".." climbs out), before anything is removed there.
 func inside(root, dir string) error {
 	rel, err := filepath.Rel(filepath.Clean(root), filepath.Clean(dir))
@@ -216,7 +209,11 @@ func Build(ctx context.Context, s Spec, version string, say io.Writer) ([]string
 	if err := safefile.Name("--client "+s.Name+": version", version); err != nil {
 		return nil, UnknownError{err.Error()}
 	}
-	base := filepath.Join(CacheDir(), "workers", s.Folder)
+	cache, err := Cache()
+	if err != nil {
+		return nil, err
+	}
+	base := filepath.Join(cache, "workers", s.Folder)
 	out := filepath.Join(base, version)
 	if err := inside(base, out); err != nil {
 		return nil, err
@@ -225,7 +222,9 @@ func Build(ctx context.Context, s Spec, version string, say io.Writer) ([]string
 		return nil, err
 	}
 	argv := append([]string{filepath.Join(out, "run")}, s.Args...)
-	lock, err := os.OpenFile(out+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	// The cache is this user's alone (Cache), so what is in it was put there by lockcheck; still, nothing
+	// in it is followed through a link.
+	lock, err := os.OpenFile(out+".lock", os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +234,7 @@ func Build(ctx context.Context, s Spec, version string, say io.Writer) ([]string
 	}
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
 	stamp := sourceStamp(src)
-	if b, err := os.ReadFile(filepath.Join(out, ".built")); err == nil && string(b) == stamp {
+	if b, err := readNoLink(filepath.Join(out, ".built")); err == nil && string(b) == stamp && isRegular(out, argv[0]) {
 		return argv, nil
 	}
 	_ = os.RemoveAll(out) // a build that died half-way
@@ -244,7 +243,7 @@ func Build(ctx context.Context, s Spec, version string, say io.Writer) ([]string
 	}
 	fmt.Fprintf(say, "lockcheck: building worker %s@%s into %s (first use; cached after)\n", s.Name, version, out)
 	logPath := out + ".build.log"
-	logf, err := os.Create(logPath)
+	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return nil, err
 	}

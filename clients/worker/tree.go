@@ -170,6 +170,38 @@ func (t *tree) sweep() {
 	}
 }
 
+// orphanWait bounds how long KillDescendants waits for what it killed to be gone.
+const orphanWait = 5 * time.Second
+
+// KillDescendants SIGKILLs every process below this one, and waits until each is gone or a zombie
+// (orphanWait at most): the nodes, the workers and whatever the workers started, also descendants that left
+// their group and session, which, this process being their subreaper, are below it too. It is for when
+// nothing else will stop them: lockcheck's supervisor was killed (kill -9).
+func KillDescendants() {
+	becomeSubreaper() // also where no worker ran (a suite's runs): what loses its parent here stays below
+	self := os.Getpid()
+	for deadline := time.Now().Add(orphanWait); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		all := scanProcs()
+		children := map[int][]int{}
+		for pid, p := range all {
+			children[p.ppid] = append(children[p.ppid], pid)
+		}
+		live := 0
+		// A process forked after the scan is a child of one killed here, or reparented here: the next scan
+		// finds it. A killed process is not a zombie at once: it is killed again, harmlessly.
+		for queue := children[self]; len(queue) > 0; queue = queue[1:] {
+			if p := all[queue[0]]; !p.zombie {
+				live++
+				_ = syscall.Kill(p.pid, syscall.SIGKILL)
+			}
+			queue = append(queue, children[queue[0]]...)
+		}
+		if live == 0 {
+			return
+		}
+	}
+}
+
 // members lists the tree's processes in all that are to be killed or reaped: those seen before (the same
 // pid and start time), children of this process that carry the tag, and every descendant of those; not
 // zombies, except orphans here still to be reaped. It adds them to seen.

@@ -176,6 +176,12 @@ func releaseOracle(spec worker.Spec, name, exe, results string, seeds, parallel 
 		if err := repro.WithVersion(s, v); err != nil {
 			return skip(oneLine(err))
 		}
+		if err := os.MkdirAll(results, 0o755); err != nil {
+			return skip(oneLine(err))
+		}
+		if err := suite.Subdir(results, v); err != nil { // not a link planted in --results
+			return skip(oneLine(err))
+		}
 		rep, err := suite.Run(ctx, s, "", suite.Config{Exe: exe, Dir: filepath.Join(results, v), Parallel: parallel})
 		if err != nil {
 			return skip(oneLine(err))

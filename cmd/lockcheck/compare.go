@@ -67,6 +67,9 @@ func newCompareCmd() *cobra.Command {
 			if err := runner.ResultsDir(results); err != nil {
 				return err
 			}
+			if err := suite.RunsDir(results); err != nil { // before the first line about the runs
+				return err
+			}
 			fmt.Fprintf(os.Stderr, "lockcheck: compare: %d locks × %d scenarios × %d seeds = %d runs, %d at a time, into %s\n",
 				len(ls), len(ss), seeds, len(s.Cases), max(parallel, 1), results)
 			rep, err := suite.Run(cmd.Context(), s, "", suite.Config{Exe: exe, Dir: results, Parallel: parallel, KeepAll: true, Progress: os.Stderr})

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -248,4 +249,46 @@ func TestDescriptorExhaustionObeysSIGINT(t *testing.T) {
 	}
 	code := p.exited(t, 45*time.Second, "SIGINT to a run out of descriptors")
 	checkExhausted(t, p, root, code, time.Since(begin))
+}
+
+// kill -9 of lockcheck takes its workers with it, and everything they started: here each worker's child
+// left its group and session (setsid) and ignores SIGTERM, as the nodes already died with it. Before, the
+// workers' escaped children were left running under pid 1.
+func TestKill9KillsWorkersAndTheirEscapedChildren(t *testing.T) {
+	// Sequential: what lockcheck started must be gone within 10 s of kill -9.
+	p, mark := startMarked(t, "escape.sh", "60s")
+	// The run started, and both workers are up, each with its escaped child.
+	var left []string
+	for deadline := time.Now().Add(30 * time.Second); len(left) < 4 || !strings.Contains(p.stderr.String(), "started in"); time.Sleep(20 * time.Millisecond) {
+		if left = taggedWith("MARK=" + mark); time.Now().After(deadline) {
+			t.Fatalf("want the 2 workers and their 2 children, %d processes carry the mark: %v; stderr:\n%s", len(left), left, p.stderr)
+		}
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	p.exited(t, 5*time.Second, "lockcheck after kill -9")
+	for deadline := time.Now().Add(10 * time.Second); len(left) > 0; time.Sleep(20 * time.Millisecond) {
+		if left = taggedWith("MARK=" + mark); len(left) > 0 && time.Now().After(deadline) {
+			t.Fatalf("alive 10 s after kill -9 of lockcheck: %v", left)
+		}
+	}
+}
+
+// taggedWith lists the live processes (not zombies) whose environment holds kv.
+func taggedWith(kv string) []string {
+	var out []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		stat, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if i := bytes.LastIndexByte(stat, ')'); i < 0 || bytes.HasPrefix(stat[i+1:], []byte(" Z")) {
+			continue
+		}
+		env, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if slices.ContainsFunc(bytes.Split(env, []byte{0}), func(b []byte) bool { return string(b) == kv }) {
+			cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+			out = append(out, e.Name()+": "+strings.ReplaceAll(string(cmd), "\x00", " "))
+		}
+	}
+	return out
 }

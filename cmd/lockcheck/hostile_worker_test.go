@@ -77,15 +77,21 @@ func TestWorkerVersionPathRefused(t *testing.T) {
 	}
 }
 
+// startMarked starts a naive run of runFor with two workers running script, their processes marked with
+// MARK (killed, if left, at the end of the test), and returns it with the mark.
+func startMarked(t *testing.T, script, runFor string) (*started, string) {
+	t.Helper()
+	mark := uniqueMark()
+	killLeft(t, mark)
+	return start(t, exec.Command(buildBinary(t), "run", "--client-cmd", "env MARK="+mark+" "+hostileScript(t, script), "--lock", "naive",
+		"--clients", "2", "--time", runFor, "--results", t.TempDir())), mark
+}
+
 // Ctrl-C while the workers start (one never answers init) stops the run at once with 130, as the README
 // promises, and leaves no worker process. Before, the run waited for init's bound (70 s).
 func TestMuteWorkerInterrupted(t *testing.T) {
 	// Sequential: SIGINT must end it within 10 s.
-	bin := buildBinary(t)
-	mark := uniqueMark()
-	killLeft(t, mark)
-	p := start(t, exec.Command(bin, "run", "--client-cmd", "env MARK="+mark+" "+hostileScript(t, "mute.sh"), "--lock", "naive",
-		"--clients", "2", "--time", "30s", "--results", t.TempDir()))
+	p, mark := startMarked(t, "mute.sh", "30s")
 	for deadline := time.Now().Add(30 * time.Second); len(processesMatching("sleep "+mark)) < 2; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the workers never started; stderr:\n%s", p.stderr)

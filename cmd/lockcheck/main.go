@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/lockcheck/lockcheck/runner"
+	"github.com/lockcheck/lockcheck/suite"
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 )
@@ -72,7 +73,7 @@ func execute(ctx context.Context, args []string) int {
 	if runner.IsInterrupted(err) {
 		return exitInterrupted
 	}
-	if runner.IsUsage(err) || !ran(cmd) {
+	if runner.IsUsage(err) || errors.As(err, new(suite.DirError)) || !ran(cmd) {
 		return exitUsage // bad flags, arguments or input
 	}
 	return exitHarness

@@ -85,6 +85,11 @@ func newReproCmd() *cobra.Command {
 			if err := runner.ResultsDir(results); err != nil {
 				return err
 			}
+			for _, s := range entries { // each entry's runs go into a directory of its own
+				if err := suite.Subdir(results, s.Name); err != nil {
+					return err
+				}
+			}
 			ok := true
 			undetermined := false // --version: some entry's runs could not tell (exit 2)
 			total := &suite.Report{Name: "repro", Started: time.Now()}

@@ -84,6 +84,9 @@ func newSuiteCmd() *cobra.Command {
 			if err := runner.ResultsDir(results); err != nil {
 				return err
 			}
+			if err := suite.RunsDir(results); err != nil { // before the first line about the runs
+				return err
+			}
 			cfg.Dir, cfg.Progress = results, os.Stdout
 			fmt.Fprintf(os.Stderr, "lockcheck: suite %s: %d runs, %d at a time, into %s\n", s.Name,
 				len(s.Cases)*max(cfg.Repeat, 1), max(cfg.Parallel, 1), results)

@@ -336,6 +336,19 @@ func TestNightlyManifests(t *testing.T) {
 	}
 	t.Setenv("JOB_COMPLETION_INDEX", "0")
 	checkSuiteArgs(t, args, job.Spec.Completions)
+	// The merge Job's --out lies apart from its inputs, as merge requires, and its inputs hold the shards.
+	readYAML(t, filepath.Join("..", "..", "deploy", "k8s", "merge-job.yaml"), &job)
+	mcmd := newMergeCmd()
+	if err := mcmd.ParseFlags(job.Spec.Template.Spec.Containers[0].Args[1:]); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := mcmd.Flags().GetString("out")
+	apart := func(a, b string) bool { r, err := filepath.Rel(a, b); return err == nil && !filepath.IsLocal(r) }
+	for _, in := range mcmd.Flags().Args() {
+		if !apart(in, out) || !apart(out, in) || apart(in, strings.TrimSuffix(args[slices.Index(args, "--results")+1], "/shard-0")) {
+			t.Errorf("k8s merge: --out %s and input %s: want them apart, the input holding the shards", out, in)
+		}
+	}
 }
 
 // checkSuiteArgs parses `suite ARGS` with the suite command's own flags and checks the shard count.

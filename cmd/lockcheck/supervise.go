@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"syscall"
 
+	"github.com/lockcheck/lockcheck/clients/worker"
 	"github.com/lockcheck/lockcheck/node"
 )
 
@@ -26,8 +27,11 @@ import (
 // through a second pipe, and the child disregards those sent to it directly. So a second signal counts
 // only when it is a second one (a terminal's Ctrl-C, or a TERM sent to every process of a cgroup or by
 // pkill, would otherwise reach the child twice and skip its teardown). The child runs in its own process
-// group, dies with the supervisor (Pdeathsig), and its nodes die with it, so kill -9 of lockcheck still
-// leaves nothing behind.
+// group and dies with the supervisor: once the signal pipe's writer is gone it kills every process below it
+// (nodes, workers, and the workers' descendants that left their group and session, which it reaps as their
+// subreaper) and then itself, so kill -9 of lockcheck still leaves nothing behind. Pdeathsig is SIGTERM, not
+// SIGKILL, so that the child lives to do so; until the child takes over SIGTERM (forwardedSignals), the
+// runtime's default for it ends the child, which has started nothing yet.
 
 const (
 	childEnv = "LOCKCHECK_SUPERVISED" // set in the child
@@ -78,7 +82,7 @@ func supervise() int {
 	cmd.Env = append(os.Environ(), childEnv+"=1")
 	cmd.ExtraFiles = []*os.File{crashW, sigR}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	node.DieWithParent(cmd, syscall.SIGKILL)
+	node.DieWithParent(cmd, syscall.SIGTERM)
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGTSTP, syscall.SIGCONT)
 	// Pdeathsig fires when the thread that forked the child exits: fork from this one, which lives as long
@@ -150,8 +154,10 @@ func forwardedSignals() <-chan os.Signal {
 		pipe := os.NewFile(signalFD, "signals")
 		b := make([]byte, 1)
 		for {
-			if _, err := pipe.Read(b); err != nil {
-				return // the supervisor is gone, and this process with it (Pdeathsig)
+			if _, err := pipe.Read(b); err != nil { // the supervisor is gone (kill -9): so is lockcheck
+				worker.KillDescendants()
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				return
 			}
 			out <- syscall.Signal(b[0])
 		}

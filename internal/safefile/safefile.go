@@ -47,7 +47,7 @@ func regular(name string, f *os.File, err error) (*os.File, fs.FileInfo, error) 
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, nil, fmt.Errorf("%s: not a regular file (%s)", name, kind(fi.Mode()))
+		return nil, nil, fmt.Errorf("%s: not a regular file (%s)", name, Kind(fi.Mode()))
 	}
 	return f, fi, nil
 }
@@ -121,8 +121,23 @@ func Size(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-func kind(m fs.FileMode) string {
+// Dir checks that path is a directory (a symlink to one is followed), and says what it is otherwise.
+func Dir(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s: not a directory (%s)", path, Kind(fi.Mode()))
+	}
+	return nil
+}
+
+// Kind names what a file of mode m is, for a message: "a FIFO", "a character device".
+func Kind(m fs.FileMode) string {
 	switch {
+	case m.IsRegular():
+		return "a file"
 	case m.IsDir():
 		return "a directory"
 	case m&fs.ModeNamedPipe != 0:

@@ -287,10 +287,31 @@ summary() {
 	} >>"$GITHUB_STEP_SUMMARY"
 }
 
+# no_links DIR: refuses DIR when it, a directory on its way in the workspace, or anything in it is a
+# symbolic link: a checkout can carry one where the results go (lockcheck-results/runs, its log, junit.xml),
+# and nothing is written, removed or uploaded through a link lockcheck did not make. The links lockcheck
+# makes (a run's latest, naming a directory beside it) are left alone.
+no_links() {
+	local cur="" part parts link
+	IFS=/ read -ra parts <<<"$1"
+	[ "${1#/}" = "$1" ] || parts=("${parts[-1]}") # an absolute path: the workspace holds its last part at most
+	if [ "${1#/}" != "$1" ]; then cur=$(dirname "$1") && cur=${cur%/}/; fi
+	for part in "${parts[@]}"; do
+		[ -n "$part" ] || continue
+		cur=$cur$part
+		[ ! -L "$cur" ] || fail "input results: $cur is a symbolic link (a checkout can carry one): lockcheck writes results only into directories of their own; remove it"
+		cur=$cur/
+	done
+	[ -d "$1" ] || return 0
+	link=$(find "$1" -type l ! \( -name latest -lname '[!./]*' ! -lname '*/*' \) -print -quit)
+	[ -z "$link" ] || fail "input results: $link is a symbolic link (a checkout can carry one): lockcheck writes results only into directories of their own; remove it"
+}
+
 run() {
 	local bin=${LOCKCHECK_BIN:-}
 	if [ -z "$bin" ]; then bin=$(command -v lockcheck) || fail "no lockcheck: run the build step first or set LOCKCHECK_BIN"; fi
 	[ -x "$bin" ] || fail "LOCKCHECK_BIN $bin is not an executable"
+	no_links "$results"
 	mkdir -p "$results" || fail "input results: cannot make $results"
 	local log=$results/lockcheck.log
 	: >"$log" || fail "input results: cannot write $log"
