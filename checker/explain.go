@@ -25,6 +25,7 @@ func (l *Linearizable) illegal(v keyVerdict, parts [][]porcupine.Operation, deta
 	if len(with) > 0 {
 		flight = "in flight with it: " + strings.Join(with, ", ")
 	}
+	details["key"] = keyName(c.Input)
 	why := fmt.Sprintf("%s: %s (called %s, returned %s) cannot take effect in any legal order of the commands before it; "+
 		"just before, the lock could be %s; %s", keyOf(c.Input), unescape(l.Model.DescribeOperation(c.Input, c.Output)),
 		Secs(c.Call), retText(c.Return), describeStates(l.Model, v.before), flight)
@@ -129,6 +130,15 @@ func keyOf(in interface{}) string {
 }
 
 func (in Command) key() string { return in.Key }
+
+// keyName is the key a model operation's input names ("" for none): details' "key" of an invalid verdict,
+// which the proof (proof.go) starts from.
+func keyName(in interface{}) string {
+	if k, ok := in.(interface{ key() string }); ok {
+		return k.key()
+	}
+	return ""
+}
 
 func retText(t int64) string {
 	if t == math.MaxInt64 {

@@ -128,6 +128,15 @@ func (c clientRecords) Check(ctx context.Context, h *history.History) checker.Re
 	return c.Checker.Check(ctx, h.OnlySrc(""))
 }
 
+// Cite forwards to the checker's citation (checker.Citer), which reads the whole history (the proof's
+// indices are h's) and picks the clients' own records itself.
+func (c clientRecords) Cite(h *history.History, r checker.Result) (checker.Proof, bool) {
+	if ci, ok := c.Checker.(checker.Citer); ok {
+		return ci.Cite(h, r)
+	}
+	return checker.Proof{}, false
+}
+
 var families []*Family
 
 // family registers a family; every family is one such value below. Names are unique: a history names its family.

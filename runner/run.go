@@ -135,7 +135,7 @@ func (t *Test) Execute(ctx context.Context, stderr io.Writer) (*report.Results, 
 		timeout = interruptedCheck
 	}
 	res, aerr := analyze(context.Background(), filepath.Join(dir, "history.jsonl"), timeout, t.Kind,
-		"results.json", "history.html")
+		"results.json", "history.html", filepath.Join(dir, "proof.jsonl"))
 	aerr = ownHistory(aerr)
 	if runErr != nil { // the run's own error comes first (a full disk), whatever became of its results
 		if aerr != nil {

@@ -163,6 +163,18 @@ func TestPageInBrowser(t *testing.T) {
 		t.Fatal("the page lacks the run's command line")
 	}
 
+	// The proof: proof.jsonl, listed in results.json, a history of its own that checks invalid, drawn on
+	// the page as its own timeline.
+	if res.Files["proof"] != filepath.Join(dir, "proof.jsonl") {
+		t.Fatalf("results.json names no proof: %v", res.Files)
+	}
+	if code := execute(context.Background(), []string{"check", res.Files["proof"]}); code != exitInvalid {
+		t.Fatalf("lockcheck check proof.jsonl: exit %d, want %d", code, exitInvalid)
+	}
+	if n, _ := strconv.Atoi(attr(t, dom, "proof", "data-ops")); attr(t, dom, "proof", "data-rendered") != "true" || n < 2 || n > 10 {
+		t.Fatalf("the proof's timeline: rendered %q, %d operations", attr(t, dom, "proof", "data-rendered"), n)
+	}
+
 	timeline := browse(t, "file://"+filepath.Join(dir, "history.html"), "timeline-naive.png")
 	for _, row := range []string{">c1/1<", ">c4/1<"} {
 		if !strings.Contains(timeline, row) {

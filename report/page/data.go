@@ -36,6 +36,11 @@ type Input struct {
 	Permits int64
 	// Links are the run's files, relative to the page: name to href.
 	Links []Link
+	// Proof is the proof excerpt of an invalid porcupine verdict (checker.Proof), drawn on its own; nil
+	// when there is none.
+	Proof *history.History
+	// ProofBy names the checker whose violation the proof is of.
+	ProofBy string
 }
 
 // Link is one file of the run.
@@ -71,6 +76,7 @@ type data struct {
 	Latency   latency           `json:"latency"`
 	Gantt     gantt             `json:"gantt"`
 	Permits   *permits          `json:"permits,omitempty"`
+	Proof     *proof            `json:"proof,omitempty"`
 	Overlaps  int               `json:"overlaps"`
 	Truncated bool              `json:"truncated,omitempty"`
 }
@@ -215,6 +221,7 @@ func build(in Input) data {
 	d.Rate = rates(h, b)
 	d.Latency = latencies(h, b)
 	d.Gantt, d.Overlaps = holders(h, in.Permits)
+	d.Proof = proofOf(in.Proof, in.ProofBy, len(h.Ops))
 	if in.Permits > 0 {
 		d.Permits = &permits{Exist: in.Permits, InUse: inUse(h, b), Reads: existing(h)}
 	}
