@@ -22,7 +22,8 @@ type Reducer struct {
 // later candidate then runs shorter; then the faults, the owners and keys, the optional operations, and
 // last the ranges, which matter least to a reader.
 var Reducers = []Reducer{
-	{"halve the run's time", "time", halveDuration("time", 2*time.Second)},
+	{"halve the run's time", "time", halveTime},
+	{"halve the quiet time", "quiet", halveDuration("quiet", time.Second)},
 	{"drop a fault kind", "nemesis", dropFault},
 	{"fewer fault events", "nemesis-interval", fewerEvents},
 	{"fire the faults by the lock's events", "nemesis-trigger", triggered},
@@ -45,6 +46,12 @@ func halveDuration(flag string, floor time.Duration) func(Cmd) []string {
 		}
 		return []string{max(d/2, floor).String()}
 	}
+}
+
+// halveTime halves --time down to 2 s, and never to or below --quiet, which must fit inside it.
+func halveTime(c Cmd) []string {
+	quiet, _ := time.ParseDuration(c.Get("quiet"))
+	return halveDuration("time", max(2*time.Second, quiet+time.Second))(c)
 }
 
 func halveCount(flag string) func(Cmd) []string {

@@ -47,6 +47,7 @@ type Step struct {
 	Change   string   `json:"change"` // --time 30s -> 15s
 	Args     []string `json:"args"`
 	Seeds    []int64  `json:"seeds"`
+	Runs     int      `json:"runs"` // runs judged: a step stops at its first run not caught
 	Caught   int      `json:"caught"`
 	MedianNs int64    `json:"median_first_violation_ns,omitempty"`
 	Other    string   `json:"other,omitempty"`
@@ -56,7 +57,7 @@ type Step struct {
 
 // Line is the step as the progress line and the steps table print it.
 func (s Step) Line() string {
-	what := fmt.Sprintf("caught %d/%d", s.Caught, len(s.Seeds))
+	what := fmt.Sprintf("caught %d/%d", s.Caught, s.Runs)
 	if s.Caught > 0 {
 		what += fmt.Sprintf(", median %.1fs", time.Duration(s.MedianNs).Seconds())
 	}
@@ -127,7 +128,7 @@ func (s *Search) reduce(ctx context.Context, r Reducer, tried map[string]bool) b
 		st := Step{N: len(s.Steps) + 1, Reducer: r.Name, Args: c.Args(),
 			Change: fmt.Sprintf("--%s %s -> %s", r.Flag, orNone(s.Best.Get(r.Flag)), v)}
 		t := s.Oracle(ctx, c, s.NextSeeds(s.Confirm), fmt.Sprintf("step-%03d", st.N))
-		st.Seeds, st.Caught, st.MedianNs, st.Other, st.Seconds = t.Seeds, len(t.Caught), int64(t.Median()), t.Other, t.Took.Seconds()
+		st.Seeds, st.Runs, st.Caught, st.MedianNs, st.Other, st.Seconds = t.Seeds, t.Runs, len(t.Caught), int64(t.Median()), t.Other, t.Took.Seconds()
 		switch {
 		case ctx.Err() != nil:
 			st.Outcome = Interrupted

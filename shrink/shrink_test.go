@@ -68,8 +68,10 @@ func TestReducersStepDown(t *testing.T) {
 		want []string
 	}{
 		{"time", c, []string{"15s"}},
-		{"time", c.With("time", "3s"), []string{"2s"}},
-		{"time", c.With("time", "2s"), nil},
+		{"time", c.With("time", "3s").With("quiet", "1s"), []string{"2s"}},
+		{"time", c.With("time", "2s").With("quiet", "1s"), nil},
+		{"time", c.With("time", "5s").With("quiet", "3s"), []string{"4s"}}, // the quiet time fits inside
+		{"quiet", c.With("quiet", "3s"), []string{"1.5s"}},
 		{"nemesis", c, []string{"kill", "client-pause"}},
 		{"nemesis", c.With("nemesis", "kill"), []string{"none"}},
 		{"nemesis", c.With("nemesis", "none"), nil},

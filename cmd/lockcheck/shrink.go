@@ -45,13 +45,9 @@ whole; Ctrl-C stops at once and keeps the best command found so far.`,
 				return runner.UsageError{Err: fmt.Errorf("--seeds, --repeats and --parallel must be at least 1 and --budget positive, got %d, %d, %d and %s", seeds, repeats, parallel, budget)}
 			}
 			dir := args[0]
-			res, start, err := readShrinkRun(dir)
+			res, sig, start, err := readShrinkRun(dir, checkerName)
 			if err != nil {
 				return runner.UsageError{Err: err}
-			}
-			sig, err := shrink.SignatureOf(res, checkerName)
-			if err != nil {
-				return runner.UsageError{Err: fmt.Errorf("%s: %v", dir, err)}
 			}
 			markRan(cmd)
 			exe, err := os.Executable()
@@ -78,29 +74,34 @@ whole; Ctrl-C stops at once and keeps the best command found so far.`,
 	return cmd
 }
 
-// readShrinkRun reads a run directory's results.json and the command line its history recorded.
-func readShrinkRun(dir string) (*report.Results, shrink.Cmd, error) {
+// readShrinkRun reads a run directory's results.json, its signature (checkerName's, or the lead's) and
+// the command line its history recorded.
+func readShrinkRun(dir, checkerName string) (*report.Results, shrink.Signature, shrink.Cmd, error) {
+	var sig shrink.Signature
 	res, err := readResultsFile(dir)
 	if err != nil {
-		return nil, shrink.Cmd{}, fmt.Errorf("%s is not a run directory: %v", dir, err)
+		return nil, sig, shrink.Cmd{}, fmt.Errorf("%s is not a run directory: %v", dir, err)
+	}
+	if sig, err = shrink.SignatureOf(res, checkerName); err != nil {
+		return nil, sig, shrink.Cmd{}, fmt.Errorf("%s: %v", dir, err)
 	}
 	f, _, err := safefile.Open(filepath.Join(dir, "history.jsonl"))
 	if err != nil {
-		return nil, shrink.Cmd{}, fmt.Errorf("%s: its history: %v", dir, err)
+		return nil, sig, shrink.Cmd{}, fmt.Errorf("%s: its history: %v", dir, err)
 	}
 	defer f.Close()
 	meta, err := history.ReadMeta(f)
 	if err != nil {
-		return nil, shrink.Cmd{}, fmt.Errorf("%s/history.jsonl: %v", dir, err)
+		return nil, sig, shrink.Cmd{}, fmt.Errorf("%s/history.jsonl: %v", dir, err)
 	}
 	if len(meta.Command) == 0 {
-		return nil, shrink.Cmd{}, fmt.Errorf("%s: its history recorded no command line (a run checked or made by another program): nothing to re-run", dir)
+		return nil, sig, shrink.Cmd{}, fmt.Errorf("%s: its history recorded no command line (a run checked or made by another program): nothing to re-run", dir)
 	}
 	c, err := shrink.FromRun(meta.Command, res.Options)
 	if err != nil {
-		return nil, shrink.Cmd{}, fmt.Errorf("%s: %v", dir, err)
+		return nil, sig, shrink.Cmd{}, fmt.Errorf("%s: %v", dir, err)
 	}
-	return res, c, nil
+	return res, sig, c, nil
 }
 
 // shrinkPlan is how hard a shrink tries.
