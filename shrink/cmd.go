@@ -102,6 +102,17 @@ func (c Cmd) With(name, value string) Cmd {
 	return out
 }
 
+// Without is the command without the flags named (their effective values stay readable).
+func (c Cmd) Without(names ...string) Cmd {
+	out := Cmd{effective: c.effective}
+	for _, f := range c.Given {
+		if !slices.Contains(names, f.Name) {
+			out.Given = append(out.Given, f)
+		}
+	}
+	return out
+}
+
 // Args are lockcheck run's arguments, without a seed or a results directory.
 func (c Cmd) Args() []string {
 	out := make([]string, len(c.Given))

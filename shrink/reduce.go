@@ -16,26 +16,26 @@ type Reducer struct {
 	Name string // what it tries, in words
 	Flag string
 	Next func(c Cmd) []string
+	Then func(c Cmd) Cmd // optional: tidies a candidate (flags its change left without meaning)
 }
 
 // Reducers are tried in this order, each again while it is accepted: the time first, because every
 // later candidate then runs shorter; then the faults, the owners and keys, the optional operations, and
 // last the ranges, which matter least to a reader.
 var Reducers = []Reducer{
-	{"halve the run's time", "time", halveTime},
-	{"halve the quiet time", "quiet", halveDuration("quiet", time.Second)},
-	{"drop a fault kind", "nemesis", dropFault},
-	{"fewer fault events", "nemesis-interval", fewerEvents},
-	{"fire the faults by the lock's events", "nemesis-trigger", triggered},
-	{"halve the clients", "clients", halveCount("clients")},
-	{"halve the threads", "threads", halveCount("threads")},
-	{"fewer keys", "keys", fewerKeys},
-	{"no re-entry", "reentry", zero("reentry")},
-	{"no cross-thread operations", "cross-thread", zero("cross-thread")},
-	{"no force-unlocks", "force-unlock", zero("force-unlock")},
-	{"narrow the hold range", "hold", narrow("hold")},
-	{"narrow the lease range", "lease", narrow("lease")},
-	{"narrow the wait range", "wait", narrow("wait")},
+	{"halve the run's time", "time", halveTime, nil},
+	{"halve the quiet time", "quiet", halveDuration("quiet", time.Second), nil},
+	{"drop a fault kind", "nemesis", dropFault, faultFree},
+	{"fire the faults by the lock's events", "nemesis-trigger", triggered, nil},
+	{"halve the clients", "clients", halveCount("clients"), nil},
+	{"halve the threads", "threads", halveCount("threads"), nil},
+	{"fewer keys", "keys", fewerKeys, nil},
+	{"no re-entry", "reentry", zero("reentry"), nil},
+	{"no cross-thread operations", "cross-thread", zero("cross-thread"), nil},
+	{"no force-unlocks", "force-unlock", zero("force-unlock"), nil},
+	{"narrow the hold range", "hold", narrow("hold"), nil},
+	{"narrow the lease range", "lease", narrow("lease"), nil},
+	{"narrow the wait range", "wait", narrow("wait"), nil},
 }
 
 func halveDuration(flag string, floor time.Duration) func(Cmd) []string {
@@ -48,10 +48,22 @@ func halveDuration(flag string, floor time.Duration) func(Cmd) []string {
 	}
 }
 
-// halveTime halves --time down to 2 s, and never to or below --quiet, which must fit inside it.
+// halveTime halves --time down to 2 s, never below what the fault plan needs (nemesis.Schedule's
+// MinTotal: every fault kind fits, then the quiet time), nor to --quiet itself. It is also the reducer of
+// fault events: a run at that floor has one event of each kind.
 func halveTime(c Cmd) []string {
-	quiet, _ := time.ParseDuration(c.Get("quiet"))
-	return halveDuration("time", max(2*time.Second, quiet+time.Second))(c)
+	s := schedule(c)
+	return halveDuration("time", max(2*time.Second, s.Quiet+time.Second, s.MinTotal()))(c)
+}
+
+// schedule is the command's fault schedule, as far as the plan's length needs it.
+func schedule(c Cmd) nemesis.Schedule {
+	d := func(flag string) time.Duration {
+		v, _ := time.ParseDuration(c.Get(flag))
+		return v
+	}
+	return nemesis.Schedule{Faults: faults(c), Total: d("time"), Interval: d("nemesis-interval"),
+		Duration: d("nemesis-duration"), Quiet: d("quiet")}
 }
 
 func halveCount(flag string) func(Cmd) []string {
@@ -95,6 +107,17 @@ func faults(c Cmd) []string {
 	return strings.Split(v, ",")
 }
 
+// faultFlags only mean something with faults: a fault-free run is refused with --nemesis-targets.
+var faultFlags = []string{"nemesis-targets", "nemesis-trigger", "nemesis-interval", "nemesis-duration"}
+
+// faultFree drops faultFlags from a run without faults.
+func faultFree(c Cmd) Cmd {
+	if len(faults(c)) > 0 {
+		return c
+	}
+	return c.Without(faultFlags...)
+}
+
 // dropFault tries the list without each of its faults in turn, and a single fault's run without it.
 func dropFault(c Cmd) []string {
 	fs := faults(c)
@@ -106,16 +129,6 @@ func dropFault(c Cmd) []string {
 		out = append(out, strings.Join(slices.Delete(slices.Clone(fs), i, i+1), ","))
 	}
 	return out
-}
-
-// fewerEvents doubles the healthy time between faults while more than one fits in the run.
-func fewerEvents(c Cmd) []string {
-	iv, err1 := time.ParseDuration(c.Get("nemesis-interval"))
-	run, err2 := time.ParseDuration(c.Get("time"))
-	if len(faults(c)) == 0 || err1 != nil || err2 != nil || iv <= 0 || 2*iv > run {
-		return nil
-	}
-	return []string{(2 * iv).String()}
 }
 
 // triggered fires the faults at the lock's own events, where every fault of the run takes a trigger:

@@ -116,6 +116,9 @@ func (s *Search) Run(ctx context.Context) {
 func (s *Search) reduce(ctx context.Context, r Reducer, tried map[string]bool) bool {
 	for _, v := range r.Next(s.Best) {
 		c := s.Best.With(r.Flag, v)
+		if r.Then != nil {
+			c = r.Then(c)
+		}
 		key := strings.Join(c.Args(), " ")
 		if tried[key] {
 			continue

@@ -68,16 +68,15 @@ func TestReducersStepDown(t *testing.T) {
 		want []string
 	}{
 		{"time", c, []string{"15s"}},
-		{"time", c.With("time", "3s").With("quiet", "1s"), []string{"2s"}},
-		{"time", c.With("time", "2s").With("quiet", "1s"), nil},
-		{"time", c.With("time", "5s").With("quiet", "3s"), []string{"4s"}}, // the quiet time fits inside
+		{"time", c.With("time", "3s").With("quiet", "1s").With("nemesis", "none"), []string{"2s"}},
+		{"time", c.With("time", "2s").With("quiet", "1s").With("nemesis", "none"), nil},
+		{"time", c.With("time", "5s").With("quiet", "3s").With("nemesis", "none"), []string{"4s"}}, // the quiet time fits inside
 		{"quiet", c.With("quiet", "3s"), []string{"1.5s"}},
 		{"nemesis", c, []string{"kill", "client-pause"}},
 		{"nemesis", c.With("nemesis", "kill"), []string{"none"}},
 		{"nemesis", c.With("nemesis", "none"), nil},
-		{"nemesis-interval", c, []string{"10s"}},
-		{"nemesis-interval", c.With("time", "8s"), nil},     // two intervals no longer fit
-		{"nemesis-trigger", c.With("nemesis", "kill"), nil}, // kill takes no trigger
+		{"time", c.With("quiet", "3s").With("nemesis-duration", "3s"), []string{"21.5s"}}, // both faults fit: 2 × (6.25s + 3s) + 3s
+		{"nemesis-trigger", c.With("nemesis", "kill"), nil},                               // kill takes no trigger
 		{"nemesis-trigger", c.With("nemesis", "client-pause"), []string{"true"}},
 		{"nemesis-trigger", c.With("nemesis", "client-pause").With("nemesis-trigger", "true"), nil},
 		{"clients", c, []string{"4"}},
@@ -93,6 +92,20 @@ func TestReducersStepDown(t *testing.T) {
 		if got := next(tc.flag, tc.c); !slices.Equal(got, tc.want) {
 			t.Errorf("--%s from %s: %q, want %q", tc.flag, tc.c.Get(tc.flag), got, tc.want)
 		}
+	}
+}
+
+// A run whose last fault is dropped loses the flags only faults use: a fault-free run refuses a target.
+func TestDroppingTheLastFaultDropsItsFlags(t *testing.T) {
+	c, err := FromRun([]string{"lockcheck", "run", "--nemesis=client-pause", "--nemesis-targets=all", "--nemesis-interval=1s", "--clients=3"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := faultFree(c.With("nemesis", "none")).Args(); !slices.Equal(got, []string{"--nemesis=none", "--clients=3"}) {
+		t.Fatalf("%q", got)
+	}
+	if got := faultFree(c.With("nemesis", "kill")).Args(); len(got) != 4 {
+		t.Fatalf("a run with a fault lost its fault flags: %q", got)
 	}
 }
 
