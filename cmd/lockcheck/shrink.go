@@ -132,10 +132,15 @@ func runShrink(ctx context.Context, dir string, seed int64, start shrink.Cmd, si
 	if s.Stopped != "interrupted" {
 		o.final = true
 		t := o.trial(ctx, s.Best, s.NextSeeds(p.repeats), "final")
-		if ctx.Err() == nil || context.Cause(ctx) == context.DeadlineExceeded && len(t.Seeds) == t.Runs {
+		if t.Runs == len(t.Seeds) { // every repeat judged, even if the budget ended as the last one did
 			r.Repeats, r.Caught, r.MedianNs = t.Runs, len(t.Caught), int64(t.Median())
 			if len(t.Caught) > 0 {
 				minimal = t.Caught[0]
+			}
+		} else {
+			r.Stopped = "interrupted" // Ctrl-C during the measurement, or its budget ran out
+			if context.Cause(ctx) == context.DeadlineExceeded {
+				r.Stopped = "budget"
 			}
 		}
 	}
@@ -150,18 +155,18 @@ func runShrink(ctx context.Context, dir string, seed int64, start shrink.Cmd, si
 		}
 	}
 	fmt.Printf("\n%d step(s) tried, %d kept, in %s", len(s.Steps), kept, time.Since(began).Round(time.Second))
-	if s.Stopped != "" {
-		fmt.Printf(" (stopped: %s)", s.Stopped)
+	if r.Stopped != "" {
+		fmt.Printf(" (stopped: %s)", r.Stopped)
 	}
 	fmt.Printf("; steps in %s\n", filepath.Join(o.dir, "steps.txt"))
 	if r.Repeats > 0 {
 		fmt.Printf("the smallest command fails by %s in %d of %d runs, median first violation %.1fs:\n",
 			sig, r.Caught, r.Repeats, time.Duration(r.MedianNs).Seconds())
 	} else {
-		fmt.Printf("the smallest command found (not measured: interrupted):\n")
+		fmt.Printf("the smallest command found (not measured: %s):\n", r.Stopped)
 	}
 	fmt.Println(r.Minimal)
-	if s.Stopped == "interrupted" {
+	if r.Stopped == "interrupted" {
 		return exitError{exitInterrupted}
 	}
 	return nil
@@ -173,6 +178,14 @@ func estimate(c shrink.Cmd) time.Duration {
 	run, _ := time.ParseDuration(c.Get("time"))
 	quiet, _ := time.ParseDuration(c.Get("quiet"))
 	return run + quiet + 10*time.Second
+}
+
+// runLimit bounds one run of c: three times its time and quiet time, and two minutes of start-up and
+// checking (a worker's JVMs on a loaded machine start in tens of seconds).
+func runLimit(c shrink.Cmd) time.Duration {
+	run, _ := time.ParseDuration(c.Get("time"))
+	quiet, _ := time.ParseDuration(c.Get("quiet"))
+	return 3*(run+quiet) + 2*time.Minute
 }
 
 // shrinkOracle runs a candidate as a small suite of child runs, one per seed, into its own directory.
@@ -193,12 +206,20 @@ func (o shrinkOracle) trial(ctx context.Context, c shrink.Cmd, seeds []int64, na
 	}
 	dir := filepath.Join(o.dir, name)
 	began := time.Now()
+	// A run that hangs past its time must not hold the shrink until its budget ends: past the limit the
+	// step's runs get their SIGINT, and those not judged by then leave the step rejected.
+	limit := runLimit(c) * time.Duration((len(seeds)+o.parallel-1)/o.parallel)
+	runCtx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
 	// A step stops at its first seed that is not invalid: it cannot be kept then.
-	rep, err := suite.Run(ctx, s, "", suite.Config{Exe: o.exe, Dir: dir, Parallel: o.parallel, Repeat: 1, UntilFail: !o.final, KeepAll: true})
+	rep, err := suite.Run(runCtx, s, "", suite.Config{Exe: o.exe, Dir: dir, Parallel: o.parallel, Repeat: 1, UntilFail: !o.final, KeepAll: true})
 	t := shrink.Trial{Seeds: seeds, Took: time.Since(began)}
 	if err != nil {
 		t.Other = oneLine(err)
 		return t
+	}
+	if ctx.Err() == nil && runCtx.Err() != nil && len(rep.Outcomes) < len(seeds) {
+		t.Other = fmt.Sprintf("a run was still going after %s: stopped", limit.Round(time.Second))
 	}
 	for _, out := range rep.Outcomes {
 		t.Runs++
