@@ -110,12 +110,17 @@ func faults(c Cmd) []string {
 // faultFlags only mean something with faults: a fault-free run is refused with --nemesis-targets.
 var faultFlags = []string{"nemesis-targets", "nemesis-trigger", "nemesis-interval", "nemesis-duration"}
 
-// faultFree drops faultFlags from a run without faults.
+// faultFree drops faultFlags from a run without faults, and --nemesis-trigger from one whose faults take
+// no trigger (the runner refuses both).
 func faultFree(c Cmd) Cmd {
-	if len(faults(c)) > 0 {
-		return c
+	fs := faults(c)
+	if len(fs) == 0 {
+		return c.Without(faultFlags...)
 	}
-	return c.Without(faultFlags...)
+	if !slices.ContainsFunc(fs, nemesis.HasTrigger) {
+		return c.Without("nemesis-trigger")
+	}
+	return c
 }
 
 // dropFault tries the list without each of its faults in turn, and a single fault's run without it.

@@ -107,6 +107,13 @@ func TestDroppingTheLastFaultDropsItsFlags(t *testing.T) {
 	if got := faultFree(c.With("nemesis", "kill")).Args(); len(got) != 4 {
 		t.Fatalf("a run with a fault lost its fault flags: %q", got)
 	}
+	trig := c.With("nemesis", "client-pause,latency").With("nemesis-trigger", "true")
+	if got := faultFree(trig.With("nemesis", "latency")).Get("nemesis-trigger"); got != "" {
+		t.Fatalf("latency takes no trigger, but --nemesis-trigger=%s stayed", got)
+	}
+	if got := faultFree(trig.With("nemesis", "client-pause")).Get("nemesis-trigger"); got != "true" {
+		t.Fatalf("client-pause takes a trigger, but --nemesis-trigger=%q", got)
+	}
 }
 
 func results(checks ...checker.Result) *report.Results {
