@@ -53,7 +53,11 @@ func halveDuration(flag string, floor time.Duration) func(Cmd) []string {
 // fault events: a run at that floor has one event of each kind.
 func halveTime(c Cmd) []string {
 	s := schedule(c)
-	return halveDuration("time", max(2*time.Second, s.Quiet+time.Second, s.MinTotal()))(c)
+	floor := max(2*time.Second, s.Quiet+time.Second, s.MinTotal())
+	if floor > s.Total*3/4 { // a step that saves less than a quarter is not worth its runs (yet: fewer faults lower the floor)
+		return nil
+	}
+	return halveDuration("time", floor)(c)
 }
 
 // schedule is the command's fault schedule, as far as the plan's length needs it.
