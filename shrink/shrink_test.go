@@ -70,13 +70,15 @@ func TestReducersStepDown(t *testing.T) {
 		{"time", c, []string{"15s"}},
 		{"time", c.With("time", "3s").With("quiet", "1s").With("nemesis", "none"), []string{"2s"}},
 		{"time", c.With("time", "2s").With("quiet", "1s").With("nemesis", "none"), nil},
-		{"time", c.With("time", "5s").With("quiet", "3s").With("nemesis", "none"), []string{"4s"}}, // the quiet time fits inside
+		{"time", c.With("time", "6s").With("quiet", "3s").With("nemesis", "none"), []string{"4s"}}, // the quiet time fits inside
+		{"time", c.With("time", "5s").With("quiet", "3s").With("nemesis", "none"), nil},            // 4 s would save too little
 		{"quiet", c.With("quiet", "3s"), []string{"1.5s"}},
 		{"nemesis", c, []string{"kill", "client-pause"}},
 		{"nemesis", c.With("nemesis", "kill"), []string{"none"}},
 		{"nemesis", c.With("nemesis", "none"), nil},
-		{"time", c.With("quiet", "3s").With("nemesis-duration", "3s"), []string{"21.5s"}}, // both faults fit: 2 × (6.25s + 3s) + 3s
-		{"nemesis-trigger", c.With("nemesis", "kill"), nil},                               // kill takes no trigger
+		{"time", c.With("quiet", "3s").With("nemesis-duration", "3s"), []string{"21.5s"}},       // both faults fit: 2 × (6.25s + 3s) + 3s
+		{"time", c.With("quiet", "3s").With("nemesis-duration", "3s").With("time", "25s"), nil}, // 21.5 s would save too little
+		{"nemesis-trigger", c.With("nemesis", "kill"), nil},                                     // kill takes no trigger
 		{"nemesis-trigger", c.With("nemesis", "client-pause"), []string{"true"}},
 		{"nemesis-trigger", c.With("nemesis", "client-pause").With("nemesis-trigger", "true"), nil},
 		{"clients", c, []string{"4"}},
