@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -196,16 +197,38 @@ type shrinkOracle struct {
 	final    bool // the final measurement: every seed runs (no early stop)
 }
 
-// trial runs c on the seeds into the directory name.
+// trial runs c on the seeds into the directory name. A run that ends in a harness error (exit 255: a
+// worker that did not answer in time on a loaded machine) says nothing about c: during a step it is run
+// again once on a fresh seed, so that one slow start does not reject a step.
 func (o shrinkOracle) trial(ctx context.Context, c shrink.Cmd, seeds []int64, name string) shrink.Trial {
-	s := &suite.Suite{Name: name}
+	began := time.Now()
+	t := shrink.Trial{Seeds: seeds}
+	redo, errored := o.runSeeds(ctx, c, seeds, filepath.Join(o.dir, name), &t)
+	if len(redo) > 0 && !o.final && ctx.Err() == nil {
+		again := make([]int64, len(redo))
+		for i, seed := range redo {
+			again[i] = seed + retrySeed
+		}
+		t.Seeds, t.Runs, t.Other = slices.Concat(t.Seeds, again), t.Runs-errored, ""
+		o.runSeeds(ctx, c, again, filepath.Join(o.dir, name+"-again"), &t)
+	}
+	t.Took = time.Since(began)
+	return t
+}
+
+// retrySeed offsets a seed run again after a harness error from every seed the shrink draws in order.
+const retrySeed = 1_000_000
+
+// runSeeds runs c on the seeds into dir and adds what they did to t. When no run failed another way, it
+// returns the seeds to run again: those whose runs ended in a harness error, and those the error's early
+// stop left without a verdict.
+func (o shrinkOracle) runSeeds(ctx context.Context, c shrink.Cmd, seeds []int64, dir string, t *shrink.Trial) (redo []int64, errored int) {
+	s := &suite.Suite{Name: filepath.Base(dir)}
 	for _, seed := range seeds {
 		args := append(c.Args(), "--seed", strconv.FormatInt(seed, 10))
-		s.Cases = append(s.Cases, suite.Case{ID: "seed-" + strconv.FormatInt(seed, 10), Entry: name, Args: args,
+		s.Cases = append(s.Cases, suite.Case{ID: "seed-" + strconv.FormatInt(seed, 10), Entry: s.Name, Args: args,
 			Seed: seed, Expect: []string{"invalid"}})
 	}
-	dir := filepath.Join(o.dir, name)
-	began := time.Now()
 	// A run that hangs past its time must not hold the shrink until its budget ends: past the limit the
 	// step's runs get their SIGINT, and those not judged by then leave the step rejected.
 	limit := runLimit(c) * time.Duration((len(seeds)+o.parallel-1)/o.parallel)
@@ -213,34 +236,50 @@ func (o shrinkOracle) trial(ctx context.Context, c shrink.Cmd, seeds []int64, na
 	defer cancel()
 	// A step stops at its first seed that is not invalid: it cannot be kept then.
 	rep, err := suite.Run(runCtx, s, "", suite.Config{Exe: o.exe, Dir: dir, Parallel: o.parallel, Repeat: 1, UntilFail: !o.final, KeepAll: true})
-	t := shrink.Trial{Seeds: seeds, Took: time.Since(began)}
 	if err != nil {
 		t.Other = oneLine(err)
-		return t
+		return nil, 0
 	}
-	if ctx.Err() == nil && runCtx.Err() != nil && len(rep.Outcomes) < len(seeds) {
+	hung := ctx.Err() == nil && runCtx.Err() != nil && len(rep.Outcomes) < len(seeds)
+	if hung {
 		t.Other = fmt.Sprintf("a run was still going after %s: stopped", limit.Round(time.Second))
 	}
+	judged, other := map[int64]bool{}, false
 	for _, out := range rep.Outcomes {
+		judged[out.Seed] = true
 		t.Runs++
 		res, err := readResultsFile(filepath.Join(dir, out.Dir))
 		if err != nil || out.Verdict == "error" {
 			if t.Other == "" {
 				t.Other = "error: " + out.Violation
 			}
+			if out.Exit == exitHarness {
+				redo, errored = append(redo, out.Seed), errored+1
+			} else {
+				other = true
+			}
 			continue
 		}
-		ok, at, other := o.sig.Match(res)
+		ok, at, what := o.sig.Match(res)
 		if !ok {
 			if t.Other == "" {
-				t.Other = other
+				t.Other = what
 			}
+			other = true
 			continue
 		}
 		t.Caught = append(t.Caught, out.Seed)
 		t.Firsts = append(t.Firsts, time.Duration(at))
 	}
-	return t
+	if other || hung || errored == 0 {
+		return nil, 0
+	}
+	for _, seed := range seeds {
+		if !judged[seed] {
+			redo = append(redo, seed)
+		}
+	}
+	return redo, errored
 }
 
 // readResultsFile reads a run directory's results.json.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -218,5 +219,38 @@ func TestShrinkInterruptedKeepsTheBest(t *testing.T) {
 	}
 	if s := r.Steps[len(r.Steps)-1]; s.Outcome != shrink.Interrupted {
 		t.Fatalf("the last step %v was not interrupted", s)
+	}
+}
+
+// A step's run that ends in a harness error (exit 255) says nothing about the candidate: it is run again
+// once on a fresh seed, and the step is judged on the runs that gave verdicts. A stand-in for lockcheck
+// fails seed 2 so and writes an invalid results.json for every other seed.
+func TestShrinkRunsAHarnessErrorAgain(t *testing.T) {
+	exe := filepath.Join(t.TempDir(), "lockcheck")
+	script := `#!/bin/sh
+seed= results=
+while [ $# -gt 0 ]; do
+  case "$1" in --seed) seed=$2; shift;; --results) results=$2; shift;; esac
+  shift
+done
+if [ "$seed" = 2 ]; then echo "lockcheck: client c1: worker left init unanswered"; exit 255; fi
+mkdir -p "$results/run"
+echo '{"valid": false, "checkers": [{"checker": "mutual-exclusion", "valid": false, "violation_at_ns": 7}]}' > "$results/run/results.json"
+exit 1
+`
+	if err := os.WriteFile(exe, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	o := shrinkOracle{exe: exe, dir: t.TempDir(), sig: shrink.Signature{Checker: "mutual-exclusion", Kind: "overlap"}, parallel: 1}
+	c, _ := shrink.FromRun([]string{"lockcheck", "run", "--lock=naive"}, nil)
+	tr := o.trial(context.Background(), c, []int64{1, 2, 3}, "step-001")
+	// One run at a time: the error stops the step before seed 3, which runs again too.
+	want := []int64{1, 2 + retrySeed, 3 + retrySeed}
+	if !slices.Equal(tr.Caught, want) || tr.Runs != 3 || !slices.Equal(tr.Seeds, []int64{1, 2, 3, 2 + retrySeed, 3 + retrySeed}) {
+		t.Fatalf("caught %v of %d runs, seeds %v: want %v", tr.Caught, tr.Runs, tr.Seeds, want)
+	}
+	o.final = true // the final measurement counts every run as it was
+	if tr := o.trial(context.Background(), c, []int64{1, 2, 3}, "final"); len(tr.Caught) != 2 || tr.Runs != 3 {
+		t.Fatalf("final: caught %v of %d runs", tr.Caught, tr.Runs)
 	}
 }
