@@ -23,7 +23,7 @@ var layers = [][]string{
 	{"report"},
 	{"report/page", "report/store"},
 	{"suite"},
-	{"runner", "repro", "compare", "bisect"},
+	{"runner", "repro", "compare", "bisect", "shrink"},
 	// programs and test kits: nothing imports them but tests (and the kits only from tests)
 	{"cmd/lockcheck", "scripts/action", "scripts/falsealarms", "scripts/shards", "bench", "bench/violation",
 		"workers/naive", "workers/lying-permits",
