@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/lockcheck/lockcheck/checker"
@@ -27,6 +28,26 @@ const (
 // kindOf maps each checker (by its stable name) to the kind of violation it finds.
 var kindOf = map[string]ViolationKind{"mutual-exclusion": Overlap, "lost-lock": LockLost, "told-of-loss": NotTold,
 	"porcupine": NoLegalOrder}
+
+// leadKinds are the kinds a reader files first, in that order: two owners at once (what the application
+// suffered), a lock gone early, a holder not told, answers with no legal order; any other after them.
+var leadKinds = []ViolationKind{Overlap, LockLost, NotTold, NoLegalOrder}
+
+// KindOf is the kind of violation a checker finds (OtherViolation for a checker without a kind of its own).
+func KindOf(checkerName string) ViolationKind {
+	if k, ok := kindOf[checkerName]; ok {
+		return k
+	}
+	return OtherViolation
+}
+
+// Rank orders checkers' findings by leadKinds: the story leads with the lowest, and shrink keeps it.
+func Rank(c checker.Result) int {
+	if i := slices.Index(leadKinds, KindOf(c.Checker)); i >= 0 {
+		return i
+	}
+	return len(leadKinds)
+}
 
 // Story is a run in one or two plain sentences, composed once from every checker's findings, the faults
 // and the library's answers, with its parts typed: every output (the verdict table, the summary page,
@@ -107,20 +128,12 @@ func TellStory(h *history.History, r *Results, lib string) *Story {
 // leadOf picks the finding a story leads with: an overlap first (what the application suffered), then a
 // lost lock, a holder not told, the library's answers, and any other checker's; the earliest otherwise.
 func leadOf(cs []checker.Result) (checker.Result, bool) {
-	rank := map[string]int{"mutual-exclusion": 0, "lost-lock": 1, "told-of-loss": 2, "porcupine": 3}
 	best, found := checker.Result{}, false
 	for _, c := range cs {
 		if c.Valid != checker.Invalid {
 			continue
 		}
-		r, ok := rank[c.Checker]
-		if !ok {
-			r = len(rank)
-		}
-		b, bok := rank[best.Checker]
-		if !bok {
-			b = len(rank)
-		}
+		r, b := Rank(c), Rank(best)
 		if !found || r < b || r == b && c.At < best.At {
 			best, found = c, true
 		}

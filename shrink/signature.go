@@ -2,7 +2,6 @@ package shrink
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/lockcheck/lockcheck/checker"
@@ -12,35 +11,14 @@ import (
 // Signature is how a run fails: the checker that found it and the kind of violation. A candidate fails
 // the same way when that checker is invalid in it with the same kind, whatever the other checkers say.
 type Signature struct {
-	Checker string `json:"checker"`
-	Kind    string `json:"kind"`
+	Checker string               `json:"checker"`
+	Kind    report.ViolationKind `json:"kind"`
 }
 
-func (s Signature) String() string { return s.Checker + " (" + s.Kind + ")" }
+func (s Signature) String() string { return s.Checker + " (" + string(s.Kind) + ")" }
 
-// violationKind is the kind of a checker's violation. Until report gives one typed kind per result, it is
-// this table of the checkers' stable names (a checker not in it is its own kind); swap this one
-// function for report's when it lands.
-func violationKind(r checker.Result) string {
-	if k, ok := kindOf[r.Checker]; ok {
-		return k
-	}
-	return r.Checker
-}
-
-var kindOf = map[string]string{"mutual-exclusion": "overlap", "lost-lock": "lost-lock", "told-of-loss": "not-told",
-	"porcupine": "no-legal-order"}
-
-// lead ranks the kinds a shrink keeps by default, the harm a reader files first: two owners at once, then
-// a lock gone early, a holder not told, answers with no legal order; any other kind after them.
-var lead = []string{"overlap", "lost-lock", "not-told", "no-legal-order"}
-
-func rank(c checker.Result) int {
-	if i := slices.Index(lead, violationKind(c)); i >= 0 {
-		return i
-	}
-	return len(lead)
-}
+// violationKind is the kind of a checker's violation, as the run's story names it.
+func violationKind(r checker.Result) report.ViolationKind { return report.KindOf(r.Checker) }
 
 // SignatureOf is an invalid run's signature: the named checker's, or (name "") the invalid checker of the
 // highest-ranked kind, the earliest violation among equals. The checkers of one violation often find it
@@ -53,7 +31,7 @@ func SignatureOf(r *report.Results, name string) (Signature, error) {
 			continue
 		}
 		invalid = append(invalid, c.Checker)
-		if name == c.Checker || (name == "" && (first == nil || rank(c) < rank(*first) || rank(c) == rank(*first) && c.At < first.At)) {
+		if name == c.Checker || (name == "" && (first == nil || report.Rank(c) < report.Rank(*first) || report.Rank(c) == report.Rank(*first) && c.At < first.At)) {
 			first = &r.Checkers[i]
 		}
 	}
