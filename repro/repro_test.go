@@ -22,7 +22,7 @@ func TestTallyErrorsNeverPass(t *testing.T) {
 		t.Fatalf("tally %+v: want buggy passed (4/5 caught), fixed not passed with 2 errors", sides)
 	}
 	var b strings.Builder
-	Print(&b, sides)
+	Print(&b, sides, true)
 	if !strings.Contains(b.String(), "caught 0/5 (unknown 0, error 2)") || !strings.Contains(b.String(), "NOT as expected") {
 		t.Fatalf("printed:\n%s", b.String())
 	}

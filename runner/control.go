@@ -2,7 +2,6 @@ package runner
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -29,7 +28,7 @@ func (o *Options) controlRun(k *kinds.Kind) (string, error) {
 		if o.Given[name] {
 			continue
 		}
-		if err := o.setControlFlag(name, k.Flags[i+1]); err != nil {
+		if err := o.setFlag(name, k.Flags[i+1]); err != nil {
 			return "", usagef("negative control %s: %v", k.Name, err)
 		}
 	}
@@ -66,7 +65,7 @@ func (o *Options) workerControl() (string, error) {
 		if o.Given[name] {
 			continue
 		}
-		if err := o.setControlFlag(name, s.Flags[i+1]); err != nil {
+		if err := o.setFlag(name, s.Flags[i+1]); err != nil {
 			return "", fmt.Errorf("worker %s: %v", s.Name, err)
 		}
 	}
@@ -75,66 +74,6 @@ func (o *Options) workerControl() (string, error) {
 	}
 	return fmt.Sprintf("worker %s is a negative control: it %s; it must be flagged (run with %s)",
 		s.Name, s.Broken, strings.Join(s.Flags, " ")), nil
-}
-
-// setControlFlag sets the option of one of lockspec.ControlFlags (name without "--") as the CLI's flag
-// of that name would parse value.
-func (o *Options) setControlFlag(name, value string) error {
-	integer := func(p *int) error {
-		v, err := strconv.ParseInt(value, 0, 64)
-		*p = int(v)
-		return err
-	}
-	integer64 := func(p *int64) (err error) { *p, err = strconv.ParseInt(value, 0, 64); return err }
-	duration := func(p *time.Duration) (err error) { *p, err = time.ParseDuration(value); return err }
-	var err error
-	switch name {
-	case "clients":
-		err = integer(&o.Clients)
-	case "keys":
-		err = integer(&o.Keys)
-	case "group":
-		err = integer(&o.Group)
-	case "threads":
-		err = integer(&o.Threads)
-	case "permits":
-		err = integer64(&o.Permits)
-	case "count":
-		err = integer64(&o.Count)
-	case "lease":
-		o.Lease, o.LeaseTo, err = ParseDurationRange(value)
-	case "wait":
-		o.Wait, o.WaitTo, err = ParseDurationRange(value)
-	case "watchdog":
-		err = duration(&o.Watchdog)
-	case "timeout":
-		err = duration(&o.Timeout)
-	case "time":
-		err = duration(&o.Time)
-	case "quiet":
-		err = duration(&o.Quiet)
-	case "hold":
-		o.Hold = value
-	case "readers":
-		o.Readers = value
-	case "reentry":
-		o.Reentry, err = strconv.ParseFloat(value, 64)
-	// Only a registered worker's control sets these (lockspec.CheckControlFlags refuses them in a spec).
-	case "nemesis":
-		o.Nemesis = value
-	case "nemesis-trigger":
-		o.NemesisTrigger, err = strconv.ParseBool(value)
-	case "nemesis-interval":
-		err = duration(&o.NemesisInterval)
-	case "nemesis-duration":
-		err = duration(&o.NemesisDuration)
-	default:
-		return fmt.Errorf("--%s is not a flag a control may set", name)
-	}
-	if err != nil {
-		return fmt.Errorf("invalid argument %q for \"--%s\" flag: %v", value, name, err)
-	}
-	return nil
 }
 
 // ParseDurationRange reads --lease's and --wait's form: a duration, or a range drawn per acquire ("1s-10s").

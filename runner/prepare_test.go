@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"github.com/spf13/pflag"
 	"io"
 	"os"
 	"path/filepath"
@@ -206,7 +207,7 @@ func TestEveryControlFlagSetsItsOption(t *testing.T) {
 			v = "7"
 		}
 		o, d := Defaults(), Defaults()
-		if err := o.setControlFlag(strings.TrimPrefix(f, "--"), v); err != nil {
+		if err := o.setFlag(strings.TrimPrefix(f, "--"), v); err != nil {
 			t.Errorf("%s %s: %v", f, v, err)
 		}
 		if reflect.DeepEqual(o.describe(), d.describe()) {
@@ -215,6 +216,53 @@ func TestEveryControlFlagSetsItsOption(t *testing.T) {
 	}
 	if lo, hi, err := ParseDurationRange("1s-10s"); lo != time.Second || hi != 10*time.Second || err != nil {
 		t.Errorf("1s-10s: %s %s %v", lo, hi, err)
+	}
+}
+
+// A control's flags are read by the run's own flag definitions (Options.Flags), the one place that knows
+// a flag's name: every flag of lockcheck run that Options defines can be set by name, as its command line
+// reads it, and setting one leaves the others as they were.
+func TestSetFlagKnowsEveryRunFlag(t *testing.T) {
+	sample := map[string]string{"lease": "1s-2s", "wait": "300ms", "hold": "1s-2s", "readers": "2:1", "on-lost": "stop",
+		"nemesis-trigger": "true", "reentry": "0.5", "cross-thread": "0.5", "force-unlock": "0.5"}
+	o := Defaults()
+	f := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	o.Flags(f)
+	n := 0
+	f.VisitAll(func(fl *pflag.Flag) {
+		n++
+		v, ok := sample[fl.Name]
+		switch {
+		case ok:
+		case fl.Value.Type() == "duration":
+			v = "7s"
+		case strings.HasPrefix(fl.Value.Type(), "int"):
+			v = "7"
+		default:
+			v = "x7"
+		}
+		got := Defaults()
+		got.NemesisTargets = "kept"
+		if err := got.setFlag(fl.Name, v); err != nil {
+			t.Errorf("--%s %s: %v", fl.Name, v, err)
+			return
+		}
+		want := Defaults()
+		want.NemesisTargets = "kept"
+		wf := pflag.NewFlagSet("run", pflag.ContinueOnError)
+		want.Flags(wf)
+		if err := wf.Parse([]string{"--" + fl.Name + "=" + v}); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("--%s %s: set by name %+v, parsed %+v", fl.Name, v, got, want)
+		}
+	})
+	if n < 40 {
+		t.Fatalf("only %d run flags", n)
+	}
+	if err := o.setFlag("lock-spec", "x"); err == nil {
+		t.Error("--lock-spec is not an option's flag: setting it must fail")
 	}
 }
 

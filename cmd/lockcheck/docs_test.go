@@ -460,3 +460,52 @@ func TestDocsIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpExamples checks every example of every command's --help as the docs' commands are checked: each
+// names real entries, files, flags and values. bisect's examples also run end to end in
+// TestBisectEndToEnd (make bisect), which takes them from here.
+func TestHelpExamples(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("LOCKCHECK_WORKERS", filepath.Join(root, "workers"))
+	t.Setenv("LOCKCHECK_CACHE", t.TempDir())
+	n := 0
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, args := range helpExamples(t, c) {
+			n++
+			text := strings.Join(args, " ")
+			t.Run(c.Name()+"/"+text, func(t *testing.T) {
+				docReport(t, docCmd{file: c.CommandPath() + " --help", text: text, args: args}, docLockcheck(t, root, args[1:]))
+			})
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRoot())
+	if n < 10 {
+		t.Fatalf("only %d examples found in --help: the extraction is broken", n)
+	}
+}
+
+// helpExamples are the commands of a command's Example, split as a shell would, comments removed.
+func helpExamples(t *testing.T, c *cobra.Command) [][]string {
+	t.Helper()
+	var out [][]string
+	for _, l := range strings.Split(c.Example, "\n") {
+		l = strings.TrimSpace(stripComment(l))
+		if l == "" {
+			continue
+		}
+		args, err := shellWords(l)
+		if err != nil || args[0] != "lockcheck" {
+			t.Errorf("%s --help: example %q is not a lockcheck command (%v)", c.CommandPath(), l, err)
+			continue
+		}
+		out = append(out, args)
+	}
+	return out
+}
