@@ -23,20 +23,11 @@ func (o *Options) controlRun(k *kinds.Kind) (string, error) {
 	if err := lockspec.CheckControlFlags(k.Flags); err != nil {
 		return "", usagef("negative control %s: %v", k.Name, err)
 	}
-	for i := 0; i+1 < len(k.Flags); i += 2 {
-		name := strings.TrimPrefix(k.Flags[i], "--")
-		if o.Given[name] {
-			continue
-		}
-		if err := o.setFlag(name, k.Flags[i+1]); err != nil {
-			return "", usagef("negative control %s: %v", k.Name, err)
-		}
+	applied, err := o.applyControl(k.Flags)
+	if err != nil {
+		return "", usagef("negative control %s: %v", k.Name, err)
 	}
-	note := fmt.Sprintf("%s is a negative control: it %s; it must be flagged", k.Name, k.Broken)
-	if len(k.Flags) > 0 {
-		note += fmt.Sprintf(" (run with %s)", strings.Join(k.Flags, " "))
-	}
-	return note, nil
+	return fmt.Sprintf("%s is a negative control: it %s; it must be flagged%s", k.Name, k.Broken, applied), nil
 }
 
 // workerControl gives a registered worker's run its lock when the command line names none and, for a
@@ -60,20 +51,35 @@ func (o *Options) workerControl() (string, error) {
 	if o.Nemesis != "none" && o.Nemesis != "" {
 		return "", nil
 	}
-	for i := 0; i+1 < len(s.Flags); i += 2 {
-		name := strings.TrimPrefix(s.Flags[i], "--")
-		if o.Given[name] {
-			continue
-		}
-		if err := o.setFlag(name, s.Flags[i+1]); err != nil {
-			return "", fmt.Errorf("worker %s: %v", s.Name, err)
-		}
+	applied, err := o.applyControl(s.Flags)
+	if err != nil {
+		return "", fmt.Errorf("worker %s: %v", s.Name, err)
 	}
 	if s.Broken == "" {
 		return "", nil
 	}
-	return fmt.Sprintf("worker %s is a negative control: it %s; it must be flagged (run with %s)",
-		s.Name, s.Broken, strings.Join(s.Flags, " ")), nil
+	return fmt.Sprintf("worker %s is a negative control: it %s; it must be flagged%s", s.Name, s.Broken, applied), nil
+}
+
+// applyControl sets a control's flags ("--flag value" pairs) the command line did not give, and says
+// which it set, " (run with ...)", or "" when the command line gave them all: a hint to run with flags
+// already given reads as if they had been ignored.
+func (o *Options) applyControl(flags []string) (string, error) {
+	var applied []string
+	for i := 0; i+1 < len(flags); i += 2 {
+		name := strings.TrimPrefix(flags[i], "--")
+		if o.Given[name] {
+			continue
+		}
+		if err := o.setFlag(name, flags[i+1]); err != nil {
+			return "", err
+		}
+		applied = append(applied, flags[i], flags[i+1])
+	}
+	if len(applied) == 0 {
+		return "", nil
+	}
+	return " (run with " + strings.Join(applied, " ") + ")", nil
 }
 
 // ParseDurationRange reads --lease's and --wait's form: a duration, or a range drawn per acquire ("1s-10s").

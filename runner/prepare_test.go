@@ -170,6 +170,17 @@ func TestPrepareAppliesControlFlags(t *testing.T) {
 	if test.Options.Lease != 2*time.Second || test.Options.Hold != "400ms-1s" {
 		t.Errorf("given --lease 2s: lease %s hold %s", test.Options.Lease, test.Options.Hold)
 	}
+	if len(test.Notes) != 1 || !strings.HasSuffix(test.Notes[0], "(run with --hold 400ms-1s)") {
+		t.Errorf("given --lease 2s: notes %q, want the hint to name only the flag it set", test.Notes)
+	}
+	// Both given: the hint has nothing to add (issue 31: it said "run with --lease 300ms --hold 400ms-1s").
+	o.Given, o.Lease, o.Hold = map[string]bool{"lease": true, "hold": true}, 300*time.Millisecond, "400ms-1s"
+	if test, err = Prepare(o); err != nil {
+		t.Fatal(err)
+	}
+	if len(test.Notes) != 1 || strings.Contains(test.Notes[0], "run with") {
+		t.Errorf("given --lease and --hold: notes %q, want no hint to run with them", test.Notes)
+	}
 	for what, change := range map[string]func(*Options){
 		"no command line": func(o *Options) { o.Given = nil },
 		"a fault":         func(o *Options) { o.Nemesis, o.Time = "kill", time.Minute },
