@@ -509,3 +509,24 @@ func helpExamples(t *testing.T, c *cobra.Command) [][]string {
 	}
 	return out
 }
+
+// clean --force is described one way, as its --help says: clean removes what ended runs left, and --force
+// also a live run's (issue 31: cli.md showed `clean --force` as if it were the ordinary clean).
+func TestDocsCleanForce(t *testing.T) {
+	t.Parallel() // reads docs only
+	if u := newCleanCmd().Flags().Lookup("force").Usage; !strings.HasPrefix(u, "also ") {
+		t.Fatalf("clean --force's help %q: it adds to what clean removes", u)
+	}
+	files, _ := filepath.Glob("../../docs/*.md")
+	for _, f := range append(files, "../../README.md") {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, l := range strings.Split(string(b), "\n") {
+			if strings.Contains(l, "lockcheck clean") && strings.Contains(l, "--force") && !strings.Contains(l, "also") {
+				t.Errorf("%s:%d: %q: say what --force adds (also a live run's)", f, i+1, l)
+			}
+		}
+	}
+}
