@@ -278,3 +278,27 @@ func TestSetFlagKnowsEveryRunFlag(t *testing.T) {
 }
 
 func typeName(v any) string { return fmt.Sprintf("%T", v) }
+
+// A failover window shorter than a promotion takes is said before the run (issue 31: faults.md asked for
+// more than 5 s, and the 3 s default was accepted without a word); 6 s is not, nor a fault without a
+// minimum.
+func TestShortFailoverWindowIsSaid(t *testing.T) {
+	for _, c := range []struct {
+		nemesis string
+		d       time.Duration
+		warned  bool
+	}{{"failover", 3 * time.Second, true}, {"failover", 6 * time.Second, false}, {"partition", time.Second, false}} {
+		o := quickOptions(t)
+		o.Topology, o.Nemesis, o.NemesisDuration, o.Time = "sentinel", c.nemesis, c.d, time.Minute
+		test, err := Prepare(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		said := slices.ContainsFunc(test.Notes, func(n string) bool {
+			return strings.Contains(n, "--nemesis-duration "+c.d.String()+" is short for failover") && strings.Contains(n, "5s or more")
+		})
+		if said != c.warned {
+			t.Errorf("%s %s: notes %q, want a warning: %v", c.nemesis, c.d, test.Notes, c.warned)
+		}
+	}
+}
