@@ -64,7 +64,7 @@ one that brought it in. Releases that do not build or give no verdict are skippe
 			}
 			if _, fixed := entry.Repro.FixRelease(); !fixed && worker.CompareVersions(good, bad) > 0 {
 				// A design limit: every release is bad, so --good would be found not good, after builds.
-				return runner.UsageError{Err: fmt.Errorf("repro %s: no release fixes it (a design limit; the catalog's fix: %s): there is no fix to find between --bad %s and --good %s", name, entry.Repro.FixedIn, bad, good)}
+				return runner.UsageError{Err: fmt.Errorf("repro %s: no release fixes it (a design limit: the catalog names a mitigation, not a release), so there is no fix to find between --bad %s and --good %s", name, bad, good)}
 			}
 			if spec.Releases.Parse == nil {
 				return runner.UsageError{Err: fmt.Errorf("--client %s: its library has no registry release list to bisect", client)}
