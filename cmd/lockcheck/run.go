@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockcheck/lockcheck/internal/redact"
 	"github.com/lockcheck/lockcheck/runner"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -31,7 +32,7 @@ func newRunCmd() *cobra.Command {
 			}
 			o.Command = commandLine(cmd, o.Seed)
 			if !cmd.Flags().Changed("external-password") { // kept out of argv, which every local user can read
-				o.ExternalFlags.Password = os.Getenv("LOCKCHECK_EXTERNAL_PASSWORD")
+				o.ExternalFlags.Password = os.Getenv(redact.Flags["external-password"])
 			}
 			if err := useLockSpec(cmd, lockSpec, &o); err != nil {
 				return err
@@ -68,7 +69,9 @@ func newRunCmd() *cobra.Command {
 	f := cmd.Flags()
 	o.Flags(f)
 	f.StringVar(&lockSpec, "lock-spec", "", "YAML file describing your own Lua lock (see examples/locks/), instead of --lock")
-	markSecret(f, "external-password")
+	for name := range redact.Flags {
+		markSecret(f, name)
+	}
 	f.BoolVar(&dryRun, "dry-run", false, "check the flags and make the fault plan, start nothing")
 	addWorkerFlags(f, &o)
 	return cmd
