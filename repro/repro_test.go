@@ -34,7 +34,7 @@ func TestPrintTellsTheStory(t *testing.T) {
 	rep := &suite.Report{Outcomes: []suite.Outcome{{Case: suite.Case{Entry: "buggy"}, Verdict: "valid"},
 		{Case: suite.Case{Entry: "buggy"}, Verdict: "invalid", FirstNs: 1e9, Story: story}}}
 	var b strings.Builder
-	Print(&b, Tally(rep))
+	Print(&b, Tally(rep), true)
 	if lines := strings.Split(b.String(), "\n"); len(lines) < 2 || strings.TrimSpace(lines[1]) != suite.StoryPrefix+story {
 		t.Fatalf("printed:\n%s", b.String())
 	}
