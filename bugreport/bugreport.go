@@ -384,7 +384,7 @@ func (in *Input) Workload() string {
 		}
 		act += fmt.Sprintf("), hold it %s inside a critical section, then unlock", o.Hold)
 	}
-	if o.Reentry > 0 {
+	if o.Reentry > 0 && in.Meta.Checks.Family == "mutex" { // only the mutex family's workload re-enters
 		act += fmt.Sprintf("; re-enter a held lock with probability %.2f", o.Reentry)
 	}
 	s := fmt.Sprintf("%s, for %s, each in a loop: %s.", who, o.Time.D(), act)
