@@ -224,8 +224,10 @@ func keptAfter(groups map[[2]string][]ownerOp, order [][2]string, g, r ownerOp) 
 // key: another owner's release acknowledged as deleting a key (the naive lock's DEL of any holder), else the holder's own acknowledged renew or expire (a library's renew that
 // deletes), else nothing: the server.
 func goneBy(groups map[[2]string][]ownerOp, order [][2]string, own []ownerOp, g, r ownerOp) Gone {
+	// Another owner's command may have run on the server before the refused one while it was still in
+	// flight (at the workload's end every thread releases at once): called before the refusal returned.
 	between := func(x ownerOp) bool {
-		return x.c.Call < r.c.Call && x.c.Return > g.c.Return && x.i != g.i && x.i != r.i
+		return x.c.Call < r.c.Return && x.c.Return > g.c.Return && x.i != g.i && x.i != r.i
 	}
 	best := Gone{By: GoneServer}
 	for _, k := range order {

@@ -105,6 +105,11 @@ func TestLostLockSaysWhatRemovedTheKey(t *testing.T) {
 		{"another owner's DEL (the naive control)", []step{{"c1", "acquire", 0, 1, ok, 0, nil},
 			{"c2", "release", 1000, 1001, ok, 1, nil}, {"c1", "release", 3000, 3001, fail, -1, nil}},
 			GoneOther, "c2/1's release, called at 1.000s"},
+		// The runs' end: every thread releases at once; c2's DEL, called after c1's release but in flight
+		// with it, may have run first on the server.
+		{"another owner's DEL in flight with the refused release", []step{{"c1", "acquire", 0, 1, ok, 0, nil},
+			{"c1", "release", 3000, 3010, fail, -1, nil}, {"c2", "release", 3005, 3012, ok, 1, nil}},
+			GoneOther, "c2/1's release, called at 3.005s"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
