@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockcheck/lockcheck/kinds"
 	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/node/server"
 	"github.com/lockcheck/lockcheck/runner"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -72,6 +73,8 @@ func newRunCmd() *cobra.Command {
 	f.StringVar(&lockSpec, "lock-spec", "", "YAML file describing your own Lua lock (see examples/locks/), instead of --lock")
 	f.StringVar(&o.Backend, "backend", o.Backend, "where the nodes run: process (child processes), docker (containers, testcontainers-go) or external (a deployment you started: --external)")
 	f.StringVar(&o.DockerImage, "docker-image", o.DockerImage, "the Redis image of --backend docker (lockcheck images builds the default)")
+	f.StringVar(&o.Server, "server", "", "the server the nodes run: redis (the host's redis-server, the default) or NAME@VERSION fetched into the cache: "+join(server.Names()))
+	f.StringVar(&o.ServerBin, "server-bin", "", "the nodes run this Redis-compatible server binary (its own Sentinel and cluster mode)")
 	f.StringVar(&o.External, "external", "", "YAML file describing the deployment of --backend external")
 	f.StringVar(&o.ExternalFlags.Addrs, "external-addrs", "", "--backend external without a file: the nodes' addresses, comma-separated (with --topology, --external-password, ...)")
 	f.StringVar(&o.ExternalFlags.Containers, "external-containers", "", "the nodes' Docker containers, in --external-addrs order (enables kill and pause)")
