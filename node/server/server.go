@@ -87,7 +87,13 @@ func Parse(name, bin string) (Choice, error) {
 	case name != "" && bin != "":
 		return Choice{}, errorf("--server and --server-bin both name the server: give one")
 	case bin != "":
-		abs, err := filepath.Abs(bin)
+		path := bin
+		if !strings.Contains(bin, "/") { // a name, as a shell would take it: from PATH
+			if p, err := exec.LookPath(bin); err == nil {
+				path = p
+			}
+		}
+		abs, err := filepath.Abs(path)
 		if err != nil {
 			return Choice{}, errorf("--server-bin %s: %v", bin, err)
 		}
