@@ -120,7 +120,7 @@ func (t *Test) Execute(ctx context.Context, stderr io.Writer) (*report.Results, 
 		meta.ScriptSet = t.Scripts.Set
 	}
 	meta.Spec = t.Kind.Source
-	if t.External == nil {
+	if o.Backend == BackendProcess { // a container runs its image's server, a deployment its own
 		serverVersions(meta.Versions, srv)
 	}
 
@@ -233,7 +233,7 @@ func execute(ctx context.Context, t *Test, wk *workerRun, dir string, rec *histo
 		}
 	}
 	fmt.Fprintf(stderr, "lockcheck: %s on %s (%s backend, %s, %d node(s), %d clients, started in %s, %s), nemesis %s, seed %d, %s\n",
-		o.Lock, o.Topology, o.Backend, serverText(spec.Server, ext != nil), len(topo.Nodes), o.Clients, topo.Startup.Round(time.Millisecond), t.fds,
+		o.Lock, o.Topology, o.Backend, serverText(spec.Server, o), len(topo.Nodes), o.Clients, topo.Startup.Round(time.Millisecond), t.fds,
 		o.Nemesis, o.Seed, dir)
 
 	gates := map[string]*locks.Gate{}
@@ -421,9 +421,6 @@ func Versions() map[string]string {
 // serverVersions names the server the nodes ran in a run's versions: the host's redis-server line stays
 // only when it is the one that ran.
 func serverVersions(v map[string]string, srv node.Server) {
-	if srv.Name == "" { // an external deployment's: not lockcheck's to name
-		return
-	}
 	if !srv.Host() {
 		delete(v, "redis-server")
 	}
@@ -431,9 +428,12 @@ func serverVersions(v map[string]string, srv node.Server) {
 }
 
 // serverText names the server on the start line.
-func serverText(srv node.Server, external bool) string {
-	if external {
+func serverText(srv node.Server, o Options) string {
+	switch o.Backend {
+	case BackendExternal:
 		return "the deployment's server"
+	case BackendDocker:
+		return "image " + o.DockerImage
 	}
 	return fmt.Sprintf("server %s %s", srv.Name, srv.Version)
 }
