@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/lockcheck
 APT     := DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: image-full test-image-full release all build demo smoke repro bisect test test-all-seeds bench differential falsealarms lagging-decides deps vet clean images docker-engine compose-up compose-down
+.PHONY: image-full test-image-full release all build demo smoke repro bisect shrink-campaign test test-all-seeds bench differential falsealarms lagging-decides deps vet clean images docker-engine compose-up compose-down
 
 all: build
 
@@ -53,6 +53,11 @@ repro: deps build
 # 3.16.0..3.17.0 each name their fix release (17 minutes here with fresh builds: real builds and runs per step).
 bisect: deps build
 	LOCKCHECK_BISECT=1 $(GO) test -count=1 -timeout 60m -v -run 'TestBisectEndToEnd' ./cmd/lockcheck/
+
+# lockcheck shrink on docs/shrink.md's three runs (naive, redsync v4.0.3 client pause, Redisson lagging
+# failover), each against issue 30's bar; the table's rows are in the -v log (about 30 minutes here).
+shrink-campaign: deps build
+	LOCKCHECK_SHRINK_CAMPAIGN=1 $(GO) test -count=1 -timeout 90m -v -run 'TestShrinkCampaign' ./cmd/lockcheck/
 
 # Fuzzing runs a count of inputs (about 5 s each here), not a time: go1.26's fuzz coordinator can fail a
 # target with a bare "context deadline exceeded" at the end of a -fuzztime window under load (golang/go#75804,

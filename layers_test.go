@@ -9,7 +9,7 @@ import (
 // layers is the data flow from the bottom up (docs/architecture.md): a package may import only packages of
 // a lower layer, so no arrow runs back up and no cycle can form. A new package must be placed here.
 var layers = [][]string{
-	{"internal/safefile"},
+	{"internal/redact", "internal/safefile"},
 	{"", "history", "internal/bounded", "internal/textfile", "topology/kind", "nemesis", "workers/sdk", "docker"},
 	{"history/outcome", "node/clockshift", "network/wire"},
 	{"node", "network"},
@@ -23,7 +23,7 @@ var layers = [][]string{
 	{"report"},
 	{"report/page", "report/store"},
 	{"suite"},
-	{"runner", "repro", "compare", "bisect"},
+	{"runner", "repro", "compare", "bisect", "shrink"},
 	// programs and test kits: nothing imports them but tests (and the kits only from tests)
 	{"cmd/lockcheck", "scripts/action", "scripts/falsealarms", "scripts/shards", "bench", "bench/violation",
 		"workers/naive", "workers/lying-permits",

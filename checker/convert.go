@@ -290,12 +290,24 @@ func firstNonZero(a, b int64) int64 {
 	return b
 }
 
-// nodeKey is what a model partitions by: the key, prefixed by its node where a lock spans masters.
+// nodeKey is what a model partitions by: the key, with its node where a lock spans masters, named as
+// every output names it ("lock-1 on n1": one name for a key everywhere).
 func nodeKey(r history.Call) string {
 	if r.Node == "" {
 		return r.Key
 	}
-	return r.Node + "/" + r.Key
+	return r.Key + onNode + r.Node
+}
+
+const onNode = " on "
+
+// SplitKey parts a checker's key name ("lock-1 on n1") into the key and its node ("" where the lock
+// has one).
+func SplitKey(k string) (key, node string) {
+	if i := strings.LastIndex(k, onNode); i >= 0 {
+		return k[:i], k[i+len(onNode):]
+	}
+	return k, ""
 }
 
 // ownerName is a readable stand-in for an owner id <uuid>:<thread> (one uuid per client): client/thread.

@@ -1,6 +1,7 @@
 package checker_test
 
 import (
+	"bytes"
 	"context"
 	"math"
 	"sort"
@@ -10,20 +11,14 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/internal/testkit/corpus"
 )
 
 // Every recorded history in testdata/corpus gets the verdict its index names, decided (never unknown).
 // The bound is generous for a loaded machine; `make bench` holds the hard ones to 10 s.
 func TestCorpus(t *testing.T) {
-	entries, err := corpus.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(entries) == 0 {
-		t.Fatal("empty corpus")
-	}
-	for _, e := range entries {
+	for _, e := range loadCorpus(t) {
 		t.Run(e.Name, func(t *testing.T) {
 			res, took, err := e.Judge(context.Background(), time.Minute)
 			if err != nil {
@@ -56,12 +51,47 @@ func TestCorpus(t *testing.T) {
 // the whole history would give one of the window from one of those states, so none there means none at all.
 // The frontier only says where to look.
 func TestCorpusWindowProof(t *testing.T) {
-	entries, err := corpus.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if !strings.HasPrefix(e.How, "window-proof") {
+	eachJudged(t, func(e corpus.Entry) bool { return strings.HasPrefix(e.How, "window-proof") }, func(t *testing.T,
+		e corpus.Entry, lin *checker.Linearizable, h *history.History, res checker.Result) {
+		key, _, ok := strings.Cut(strings.TrimPrefix(res.Violation, "key "), ":")
+		if res.Valid != checker.Invalid || !ok {
+			t.Fatalf("want an invalid verdict naming a key, got %v: %s", res.Valid, res.Violation)
+		}
+		var ops []porcupine.Operation
+		for _, o := range lin.Convert(h) {
+			if o.Input.(checker.Command).Key == key {
+				ops = append(ops, o)
+			}
+		}
+		sort.SliceStable(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
+		quiet, to := checker.QuietMoments(ops, res.At)
+		// Start ever further back until the window pins the lock down (a start state of the superset
+		// too loose to contradict the violation proves nothing, but is not wrong either).
+		for back := time.Duration(0); ; back = max(2*back, 500*time.Millisecond) {
+			from := 0
+			for _, i := range quiet {
+				if ops[i].Call <= res.At-int64(back) {
+					from = i
+				}
+			}
+			got, n, states := windowCheck(ops, from, to)
+			t.Logf("%s: %d commands of key %s from %s to %s, %d starting states: %v", e.Name, n, key,
+				checker.Secs(ops[from].Call), checker.Secs(ops[to-1].Call), states, got)
+			if got == porcupine.Illegal {
+				return
+			}
+			if from == 0 || got == porcupine.Unknown {
+				t.Fatalf("porcupine's own search on the window: %v, want Illegal", got)
+			}
+		}
+	})
+}
+
+// eachJudged runs test, as a subtest, on each corpus entry that want keeps, with its checker and verdict.
+func eachJudged(t *testing.T, want func(corpus.Entry) bool, test func(t *testing.T, e corpus.Entry,
+	lin *checker.Linearizable, h *history.History, res checker.Result)) {
+	for _, e := range loadCorpus(t) {
+		if !want(e) {
 			continue
 		}
 		t.Run(e.Name, func(t *testing.T) {
@@ -69,61 +99,22 @@ func TestCorpusWindowProof(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res := lin.Check(context.Background(), h)
-			key, _, ok := strings.Cut(strings.TrimPrefix(res.Violation, "key "), ":")
-			if res.Valid != checker.Invalid || !ok {
-				t.Fatalf("want an invalid verdict naming a key, got %v: %s", res.Valid, res.Violation)
-			}
-			var ops []porcupine.Operation
-			for _, o := range lin.Convert(h) {
-				if o.Input.(checker.Command).Key == key {
-					ops = append(ops, o)
-				}
-			}
-			sort.SliceStable(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
-			culprit := int64(math.MinInt64)
-			for _, o := range ops {
-				if o.Call == res.At {
-					culprit = max(culprit, o.Return)
-				}
-			}
-			// Quiet moments: ops[i] is called after every command called before it has returned.
-			var quiet []int
-			reach := int64(math.MinInt64)
-			for i, o := range ops {
-				if reach < o.Call {
-					quiet = append(quiet, i)
-				}
-				reach = max(reach, o.Return)
-			}
-			to := len(ops)
-			for _, i := range quiet {
-				if ops[i].Call > culprit {
-					to = i
-					break
-				}
-			}
-			// Start ever further back until the window pins the lock down (a start state of the superset
-			// too loose to contradict the violation proves nothing, but is not wrong either).
-			for back := time.Duration(0); ; back = max(2*back, 500*time.Millisecond) {
-				from := 0
-				for _, i := range quiet {
-					if ops[i].Call <= res.At-int64(back) {
-						from = i
-					}
-				}
-				got, n, states := windowCheck(ops, from, to)
-				t.Logf("%s: %d commands of key %s from %s to %s, %d starting states: %v", e.Name, n, key,
-					checker.Secs(ops[from].Call), checker.Secs(ops[to-1].Call), states, got)
-				if got == porcupine.Illegal {
-					return
-				}
-				if from == 0 || got == porcupine.Unknown {
-					t.Fatalf("porcupine's own search on the window: %v, want Illegal", got)
-				}
-			}
+			test(t, e, lin, h, lin.Check(context.Background(), h))
 		})
 	}
+}
+
+// loadCorpus is the corpus's entries.
+func loadCorpus(t *testing.T) []corpus.Entry {
+	t.Helper()
+	entries, err := corpus.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) == 0 {
+		t.Fatal("empty corpus")
+	}
+	return entries
 }
 
 // windowCheck runs porcupine's own search on ops[from:to] from every state the lock could be in at
@@ -144,4 +135,39 @@ func windowCheck(ops []porcupine.Operation, from, to int) (porcupine.CheckResult
 	m := checker.MutexModel
 	m.Init = func() []interface{} { return init }
 	return porcupine.CheckOperationsTimeout(m.ToModel(), ops[from:to], time.Minute), to - from, len(init)
+}
+
+// The proof of every invalid corpus history: at most 10 operations of its illegal key that, written as an
+// excerpt, read back by the history reader and checked by the same checker alone, are still invalid. The
+// sizes it logs are docs/checking.md's table.
+func TestCorpusProof(t *testing.T) {
+	eachJudged(t, func(e corpus.Entry) bool { return e.Want == checker.Invalid }, func(t *testing.T,
+		e corpus.Entry, lin *checker.Linearizable, h *history.History, res checker.Result) {
+		start := time.Now()
+		p, ok := lin.Proof(context.Background(), h, res, checker.ProofBound)
+		if !ok {
+			t.Fatalf("no proof of %s", res.Violation)
+		}
+		took := time.Since(start)
+		if len(p.Ops) > 10 {
+			t.Errorf("the proof has %d operations, want at most 10", len(p.Ops))
+		}
+		var b bytes.Buffer
+		if err := p.Excerpt(h).Write(&b); err != nil {
+			t.Fatal(err)
+		}
+		x, err := history.Read(&b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, _, err := e.Checker(time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := again.Check(context.Background(), x); r.Valid != checker.Invalid {
+			t.Fatalf("the excerpt of %d operations is %v: %s", len(x.Ops), r.Valid, r.Summary)
+		}
+		t.Logf("%s: %d of %d operations (window %d), %d fault records, minimal %v, %d candidates in %s",
+			e.Name, len(p.Ops), len(h.Ops), p.Window, len(p.Faults), p.Minimal, p.Tried, took.Round(time.Millisecond))
+	})
 }

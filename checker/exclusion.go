@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -38,6 +39,44 @@ type Overlap struct {
 	Fenced        bool   `json:"fenced,omitempty"` // the older holder's late write was refused
 }
 
+// EveryAcquireRefused says that every acquire the application tried failed with an error, quoting the first: a worker
+// that refuses each request (error 10 for a lease its library cannot take) leaves no critical section, and
+// the user must hear why. "" when some acquire was granted, refused as held, or not surely refused.
+func EveryAcquireRefused(h *history.History) string {
+	var first string
+	n, texts := 0, map[string]bool{}
+	for _, o := range h.Ops {
+		inv := o.Invoke
+		if inv.Src != "" || inv.F != "tryLock" && inv.F != "tryAcquire" || inv.Args["nested"] != 0 {
+			continue
+		}
+		if o.Complete == nil || o.Complete.Type != history.Fail || o.Complete.Error == "" {
+			return ""
+		}
+		e := o.Complete.Error
+		if m := workerError.FindStringSubmatch(e); m != nil {
+			e = fmt.Sprintf("error %s '%s'", m[1], m[2])
+		} else {
+			e = "'" + e + "'"
+		}
+		if n++; first == "" {
+			first = e
+		}
+		texts[e] = true
+	}
+	if n == 0 {
+		return ""
+	}
+	why := fmt.Sprintf("every acquire was refused (%d): %s", n, first)
+	if len(texts) > 1 {
+		why += fmt.Sprintf(", and %d other error texts", len(texts)-1)
+	}
+	return why
+}
+
+// workerError is a worker's error reply as clients/worker records it: its code and its text.
+var workerError = regexp.MustCompile(`^worker [^:]*: error (-?[0-9]+): (.*)$`)
+
 func end(s history.Record) int64 {
 	if s.Until > 0 && s.Until < s.Exit {
 		return s.Until
@@ -49,6 +88,9 @@ func end(s history.Record) int64 {
 func (x Exclusion) Check(_ context.Context, h *history.History) Result {
 	n := len(h.Sections)
 	if n == 0 {
+		if why := EveryAcquireRefused(h); why != "" {
+			return Result{Valid: Unknown, Summary: "no critical section completed: " + why, Details: map[string]any{"refused": why}}
+		}
 		return Result{Valid: Unknown, Summary: "no critical section completed, so exclusion was never tested"}
 	}
 	if x.Capacity > 0 {

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -69,5 +70,39 @@ func TestLinearizableExplainsViolation(t *testing.T) {
 	}
 	if !strings.Contains(html.String(), "partition") {
 		t.Fatal("the annotation is not in the HTML")
+	}
+}
+
+// A history without a section whose every acquire failed with an error says so, quoting the worker's
+// error; one where an acquire was refused as held, or never answered, does not.
+func TestEveryAcquireRefused(t *testing.T) {
+	try := func(t history.Type, err string) history.Operation {
+		return history.Operation{Invoke: history.Call{F: "tryLock", Args: map[string]int64{"lease_ms": 1500}},
+			Complete: &history.Result{Type: t, Error: err}}
+	}
+	lease := func(ms int) string { return fmt.Sprintf("worker c1: error 10: leases are whole seconds, not %dms", ms) }
+	for _, tc := range []struct {
+		name string
+		ops  []history.Operation
+		want string
+	}{
+		{"all refused", []history.Operation{try(history.Fail, lease(1500)), try(history.Fail, lease(1500))},
+			"every acquire was refused (2): error 10 'leases are whole seconds, not 1500ms'"},
+		{"texts differ", []history.Operation{try(history.Fail, lease(1500)), try(history.Fail, lease(2500))},
+			"every acquire was refused (2): error 10 'leases are whole seconds, not 1500ms', and 1 other error texts"},
+		{"not a worker's", []history.Operation{try(history.Fail, "dial tcp: refused")}, "every acquire was refused (1): 'dial tcp: refused'"},
+		{"one refused as held", []history.Operation{try(history.Fail, lease(1500)), try(history.Fail, "")}, ""},
+		{"one unknown", []history.Operation{try(history.Fail, lease(1500)), try(history.Unknown, "timeout")}, ""},
+		{"none", nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &history.History{Ops: tc.ops}
+			if got := EveryAcquireRefused(h); got != tc.want {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+			if r := (Exclusion{}).Check(context.Background(), h); tc.want != "" && r.Summary != "no critical section completed: "+tc.want {
+				t.Fatalf("exclusion says %q", r.Summary)
+			}
+		})
 	}
 }

@@ -25,11 +25,33 @@ func (l *Linearizable) illegal(v keyVerdict, parts [][]porcupine.Operation, deta
 	if len(with) > 0 {
 		flight = "in flight with it: " + strings.Join(with, ", ")
 	}
+	details["key"] = keyName(c.Input)
 	why := fmt.Sprintf("%s: %s (called %s, returned %s) cannot take effect in any legal order of the commands before it; "+
 		"just before, the lock could be %s; %s", keyOf(c.Input), unescape(l.Model.DescribeOperation(c.Input, c.Output)),
 		Secs(c.Call), retText(c.Return), describeStates(l.Model, v.before), flight)
+	details["culprit"] = l.culprit(c)
 	return Result{Valid: Invalid, Details: details, Violation: why, At: c.Call, End: min(c.Return, c.Call+1),
 		Summary: fmt.Sprintf("no legal order exists for %d lock commands on %d keys", details["operations"], len(parts))}
+}
+
+// Culprit is the command no legal order can place, in parts (details["culprit"]): the run's story
+// (report.Story) names its key, node, thread and time without parsing the explanation.
+type Culprit struct {
+	Key    string `json:"key"`
+	Node   string `json:"node,omitempty"`
+	Thread string `json:"thread"`
+	What   string `json:"what"` // the model's words: "acquire → refused"
+	Call   int64  `json:"call_ns"`
+	Return int64  `json:"return_ns"` // math.MaxInt64: never returned
+}
+
+func (l *Linearizable) culprit(o porcupine.Operation) Culprit {
+	c := Culprit{What: unescape(l.Model.DescribeOperation(o.Input, o.Output)), Call: o.Call, Return: o.Return}
+	if in, ok := o.Input.(Command); ok {
+		c.Key, c.Node = SplitKey(in.Key)
+		c.Thread = in.Client
+	}
+	return c
 }
 
 func countUnknown(ops []porcupine.Operation) int {
@@ -44,7 +66,7 @@ func countUnknown(ops []porcupine.Operation) int {
 
 // explain names, for the first illegal key, the command that no legal order can place and the states the
 // lock could have been in just before it.
-func (l *Linearizable) explain(parts [][]porcupine.Operation, info porcupine.LinearizationInfo) (string, int64, int64) {
+func (l *Linearizable) explain(parts [][]porcupine.Operation, info porcupine.LinearizationInfo) (string, *Culprit, int64, int64) {
 	partials := info.PartialLinearizations()
 	for p, ops := range parts {
 		if p >= len(partials) {
@@ -83,12 +105,13 @@ func (l *Linearizable) explain(parts [][]porcupine.Operation, info porcupine.Lin
 			last := ops[longest[len(longest)-1]]
 			before = fmt.Sprintf("%s (at %s)", l.Model.DescribeOperation(last.Input, last.Output), Secs(last.Call))
 		}
+		cu := l.culprit(c)
 		return fmt.Sprintf("%s: %s (called %s, returned %s) cannot follow any legal order; the longest legal order "+
 			"(%d of %d commands) ends with %s, leaving it %s",
 			keyOf(c.Input), unescape(l.Model.DescribeOperation(c.Input, c.Output)), Secs(c.Call), retText(c.Return),
-			len(longest), len(ops), unescape(before), unescape(strings.Join(desc, " or "))), c.Call, min(c.Return, c.Call+1)
+			len(longest), len(ops), unescape(before), unescape(strings.Join(desc, " or "))), &cu, c.Call, min(c.Return, c.Call+1)
 	}
-	return "porcupine found no legal order", 0, 0
+	return "porcupine found no legal order", nil, 0, 0
 }
 
 func stepAll(m porcupine.NondeterministicModel, states []interface{}, op porcupine.Operation) []interface{} {
@@ -107,6 +130,15 @@ func keyOf(in interface{}) string {
 }
 
 func (in Command) key() string { return in.Key }
+
+// keyName is the key a model operation's input names ("" for none): details' "key" of an invalid verdict,
+// which the proof (proof.go) starts from.
+func keyName(in interface{}) string {
+	if k, ok := in.(interface{ key() string }); ok {
+		return k.key()
+	}
+	return ""
+}
 
 func retText(t int64) string {
 	if t == math.MaxInt64 {

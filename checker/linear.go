@@ -70,7 +70,7 @@ func (l *Linearizable) Check(ctx context.Context, h *history.History) Result {
 	case lapsed:
 		out = Result{Valid: Invalid, Violation: why, At: bad.Call, End: min(bad.Return, bad.Call+1),
 			Details: map[string]any{"operations": n, "keys": len(parts), "unknown_operations": unsure,
-				"search": "none: a release no order excuses"},
+				"search": "none: a release no order excuses", "culprit": l.culprit(bad), "key": keyName(bad.Input)},
 			Summary: fmt.Sprintf("no legal order exists for %d lock commands on %d keys", n, len(parts))}
 	default:
 		out = l.decide(ctx, parts, begin)
@@ -277,7 +277,11 @@ func (l *Linearizable) decide(ctx context.Context, parts [][]porcupine.Operation
 		case porcupine.Illegal:
 			res, info := porcupine.CheckOperationsVerbose(l.model, parts[i], left)
 			if res == porcupine.Illegal {
-				why, at, end := l.explain(parts[i:i+1], info)
+				why, cu, at, end := l.explain(parts[i:i+1], info)
+				if cu != nil {
+					details["culprit"] = *cu
+				}
+				details["key"] = keyName(parts[i][0].Input)
 				return Result{Valid: Invalid, Details: details, Violation: why, At: at, End: end,
 					Summary: fmt.Sprintf("no legal order exists for %d lock commands on %d keys", details["operations"], len(parts))}
 			}

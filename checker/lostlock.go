@@ -40,6 +40,39 @@ type Loss struct {
 	// presented the owner it was granted under (it forgot or swapped its token).
 	KeptBy string `json:"kept_by,omitempty"`
 	KeptAt int64  `json:"kept_ns,omitempty"`
+	// Gone is what the history shows took the key between the grant and the refusal: another owner's
+	// command, the holder's own, or nothing recorded (the server).
+	Gone Gone `json:"gone"`
+}
+
+// GoneBy says whose commands the history shows could have removed a lost lock's key.
+type GoneBy string
+
+// What removed a lost lock, as far as the history shows.
+const (
+	GoneServer GoneBy = "server" // no recorded command could have: the server lost it
+	GoneOwn    GoneBy = "own"    // the holder's own command (its library's renew, say) was the last on the key
+	GoneOther  GoneBy = "other"  // another owner's release, acknowledged as deleting a key, in between
+)
+
+// Gone is a lost lock's cause as the history shows it: by whom, which command, when it was called.
+type Gone struct {
+	By    GoneBy `json:"by"`
+	Owner string `json:"owner,omitempty"`
+	F     string `json:"f,omitempty"`
+	At    int64  `json:"at_ns,omitempty"`
+}
+
+// String says it in words, for the explanation.
+func (g Gone) String() string {
+	switch g.By {
+	case GoneOther:
+		return fmt.Sprintf("another owner's command could have removed the key: %s's %s, called at %s", g.Owner, g.F, Secs(g.At))
+	case GoneOwn:
+		return fmt.Sprintf("no other owner's command could have removed the key; the last command on it was the holder's own %s, "+
+			"called at %s and acknowledged: either that command removed the key, or the server lost it", g.F, Secs(g.At))
+	}
+	return "no recorded command since the grant, its own or another owner's, could have removed the key: the server lost the lock"
 }
 
 // ownerOp is one command of an owner on a key, with its reply.
@@ -123,6 +156,7 @@ func (LostLock) Check(_ context.Context, h *history.History) Result {
 				l := Loss{Key: r.c.Key, Client: r.c.Client, Owner: r.c.Owner, Acquired: g.Call,
 					LeaseFrom: sure, F: r.c.F, Call: r.c.Call, Return: r.c.Return}
 				l.KeptBy, l.KeptAt = keptAfter(groups, order, ops[grant], r)
+				l.Gone = goneBy(groups, order, ops, ops[grant], r)
 				losses = append(losses, l)
 			}
 		}
@@ -133,7 +167,7 @@ func (LostLock) Check(_ context.Context, h *history.History) Result {
 	sort.SliceStable(losses, func(a, b int) bool { return losses[a].Return < losses[b].Return })
 	l := losses[0]
 	what := fmt.Sprintf("%s acquired %s at %s (acknowledged); its %s, answered at %s, found the lock not its own, "+
-		"although the lease could not end before %s and none of its commands since could have let it go",
+		"although the lease could not end before %s and none of its own releases since could have let it go",
 		l.Owner, l.Key, Secs(l.Acquired), l.F, Secs(l.Return), Secs(l.LeaseFrom))
 	if l.KeptBy != "" {
 		what += fmt.Sprintf(". Yet the key was still held after that: %s's acquire, answered at %s, was refused, and nobody "+
@@ -141,7 +175,7 @@ func (LostLock) Check(_ context.Context, h *history.History) Result {
 			"granted under (it forgot or swapped its token), so its lock stays in Redis, unreleasable, until the lease ends, "+
 			"while %s believes it let go", l.KeptBy, Secs(l.KeptAt), l.Key, l.Owner)
 	} else {
-		what += fmt.Sprintf(": the server lost the lock, and any other client could take it while %s still held it", l.Owner)
+		what += fmt.Sprintf("; %s, and any other client could take it while %s still held it", l.Gone, l.Owner)
 	}
 	return Result{Valid: Invalid,
 		Summary:   fmt.Sprintf("%d time(s) an acknowledged lock was gone before its lease could end", len(losses)),
@@ -184,4 +218,34 @@ func keptAfter(groups map[[2]string][]ownerOp, order [][2]string, g, r ownerOp) 
 		return "", 0
 	}
 	return best.c.Owner, best.c.Return
+}
+
+// goneBy looks between the grant g and the refusal r for what the history shows could have removed the
+// key: another owner's release acknowledged as deleting a key (the naive lock's DEL of any holder), else the holder's own acknowledged renew or expire (a library's renew that
+// deletes), else nothing: the server.
+func goneBy(groups map[[2]string][]ownerOp, order [][2]string, own []ownerOp, g, r ownerOp) Gone {
+	between := func(x ownerOp) bool {
+		return x.c.Call < r.c.Call && x.c.Return > g.c.Return && x.i != g.i && x.i != r.i
+	}
+	best := Gone{By: GoneServer}
+	for _, k := range order {
+		if k[0] != r.c.Key || k[1] == r.c.Owner {
+			continue
+		}
+		for _, x := range groups[k] {
+			deleted := x.out.Outcome == Applied && x.out.Value != 0 // it surely deleted a key: an unknown one proves nothing
+			if x.c.F == "release" && deleted && between(x) && (best.By == GoneServer || x.c.Call < best.At) {
+				best = Gone{By: GoneOther, Owner: x.c.Client, F: x.c.F, At: x.c.Call}
+			}
+		}
+	}
+	if best.By != GoneServer {
+		return best
+	}
+	for i := len(own) - 1; i >= 0; i-- {
+		if x := own[i]; (x.c.F == "renew" || x.c.F == "expire") && x.out.Outcome == Applied && between(x) {
+			return Gone{By: GoneOwn, Owner: x.c.Client, F: x.c.F, At: x.c.Call}
+		}
+	}
+	return best
 }

@@ -81,8 +81,42 @@ func TestLostLock(t *testing.T) {
 			if r.Valid != tc.want {
 				t.Fatalf("got %v: %s %s", r.Valid, r.Summary, r.Violation)
 			}
-			if r.Valid == Invalid && !strings.Contains(r.Violation, "the server lost the lock") {
+			if r.Valid == Invalid && !strings.Contains(r.Violation, "the server lost") {
 				t.Fatalf("violation not explained: %s", r.Violation)
+			}
+		})
+	}
+}
+
+// Issue #29 item 10: the explanation says what the history shows removed the key (another owner's command,
+// the holder's own, or nothing recorded: the server), not "the server lost the lock" whatever came between.
+func TestLostLockSaysWhatRemovedTheKey(t *testing.T) {
+	ok, fail := history.Ok, history.Fail
+	tests := []struct {
+		name  string
+		steps []step
+		by    GoneBy
+		says  string
+	}{
+		{"nothing between: the server", []step{{"c1", "acquire", 0, 1, ok, 0, nil}, {"c1", "release", 3000, 3001, fail, -1, nil}},
+			GoneServer, "the server lost the lock"},
+		{"the holder's own renew", []step{{"c1", "acquire", 0, 1, ok, 0, nil}, {"c1", "renew", 1000, 1001, ok, 1, nil},
+			{"c1", "release", 3000, 3001, fail, -1, nil}}, GoneOwn, "holder's own renew, called at 1.000s"},
+		{"another owner's DEL (the naive control)", []step{{"c1", "acquire", 0, 1, ok, 0, nil},
+			{"c2", "release", 1000, 1001, ok, 1, nil}, {"c1", "release", 3000, 3001, fail, -1, nil}},
+			GoneOther, "c2/1's release, called at 1.000s"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := LostLock{}.Check(context.Background(), &history.History{Ops: opsOf(tc.steps)})
+			if r.Valid != Invalid || !strings.Contains(r.Violation, tc.says) {
+				t.Fatalf("got %v, want invalid saying %q: %s", r.Valid, tc.says, r.Violation)
+			}
+			if tc.by != GoneServer && strings.Contains(r.Violation, "the server lost the lock") {
+				t.Fatalf("blames the server though %s came between: %s", tc.by, r.Violation)
+			}
+			if ls := r.Details.([]Loss); ls[0].Gone.By != tc.by {
+				t.Fatalf("gone by %q, want %q", ls[0].Gone.By, tc.by)
 			}
 		})
 	}

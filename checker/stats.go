@@ -31,6 +31,7 @@ func (Stats) Check(_ context.Context, h *history.History) Result {
 	by := map[string]*OpStats{}
 	lat := map[string][]time.Duration{}
 	total := 0
+	var all OpStats // every operation's outcome: what the live status line counted
 	for _, o := range h.Ops {
 		f := o.Invoke.F
 		s := by[f]
@@ -42,11 +43,14 @@ func (Stats) Check(_ context.Context, h *history.History) Result {
 		switch o.Outcome() {
 		case history.Ok:
 			s.Ok++
+			all.Ok++
 			lat[f] = append(lat[f], time.Duration(o.Complete.Time-o.Invoke.Time))
 		case history.Fail:
 			s.Fail++
+			all.Fail++
 		default:
 			s.Unknown++
+			all.Unknown++
 		}
 	}
 	for f, ds := range lat {
@@ -59,7 +63,7 @@ func (Stats) Check(_ context.Context, h *history.History) Result {
 	if secs > 0 {
 		rate = float64(total) / secs
 	}
-	sum := fmt.Sprintf("%d operations in %.1fs (%.0f/s)", total, secs, rate)
+	sum := fmt.Sprintf("%d operations in %.1fs (%.0f/s; ok %d, fail %d, unknown %d)", total, secs, rate, all.Ok, all.Fail, all.Unknown)
 	if s, ok := by["tryLock"]; ok {
 		sum += fmt.Sprintf("; tryLock ok %d, fail %d, unknown %d, p50 %.1fms p99 %.1fms", s.Ok, s.Fail, s.Unknown, s.P50ms, s.P99ms)
 	}

@@ -86,7 +86,7 @@ func Build(dir string, rep *suite.Report, ls []Lock, ss []Scenario, seeds int) *
 				switch verdict {
 				case "invalid":
 					c.Violations++
-					ttfv = append(ttfv, float64(at-workloadStart(h))/1e9)
+					ttfv = append(ttfv, float64(at-h.WorkloadStart())/1e9)
 				case "unknown":
 					c.Unknown++
 				case "valid":
@@ -248,12 +248,6 @@ func availability(h *history.History) (float64, float64, bool) {
 // workloadStart is when the workload and the fault plan began: the meta record, written once every client
 // answered. History times count from before the topology and the clients started, and a JVM worker takes
 // 15-25 s to start here, so times to first violation are taken from this moment to compare rows alike.
-func workloadStart(h *history.History) int64 {
-	if h == nil || h.Meta == nil {
-		return 0
-	}
-	return h.Meta.Time
-}
 
 func median(v []float64) float64 {
 	if len(v) == 0 {
@@ -313,7 +307,7 @@ func (t *Table) Text(w io.Writer) {
 			num(c.OpsPerSec, "%.0f"), num(c.Available*100, "%.0f%%"), num(c.HealToGrant, "%.2fs"))
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\ncells: violations/seeds, median time to first violation; (ref: ...) the reference's prediction, ≠ where the measurement disagrees\n")
+	fmt.Fprintf(w, "\ncells: violations/seeds, median time to first violation after the workload began (start-up not counted); (ref: ...) the reference's prediction, ≠ where the measurement disagrees\n")
 	var ids []string
 	for id := range t.Unmeasured {
 		ids = append(ids, id)
@@ -343,6 +337,7 @@ func (t *Table) rows() [][]string {
 // Markdown writes the table for a design document.
 func (t *Table) Markdown(w io.Writer, when time.Time) {
 	fmt.Fprintf(w, "# lockcheck compare, %d seed(s), %s\n\n", t.Seeds, when.Format("2006-01-02"))
+	fmt.Fprintf(w, "Cells: violations/seeds, and the median time to first violation after the workload began (start-up not counted).\n\n")
 	head := []string{"lock"}
 	for _, s := range t.Scenarios {
 		head = append(head, s.ID+" "+s.Name)

@@ -24,10 +24,13 @@ type RunMeta struct {
 	ScriptSet string            `json:"script_set,omitempty"`
 	// Spec names the spec file of a user-defined lock: such a lock is not registered, so the family its
 	// checks name judges it (a history naming an unregistered lock without a spec is refused).
-	Spec      string  `json:"spec,omitempty"`
-	Checks    Checks  `json:"checks"`
-	StartupMs int64   `json:"startup_ms,omitempty"`
-	Client    *Client `json:"client,omitempty"` // the worker, when the clients were one
+	Spec      string `json:"spec,omitempty"`
+	Checks    Checks `json:"checks"`
+	StartupMs int64  `json:"startup_ms,omitempty"`
+	// ReadyMs is the whole start-up (deployment, scripts, clients) before the workload began: the run's
+	// clock starts after it, at the meta record.
+	ReadyMs int64   `json:"ready_ms,omitempty"`
+	Client  *Client `json:"client,omitempty"` // the worker, when the clients were one
 	// Command is the command line, for the summary page.
 	Command []string `json:"command,omitempty"`
 }
@@ -56,6 +59,9 @@ type Client struct {
 	Kinds   []string `json:"kinds,omitempty"`
 	Caps    []string `json:"caps,omitempty"`
 	Broken  string   `json:"broken,omitempty"` // a negative control's flaw
+	// LeaseGranularityMs is the unit of the library's leases (init_ok's): every lease sent was rounded to
+	// a multiple of it.
+	LeaseGranularityMs int64 `json:"lease_granularity_ms,omitempty"`
 	// StartupMs is how long the workers took to start and answer init (all at once).
 	StartupMs int64 `json:"startup_ms,omitempty"`
 	// Clients and Go split a mixed run (--client NAME,go): the clients that ran the worker, and the Go

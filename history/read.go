@@ -309,6 +309,16 @@ func checkNumbers(rec *Record) error {
 }
 
 // End is the time of the last record, used as the end of open fault windows.
+// WorkloadStart is when the workload began on the history's clock: 0 where the clock starts with it (a
+// meta record with ready_ms), else the meta record's time (older histories, whose clock started before the
+// deployment).
+func (h *History) WorkloadStart() int64 {
+	if h == nil || h.Meta == nil || h.Run != nil && h.Run.ReadyMs > 0 {
+		return 0
+	}
+	return h.Meta.Time
+}
+
 func (h *History) End() int64 {
 	var end int64
 	for _, o := range h.Ops {

@@ -100,3 +100,26 @@ func TestWindowsEmptyNotNil(t *testing.T) {
 		t.Fatalf("Windows() = %#v, want an empty non-nil slice", w)
 	}
 }
+
+// The live counts (the status line's) are the clients' own operations, as the final stats count them: a
+// worker run's wire records are the same calls' commands again and are left out.
+func TestCountsLeaveOutWireRecords(t *testing.T) {
+	r := NewRecorder(&bytes.Buffer{}, NewClock())
+	r.Invoke(Record{Client: "c1", F: "tryLock"}).Ok(nil, nil)
+	r.Invoke(Record{Client: "c1", F: "acquire", Src: WireSrc}).Ok(nil, nil)
+	r.Invoke(Record{Client: "c1", F: "release", Src: WireSrc}).Fail(nil, nil)
+	if c := r.Counts(); c.Ok != 1 || c.Fail != 0 || c.Unknown != 0 {
+		t.Fatalf("counts %+v: want the one client operation", c)
+	}
+}
+
+// Restart moves the zero of every copy of a clock: the run's clock starts with the workload, whoever
+// copied it during start-up (the wire session does).
+func TestClockRestartMovesEveryCopy(t *testing.T) {
+	c := NewClock()
+	copied := c
+	c.Restart()
+	if copied.base.Load() != c.base.Load() {
+		t.Fatal("a copy of the clock kept its old zero")
+	}
+}

@@ -3,6 +3,7 @@ package history
 
 import (
 	"encoding/json"
+	"sync/atomic"
 	"time"
 )
 
@@ -91,14 +92,28 @@ type Record struct {
 // Int64 returns a pointer to v, for Record.Value.
 func Int64(v int64) *int64 { return &v }
 
-// Clock is the run's single monotonic clock.
-type Clock struct{ base time.Time }
+// Clock is the run's single monotonic clock. Its copies share one zero, so Restart moves it for all.
+type Clock struct{ base *atomic.Pointer[time.Time] }
 
 // NewClock starts a clock at zero now.
-func NewClock() Clock { return Clock{base: time.Now()} }
+func NewClock() Clock {
+	c := Clock{base: new(atomic.Pointer[time.Time])}
+	c.Restart()
+	return c
+}
 
-// Now is the time since the run started, in nanoseconds.
-func (c Clock) Now() int64 { return int64(time.Since(c.base)) }
+// Restart moves the clock's zero to now, for every copy: a run's clock starts with its workload, and
+// start-up (deployment and clients, before anything is recorded) is its own figure.
+func (c Clock) Restart() {
+	now := time.Now()
+	c.base.Store(&now)
+}
+
+// Since is how long the clock has run.
+func (c Clock) Since() time.Duration { return time.Duration(c.Now()) }
+
+// Now is the time since the clock's zero, in nanoseconds.
+func (c Clock) Now() int64 { return int64(time.Since(*c.base.Load())) }
 
 // At converts a time.Time taken in this process to the run clock (monotonic readings are kept by time.Now).
-func (c Clock) At(t time.Time) int64 { return int64(t.Sub(c.base)) }
+func (c Clock) At(t time.Time) int64 { return int64(t.Sub(*c.base.Load())) }

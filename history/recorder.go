@@ -6,6 +6,8 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+
+	"github.com/lockcheck/lockcheck/internal/redact"
 )
 
 // Counts are live totals of completed operations, for the status line.
@@ -31,7 +33,8 @@ type Recorder struct {
 	outOfFDs                              atomic.Int64 // completions that failed for want of descriptors
 	fault                                 atomic.Value // string: the fault in force, for the status line
 
-	observe atomic.Pointer[func(Record)] // see Observe
+	observe atomic.Pointer[func(Record)]    // see Observe
+	red     atomic.Pointer[redact.Redactor] // see Redact
 }
 
 // Create opens path for a new history.
@@ -67,6 +70,7 @@ func (r *Recorder) write(rec Record, stamp bool) {
 		return
 	}
 	r.ended = rec.Type == End
+	rec = redacted(r.red.Load(), rec) // before clipping, which could cut a secret in two
 	if len(rec.Error) > MaxText || len(rec.Detail) > MaxText {
 		rec.Error, rec.Detail = ClipText(rec.Error, MaxText), ClipText(rec.Detail, MaxText)
 	}
@@ -85,6 +89,35 @@ func (r *Recorder) write(rec Record, stamp bool) {
 		r.err = err
 		close(r.failed)
 	}
+}
+
+// Redact makes every record written from now on carry none of red's secrets: a worker is handed the
+// password and its texts (errors, events, library, version) and the commands on its links come from
+// outside the run; results.json and the pages are made from the history (issue 29, item 3).
+func (r *Recorder) Redact(red *redact.Redactor) { r.red.Store(red) }
+
+// Redactor is the one Redact set, or nil.
+func (r *Recorder) Redactor() *redact.Redactor { return r.red.Load() }
+
+// redacted is rec with red's secrets replaced in all its texts. It allocates only when it replaces.
+func redacted(red *redact.Redactor, rec Record) Record {
+	if red == nil {
+		return rec
+	}
+	rec.Client, rec.Key, rec.Node, rec.Owner = red.String(rec.Client), red.String(rec.Key), red.String(rec.Node), red.String(rec.Owner)
+	rec.Src, rec.F, rec.Error = red.String(rec.Src), red.String(rec.F), red.String(rec.Error)
+	rec.Phase, rec.Detail = red.String(rec.Phase), red.String(rec.Detail)
+	copied := false
+	for i, t := range rec.Targets {
+		if s := red.String(t); s != t {
+			if !copied { // the caller's slice stays as it was
+				rec.Targets, copied = append([]string(nil), rec.Targets...), true
+			}
+			rec.Targets[i] = s
+		}
+	}
+	rec.Data = red.JSON(rec.Data)
+	return rec
 }
 
 // Failed is closed when a write fails (a full disk): the run must stop, since nothing more is recorded.
@@ -129,6 +162,7 @@ type Op struct {
 	r                           *Recorder
 	id, thread                  int64
 	client, key, node, owner, f string
+	wire                        bool // a wire record (Src set): the live counts leave it out, as the final stats do
 }
 
 // Invoke records the start of an operation and returns the handle that completes it.
@@ -138,7 +172,7 @@ func (r *Recorder) Invoke(rec Record) *Op {
 	r.write(rec, true)
 	r.notify(rec)
 	return &Op{r: r, id: rec.ID, client: rec.Client, thread: rec.Thread, key: rec.Key, node: rec.Node,
-		owner: rec.Owner, f: rec.F}
+		owner: rec.Owner, f: rec.F, wire: rec.Src != ""}
 }
 
 // Ok records that the operation took effect, with its numeric result if any, and extra arguments learned
@@ -162,10 +196,11 @@ func (o *Op) complete(t Type, value *int64, args map[string]int64, errText strin
 		F: o.f, Value: value, Args: args, Error: errText}
 	o.r.write(rec, true)
 	o.r.notify(rec)
-	switch t {
-	case Ok:
+	switch {
+	case o.wire:
+	case t == Ok:
 		o.r.ok.Add(1)
-	case Fail:
+	case t == Fail:
 		o.r.fail.Add(1)
 	default:
 		o.r.unknown.Add(1)

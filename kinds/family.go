@@ -44,6 +44,8 @@ type Params struct {
 	// CrossThread and ForceUnlock are the mutex workload's chances of cross-thread operations (stray
 	// releases and state reads) and of a forceUnlock per critical section.
 	CrossThread, ForceUnlock float64
+	// NoExtend: the application never extends, even where the kind's applications do (AppExtends).
+	NoExtend bool
 }
 
 // Checks is what the checkers need to know about a run; it travels in the history's meta record, so a
@@ -124,6 +126,15 @@ func (c clientRecords) Check(ctx context.Context, h *history.History) checker.Re
 		return c.Checker.Check(ctx, h) // it tells the two kinds of records apart itself
 	}
 	return c.Checker.Check(ctx, h.OnlySrc(""))
+}
+
+// Cite forwards to the checker's citation (checker.Citer), which reads the whole history (the proof's
+// indices are h's) and picks the clients' own records itself.
+func (c clientRecords) Cite(h *history.History, r checker.Result) (checker.Proof, bool) {
+	if ci, ok := c.Checker.(checker.Citer); ok {
+		return ci.Cite(h, r)
+	}
+	return checker.Proof{}, false
 }
 
 var families []*Family
@@ -212,7 +223,7 @@ func mutexWorkload(rw bool) func(k *Kind, p Params) (Workload, error) {
 		}
 		w := workloads.Mutex{Keys: k.KeyCount(p), Group: group, Wait: p.Wait, WaitTo: p.WaitTo, Lease: p.Lease,
 			LeaseTo: p.LeaseTo, Threads: p.Threads, Hold: p.Hold, Reentry: p.Reentry, Reentrant: k.Reentrant, RW: rw,
-			ReadRatio: read, Seed: p.Seed, Extend: k.AppExtends, OnLost: p.OnLost, CrossThread: p.CrossThread,
+			ReadRatio: read, Seed: p.Seed, Extend: k.AppExtends && !p.NoExtend, OnLost: p.OnLost, CrossThread: p.CrossThread,
 			ForceUnlock: p.ForceUnlock}
 		if err := w.Validate(); err != nil {
 			return nil, err

@@ -82,6 +82,12 @@ func init() {
 		Match: func(e Event) bool { return e.Type == "invoke" && e.F == "acquire" }})
 }
 
+// HasTrigger says whether a fault can be fired by the lock's own events (--nemesis-trigger).
+func HasTrigger(fault string) bool {
+	_, ok := triggeredBy[fault]
+	return ok
+}
+
 // TriggerNames lists the faults that take a trigger, with it.
 func TriggerNames() []string {
 	var out []string

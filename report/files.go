@@ -47,8 +47,8 @@ func WriteAtomic(path string, write func(io.Writer) error) error {
 }
 
 // Overwritable refuses to let an output replace a file that lockcheck did not write: anything but a
-// regular file, a .json file that is not a results file, or an .html file that is neither porcupine's timeline
-// nor a summary page.
+// regular file, a .json file that is not a results file, an .html file that is neither porcupine's timeline
+// nor a summary page, or a .jsonl file that is not a history (a proof excerpt is one).
 func Overwritable(path string) error {
 	fi, err := os.Lstat(path)
 	if os.IsNotExist(err) {
@@ -73,6 +73,10 @@ func Overwritable(path string) error {
 			Checkers json.RawMessage `json:"checkers"`
 		}
 		ours = json.NewDecoder(io.LimitReader(f, 64<<20)).Decode(&probe) == nil && probe.Valid != nil && probe.Checkers != nil
+	case strings.HasSuffix(path, ".jsonl"):
+		head := make([]byte, 16)
+		n, _ := io.ReadFull(f, head)
+		ours = bytes.HasPrefix(head[:n], []byte(`{"type":"meta"`))
 	case strings.HasSuffix(path, ".html"):
 		head := make([]byte, 4096)
 		n, _ := io.ReadFull(f, head)

@@ -35,7 +35,34 @@ type Results struct {
 	Plan        json.RawMessage   `json:"plan,omitempty"`
 	Versions    map[string]string `json:"versions,omitempty"`
 	StartupMs   int64             `json:"startup_ms,omitempty"`
-	Files       map[string]string `json:"files"`
+	// ReadyMs is the whole start-up (deployment and clients), before the run's clock starts with the
+	// workload. WorkloadNs is when the workload began on the clock: 0, except in histories recorded before
+	// the clock started there. Every time in every output is on that clock.
+	ReadyMs    int64             `json:"ready_ms,omitempty"`
+	WorkloadNs int64             `json:"workload_start_ns,omitempty"`
+	Story      *Story            `json:"story,omitempty"` // the run in one or two sentences (story.go)
+	Files      map[string]string `json:"files"`
+}
+
+// ClockText says once where the run's clock starts, and start-up as its own figure.
+func (r *Results) ClockText() string {
+	if r.WorkloadNs > 0 { // an older history: its clock started before the deployment
+		return fmt.Sprintf("times are on the run's clock, which started before the deployment; the workload began at %s",
+			checker.Secs(r.WorkloadNs))
+	}
+	t := "times are seconds since the workload began"
+	if r.ReadyMs > 0 {
+		t += fmt.Sprintf("; start-up (deployment and clients) took %s before it", checker.Secs(r.ReadyMs*int64(time.Millisecond)))
+	}
+	return t
+}
+
+// StoryText is the run's story, or "" for results written before stories.
+func (r *Results) StoryText() string {
+	if r.Story == nil {
+		return ""
+	}
+	return r.Story.Text
 }
 
 // WriteJSON writes results.json into dir.
@@ -48,6 +75,10 @@ func (r *Results) Table(w io.Writer) {
 		on += ", server " + s
 	}
 	fmt.Fprintf(w, "\nlockcheck: lock %s on %s, nemesis %s, seed %d\n", r.Lock, on, nemesisText(r.Nemesis), r.Seed)
+	if t := r.StoryText(); t != "" {
+		fmt.Fprintf(w, "%s\n", t)
+	}
+	fmt.Fprintf(w, "(%s)\n", r.ClockText())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHECKER\tVERDICT\tSUMMARY")
 	for _, c := range r.Checkers {
@@ -76,7 +107,7 @@ func (r *Results) Table(w io.Writer) {
 		}
 	}
 	if first >= 0 {
-		line := fmt.Sprintf("time to first violation: %s into the run", checker.Secs(first))
+		line := fmt.Sprintf("time to first violation: %s after the workload began (start-up not counted)", checker.Secs(first-r.WorkloadNs))
 		switch {
 		case len(r.Faults) == 0:
 		case first >= r.Faults[0].Start:
@@ -90,8 +121,11 @@ func (r *Results) Table(w io.Writer) {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
 	verdict := strings.ToUpper(r.Valid.String())
-	if r.MissedLock {
+	switch {
+	case r.MissedLock:
 		verdict = strings.ToUpper(MissedLock[:5]) + MissedLock[5:]
+	case r.Verdict != "":
+		verdict += ": " + r.Verdict
 	}
 	fmt.Fprintf(w, "VERDICT: %s", verdict)
 	if dir := r.Files["dir"]; dir != "" {
@@ -142,17 +176,16 @@ func Annotations(h *history.History, results []checker.Result) []checker.Annotat
 // Status prints one live line: elapsed time, ops/s, outcomes, overlaps seen and the fault in force. On a
 // terminal it rewrites one line every second; elsewhere it prints a line every 5 seconds.
 type Status struct {
-	w     io.Writer
-	rec   *history.Recorder
-	start time.Time
-	tty   bool
-	stop  chan struct{}
-	done  chan struct{}
+	w    io.Writer
+	rec  *history.Recorder
+	tty  bool
+	stop chan struct{}
+	done chan struct{}
 }
 
 // StartStatus begins printing to w (usually stderr).
 func StartStatus(w io.Writer, rec *history.Recorder) *Status {
-	s := &Status{w: w, rec: rec, start: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Status{w: w, rec: rec, stop: make(chan struct{}), done: make(chan struct{})}
 	if f, ok := w.(*os.File); ok {
 		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
 			s.tty = true
@@ -189,8 +222,7 @@ func (s *Status) loop() {
 			if fault == "" {
 				fault = "-"
 			}
-			line := fmt.Sprintf("%6.1fs  %6.0f ops/s  ok %d  fail %d  unknown %d  sections %d  overlaps %d  fault %s",
-				time.Since(s.start).Seconds(), rate, c.Ok, c.Fail, c.Unknown, c.Sections, c.Overlaps, fault)
+			line := statusLine(time.Duration(s.rec.Clock.Now()), rate, c, fault)
 			if s.tty {
 				_, err = fmt.Fprint(s.w, "\r\033[K"+line)
 			} else {
@@ -201,6 +233,13 @@ func (s *Status) loop() {
 			}
 		}
 	}
+}
+
+// statusLine is one status line at t on the run's clock (the clock of the fault list and every verdict),
+// with the clients' own operations counted as the final stats count them.
+func statusLine(t time.Duration, rate float64, c history.Counts, fault string) string {
+	return fmt.Sprintf("%6.1fs  %6.0f ops/s  operations ok %d  fail %d  unknown %d  sections %d  overlaps %d  fault %s",
+		t.Seconds(), rate, c.Ok, c.Fail, c.Unknown, c.Sections, c.Overlaps, fault)
 }
 
 // Stop ends the status line.

@@ -115,6 +115,7 @@ type Side struct {
 	MedianFirst      float64
 	Expected, Passed bool
 	Why              string // the first failed run's last line (a build's error), when a run failed
+	Story            string // the first caught run's story (report.Story)
 }
 
 // Tally sums the outcomes per side. The buggy side passes when at least 80% of its seeds were caught (4 of
@@ -133,6 +134,9 @@ func Tally(rep *suite.Report) []Side {
 		case "invalid":
 			s.Caught++
 			firsts[o.Entry] = append(firsts[o.Entry], float64(o.FirstNs)/1e9)
+			if s.Story == "" {
+				s.Story = o.Story
+			}
 		case "unknown":
 			s.Unknown++
 		case "error":
@@ -225,5 +229,8 @@ func Print(w io.Writer, sides []Side) {
 		}
 		fmt.Fprintf(w, "%-6s %-22s caught %d/%d (unknown %d%s), median first violation %s: %s\n",
 			s.Entry, s.What, s.Caught, s.Runs, s.Unknown, errs, first, mark)
+		if s.Story != "" {
+			fmt.Fprintf(w, "       %s%s\n", suite.StoryPrefix, s.Story)
+		}
 	}
 }

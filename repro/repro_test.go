@@ -27,3 +27,15 @@ func TestTallyErrorsNeverPass(t *testing.T) {
 		t.Fatalf("printed:\n%s", b.String())
 	}
 }
+
+// A repro line is followed by the story of the side's first caught run, as suite's progress lines are.
+func TestPrintTellsTheStory(t *testing.T) {
+	story := "Two owners held lock-0 at once for 0.5s."
+	rep := &suite.Report{Outcomes: []suite.Outcome{{Case: suite.Case{Entry: "buggy"}, Verdict: "valid"},
+		{Case: suite.Case{Entry: "buggy"}, Verdict: "invalid", FirstNs: 1e9, Story: story}}}
+	var b strings.Builder
+	Print(&b, Tally(rep))
+	if lines := strings.Split(b.String(), "\n"); len(lines) < 2 || strings.TrimSpace(lines[1]) != suite.StoryPrefix+story {
+		t.Fatalf("printed:\n%s", b.String())
+	}
+}

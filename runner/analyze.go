@@ -16,6 +16,7 @@ import (
 	"github.com/lockcheck/lockcheck/kinds"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/report"
+	"github.com/lockcheck/lockcheck/report/page"
 )
 
 // ResolveHistory accepts a run directory or a history file.
@@ -35,7 +36,7 @@ func ResolveHistory(path string) (string, error) {
 
 // Analyze checks a run's history and writes the run's results.json and history.html beside it.
 func Analyze(path string, timeout time.Duration) (*report.Results, error) {
-	return analyze(context.Background(), path, timeout, nil, "results.json", "history.html")
+	return analyze(context.Background(), path, timeout, nil, "results.json", "history.html", "")
 }
 
 // Check re-checks a history offline. Its outputs are named after the input (history.jsonl gives
@@ -43,6 +44,15 @@ func Analyze(path string, timeout time.Duration) (*report.Results, error) {
 // (results.json with "interrupted"), nor files that lockcheck did not write. An interrupted check writes
 // nothing and returns ErrCheckInterrupted.
 func Check(ctx context.Context, path string, timeout time.Duration) (*report.Results, error) {
+	return CheckProof(ctx, path, timeout, "")
+}
+
+// CheckProof is Check that also writes, when the history is invalid, the proof excerpt at proof (none when
+// proof is "").
+func CheckProof(ctx context.Context, path string, timeout time.Duration, proof string) (*report.Results, error) {
+	if proof != "" && filepath.Clean(proof) == filepath.Clean(path) {
+		return nil, usagef("--proof %s: that is the history being checked", proof)
+	}
 	stem := strings.TrimSuffix(filepath.Base(path), ".jsonl")
 	type outcome struct {
 		res *report.Results
@@ -50,7 +60,7 @@ func Check(ctx context.Context, path string, timeout time.Duration) (*report.Res
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		res, err := analyze(ctx, path, timeout, nil, stem+".check.json", stem+".check.html")
+		res, err := analyze(ctx, path, timeout, nil, stem+".check.json", stem+".check.html", proof)
 		done <- outcome{res, err}
 	}()
 	select {
@@ -65,8 +75,9 @@ func Check(ctx context.Context, path string, timeout time.Duration) (*report.Res
 var ErrCheckInterrupted = errors.New("check interrupted before its verdict; nothing written")
 
 // analyze judges the history at path. own is the run's own lock when it is not registered (a spec lock
-// judged right after its run, as if registered); nil otherwise.
-func analyze(ctx context.Context, path string, timeout time.Duration, own *kinds.Kind, resultsName, htmlName string) (*report.Results, error) {
+// judged right after its run, as if registered); nil otherwise. An invalid porcupine verdict's proof
+// excerpt is written at proof, unless that is "".
+func analyze(ctx context.Context, path string, timeout time.Duration, own *kinds.Kind, resultsName, htmlName, proof string) (*report.Results, error) {
 	h, err := history.ReadFile(path)
 	if err != nil {
 		return nil, UsageError{err}
@@ -90,11 +101,15 @@ func analyze(ctx context.Context, path string, timeout time.Duration, own *kinds
 	dir := filepath.Dir(path)
 	files := map[string]string{"dir": dir, "history": path, "results": filepath.Join(dir, resultsName),
 		"html": filepath.Join(dir, htmlName)}
-	for _, k := range []string{"results", "html"} {
-		if err := report.Overwritable(files[k]); err != nil {
+	if proof != "" {
+		files["proof"] = proof
+	}
+	for _, k := range []string{"results", "html", "proof"} {
+		if err := report.Overwritable(files[k]); files[k] != "" && err != nil {
 			return nil, UsageError{err}
 		}
 	}
+	delete(files, "proof") // listed once written
 	family, err := kinds.FamilyNamed(meta.Checks.Family)
 	if err != nil {
 		return nil, usagef("%s: meta record: %v", path, err)
@@ -105,7 +120,7 @@ func analyze(ctx context.Context, path string, timeout time.Duration, own *kinds
 	plan, _ := json.Marshal(p)
 	res := &report.Results{Valid: valid, Lock: meta.Lock, Topology: meta.Topology, Nemesis: meta.Nemesis,
 		Seed: meta.Seed, Truncated: h.Truncated, Checkers: results, Faults: h.Windows(), Options: opts, Plan: plan,
-		Versions: meta.Versions, StartupMs: meta.StartupMs, Files: files}
+		Versions: meta.Versions, StartupMs: meta.StartupMs, ReadyMs: meta.ReadyMs, Files: files}
 	if c := meta.Client; c != nil { // a worker's run: the worker, not the Go lock of that name, is the control
 		if c.Broken != "" {
 			res.Notes = append(res.Notes, fmt.Sprintf("worker %s is a negative control: it %s; a valid verdict here means the harness missed it", c.Name, c.Broken))
@@ -116,6 +131,13 @@ func analyze(ctx context.Context, path string, timeout time.Duration, own *kinds
 	} else if k, err := lookup(meta.Lock); err == nil && k.Broken != "" {
 		res.Notes = append(res.Notes, fmt.Sprintf("%s is a negative control: it %s; a valid verdict here means the harness missed it", k.Name, k.Broken))
 	}
+	if why := checker.EveryAcquireRefused(h); why != "" && len(h.Sections) == 0 {
+		res.Verdict = why // the verdict line says why nothing was tested
+	}
+	if c := meta.Client; c != nil && c.LeaseGranularityMs > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("the worker's leases are multiples of %s (its lease_granularity_ms): each lease sent was rounded to one",
+			time.Duration(c.LeaseGranularityMs)*time.Millisecond))
+	}
 	endVerdict(h, res)
 	if !finished(h) {
 		res.Notes = append(res.Notes, "no final heal was recorded: the run did not finish, and its prefix was checked")
@@ -125,6 +147,8 @@ func analyze(ctx context.Context, path string, timeout time.Duration, own *kinds
 		res.Valid = checker.Worst(res.Valid, checker.Unknown)
 	}
 	res.NoteCoverage(h) // after every cap on the verdict: only a valid verdict can have missed
+	res.WorkloadNs = h.WorkloadStart()
+	res.Story = report.TellStory(h, res, libraryOf(meta))
 	if h.Truncated {
 		res.Notes = append(res.Notes, "the history's last line was cut short (the run died mid-write, or its disk filled); the prefix was checked")
 	}
@@ -138,7 +162,13 @@ func analyze(ctx context.Context, path string, timeout time.Duration, own *kinds
 		res.Notes = append(res.Notes, "no HTML: "+err.Error())
 		delete(res.Files, "html")
 	}
-	writePage(h, res, meta, family.Counted, resultsName)
+	var excerpt *history.History
+	by := ""
+	if proof != "" {
+		_, fresh := family.Checkers(kinds.Checks(meta.Checks), timeout)
+		excerpt, by = writeProof(ctx, h, fresh, res, proof, min(checker.ProofBound, timeout))
+	}
+	writePage(h, page.Input{Proof: excerpt, ProofBy: by}, res, meta, family.Counted, resultsName)
 	if err := res.WriteFile(files["results"]); err != nil {
 		return res, fmt.Errorf("write results: %w", err)
 	}
@@ -227,4 +257,13 @@ func finished(h *history.History) bool {
 		}
 	}
 	return false
+}
+
+// libraryOf names what answered the clients, for the story's "what the library told": the worker's library,
+// or lockcheck's own lock.
+func libraryOf(m Meta) string {
+	if c := m.Client; c != nil && c.Library != "" {
+		return c.Library
+	}
+	return "the " + m.Lock + " lock"
 }

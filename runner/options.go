@@ -83,6 +83,9 @@ type Options struct {
 	// fills the others in with a negative control's own run flags. nil (a caller of the package) leaves
 	// the options as they are.
 	Given map[string]bool
+	// NoExtend keeps the application from extending long holds (worker-check's hold past the lease); no
+	// flag sets it.
+	NoExtend bool
 }
 
 // Backends run the nodes.

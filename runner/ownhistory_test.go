@@ -18,7 +18,7 @@ func TestOwnHistoryRefusalIsNotBadInput(t *testing.T) {
 	if err := os.WriteFile(path, []byte(early), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := analyze(context.Background(), path, time.Second, nil, "results.json", "history.html")
+	_, err := analyze(context.Background(), path, time.Second, nil, "results.json", "history.html", "")
 	if !IsUsage(err) {
 		t.Fatalf("analyze: %v, want the refusal check gives (bad input)", err)
 	}

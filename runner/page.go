@@ -22,7 +22,8 @@ func pageName(resultsName string) string {
 
 // writePage writes the summary page. The verdict stands whatever happens here: a page that cannot be
 // written is a note in the results (and so on the terminal), never the run's error.
-func writePage(h *history.History, res *report.Results, meta Meta, counted bool, resultsName string) {
+// in brings what the page draws besides the results and meta (the proof excerpt).
+func writePage(h *history.History, in page.Input, res *report.Results, meta Meta, counted bool, resultsName string) {
 	defer func() { // a bug in the page must not cost the run its verdict
 		if r := recover(); r != nil {
 			res.Notes = append(res.Notes, fmt.Sprintf("no summary page: %v", r))
@@ -33,14 +34,14 @@ func writePage(h *history.History, res *report.Results, meta Meta, counted bool,
 	path := filepath.Join(dir, pageName(resultsName))
 	err := report.Overwritable(path)
 	if err == nil {
-		in := page.Input{Results: res, History: h, Command: meta.Command}
+		in.Results, in.History, in.Command = res, h, meta.Command
 		if c := meta.Client; c != nil {
 			in.Client = strings.TrimSpace(c.Library + " " + c.Version)
 		}
 		if counted {
 			in.Permits = meta.Checks.Permits
 		}
-		for _, k := range []string{"results", "history", "html"} {
+		for _, k := range []string{"results", "history", "html", "proof"} {
 			if f := res.Files[k]; f != "" {
 				in.Links = append(in.Links, page.Link{Name: filepath.Base(f), Href: filepath.Base(f)})
 			}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/lockcheck/lockcheck/clients/worker"
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/internal/redact"
 	"github.com/lockcheck/lockcheck/kinds"
 	"github.com/lockcheck/lockcheck/locks"
 	"github.com/lockcheck/lockcheck/nemesis"
@@ -126,6 +127,7 @@ func (t *Test) Execute(ctx context.Context, stderr io.Writer) (*report.Results, 
 
 	active.Store(rec)
 	runErr := execute(ctx, t, wk, dir, rec, &meta, stderr)
+	runErr = rec.Redactor().Err(runErr) // set in execute once the password is known: a worker's text may echo it
 	if meta.StartupMs != 0 {
 		writeEnd(ctx, rec, runErr)
 	}
@@ -148,7 +150,7 @@ func (t *Test) Execute(ctx context.Context, stderr io.Writer) (*report.Results, 
 		timeout = interruptedCheck
 	}
 	res, aerr := analyze(context.Background(), filepath.Join(dir, "history.jsonl"), timeout, t.Kind,
-		"results.json", "history.html")
+		"results.json", "history.html", filepath.Join(dir, "proof.jsonl"))
 	aerr = ownHistory(aerr)
 	if runErr != nil { // the run's own error comes first (a full disk), whatever became of its results
 		if aerr != nil {
@@ -217,6 +219,10 @@ func execute(ctx context.Context, t *Test, wk *workerRun, dir string, rec *histo
 		return err
 	}
 	defer stopTopology(topo, stderr)
+	// Before any client or worker can write a record or a line: a worker's texts may echo the password.
+	red := redact.New(topo.Password)
+	rec.Redact(red)
+	stderr = red.Writer(stderr)
 	if ext != nil {
 		patterns := workloadPatterns(t.Kind.KeyCount(o.params(workloads.Range{})), t.Kind.Family == kinds.Latch)
 		if err := checkLeftovers(ctx, topo, patterns); err != nil {
@@ -303,7 +309,9 @@ func execute(ctx context.Context, t *Test, wk *workerRun, dir string, rec *histo
 	// init_ok, and a client that cannot start leaves nothing to judge.
 	wk.describe(meta, stderr)
 	meta.StartupMs = max(topo.Startup.Milliseconds(), 1)
+	meta.ReadyMs = max(rec.Clock.Since().Milliseconds(), 1)
 	data, _ := json.Marshal(meta)
+	rec.Clock.Restart() // the run's clock starts with the workload: nothing is recorded before the meta record
 	rec.Write(history.Record{Type: history.Meta, Time: rec.Clock.Now(), Data: data})
 	if err := rec.Err(); err != nil { // a history without its meta record is nothing to judge
 		meta.StartupMs = 0

@@ -48,7 +48,7 @@ func (o Options) params(hold workloads.Range) kinds.Params {
 	return kinds.Params{Clients: o.Clients, Threads: o.Threads, Keys: o.Keys, Group: o.Group, Permits: o.Permits,
 		Count: o.Count, Wait: o.Wait, WaitTo: o.WaitTo, Lease: o.Lease, LeaseTo: o.LeaseTo, Watchdog: o.Watchdog,
 		Hold: hold, Reentry: o.Reentry, Readers: o.Readers, Seed: o.Seed, OnLost: o.OnLost, CrossThread: o.CrossThread,
-		ForceUnlock: o.ForceUnlock}
+		ForceUnlock: o.ForceUnlock, NoExtend: o.NoExtend}
 }
 
 // Prepare composes the test the options describe, starting nothing and writing nothing: it resolves the

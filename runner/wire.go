@@ -11,6 +11,9 @@ import (
 	"github.com/lockcheck/lockcheck/topology"
 )
 
+// WireDoc is where the wire line a worker run may print is explained.
+const WireDoc = "docs/protocol.md#what-lockcheck-records-from-the-wire"
+
 // wireRecording records a worker's lock commands from the bytes on its links (network/wire), so that
 // porcupine can judge what reached Redis rather than what the worker's API calls suggest.
 type wireRecording struct {
@@ -84,7 +87,7 @@ func (w *wireRecording) finish(rec *history.Recorder, stderr io.Writer) {
 	w.mu.Unlock()
 	if problem != "" {
 		ev.F, ev.Detail = history.WireIncomplete, problem
-		fmt.Fprintf(stderr, "lockcheck: %s; porcupine judges the worker's own records\n", problem)
+		fmt.Fprintf(stderr, "lockcheck: %s; porcupine judges the worker's own records (why, and why it is fine: %s)\n", problem, WireDoc)
 	}
 	rec.Write(ev)
 }

@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/clients/worker"
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/kinds"
 )
 
 // CheckItem is one thing worker-check tried.
@@ -39,13 +42,10 @@ func WorkerCheck(ctx context.Context, o Options, lockGiven bool, stderr io.Write
 	base.Nemesis, base.Topology = "none", "single"
 	res, err := Run(ctx, base, stderr)
 	if res == nil {
-		why := "no run"
-		if err != nil {
-			why = err.Error()
-		}
-		return noHandshake(why)
+		return noHandshake(runError(err))
 	}
 	items := []CheckItem{{"handshake", true, handshakeText(res.Files["history"]) + picked}}
+	handshake := res.Files["history"]
 	switch {
 	case err != nil:
 		items = append(items, CheckItem{"fault-free run", false, err.Error()})
@@ -69,7 +69,114 @@ func WorkerCheck(ctx context.Context, o Options, lockGiven bool, stderr io.Write
 		items = append(items, CheckItem{"client pause", ok, why + fmt.Sprintf("; a %s pause fired by a grant after about %s, in a %s run",
 			pause.NemesisDuration, pause.NemesisInterval, pause.Time)})
 	}
+	if !items[1].OK { // the holds past the lease would fail as the fault-free run did
+		return items
+	}
+	return append(items, leaseItems(ctx, base, handshake, stderr)...)
+}
+
+// leaseItems are worker-check's holds past the lease, for a lock whose application extends long holds
+// (kind mutex: kinds.Kind.AppExtends) driven by a worker without a watchdog; none for other locks. Holds of
+// 2 to 3 leases on one key: never extended, another client must be granted the lock once the lease ran
+// out (the worker honours lease_ms); extended every third of the lease, where the worker announces
+// extend, nobody may be (an extend that answered extended: true did extend). The lease is --lease, else
+// 1 s, fitted to the worker's granularity; each run lasts at least 4 leases and the quiet end.
+func leaseItems(ctx context.Context, base Options, handshake string, stderr io.Writer) []CheckItem {
+	h, err := history.ReadFile(handshake)
+	k, kerr := kinds.Lookup(base.Lock)
+	if err != nil || kerr != nil || !k.AppExtends || h.Run == nil || h.Run.Client == nil ||
+		slices.Contains(h.Run.Client.Caps, "watchdog") {
+		return nil
+	}
+	lease := base.Lease
+	if lease <= 0 {
+		lease = time.Second
+	}
+	lease = worker.FitLease(lease, time.Duration(h.Run.Client.LeaseGranularityMs)*time.Millisecond)
+	o := base
+	o.Keys, o.Lease, o.LeaseTo, o.Hold = 1, lease, 0, fmt.Sprintf("%s-%s", 2*lease, 3*lease)
+	o.Time = max(o.Time, 4*lease+o.Quiet)
+	holds := fmt.Sprintf("holds of %s on a %s lease", o.Hold, lease)
+	plain := o
+	plain.NoExtend = true
+	items := []CheckItem{leaseItem(ctx, holds, plain, stderr)}
+	if slices.Contains(h.Run.Client.Caps, "extend") {
+		items = append(items, extendItem(ctx, holds, lease, o, stderr))
+	}
 	return items
+}
+
+// leaseItem runs holds past the lease, never extended: the run must show another owner granted the lock
+// while the holder still wrote (mutual-exclusion's overlaps, expected here), in an order porcupine accepts.
+func leaseItem(ctx context.Context, holds string, o Options, stderr io.Writer) CheckItem {
+	const name = "lease"
+	res, err := Run(ctx, o, stderr)
+	if err != nil || res == nil {
+		return CheckItem{name, false, runError(err)}
+	}
+	excl, lin := result(res.Checkers, checker.Exclusion{}.Name()), result(res.Checkers, "porcupine")
+	switch {
+	case lin.Valid != checker.Valid:
+		return CheckItem{name, false, fmt.Sprintf("%s, never extended: porcupine %s: %s", holds, lin.Valid, lin.Summary)}
+	case excl.Valid != checker.Invalid:
+		return CheckItem{name, false, fmt.Sprintf("%s, never extended: no other client was granted the lock while a hold "+
+			"outlived its lease (mutual-exclusion: %s): the worker does not honour lease_ms", holds, excl.Summary)}
+	}
+	return CheckItem{name, true, fmt.Sprintf("%s, never extended, were taken over once the lease ran out, as they must be "+
+		"(mutual-exclusion: %s; porcupine valid)", holds, excl.Summary)}
+}
+
+// extendItem runs the same holds extended every third of the lease: valid, with extends answered
+// extended: true. A worker whose extend says so without extending lets the lease run out, and another
+// client is granted the lock inside the hold.
+func extendItem(ctx context.Context, holds string, lease time.Duration, o Options, stderr io.Writer) CheckItem {
+	const name = "extend"
+	res, err := Run(ctx, o, stderr)
+	if err != nil || res == nil {
+		return CheckItem{name, false, runError(err)}
+	}
+	every := fmt.Sprintf("%s, extended every %s", holds, max(lease/3, time.Millisecond).Round(time.Millisecond))
+	if res.Valid != checker.Valid {
+		why := ""
+		if result(res.Checkers, checker.Exclusion{}.Name()).Valid == checker.Invalid { // another holder inside a hold
+			why = ": an extend answered extended: true did not keep the lock"
+		}
+		return CheckItem{name, false, fmt.Sprintf("%s: verdict %s: %s%s", every, res.Valid, firstViolation(res.Checkers), why)}
+	}
+	h, err := history.ReadFile(res.Files["history"])
+	if err != nil {
+		return CheckItem{name, false, err.Error()}
+	}
+	extended, tried := 0, 0
+	for _, op := range h.OnlySrc("").Ops { // the worker's answers, not its commands on the wire
+		if op.Invoke.F == "renew" {
+			tried++
+			if op.Complete != nil && op.Complete.Type == history.Ok {
+				extended++
+			}
+		}
+	}
+	if extended == 0 {
+		return CheckItem{name, false, fmt.Sprintf("%s: none of %d extends of a held lock was answered extended: true", every, tried)}
+	}
+	return CheckItem{name, true, fmt.Sprintf("%s: valid, %d of %d extends answered extended: true", every, extended, tried)}
+}
+
+// result is the named checker's result (unknown when it did not run).
+func result(rs []checker.Result, name string) checker.Result {
+	for _, r := range rs {
+		if r.Checker == name {
+			return r
+		}
+	}
+	return checker.Result{Valid: checker.Unknown, Summary: "did not run"}
+}
+
+func runError(err error) string {
+	if err == nil {
+		return "no run"
+	}
+	return err.Error()
 }
 
 // pauseRun is worker-check's client-pause run, fitted into o.Time (--time): a pause of up to 3 s fired

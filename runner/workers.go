@@ -344,7 +344,7 @@ func (p *workerRun) describe(m *Meta, stderr io.Writer) {
 	}
 	m.Client = &ClientMeta{Name: p.Name, Command: strings.Join(p.argv, " "), Library: p.info.Library,
 		Version: p.info.Version, Runtime: p.info.Runtime, Kinds: p.info.Kinds, Caps: p.info.Caps, Broken: p.spec.Broken,
-		StartupMs: max(p.ready.Milliseconds(), 1)}
+		StartupMs: max(p.ready.Milliseconds(), 1), LeaseGranularityMs: p.info.LeaseGranularityMs}
 	m.Versions["client"] = fmt.Sprintf("%s %s", p.info.Library, p.info.Version)
 	what := p.info.Library + " " + p.info.Version
 	if p.info.Runtime != "" {
@@ -355,6 +355,10 @@ func (p *workerRun) describe(m *Meta, stderr io.Writer) {
 		what += "; " + strings.Join(m.Client.Go.Clients, ", ") + " are lockcheck's Go clients"
 	}
 	fmt.Fprintf(stderr, "lockcheck: workers (%s) answered init in %s\n", what, p.ready.Round(time.Millisecond))
+	if g := time.Duration(p.info.LeaseGranularityMs) * time.Millisecond; g > 0 {
+		fmt.Fprintf(stderr, "lockcheck: the worker's leases are multiples of %s (its init_ok's lease_granularity_ms): "+
+			"every lease sent (acquire, extend) is the drawn one rounded to the nearest multiple, at least %s\n", g, g)
+	}
 }
 
 // SplitCommand splits a command line on spaces, keeping quoted ('...' or "...") parts whole, as

@@ -33,6 +33,9 @@ type Config struct {
 	Progress  io.Writer
 }
 
+// StoryPrefix starts the progress line under a run's that tells its story (the Action reads it).
+const StoryPrefix = "story: "
+
 // Outcome is one case's run, as suite.json keeps it.
 type Outcome struct {
 	Case
@@ -40,7 +43,8 @@ type Outcome struct {
 	Exit       int     `json:"exit"`
 	Verdict    string  `json:"verdict"` // valid, invalid, unknown, or error (no verdict: the run failed)
 	Met        bool    `json:"met"`
-	Violation  string  `json:"violation,omitempty"` // the first violation, or the run's error line
+	Violation  string  `json:"violation,omitempty"` // the first violation (the run's story), or the run's error line
+	Story      string  `json:"story,omitempty"`     // the run's story (report.Story), whatever its verdict
 	FirstNs    int64   `json:"first_violation_ns,omitempty"`
 	Seconds    float64 `json:"seconds"`
 	Dir        string  `json:"dir,omitempty"` // the run's directory, relative to the suite's; empty when not kept
@@ -135,6 +139,9 @@ func Run(ctx context.Context, s *Suite, shard string, cfg Config) (*Report, erro
 						mark = "FAIL"
 					}
 					fmt.Fprintf(cfg.Progress, "%s %-50s %-8s (want %s) %5.1fs\n", mark, roundID(o), o.Verdict, o.Case.expectText(), o.Seconds)
+					if o.Story != "" {
+						fmt.Fprintf(cfg.Progress, "  %s%s\n", StoryPrefix, o.Story)
+					}
 				}
 				if !o.Met && cfg.UntilFail {
 					rep.Stopped = "until-fail: " + roundID(o) + " missed its expectation"
@@ -197,10 +204,14 @@ func runCase(ctx context.Context, cfg Config, root *os.Root, o Outcome) Outcome 
 		return o
 	}
 	defer out.Close()
-	args := append([]string{"run"}, o.Args...)
+	child, env, red := o.child()
+	args := append([]string{"run"}, child...)
 	args = append(args, "--results", dir)
 	cmd := exec.Command(cfg.Exe, args...)
 	cmd.Stdout, cmd.Stderr = out, out
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	node.DieWithParent(cmd, syscall.SIGTERM)
 	began := time.Now()
@@ -235,11 +246,12 @@ func runCase(ctx context.Context, cfg Config, root *os.Root, o Outcome) Outcome 
 		o.Lock, o.Topology, o.Nemesis = res.Lock, res.Topology, strings.Join(res.Nemesis, ",")
 		o.ClientName = res.Versions["client"]
 		o.Violation, o.FirstNs = firstViolation(res)
+		o.Story = res.StoryText()
 		o.Dir = filepath.Join(rel, runDir)
 	}
 	if o.Verdict == "error" || o.Exit > 2 {
 		o.Verdict = "error"
-		o.Violation = textfile.LastLine(filepath.Join(dir, "output.txt"))
+		o.Violation = red.String(textfile.LastLine(filepath.Join(dir, "output.txt")))
 	}
 	o.Met = o.Verdict != "error" && o.Case.Met(verdicts[o.Verdict])
 	if o.Met && !cfg.KeepAll {
@@ -308,6 +320,9 @@ func firstViolation(r *report.Results) (string, int64) {
 		if c.Valid == checker.Invalid && c.Violation != "" && (at < 0 || c.At < at) {
 			msg, at = c.Checker+": "+c.Violation, c.At
 		}
+	}
+	if t := r.StoryText(); at >= 0 && t != "" { // the run's story leads, in every line and message that quotes it
+		msg = t
 	}
 	if at < 0 {
 		for _, c := range r.Checkers {

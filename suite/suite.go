@@ -20,6 +20,7 @@ import (
 	"unicode"
 
 	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/internal/redact"
 	"github.com/lockcheck/lockcheck/internal/safefile"
 	"gopkg.in/yaml.v3"
 )
@@ -144,6 +145,7 @@ type Case struct {
 	Seed   int64    `json:"seed"`
 	Expect []string `json:"expect"`
 	expect Expect
+	env    []string // secret flags' values (redact.Flags) as VAR=value: the child run's, never in Args
 }
 
 // Suite is a parsed, expanded suite.
@@ -436,7 +438,13 @@ func expand(d, e Entry, base string, room int) ([]Case, error) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	var env []string
 	for _, k := range keys {
+		if v, ok := redact.Flags[k]; ok { // suite.json, junit.xml and --list show Args (issue 29, item 3)
+			common = append(common, "--"+k+"="+redact.Mark)
+			env = append(env, v+"="+flags[k])
+			continue
+		}
 		common = append(common, "--"+k+"="+flags[k])
 	}
 	var words []string
@@ -457,7 +465,7 @@ func expand(d, e Entry, base string, room int) ([]Case, error) {
 				}
 				args = append(args, "--nemesis", n, "--seed", strconv.FormatInt(seed, 10))
 				id := fmt.Sprintf("%s/%s/%s/%d", e.Name, or1(t, "default"), strings.ReplaceAll(n, ",", "+"), seed)
-				out = append(out, Case{ID: id, Entry: e.Name, Args: args, Seed: seed, Expect: words, expect: expect})
+				out = append(out, Case{ID: id, Entry: e.Name, Args: args, Seed: seed, Expect: words, expect: expect, env: env})
 			}
 		}
 	}
@@ -469,6 +477,27 @@ func or1(s, d string) string {
 		return d
 	}
 	return s
+}
+
+// child is the case's run as the suite starts it: its arguments without the secret flags' placeholders,
+// the variables that carry their values instead (kept out of the process list too), and a redactor of
+// those values for what the suite keeps of its output.
+func (c Case) child() (args, env []string, red *redact.Redactor) {
+	if len(c.env) == 0 {
+		return c.Args, nil, nil
+	}
+	for _, a := range c.Args {
+		name, v, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if _, ok := redact.Flags[name]; !ok || v != redact.Mark {
+			args = append(args, a)
+		}
+	}
+	var secrets []string
+	for _, e := range c.env {
+		_, v, _ := strings.Cut(e, "=")
+		secrets = append(secrets, v)
+	}
+	return args, c.env, redact.New(secrets...)
 }
 
 // Shard keeps the cases of shard i of n (1-based), split by a hash of each case's id: every case lands in

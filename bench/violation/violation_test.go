@@ -51,7 +51,7 @@ func BenchmarkTimeToViolation(b *testing.B) {
 		b.Fatalf("build: %v\n%s", err, out)
 	}
 	for i := 0; i < b.N; i++ {
-		fmt.Printf("\ntime to first violation from the run's start, %d seeds (median of the caught; caught/seeds)\n", seeds)
+		fmt.Printf("\ntime to first violation after the workload began, %d seeds (median of the caught; caught/seeds)\n", seeds)
 		fmt.Printf("  %-45s %22s %22s\n", "scenario", "on the clock", "--nemesis-trigger")
 		for _, sc := range scenarios {
 			if only := os.Getenv("BENCH_SCENARIO"); only != "" && !strings.Contains(sc.name, only) {

@@ -38,23 +38,44 @@ func (c *Client) Caps(name string) bool { return c.caps[name] }
 
 // lease is the lease sent with an acquire: the caller's; with 0, the worker's watchdog keeps the lock
 // if it has one, else the run's fixed lease (--lease, or the watchdog timeout) is sent, so the history
-// knows it.
+// knows it. A sent lease is fitted to the worker's granularity (Fit), and recorded as sent.
 func (c *Client) lease(lease time.Duration) (sent, recorded time.Duration, watchdog bool) {
-	if lease > 0 {
-		return lease, lease, false
-	}
 	o := c.cfg.Init.Options
-	if o == nil {
+	switch {
+	case lease > 0:
+	case o == nil:
 		return 0, 0, false
+	case c.caps["watchdog"]:
+		return 0, time.Duration(o.WatchdogMs) * time.Millisecond, true
+	case o.LeaseMs > 0:
+		lease = time.Duration(o.LeaseMs) * time.Millisecond
+	default:
+		lease = time.Duration(o.WatchdogMs) * time.Millisecond
 	}
-	wd := time.Duration(o.WatchdogMs) * time.Millisecond
-	if c.caps["watchdog"] {
-		return 0, wd, true
+	lease = c.Fit(lease)
+	return lease, lease, false
+}
+
+// MaxLeaseGranularity bounds init_ok's lease_granularity_ms: a larger one is refused at init.
+const MaxLeaseGranularity = time.Hour
+
+// LeaseGranularity is the unit the worker's library counts leases in (init_ok's lease_granularity_ms),
+// 0 when it takes any number of milliseconds.
+func (c *Client) LeaseGranularity() time.Duration {
+	return time.Duration(c.Info.LeaseGranularityMs) * time.Millisecond
+}
+
+// Fit is the lease lockcheck sends for d: d itself, or for a worker that announced a granularity the
+// nearest multiple of it, at least one. Decided at init, so that a library whose leases are whole
+// seconds is never sent one it must refuse (every acquire of a --lease 1s-3s run refused, else).
+func (c *Client) Fit(d time.Duration) time.Duration { return FitLease(d, c.LeaseGranularity()) }
+
+// FitLease is d rounded to the nearest multiple of g, at least g; d itself when g or d is not positive.
+func FitLease(d, g time.Duration) time.Duration {
+	if g <= 0 || d <= 0 {
+		return d
 	}
-	if o.LeaseMs > 0 {
-		return time.Duration(o.LeaseMs) * time.Millisecond, time.Duration(o.LeaseMs) * time.Millisecond, false
-	}
-	return wd, wd, false
+	return max(g, (d+g/2)/g*g)
 }
 
 // do sends req, invoking one operation per record as it is written, and returns the ops to complete. An
@@ -383,7 +404,7 @@ func (c *Client) Expirable(key string, thread int64) locks.Expirable {
 
 func (e *expirable) TryAcquire(_ context.Context, wait, lease time.Duration) (string, error) {
 	m := e.msg(sdk.TypeAcquirePermit, 0)
-	m.WaitMs, m.LeaseMs = wait.Milliseconds(), lease.Milliseconds()
+	m.WaitMs, m.LeaseMs = wait.Milliseconds(), e.c.Fit(lease).Milliseconds()
 	r, err := e.c.counted(m, e.c.owner(e.thread), map[string]int64{"wait_ms": m.WaitMs, "lease_ms": m.LeaseMs})
 	if err != nil || r.Permit == nil {
 		return "", err

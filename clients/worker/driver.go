@@ -29,6 +29,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/internal/redact"
 	"github.com/lockcheck/lockcheck/locks"
 	"github.com/lockcheck/lockcheck/node"
 	"github.com/lockcheck/lockcheck/node/clockshift"
@@ -83,7 +84,8 @@ type Client struct {
 	stdin     *os.File
 	stdout    *os.File
 	tree      *tree
-	Info      sdk.Message // init_ok
+	Info      sdk.Message      // init_ok
+	red       *redact.Redactor // the run's (its recorder's), else one for the password init hands over
 	caps      map[string]bool
 	clockFile string
 	exited    chan struct{} // closed once the process has been reaped and what it left killed
@@ -177,9 +179,12 @@ func Start(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{cfg: cfg, pending: map[int64]*call{}, holds: map[holdKey]int{}, unsure: map[holdKey]bool{}, lost: map[holdKey]bool{},
+	c := &Client{cfg: cfg, red: cfg.Rec.Redactor(), pending: map[int64]*call{}, holds: map[holdKey]int{}, unsure: map[holdKey]bool{}, lost: map[holdKey]bool{},
 		exited: make(chan struct{}), readDone: make(chan struct{}), logDone: make(chan struct{}), tree: newTree(),
 		budget: newEventBudget()}
+	if c.red == nil {
+		c.red = redact.New(cfg.Init.Password)
+	}
 	// A pause armed just after a grant was read (--nemesis-trigger fires on the grant) freezes the workload
 	// at the gate, but the reader's armed check has passed: stop the process there too, or its watchdog
 	// keeps renewing through the "pause".
@@ -193,7 +198,7 @@ func Start(cfg Config) (*Client, error) {
 	defer errW.Close() // the child holds its own descriptor
 	go func() {
 		defer close(c.logDone)
-		logStderr(errR, logf, cfg.Init.Password)
+		logStderr(errR, logf, c.red)
 	}()
 	cmd.Stderr = errW
 	cmd.Env = append(os.Environ(), treeEnv+"="+c.tree.tag) // inherited by its descendants (tree.go)
@@ -253,6 +258,9 @@ func Start(cfg Config) (*Client, error) {
 		err = fmt.Errorf("client %s: worker answered init with %q", cfg.Client, reply.Type)
 	case long != "": // before anything quotes the names
 		err = RefusedError{msg: fmt.Sprintf("client %s: the worker's init_ok %s (docs/protocol.md, Handshake)", cfg.Client, long)}
+	case reply.Type == "init_ok" && (reply.LeaseGranularityMs < 0 || reply.LeaseGranularityMs > MaxLeaseGranularity.Milliseconds()):
+		err = RefusedError{msg: fmt.Sprintf("client %s: worker %s %s announced lease_granularity_ms %d: want 0 (none) to %d",
+			cfg.Client, reply.Library, reply.Version, reply.LeaseGranularityMs, MaxLeaseGranularity.Milliseconds())}
 	case init.Lock != nil && !slices.Contains(reply.Kinds, init.Lock.Kind):
 		err = RefusedError{fmt.Sprintf("client %s: worker %s %s cannot drive lock %s (it drives: %s; pick one with --lock)",
 			cfg.Client, reply.Library, reply.Version, init.Lock.Kind, strings.Join(reply.Kinds, ", ")), reply.Kinds}
@@ -676,7 +684,7 @@ func (c *Client) event(m sdk.Message) {
 	if m.Event == "log" {
 		if f, err := os.OpenFile(filepath.Join(c.cfg.Dir, "clients", c.cfg.Client, "stderr.log"),
 			os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
-			fmt.Fprintf(f, "event log: %s\n", logged)
+			fmt.Fprintf(f, "event log: %s\n", c.red.String(logged)) // but not the password
 			f.Close()
 		}
 		return

@@ -24,6 +24,7 @@ func (l *mutex) ExtendLease() time.Duration {
 // (the model's compare-and-pexpire): extended is a renewal, which is legal only for the holder; not
 // extended or "not held" is a refusal; an error that may have reached Redis is unknown.
 func (l *mutex) Extend(_ context.Context, lease time.Duration) (bool, error) {
+	lease = l.c.Fit(lease)
 	req := sdk.Message{Type: sdk.TypeExtend, Thread: wireThread(l.thread), Keys: l.keys, LeaseMs: lease.Milliseconds()}
 	reply, ops, err := l.c.do(req, l.records("renew", lease, false))
 	if err != nil {

@@ -127,3 +127,18 @@ func TestWorkloadStopsWritingWhenLost(t *testing.T) {
 		})
 	}
 }
+
+// FitLease rounds a lease to the nearest multiple of the worker's unit, at least one unit; no unit, or no
+// lease, leaves it as it is.
+func TestFitLease(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct{ d, g, want time.Duration }{
+		{1500 * ms, 0, 1500 * ms}, {0, time.Second, 0}, {1499 * ms, time.Second, time.Second},
+		{1500 * ms, time.Second, 2 * time.Second}, {300 * ms, time.Second, time.Second}, {2 * time.Second, time.Second, 2 * time.Second},
+		{2900 * ms, time.Second, 3 * time.Second}, {7 * ms, 5 * ms, 5 * ms},
+	} {
+		if got := FitLease(tc.d, tc.g); got != tc.want {
+			t.Errorf("FitLease(%s, %s) = %s, want %s", tc.d, tc.g, got, tc.want)
+		}
+	}
+}

@@ -114,6 +114,7 @@ func TestPageInBrowser(t *testing.T) {
 			Violation string `json:"violation"`
 			At        int64  `json:"violation_at_ns"`
 		} `json:"checkers"`
+		Story struct{ Text string } `json:"story"`
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
 	if err != nil {
@@ -152,9 +153,26 @@ func TestPageInBrowser(t *testing.T) {
 	if !named || !strings.Contains(banner[1], fmt.Sprintf("%.3fs", float64(firstAt)/1e9)) {
 		t.Fatalf("the banner does not name the first violation (%v at %d ns): %.600s", firsts, firstAt, banner)
 	}
+	// The run's story leads the banner, under the verdict (text as the DOM serializes it: &, < and > escaped).
+	story := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(res.Story.Text)
+	if res.Story.Text == "" || !strings.Contains(banner[1], `INVALID</div><div class="story" id="story">`+story+"</div>") {
+		t.Fatalf("the banner does not lead with the story %q: %.600s", res.Story.Text, banner)
+	}
 	if cl := regexp.MustCompile(`<pre id="command">([^<]*)</pre>`).FindStringSubmatch(dom); cl == nil ||
 		!strings.HasPrefix(cl[1], "lockcheck run ") || !strings.Contains(cl[1], " --hold=400ms-1s") || !strings.Contains(cl[1], " --seed=1") {
 		t.Fatal("the page lacks the run's command line")
+	}
+
+	// The proof: proof.jsonl, listed in results.json, a history of its own that checks invalid, drawn on
+	// the page as its own timeline.
+	if res.Files["proof"] != filepath.Join(dir, "proof.jsonl") {
+		t.Fatalf("results.json names no proof: %v", res.Files)
+	}
+	if code := execute(context.Background(), []string{"check", res.Files["proof"]}); code != exitInvalid {
+		t.Fatalf("lockcheck check proof.jsonl: exit %d, want %d", code, exitInvalid)
+	}
+	if n, _ := strconv.Atoi(attr(t, dom, "proof", "data-ops")); attr(t, dom, "proof", "data-rendered") != "true" || n < 2 || n > 10 {
+		t.Fatalf("the proof's timeline: rendered %q, %d operations", attr(t, dom, "proof", "data-rendered"), n)
 	}
 
 	timeline := browse(t, "file://"+filepath.Join(dir, "history.html"), "timeline-naive.png")

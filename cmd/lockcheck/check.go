@@ -11,6 +11,7 @@ import (
 
 func newCheckCmd() *cobra.Command {
 	timeout := runner.Defaults().CheckTimeout
+	var proof string
 	cmd := &cobra.Command{
 		Use:   "check RUN_DIR|history.jsonl",
 		Short: "Re-check a recorded history offline (also a partial one from a killed run); writes <history>.check.json, .check.html and .check.summary.html",
@@ -24,7 +25,7 @@ func newCheckCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := runner.Check(cmd.Context(), path, timeout)
+			res, err := runner.CheckProof(cmd.Context(), path, timeout, proof)
 			if errors.Is(err, runner.ErrCheckInterrupted) {
 				fmt.Fprintln(os.Stderr, "lockcheck:", err)
 				return exitError{exitUnknown}
@@ -40,5 +41,6 @@ func newCheckCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "check-timeout", timeout, "bound on the porcupine search (then: unknown)")
+	cmd.Flags().StringVar(&proof, "proof", "", "when porcupine finds the history invalid, write its proof (the fewest commands that still have no legal order) to `FILE`, a history of its own")
 	return cmd
 }

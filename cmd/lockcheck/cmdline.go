@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/lockcheck/lockcheck/internal/redact"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -17,7 +18,7 @@ func markSecret(fs *pflag.FlagSet, name string) {
 }
 
 // Redacted stands for a secret flag's value in a recorded command line.
-const Redacted = "REDACTED"
+const Redacted = redact.Mark
 
 // commandLine is the command that reproduces a run: every flag that was given, and the seed even when it
 // was drawn, so that the summary page can show one line to paste. A secret's value is written as

@@ -3,14 +3,19 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
+	"encoding/xml"
 	"errors"
+	"html"
 	"io"
 	"io/fs"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -230,10 +235,48 @@ func nodePassword(t *testing.T, dir string) string {
 	return string(m[1])
 }
 
-// noSecret searches the store at root for secret: at least want files hold it, none that group or other
-// may read, and no answer of serve, for the index and every path under root, carries it.
+var pctHex = regexp.MustCompile(`%[0-9A-F]{2}`)
+
+// secretForms is secret as a file or a page may hold it: raw, JSON-escaped (with and without HTML escapes),
+// URL-encoded as a query, a path or a URL's userinfo, with upper- and lower-case hex, and HTML- or
+// XML-escaped (a page, junit.xml).
+func secretForms(secret string) []string {
+	forms := []string{secret}
+	js, _ := json.Marshal(secret)
+	var plain strings.Builder
+	enc := json.NewEncoder(&plain)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(secret)
+	var x strings.Builder
+	_ = xml.EscapeText(&x, []byte(secret))
+	for _, f := range []string{strings.Trim(string(js), `"`), strings.Trim(strings.TrimSpace(plain.String()), `"`),
+		url.QueryEscape(secret), url.PathEscape(secret), strings.TrimPrefix(url.UserPassword("", secret).String(), ":"),
+		html.EscapeString(secret), x.String()} {
+		for _, g := range []string{f, pctHex.ReplaceAllStringFunc(f, strings.ToLower)} {
+			if !slices.Contains(forms, g) {
+				forms = append(forms, g)
+			}
+		}
+	}
+	return forms
+}
+
+// holdsSecret is the first form of secret in text, or "".
+func holdsSecret(text string, forms []string) string {
+	for _, f := range forms {
+		if strings.Contains(text, f) {
+			return f
+		}
+	}
+	return ""
+}
+
+// noSecret searches the store at root for secret in every form (secretForms): at least want files hold
+// it, none that group or other may read, and no answer of serve, for the index and every path under root,
+// carries it.
 func noSecret(t *testing.T, root, secret string, want int) {
 	t.Helper()
+	forms := secretForms(secret)
 	var paths []string
 	holders := 0
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -249,14 +292,14 @@ func noSecret(t *testing.T, root, secret string, want int) {
 		if err != nil {
 			return err
 		}
-		if strings.Contains(string(b), secret) {
+		if f := holdsSecret(string(b), forms); f != "" {
 			holders++
 			fi, err := d.Info()
 			if err != nil {
 				return err
 			}
 			if fi.Mode().Perm()&0o044 != 0 {
-				t.Errorf("%s holds the password and is %o", rel, fi.Mode().Perm())
+				t.Errorf("%s holds the password (as %q) and is %o", rel, f, fi.Mode().Perm())
 			}
 		}
 		return nil
@@ -281,8 +324,8 @@ func noSecret(t *testing.T, root, secret string, want int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(body, secret) {
-			t.Errorf("GET %s (%s) answers the password", u, resp.Status)
+		if f := holdsSecret(body, forms); f != "" {
+			t.Errorf("GET %s (%s) answers the password (as %q)", u, resp.Status, f)
 		}
 		if resp.StatusCode == http.StatusOK {
 			served[u] = true

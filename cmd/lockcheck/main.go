@@ -106,6 +106,6 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newRunCmd(), newCheckCmd(), newLocksCmd(), newImagesCmd(), newCleanCmd(), newWorkerCheckCmd(),
-		newSuiteCmd(), newMergeCmd(), newCompareCmd(), newReproCmd(), newBisectCmd(), newServeCmd(), newVersionCmd(), newWorkersCmd())
+		newSuiteCmd(), newMergeCmd(), newCompareCmd(), newReproCmd(), newBisectCmd(), newShrinkCmd(), newServeCmd(), newVersionCmd(), newWorkersCmd())
 	return root
 }

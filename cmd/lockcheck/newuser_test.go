@@ -18,9 +18,14 @@ import (
 // any argument. It returns the binary's path, in dir.
 func buildMyWorker(t *testing.T, dir string) string {
 	t.Helper()
-	bin := filepath.Join(dir, "my-worker")
-	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/myworker").CombinedOutput(); err != nil {
-		t.Fatalf("build my-worker: %v\n%s", err, out)
+	return buildTestCommand(t, "./testdata/myworker", filepath.Join(dir, "my-worker"))
+}
+
+// buildTestCommand builds the command of package pkg (./testdata/NAME) into bin, and returns bin.
+func buildTestCommand(t *testing.T, pkg, bin string) string {
+	t.Helper()
+	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+		t.Fatalf("build %s: %v\n%s", pkg, err, out)
 	}
 	return bin
 }
@@ -126,7 +131,7 @@ func TestWorkerCheckExamples(t *testing.T) {
 		}
 		stdout := capture(t, &os.Stdout)
 		code := execute(t.Context(), args)
-		if out := stdout(); code != exitValid || strings.Count(out, "✓") != 3 {
+		if out := stdout(); code != exitValid || strings.Count(out, "✓") != 5 { // my-worker extends: lease and extend too
 			t.Errorf("%s: exit %d:\n%s", line, code, out)
 		}
 		ran++

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockcheck/lockcheck/internal/redact"
 	"github.com/lockcheck/lockcheck/kinds"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/node/server"
@@ -34,7 +35,7 @@ func newRunCmd() *cobra.Command {
 			}
 			o.Command = commandLine(cmd, o.Seed)
 			if !cmd.Flags().Changed("external-password") { // kept out of argv, which every local user can read
-				o.ExternalFlags.Password = os.Getenv("LOCKCHECK_EXTERNAL_PASSWORD")
+				o.ExternalFlags.Password = os.Getenv(redact.Flags["external-password"])
 			}
 			if err := useLockSpec(cmd, lockSpec, &o); err != nil {
 				return err
@@ -79,7 +80,9 @@ func newRunCmd() *cobra.Command {
 	f.StringVar(&o.ExternalFlags.Addrs, "external-addrs", "", "--backend external without a file: the nodes' addresses, comma-separated (with --topology, --external-password, ...)")
 	f.StringVar(&o.ExternalFlags.Containers, "external-containers", "", "the nodes' Docker containers, in --external-addrs order (enables kill and pause)")
 	f.StringVar(&o.ExternalFlags.Password, "external-password", "", "the deployment's password (or $LOCKCHECK_EXTERNAL_PASSWORD; recorded as REDACTED)")
-	markSecret(f, "external-password")
+	for name := range redact.Flags {
+		markSecret(f, name)
+	}
 	f.StringVar(&o.ExternalFlags.Toxiproxy, "external-toxiproxy", "", "a running toxiproxy server's API (http://127.0.0.1:8474), for link faults")
 	f.StringVar(&o.ExternalFlags.Sentinels, "external-sentinels", "", "the Sentinels' addresses, comma-separated (--topology sentinel)")
 	f.StringVar(&o.ExternalFlags.MasterName, "external-master", "", "the name the Sentinels monitor (--topology sentinel)")

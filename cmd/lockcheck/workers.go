@@ -86,7 +86,9 @@ func newWorkerCheckCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.SetInterspersed(false) // flags after the command are the worker's
-	f.StringVar(&o.Lock, "lock", o.Lock, "the lock kind to drive (default: a registered worker's own, else the first kind the worker names that lockcheck knows)")
+	// No default value: without --lock the worker's own kind is used (RunE), so Defaults' "reentrant" would be
+	// a second, wrong default in --help.
+	f.StringVar(&o.Lock, "lock", "", "the lock kind to drive (default: a registered worker's own, else the first kind the worker names that lockcheck knows)")
 	f.StringVar(&o.Worker.Client, "client", "", "a registered worker, NAME[@VERSION]")
 	f.StringArrayVar(&o.Worker.Options, "client-option", nil, "a setting passed to the worker's library, KEY=VALUE")
 	f.DurationVar(&o.Time, "time", o.Time, "how long each of the two runs lasts (the client pause is fitted into it)")

@@ -36,6 +36,11 @@ type Input struct {
 	Permits int64
 	// Links are the run's files, relative to the page: name to href.
 	Links []Link
+	// Proof is the proof excerpt of an invalid porcupine verdict (checker.Proof), drawn on its own; nil
+	// when there is none.
+	Proof *history.History
+	// ProofBy names the checker whose violation the proof is of.
+	ProofBy string
 }
 
 // Link is one file of the run.
@@ -47,6 +52,9 @@ type Link struct {
 // data is the page's JSON: times in seconds since the run started, rounded to the millisecond.
 type data struct {
 	Verdict   string            `json:"verdict"`
+	Story     string            `json:"story,omitempty"` // leads the banner (report.Story)
+	Clock     string            `json:"clock"`           // where the run's clock starts, stated once
+	Workload  float64           `json:"workload"`        // when the workload began on it: start-up before
 	Lock      string            `json:"lock"`
 	Topology  string            `json:"topology"`
 	Nemesis   []string          `json:"nemesis"`
@@ -68,6 +76,7 @@ type data struct {
 	Latency   latency           `json:"latency"`
 	Gantt     gantt             `json:"gantt"`
 	Permits   *permits          `json:"permits,omitempty"`
+	Proof     *proof            `json:"proof,omitempty"`
 	Overlaps  int               `json:"overlaps"`
 	Truncated bool              `json:"truncated,omitempty"`
 }
@@ -169,7 +178,7 @@ func secs(ns int64) float64 { return math.Round(float64(ns)/1e6) / 1e3 }
 func build(in Input) data {
 	r, h := in.Results, in.History
 	end := h.End() // once: it reads every record (never negative)
-	d := data{Verdict: r.Valid.String(), Lock: r.Lock, Topology: r.Topology, Nemesis: r.Nemesis, Seed: r.Seed,
+	d := data{Verdict: r.Valid.String(), Story: r.StoryText(), Clock: r.ClockText(), Workload: secs(r.WorkloadNs), Lock: r.Lock, Topology: r.Topology, Nemesis: r.Nemesis, Seed: r.Seed,
 		Client: in.Client, Duration: secs(end), Notes: r.Notes, Plan: r.Plan, Versions: r.Versions,
 		Links: in.Links, Truncated: r.Truncated}
 	if len(in.Command) > 0 {
@@ -212,6 +221,7 @@ func build(in Input) data {
 	d.Rate = rates(h, b)
 	d.Latency = latencies(h, b)
 	d.Gantt, d.Overlaps = holders(h, in.Permits)
+	d.Proof = proofOf(in.Proof, in.ProofBy, len(h.Ops))
 	if in.Permits > 0 {
 		d.Permits = &permits{Exist: in.Permits, InUse: inUse(h, b), Reads: existing(h)}
 	}

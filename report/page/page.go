@@ -91,6 +91,11 @@ leases granted to their acquires and renewals (from the reply until the lease su
 Triangles: renewals.</p>
 <p class="hint" id="gantt-note"></p>
 <div class="box" id="gantt-box"><canvas id="gantt"></canvas></div>
+<div id="proof-section" hidden>
+<h3>The proof</h3>
+<p class="hint" id="proof-note"></p>
+<div class="box" id="proof-box"><canvas id="proof"></canvas></div>
+</div>
 <div id="permits-section" hidden>
 <h3>Permits in use against permits that exist</h3>
 <div class="box"><canvas id="permits"></canvas></div>

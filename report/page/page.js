@@ -23,6 +23,7 @@
   const banner = $('banner')
   banner.classList.add(d.verdict)
   banner.append(el('div', { class: 'verdict' }, d.verdict.toUpperCase()))
+  if (d.story) banner.append(el('div', { class: 'story', id: 'story' }, d.story))
   banner.append(el('div', {}, `lock ${d.lock} on ${d.topology}` + (d.client ? `, client ${d.client}` : '') +
     `, nemesis ${d.nemesis && d.nemesis.length ? d.nemesis.join(',') : 'none'}, seed ${d.seed}, ${fmt(d.duration)}`))
   if (d.first) {
@@ -31,6 +32,7 @@
     banner.append(p)
   }
   for (const n of d.notes || []) banner.append(el('div', { class: 'note' }, 'note: ' + n))
+  banner.append(el('div', { class: 'note', id: 'clock' }, d.clock))
   const tl = d.links.find((l) => /\.html$/.test(l.href) && /^history/.test(l.href))
   if (tl) {
     banner.append(el('div', { class: 'note' }, el('a', { href: tl.href }, "porcupine's timeline"),
@@ -66,7 +68,7 @@
   const charts = []
   let moment = null
   let drawn = 0
-  const xAxis = () => ({ type: 'linear', offset: false, min: 0, max: Math.max(d.duration, 1), title: { display: true, text: 'seconds since the run started' } })
+  const xAxis = () => ({ type: 'linear', offset: false, min: 0, max: Math.max(d.duration, 1), title: { display: true, text: d.workload ? 'seconds on the run\'s clock (the workload began at ' + fmt(d.workload) + ')' : 'seconds since the workload began' } })
   const shading = {
     id: 'lockcheckFaults',
     beforeDatasetsDraw (chart) {
@@ -216,6 +218,40 @@
   gn.push(`${d.overlaps} critical sections overlap another owner's`)
   $('gantt-note').textContent = gn.join('; ')
 
+  // The proof: its own axis (its few commands span less than the run), not zoomed with the others; the
+  // fault windows and the first violation are shaded on it as on every plot.
+  if (d.proof) {
+    const pr = d.proof
+    $('proof-section').hidden = false
+    const colors = { ok: '#4caf50', fail: '#ff9800', unknown: '#9c27b0', cs: '#e00000' }
+    const lo = Math.min(...pr.ops.map((o) => o.s))
+    const hi = Math.max(...pr.ops.map((o) => o.e))
+    const pad = Math.max((hi - lo) * 0.1, 0.01)
+    specs.push(['proof', {
+      type: 'bar',
+      data: {
+        labels: pr.rows,
+        datasets: ['ok', 'fail', 'unknown', 'cs'].map((t) => ({
+          label: t === 'cs' ? 'critical section' : 'answered ' + t, backgroundColor: colors[t], barPercentage: t === 'cs' ? 0.3 : 0.6, grouped: false,
+          data: pr.ops.filter((o) => o.type === t).map((o) => ({ x: [o.s, Math.max(o.e, o.s + 0.001)], y: pr.rows[o.r], text: o.text }))
+        }))
+      },
+      options: {
+        indexAxis: 'y',
+        scales: { x: { type: 'linear', min: Math.max(0, lo - pad), max: hi + pad, title: { display: true, text: 'seconds since the run started' } }, y: { type: 'category', labels: pr.rows } },
+        plugins: { tooltip: { callbacks: { label: (c) => c.raw.text + ', ' + fmt(c.raw.x[0]) + '–' + fmt(c.raw.x[1]) } } }
+      }
+    }])
+    $('proof-box').style.height = (Math.max(pr.rows.length, 1) * 28 + 120) + 'px'
+    $('proof').dataset.ops = pr.ops.length
+    $('proof-note').append((pr.checker === 'porcupine'
+      ? `${pr.ops.length} of ${pr.total} operations that have no legal order on their own, nor with every other command of the key taking effect or not: `
+      : `what ${pr.checker}'s violation rests on: `) +
+      pr.ops.map((o) => `${pr.rows[o.r]} ${o.text} at ${fmt(o.s)}`).join('; '))
+    const pl = d.links.find((l) => /proof/.test(l.name))
+    if (pl) $('proof-note').append('; the excerpt, a history of its own: ', el('a', { href: pl.href }, pl.name))
+  }
+
   if (d.permits) {
     $('permits-section').hidden = false
     specs.push(['permits', {
@@ -237,6 +273,7 @@
   // A violation's link zooms every plot to its moment; "whole run" zooms back out.
   const zoom = (lo, hi) => {
     for (const c of charts) {
+      if (c.canvas.id === 'proof') continue // its own axis
       c.options.scales.x.min = lo
       c.options.scales.x.max = hi
       c.update('none')

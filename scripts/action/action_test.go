@@ -11,6 +11,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"html"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -249,6 +250,7 @@ type composite struct {
 	with    map[string]map[string]string // uses step id → its with:, resolved
 	codes   map[string]int               // run step id → exit code
 	stderr  map[string]string            // run step id → stderr
+	stdout  map[string]string            // run step id → stdout (the workflow commands: ::error::)
 	failed  bool
 	// onStart, when set, is called with the run step's bash process as it starts, and done, closed when
 	// the step has ended; the step waits for it to return.
@@ -258,7 +260,7 @@ type composite struct {
 func newComposite(t *testing.T, a *actionFile, work, temp string, in map[string]string) *composite {
 	c := &composite{t: t, a: a, work: work, temp: temp, inputs: map[string]string{},
 		outputs: map[string]map[string]string{}, with: map[string]map[string]string{},
-		codes: map[string]int{}, stderr: map[string]string{}}
+		codes: map[string]int{}, stderr: map[string]string{}, stdout: map[string]string{}}
 	for k, v := range a.Inputs {
 		c.inputs[k] = v.Default
 	}
@@ -426,6 +428,7 @@ func (c *composite) exec(i int, s step) int {
 	t.Logf("step %s (%s): %v\n%s%s", s.ID, s.Name, err, stdout.String(), stderr.String())
 	c.outputs[s.ID] = readOutputs(t, out)
 	c.stderr[s.ID] = stderr.String()
+	c.stdout[s.ID] = stdout.String()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		return ee.ExitCode()
@@ -473,6 +476,21 @@ func readJUnit(t *testing.T, path string) (tests, failures int) {
 func runPages(dir string) []string {
 	pages, _ := filepath.Glob(filepath.Join(dir, "runs", "*", "*", "index.html"))
 	return slices.DeleteFunc(pages, func(p string) bool { return filepath.Base(filepath.Dir(p)) == "latest" })
+}
+
+// storyOf reads the story from the one run kept under dir.
+func storyOf(t *testing.T, dir string) string {
+	t.Helper()
+	pages := runPages(dir)
+	if len(pages) != 1 {
+		t.Fatalf("runs kept under %s: %v", dir, pages)
+	}
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(pages[0]), "results.json"))
+	var r struct{ Story struct{ Text string } }
+	if err != nil || json.Unmarshal(b, &r) != nil || r.Story.Text == "" {
+		t.Fatalf("no story in %s: %v", pages[0], err)
+	}
+	return r.Story.Text
 }
 
 // childRunning finds the process under pid (pid itself, or a child of it) whose command line names run.sh.
@@ -575,6 +593,15 @@ func TestActionSteps(t *testing.T) {
 		}
 		if w, ok := c.with["upload"]; !ok || !strings.HasPrefix(w["path"], "out/invalid\n") {
 			t.Fatalf("the results of a failed job must still be uploaded; upload step: %v %v", ok, w)
+		}
+		// The run's story leads the job's error, its step summary and the JUnit failure's message.
+		story := storyOf(t, res("out/invalid"))
+		summary, _ := os.ReadFile(filepath.Join(temp, "summary.md"))
+		junitXML, _ := os.ReadFile(res("out/invalid/junit.xml"))
+		if !strings.Contains(c.stdout["run"], "::error::lockcheck: a run missed its expected verdict (invalid, or none): "+story) ||
+			!strings.Contains(string(summary), story) || !strings.Contains(html.UnescapeString(string(junitXML)), "got invalid: "+story) {
+			t.Fatalf("the story %q is not in the error line, the step summary or the JUnit message:\n%s\n%s\n%s", story,
+				c.stdout["run"], summary, junitXML)
 		}
 	})
 

@@ -201,7 +201,11 @@ decide() {
 	local code=$1
 	case $code in
 	0) return 0 ;;
-	1) printf '::error::lockcheck: a run missed its expected verdict (invalid, or none): see the summary page\n' ;;
+	1)
+		local story
+		story=$(first_story "$2")
+		printf '::error::lockcheck: a run missed its expected verdict (invalid, or none)%s\n' "${story:+: $story}"
+		;;
 	2)
 		if [ "$fou" = false ]; then
 			printf '::warning::lockcheck: verdict unknown (stopped before every run was judged); not failing, as fail-on-unknown is false\n'
@@ -214,6 +218,13 @@ decide() {
 	*) printf '::error::lockcheck: harness error, exit %s (not a verdict)\n' "$code" ;;
 	esac
 	return "$code"
+}
+
+# first_story LOG: the story of the first run in the log that missed its expected verdict, or nothing.
+first_story() {
+	[ -f "${1:-}" ] || return 0
+	awk '($1 == "ok" || $1 == "FAIL") && NF >= 3 { mark = $1 }
+		/^  story: / && mark == "FAIL" { sub(/^  story: /, ""); print; exit }' "$1"
 }
 
 # entry_name: the generated entry's name, after what it tests: letters, digits, '.', '_' and '-'.
@@ -281,6 +292,10 @@ summary() {
 			want = $0; sub(/.*\(want /, "", want); sub(/\).*/, "", want)
 			printf "| %s | `%s` | %s | %s | %s |\n", ($1 == "ok" ? "✓" : "✗"), $2, $3, want, $NF
 		}' "$1"
+		printf '\n'
+		# Each run's story: the line under its own in the log.
+		awk '($1 == "ok" || $1 == "FAIL") && NF >= 3 { mark = $1; id = $2 }
+			/^  story: / && mark != "" { sub(/^  story: /, ""); printf "- %s `%s`: %s\n", (mark == "ok" ? "✓" : "✗"), id, $0 }' "$1"
 		printf '\n'
 		grep -E '^(suite |missed: )' "$1" | sed 's/^/    /'
 		printf '\nThe suite page (index.html), the pages of the runs kept and junit.xml are in the artifact "%s".\n' "$artifact"
@@ -387,7 +402,7 @@ run() {
 		printf '::error::lockcheck: cancelled\n'
 		exit 130
 	fi
-	decide "$code"
+	decide "$code" "$log"
 	exit $?
 }
 

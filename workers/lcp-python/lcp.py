@@ -47,6 +47,9 @@ class Backend(object):
     library = ""
     kinds = ()
     caps = ()
+    # The unit of the library's leases in ms (1000 when it takes whole seconds), 0 for any: announced in
+    # init_ok, so that lockcheck sends only multiples of it (docs/protocol.md, "Leases").
+    lease_granularity_ms = 0
 
     def init(self, msg):
         """Connects as msg says; returns (version, runtime). Raise Error to refuse."""
@@ -124,8 +127,11 @@ class _Server(object):
             code, text = b.classify(e)
             self.error(mid, code, "init: " + text)
             return False
-        self.send({"type": "init_ok", "in_reply_to": mid, "library": b.library, "version": version,
-                   "runtime": runtime, "kinds": list(b.kinds), "caps": list(b.caps)})
+        ok = {"type": "init_ok", "in_reply_to": mid, "library": b.library, "version": version,
+              "runtime": runtime, "kinds": list(b.kinds), "caps": list(b.caps)}
+        if b.lease_granularity_ms:
+            ok["lease_granularity_ms"] = int(b.lease_granularity_ms)
+        self.send(ok)
         self.ready = True
         return True
 

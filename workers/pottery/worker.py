@@ -165,7 +165,9 @@ class Pottery(lcp.Backend):
         try:
             self._call(lk.extend, masters)
         except TooManyExtensions:
-            return False  # pottery refused before sending anything: the lock may still be held, not extended
+            # pottery refused before sending anything: the lock is still held, only not extended. Not
+            # extended: false, which says the owner lost the lock (the model then rejects its release).
+            raise lcp.Error(lcp.INTERRUPTED, "pottery: TooManyExtensions (num_extensions %d)" % lk.num_extensions)
         return True
 
     def classify(self, exc):

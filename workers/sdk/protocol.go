@@ -29,6 +29,9 @@ type Message struct {
 	Runtime string   `json:"runtime,omitempty"`
 	Kinds   []string `json:"kinds,omitempty"`
 	Caps    []string `json:"caps,omitempty"`
+	// LeaseGranularityMs says the library's leases are whole multiples of it (whole seconds: 1000):
+	// lockcheck then sends only such leases (docs/protocol.md, "Leases the library cannot honour").
+	LeaseGranularityMs int64 `json:"lease_granularity_ms,omitempty"`
 
 	// requests
 	Thread  int64    `json:"thread,omitempty"`

@@ -37,6 +37,9 @@ type Worker struct {
 	Library, Version string
 	Kinds            []string // lock kinds it drives, e.g. "naive"
 	Caps             []string // optional features: extend, fencing, watchdog, reentrant, events; single-thread (CapSingleThread)
+	// LeaseGranularity, when the library's leases are whole multiples of a unit (whole seconds), is that
+	// unit: announced in init_ok, so that lockcheck sends only leases the library can honour.
+	LeaseGranularity time.Duration
 	// Connect builds the lock from the init message; emit sends an event (type "event" is filled in). An
 	// error is answered to init and the worker exits.
 	Connect func(ctx context.Context, init *Message, emit func(Message)) (Mutex, error)
@@ -78,7 +81,8 @@ func ServeIO(w Worker, in io.Reader, out io.Writer) int {
 			}
 			lock = l
 			send(Message{Type: "init_ok", InReplyTo: m.MsgID, Library: w.Library, Version: w.Version,
-				Runtime: runtime.Version(), Kinds: w.Kinds, Caps: w.Caps})
+				Runtime: runtime.Version(), Kinds: w.Kinds, Caps: w.Caps,
+				LeaseGranularityMs: w.LeaseGranularity.Milliseconds()})
 		case m.Type == TypeShutdown:
 			send(Message{Type: "shutdown_ok", InReplyTo: m.MsgID})
 			return 0

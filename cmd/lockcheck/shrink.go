@@ -1,0 +1,296 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/internal/safefile"
+	"github.com/lockcheck/lockcheck/report"
+	"github.com/lockcheck/lockcheck/runner"
+	"github.com/lockcheck/lockcheck/shrink"
+	"github.com/lockcheck/lockcheck/suite"
+	"github.com/spf13/cobra"
+)
+
+func newShrinkCmd() *cobra.Command {
+	var (
+		checkerName, results     string
+		seeds, repeats, parallel int
+		budget                   time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "shrink RUN_DIR",
+		Short: "Find a smaller run that fails the same way as an invalid one, by re-running candidates",
+		Long: `Re-runs the run's own command with one thing made smaller at a time: a shorter --time, a fault kind
+dropped, fewer fault events (or faults fired by the lock's events), fewer clients, threads and keys, no
+re-entry, cross-thread operations or force-unlocks, narrower hold, lease and wait ranges. A step is kept
+only when every one of --seeds fresh seeds fails the same way: the same checker invalid with the same kind
+of violation. Each step's line is printed as it ends. At the end the smallest command runs on --repeats
+more seeds, and shrink.json and steps.txt are written; the command is printed last. --budget bounds the
+whole; Ctrl-C stops at once and keeps the best command found so far.`,
+		Example: `  lockcheck shrink results/latest
+  lockcheck shrink --budget 5m --seeds 2 --checker mutual-exclusion results/latest`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return runner.UsageError{Err: fmt.Errorf("shrink: name one run directory (lockcheck shrink RUN_DIR)")}
+			}
+			if seeds < 1 || repeats < 1 || parallel < 1 || budget <= 0 {
+				return runner.UsageError{Err: fmt.Errorf("--seeds, --repeats and --parallel must be at least 1 and --budget positive, got %d, %d, %d and %s", seeds, repeats, parallel, budget)}
+			}
+			dir := args[0]
+			res, sig, start, err := readShrinkRun(dir, checkerName)
+			if err != nil {
+				return runner.UsageError{Err: err}
+			}
+			markRan(cmd)
+			exe, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			if results == "" {
+				results = filepath.Join(dir, "shrink", time.Now().Format("20060102T150405"))
+			}
+			if err := runner.ResultsDir(results); err != nil {
+				return err
+			}
+			o := shrinkOracle{exe: exe, dir: results, sig: sig, parallel: parallel}
+			return runShrink(cmd.Context(), dir, res.Seed, start, sig, o, shrinkPlan{seeds, repeats, budget})
+		},
+	}
+	f := cmd.Flags()
+	f.DurationVar(&budget, "budget", 10*time.Minute, "bound on the whole shrink, the final measurement included")
+	f.IntVar(&seeds, "seeds", 3, "fresh seeds each step must all fail on to be kept")
+	f.IntVar(&repeats, "repeats", 5, "runs of the smallest command at the end, to say how often it fails")
+	f.IntVar(&parallel, "parallel", 3, "runs at a time")
+	f.StringVar(&checkerName, "checker", "", "the invalid checker to keep (default: the one whose violation came first)")
+	f.StringVar(&results, "results", "", "directory of the candidates' runs and shrink.json (default RUN_DIR/shrink/TIME)")
+	return cmd
+}
+
+// readShrinkRun reads a run directory's results.json, its signature (checkerName's, or the lead's) and
+// the command line its history recorded.
+func readShrinkRun(dir, checkerName string) (*report.Results, shrink.Signature, shrink.Cmd, error) {
+	var sig shrink.Signature
+	res, err := readResultsFile(dir)
+	if err != nil {
+		return nil, sig, shrink.Cmd{}, fmt.Errorf("%s is not a run directory: %v", dir, err)
+	}
+	if sig, err = shrink.SignatureOf(res, checkerName); err != nil {
+		return nil, sig, shrink.Cmd{}, fmt.Errorf("%s: %v", dir, err)
+	}
+	f, _, err := safefile.Open(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		return nil, sig, shrink.Cmd{}, fmt.Errorf("%s: its history: %v", dir, err)
+	}
+	defer f.Close()
+	meta, err := history.ReadMeta(f)
+	if err != nil {
+		return nil, sig, shrink.Cmd{}, fmt.Errorf("%s/history.jsonl: %v", dir, err)
+	}
+	if len(meta.Command) == 0 {
+		return nil, sig, shrink.Cmd{}, fmt.Errorf("%s: its history recorded no command line (a run checked or made by another program): nothing to re-run", dir)
+	}
+	c, err := shrink.FromRun(meta.Command, res.Options)
+	if err != nil {
+		return nil, sig, shrink.Cmd{}, fmt.Errorf("%s: %v", dir, err)
+	}
+	return res, sig, c, nil
+}
+
+// shrinkPlan is how hard a shrink tries.
+type shrinkPlan struct {
+	seeds, repeats int
+	budget         time.Duration
+}
+
+// runShrink searches from start, measures the smallest command found, writes shrink.json and steps.txt,
+// and prints the command last. Interrupted, it writes what it has and exits 130.
+func runShrink(ctx context.Context, dir string, seed int64, start shrink.Cmd, sig shrink.Signature, o shrinkOracle, p shrinkPlan) error {
+	began := time.Now()
+	ctx, cancel := context.WithTimeoutCause(ctx, p.budget, context.DeadlineExceeded)
+	defer cancel()
+	s := &shrink.Search{Confirm: p.seeds, Reducers: shrink.Reducers, Oracle: o.trial, Progress: os.Stdout,
+		Reserve: (p.repeats + o.parallel - 1) / o.parallel, Seed: seed, Best: start, BestRun: estimate(start)}
+	fmt.Printf("shrink %s: fails by %s; each step kept only when %d fresh seeds all fail so; budget %s; runs into %s\n",
+		dir, sig, p.seeds, p.budget, o.dir)
+	s.Run(ctx)
+	r := &shrink.Result{Run: dir, Signature: sig, Original: start.Line(seed), Args: s.Best.Args(), Confirm: p.seeds,
+		Steps: s.Steps, Stopped: s.Stopped}
+	minimal := seed
+	for _, st := range s.Steps { // a seed the best command was caught on, if any step was kept
+		if st.Outcome == shrink.Accepted {
+			minimal = st.Seeds[0]
+		}
+	}
+	if s.Stopped != "interrupted" {
+		o.final = true
+		t := o.trial(ctx, s.Best, s.NextSeeds(p.repeats), "final")
+		if t.Runs == len(t.Seeds) { // every repeat judged, even if the budget ended as the last one did
+			r.Repeats, r.Caught, r.MedianNs = t.Runs, len(t.Caught), int64(t.Median())
+			if len(t.Caught) > 0 {
+				minimal = t.Caught[0]
+			}
+		} else {
+			r.Stopped = "interrupted" // Ctrl-C during the measurement, or its budget ran out
+			if context.Cause(ctx) == context.DeadlineExceeded {
+				r.Stopped = "budget"
+			}
+		}
+	}
+	r.Minimal, r.Seconds = s.Best.Line(minimal), time.Since(began).Seconds()
+	if err := r.Write(o.dir); err != nil {
+		return err
+	}
+	kept := 0
+	for _, st := range s.Steps {
+		if st.Outcome == shrink.Accepted {
+			kept++
+		}
+	}
+	fmt.Printf("\n%d step(s) tried, %d kept, in %s", len(s.Steps), kept, time.Since(began).Round(time.Second))
+	if r.Stopped != "" {
+		fmt.Printf(" (stopped: %s)", r.Stopped)
+	}
+	fmt.Printf("; steps in %s\n", filepath.Join(o.dir, "steps.txt"))
+	if r.Repeats > 0 {
+		fmt.Printf("the smallest command fails by %s in %d of %d runs, median first violation %.1fs:\n",
+			sig, r.Caught, r.Repeats, time.Duration(r.MedianNs).Seconds())
+	} else {
+		fmt.Printf("the smallest command found (not measured: %s):\n", r.Stopped)
+	}
+	fmt.Println(r.Minimal)
+	if r.Stopped == "interrupted" {
+		return exitError{exitInterrupted}
+	}
+	return nil
+}
+
+// estimate is how long a run of c takes before any has been timed: its time, the quiet time and 10 s of
+// start-up and checking.
+func estimate(c shrink.Cmd) time.Duration {
+	run, _ := time.ParseDuration(c.Get("time"))
+	quiet, _ := time.ParseDuration(c.Get("quiet"))
+	return run + quiet + 10*time.Second
+}
+
+// runLimit bounds one run of c: three times its time and quiet time, and two minutes of start-up and
+// checking (a worker's JVMs on a loaded machine start in tens of seconds).
+func runLimit(c shrink.Cmd) time.Duration {
+	run, _ := time.ParseDuration(c.Get("time"))
+	quiet, _ := time.ParseDuration(c.Get("quiet"))
+	return 3*(run+quiet) + 2*time.Minute
+}
+
+// shrinkOracle runs a candidate as a small suite of child runs, one per seed, into its own directory.
+type shrinkOracle struct {
+	exe, dir string
+	sig      shrink.Signature
+	parallel int
+	final    bool // the final measurement: every seed runs (no early stop)
+}
+
+// trial runs c on the seeds into the directory name. A run that ends in a harness error (exit 255: a
+// worker that did not answer in time on a loaded machine) says nothing about c: during a step it is run
+// again once on a fresh seed, so that one slow start does not reject a step.
+func (o shrinkOracle) trial(ctx context.Context, c shrink.Cmd, seeds []int64, name string) shrink.Trial {
+	began := time.Now()
+	t := shrink.Trial{Seeds: seeds}
+	redo, errored := o.runSeeds(ctx, c, seeds, filepath.Join(o.dir, name), &t)
+	if len(redo) > 0 && !o.final && ctx.Err() == nil {
+		again := make([]int64, len(redo))
+		for i, seed := range redo {
+			again[i] = seed + retrySeed
+		}
+		t.Seeds, t.Runs, t.Other = slices.Concat(t.Seeds, again), t.Runs-errored, ""
+		o.runSeeds(ctx, c, again, filepath.Join(o.dir, name+"-again"), &t)
+	}
+	t.Took = time.Since(began)
+	return t
+}
+
+// retrySeed offsets a seed run again after a harness error from every seed the shrink draws in order.
+const retrySeed = 1_000_000
+
+// runSeeds runs c on the seeds into dir and adds what they did to t. When no run failed another way, it
+// returns the seeds to run again: those whose runs ended in a harness error, and those the error's early
+// stop left without a verdict.
+func (o shrinkOracle) runSeeds(ctx context.Context, c shrink.Cmd, seeds []int64, dir string, t *shrink.Trial) (redo []int64, errored int) {
+	s := &suite.Suite{Name: filepath.Base(dir)}
+	for _, seed := range seeds {
+		args := append(c.Args(), "--seed", strconv.FormatInt(seed, 10))
+		s.Cases = append(s.Cases, suite.Case{ID: "seed-" + strconv.FormatInt(seed, 10), Entry: s.Name, Args: args,
+			Seed: seed, Expect: []string{"invalid"}})
+	}
+	// A run that hangs past its time must not hold the shrink until its budget ends: past the limit the
+	// step's runs get their SIGINT, and those not judged by then leave the step rejected.
+	limit := runLimit(c) * time.Duration((len(seeds)+o.parallel-1)/o.parallel)
+	runCtx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	// A step stops at its first seed that is not invalid: it cannot be kept then.
+	rep, err := suite.Run(runCtx, s, "", suite.Config{Exe: o.exe, Dir: dir, Parallel: o.parallel, Repeat: 1, UntilFail: !o.final, KeepAll: true})
+	if err != nil {
+		t.Other = oneLine(err)
+		return nil, 0
+	}
+	hung := ctx.Err() == nil && runCtx.Err() != nil && len(rep.Outcomes) < len(seeds)
+	if hung {
+		t.Other = fmt.Sprintf("a run was still going after %s: stopped", limit.Round(time.Second))
+	}
+	judged, other := map[int64]bool{}, false
+	for _, out := range rep.Outcomes {
+		judged[out.Seed] = true
+		t.Runs++
+		res, err := readResultsFile(filepath.Join(dir, out.Dir))
+		if err != nil || out.Verdict == "error" {
+			if t.Other == "" {
+				t.Other = "error: " + out.Violation
+			}
+			if out.Exit == exitHarness {
+				redo, errored = append(redo, out.Seed), errored+1
+			} else {
+				other = true
+			}
+			continue
+		}
+		ok, at, what := o.sig.Match(res)
+		if !ok {
+			if t.Other == "" {
+				t.Other = what
+			}
+			other = true
+			continue
+		}
+		t.Caught = append(t.Caught, out.Seed)
+		t.Firsts = append(t.Firsts, time.Duration(at))
+	}
+	if other || hung || errored == 0 {
+		return nil, 0
+	}
+	for _, seed := range seeds {
+		if !judged[seed] {
+			redo = append(redo, seed)
+		}
+	}
+	return redo, errored
+}
+
+// readResultsFile reads a run directory's results.json.
+func readResultsFile(dir string) (*report.Results, error) {
+	b, err := safefile.Read(filepath.Join(dir, "results.json"), safefile.ResultsMax)
+	if err != nil {
+		return nil, err
+	}
+	var r report.Results
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("results.json: %v", err)
+	}
+	return &r, nil
+}

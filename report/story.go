@@ -1,0 +1,452 @@
+package report
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/history"
+)
+
+// ViolationKind is what went wrong in a run, as its story tells it: `lockcheck shrink` keeps a smaller
+// run only when it fails with the same kind.
+type ViolationKind string
+
+// The kinds of violation a story tells. A checker without a kind of its own (fifo, tokens, liveness...)
+// gives OtherViolation, and the story's Checker names it.
+const (
+	NoViolation    ViolationKind = ""
+	Overlap        ViolationKind = "overlap"         // two owners inside one key's critical section at once
+	OverCapacity   ViolationKind = "over-capacity"   // more holders than permits
+	LockLost       ViolationKind = "lost-lock"       // an acknowledged lock gone before its lease could end
+	NotTold        ViolationKind = "not-told"        // a holder answered ok after another owner was granted its lock
+	NoLegalOrder   ViolationKind = "no-legal-order"  // the library's answers cannot all be true
+	OtherViolation ViolationKind = "other-violation" // another promise broken: see Checker
+)
+
+// kindOf maps each checker (by its stable name) to the kind of violation it finds.
+var kindOf = map[string]ViolationKind{"mutual-exclusion": Overlap, "lost-lock": LockLost, "told-of-loss": NotTold,
+	"porcupine": NoLegalOrder}
+
+// leadKinds are the kinds a reader files first, in that order: two owners at once (what the application
+// suffered), a lock gone early, a holder not told, answers with no legal order; any other after them.
+var leadKinds = []ViolationKind{Overlap, LockLost, NotTold, NoLegalOrder}
+
+// KindOf is the kind of violation a checker finds (OtherViolation for a checker without a kind of its own).
+func KindOf(checkerName string) ViolationKind {
+	if k, ok := kindOf[checkerName]; ok {
+		return k
+	}
+	return OtherViolation
+}
+
+// Rank orders checkers' findings by leadKinds: the story leads with the lowest, and shrink keeps it.
+func Rank(c checker.Result) int {
+	if i := slices.Index(leadKinds, KindOf(c.Checker)); i >= 0 {
+		return i
+	}
+	return len(leadKinds)
+}
+
+// Story is a run in one or two plain sentences, composed once from every checker's findings, the faults
+// and the library's answers, with its parts typed: every output (the verdict table, the summary page,
+// JUnit, the Action, suite, compare and repro lines) prints Text, and results.json keeps the parts.
+// Every time is on the run's clock (Results.ClockText).
+type Story struct {
+	Kind    ViolationKind `json:"kind,omitempty"`
+	Checker string        `json:"checker,omitempty"` // the checker whose finding leads
+	Key     string        `json:"key,omitempty"`
+	Node    string        `json:"node,omitempty"` // where a lock spans masters
+	Owners  []StoryOwner  `json:"owners,omitempty"`
+	At      int64         `json:"at_ns,omitempty"`  // when the violation began
+	For     int64         `json:"for_ns,omitempty"` // how long two owners were inside together
+	Faults  []StoryFault  `json:"faults,omitempty"` // the faults in force between the first grant and the violation
+	Told    string        `json:"told,omitempty"`   // what the library told the first owner
+	// Agree says how the other checkers' verdicts fit this one, in words ("" when they all agree).
+	Agree string `json:"agree,omitempty"`
+	Text  string `json:"text"`
+}
+
+// StoryOwner is one owner in a story: who, when it was granted (-1: not in the history), when it entered
+// its critical section and when it left (0: not a section's owner).
+type StoryOwner struct {
+	Name    string `json:"name"`
+	Granted int64  `json:"granted_ns"`
+	Entered int64  `json:"entered_ns,omitempty"`
+	Left    int64  `json:"left_ns,omitempty"`
+}
+
+// StoryFault is a fault window a story names.
+type StoryFault struct {
+	Fault   string   `json:"fault"`
+	Targets []string `json:"targets,omitempty"`
+	Start   int64    `json:"start_ns"`
+	End     int64    `json:"end_ns"`
+}
+
+// TellStory composes r's story from its checkers' results (with their typed details, as the checkers
+// returned them), its faults and coverage, and the clients' records in h. lib names the library for "what
+// it told" (a worker's library, or the lock).
+func TellStory(h *history.History, r *Results, lib string) *Story {
+	byName := map[string]checker.Result{}
+	for _, c := range r.Checkers {
+		byName[c.Checker] = c
+	}
+	invalid := func(name string) bool { c, ok := byName[name]; return ok && c.Valid == checker.Invalid }
+	own := h.OnlySrc("")
+	s := &Story{}
+	lead, ok := leadOf(r.Checkers)
+	switch {
+	case !ok:
+		s.Text = validText(r)
+		return s
+	case lead.Checker == "mutual-exclusion":
+		s.overlap(own, lead, byName, lib, r.Faults)
+	case lead.Checker == "lost-lock":
+		s.lost(lead)
+	case lead.Checker == "told-of-loss":
+		s.notTold(lead)
+	case lead.Checker == "porcupine":
+		s.illegal(lead)
+	default:
+		s.Kind, s.Checker, s.At = OtherViolation, lead.Checker, lead.At
+		s.Text = fmt.Sprintf("%s found a violation at %s: %s", lead.Checker, checker.Secs(lead.At), firstSentence(lead.Violation))
+	}
+	if s.Kind != OtherViolation && s.Kind != Overlap || s.Kind == Overlap && s.Owners == nil {
+		s.Faults = faultsBetween(r.Faults, s.from(), max(s.At, s.from()))
+		s.Text += s.faultText(r.Faults)
+	}
+	s.Agree = agreement(s, invalid)
+	if s.Agree != "" {
+		s.Text += ". " + s.Agree
+	}
+	s.Text += "."
+	return s
+}
+
+// leadOf picks the finding a story leads with: an overlap first (what the application suffered), then a
+// lost lock, a holder not told, the library's answers, and any other checker's; the earliest otherwise.
+func leadOf(cs []checker.Result) (checker.Result, bool) {
+	best, found := checker.Result{}, false
+	for _, c := range cs {
+		if c.Valid != checker.Invalid {
+			continue
+		}
+		r, b := Rank(c), Rank(best)
+		if !found || r < b || r == b && c.At < best.At {
+			best, found = c, true
+		}
+	}
+	return best, found
+}
+
+func (s *Story) from() int64 {
+	from := s.At
+	for _, o := range s.Owners {
+		if o.Granted >= 0 && o.Granted < from {
+			from = o.Granted
+		}
+	}
+	return from
+}
+
+// overlap tells two owners inside at once (or more than the permits).
+func (s *Story) overlap(h *history.History, c checker.Result, byName map[string]checker.Result, lib string, ws []history.Window) {
+	s.Checker, s.At = c.Checker, c.At
+	d, _ := c.Details.(map[string]any)
+	o, ok := d["first"].(checker.Overlap)
+	if !ok { // a semaphore's capacity, or details read back from a file: the checker's own words
+		s.Kind = OverCapacity
+		if d["permits"] == nil {
+			s.Kind = Overlap
+		}
+		s.Text = "Mutual exclusion broke: " + firstSentence(c.Violation)
+		return
+	}
+	s.Kind, s.Key, s.For = Overlap, o.Key, min(o.HeldTo, o.IntruderOut)-o.Entered
+	first := StoryOwner{Name: o.Holder, Granted: grantedBefore(h, o.Holder, o.Key, o.HeldFrom), Entered: o.HeldFrom, Left: o.HeldTo}
+	second := StoryOwner{Name: o.Intruder, Granted: grantedBefore(h, o.Intruder, o.Key, o.Entered), Entered: o.Entered,
+		Left: o.IntruderOut}
+	s.Owners = []StoryOwner{first, second}
+	s.Faults = faultsBetween(ws, min(s.from(), o.HeldFrom), s.At)
+	s.Told = told(h, byName["told-of-loss"], lib, o)
+	g1, r1 := s.grantText(first)
+	g2, r2 := s.grantText(second)
+	if r1 == r2 { // both against the same fault the same way: say it once
+		s.Text = fmt.Sprintf("Two owners held %s at once for %s, from %s: %s (%s) and %s (%s)", s.keyText(),
+			checker.Secs(s.For), checker.Secs(o.Entered), first.Name, g1, second.Name, g2)
+		if r1 != "" {
+			s.Text += ", both " + r1
+		}
+	} else {
+		s.Text = fmt.Sprintf("Two owners held %s at once for %s, from %s: %s (%s, %s) and %s (%s, %s)", s.keyText(),
+			checker.Secs(s.For), checker.Secs(o.Entered), first.Name, g1, r1, second.Name, g2, r2)
+	}
+	if len(s.Faults) == 0 {
+		s.Text += s.faultText(ws)
+	}
+	if s.Told != "" {
+		s.Text += "; " + s.Told
+	}
+}
+
+// lost tells an acknowledged lock found gone before its lease could end.
+func (s *Story) lost(c checker.Result) {
+	l, ok := firstOf[checker.Loss](s, c, LockLost, "A lock was lost: ")
+	if !ok {
+		return
+	}
+	s.Key, s.Node = checker.SplitKey(l.Key)
+	s.At = l.Return
+	s.Owners = []StoryOwner{{Name: l.Client, Granted: l.Acquired, Left: l.Return}}
+	s.Text = fmt.Sprintf("%s's lock on %s, acquired at %s, was gone by %s (its %s was refused), before its lease could end at %s",
+		l.Client, s.keyText(), checker.Secs(l.Acquired), checker.Secs(l.Return), l.F, checker.Secs(l.LeaseFrom))
+	switch {
+	case l.KeptBy != "":
+		s.Text += "; the key was still held after that: the client forgot the owner it was granted under"
+	case l.Gone.By == checker.GoneOther:
+		s.Text += fmt.Sprintf("; %s's %s at %s may have deleted it", l.Gone.Owner, l.Gone.F, checker.Secs(l.Gone.At))
+	case l.Gone.By == checker.GoneOwn:
+		s.Text += fmt.Sprintf("; its own %s at %s was the last command on it", l.Gone.F, checker.Secs(l.Gone.At))
+	default:
+		s.Text += "; no recorded command removed it: the server lost it"
+	}
+}
+
+// firstOf sets the story's kind and checker and returns the checker's first finding from its typed
+// details; where they are not of that type (details read back from a file) the story quotes the checker's
+// own words after head, and ok is false.
+func firstOf[T any](s *Story, c checker.Result, kind ViolationKind, head string) (first T, ok bool) {
+	s.Kind, s.Checker, s.At = kind, c.Checker, c.At
+	xs, ok := c.Details.([]T)
+	if !ok || len(xs) == 0 {
+		s.Text = head + firstSentence(c.Violation)
+		return first, false
+	}
+	return xs[0], true
+}
+
+// notTold tells a holder answered ok after another owner was granted its lock.
+func (s *Story) notTold(c checker.Result) {
+	x, ok := firstOf[checker.Silence](s, c, NotTold, "A holder was not told it lost its lock: ")
+	if !ok {
+		return
+	}
+	s.Key, s.Node = checker.SplitKey(x.Key)
+	s.Owners = []StoryOwner{{Name: x.Holder, Granted: x.Granted}, {Name: x.Other, Granted: x.OtherGranted}}
+	s.Text = fmt.Sprintf("%s lost %s (granted at %s) to %s (granted at %s) and was not told: its %s at %s was answered ok",
+		x.Holder, s.keyText(), checker.Secs(x.Granted), x.Other, checker.Secs(x.OtherGranted), x.F, checker.Secs(x.Call))
+}
+
+// illegal tells porcupine's finding: a command no legal order can place.
+func (s *Story) illegal(c checker.Result) {
+	s.Kind, s.Checker, s.At = NoLegalOrder, c.Checker, c.At
+	d, _ := c.Details.(map[string]any)
+	cu, ok := d["culprit"].(checker.Culprit)
+	if !ok {
+		s.Text = "The library's answers cannot all be true: " + firstSentence(c.Violation)
+		return
+	}
+	s.Key, s.Node = cu.Key, cu.Node
+	s.Owners = []StoryOwner{{Name: cu.Thread, Granted: -1}}
+	what := cu.What // the model's words name the thread: "c7/1 acquire → ok"
+	if !strings.HasPrefix(what, cu.Thread+" ") {
+		what = cu.Thread + " " + what
+	}
+	s.Text = fmt.Sprintf("The library's answers on %s cannot all be true: %s, called at %s, fits no legal order of the commands before it",
+		s.keyText(), what, checker.Secs(cu.Call))
+}
+
+// keyText names the key as every output does: "lock-1", or "lock-1 on n1".
+func (s *Story) keyText() string {
+	if s.Node == "" {
+		return s.Key
+	}
+	return s.Key + " on " + s.Node
+}
+
+// faultText names the faults in force between the first grant and the violation, or none.
+func (s *Story) faultText(all []history.Window) string {
+	if len(all) == 0 {
+		return ", with no fault in the run"
+	}
+	if len(s.Faults) == 0 {
+		return ", with no fault in force from the first grant to the violation"
+	}
+	var fs []string
+	for _, f := range s.Faults {
+		fs = append(fs, fmt.Sprintf("%s %s–%s", f.name(), checker.Secs(f.Start), checker.Secs(f.End)))
+	}
+	if len(s.Faults) == 1 && s.Faults[0].End < s.from() {
+		return ", after the fault " + fs[0]
+	}
+	return ", with the fault " + strings.Join(fs, ", ") + " in force"
+}
+
+// faultsBetween are the windows that were in force at some moment of [from, to], or else the last one
+// that ended before from: what the run did to the lock just before.
+func faultsBetween(ws []history.Window, from, to int64) []StoryFault {
+	var out []StoryFault
+	last := -1
+	for i, w := range ws {
+		if w.Start <= to && w.End >= from {
+			out = append(out, StoryFault{Fault: w.Kind, Targets: w.Targets, Start: w.Start, End: w.End})
+		}
+		if w.End < from && (last < 0 || w.End > ws[last].End) {
+			last = i
+		}
+	}
+	if len(out) == 0 && last >= 0 {
+		w := ws[last]
+		out = append(out, StoryFault{Fault: w.Kind, Targets: w.Targets, Start: w.Start, End: w.End})
+	}
+	return out
+}
+
+// agreement says in words how the other checkers' verdicts fit the leading finding.
+func agreement(s *Story, invalid func(string) bool) string {
+	switch s.Kind {
+	case Overlap:
+		if !invalid("porcupine") {
+			return "The library's answers alone have a legal order: the overlap came after a lease the lock's model says had ended, so the first holder worked on past its lease"
+		}
+	case LockLost:
+		return "No two owners overlapped yet: the lock was lost silently, and any other client could have taken it"
+	case NotTold:
+		return "No two owners' critical sections overlapped, but the holder went on believing it held the lock"
+	case NoLegalOrder:
+		var also []string
+		if !invalid("mutual-exclusion") {
+			also = append(also, "no two owners overlapped")
+		}
+		if !invalid("lost-lock") {
+			also = append(also, "no acknowledged lock was found gone")
+		}
+		if len(also) == 2 {
+			return "No two owners overlapped and no acknowledged lock was found gone yet: the lock's state in Redis was not what the library told its clients"
+		}
+	}
+	return ""
+}
+
+// grantedBefore is when the workload's grant of key to owner (client/thread, as sections name it) was
+// answered, latest before t; -1 when the history has none.
+func grantedBefore(h *history.History, owner, key string, t int64) int64 {
+	at := int64(-1)
+	for _, o := range h.Ops {
+		if o.Invoke.Time > t {
+			break
+		}
+		if o.Invoke.F == "tryLock" && o.Invoke.Key == key && threadOf(o.Invoke) == owner && o.Outcome() == history.Ok &&
+			o.Complete.Time <= t {
+			at = o.Complete.Time
+		}
+	}
+	return at
+}
+
+// threadOf names a call's thread as the sections do: client/thread, or the client alone.
+func threadOf(c history.Call) string {
+	if c.Thread == 0 {
+		return c.Client
+	}
+	return fmt.Sprintf("%s/%d", c.Client, c.Thread)
+}
+
+// grantText says when an owner was granted (or entered, where its grant is not recorded), and where that
+// fell against the story's first fault ("" without one).
+func (s *Story) grantText(o StoryOwner) (when, fault string) {
+	at, when := o.Granted, "granted at "+checker.Secs(o.Granted)
+	if at < 0 { // a grant the clients' records do not show: its section's entry
+		at, when = o.Entered, "inside from "+checker.Secs(o.Entered)
+	}
+	if len(s.Faults) == 0 {
+		return when, ""
+	}
+	f := s.Faults[0]
+	switch {
+	case at < f.Start:
+		return when, fmt.Sprintf("before the %s at %s", f.name(), checker.Secs(f.Start))
+	case at <= f.End:
+		return when, fmt.Sprintf("during the %s (%s–%s)", f.name(), checker.Secs(f.Start), checker.Secs(f.End))
+	}
+	return when, fmt.Sprintf("after the %s at %s–%s", f.name(), checker.Secs(f.Start), checker.Secs(f.End))
+}
+
+// name is the fault and the clients or nodes it acted on ("client-pause of c2"); a failover's shard and
+// kept clients ("shard:0 keep:c3") stay in the parts, out of the sentence.
+func (f StoryFault) name() string {
+	var on []string
+	for _, t := range f.Targets {
+		if !strings.Contains(t, ":") {
+			on = append(on, t)
+		}
+	}
+	if len(on) == 0 {
+		return f.Fault
+	}
+	return f.Fault + " of " + strings.Join(on, " ")
+}
+
+// told says what the library told the first holder of an overlap after the second was let in.
+func told(h *history.History, toldOfLoss checker.Result, lib string, o checker.Overlap) string {
+	if ss, ok := toldOfLoss.Details.([]checker.Silence); ok {
+		for _, x := range ss {
+			if x.Holder == o.Holder {
+				return fmt.Sprintf("%s answered %s's %s ok at %s: it was not told", lib, x.Holder, x.F, checker.Secs(x.Return))
+			}
+		}
+	}
+	for _, op := range h.Ops {
+		if op.Invoke.Time < o.Entered || op.Invoke.Key != o.Key || threadOf(op.Invoke) != o.Holder || op.Invoke.F == "tryLock" {
+			continue
+		}
+		switch op.Outcome() {
+		case history.Fail:
+			return fmt.Sprintf("%s learned it at %s, when its %s was refused", o.Holder, checker.Secs(op.Complete.Time), op.Invoke.F)
+		case history.Ok:
+			return fmt.Sprintf("%s answered %s's %s ok at %s: it was not told", lib, o.Holder, op.Invoke.F, checker.Secs(op.Complete.Time))
+		}
+		return fmt.Sprintf("%s's %s at %s got no answer", o.Holder, op.Invoke.F, checker.Secs(op.Invoke.Time))
+	}
+	return fmt.Sprintf("%s told %s nothing", lib, o.Holder)
+}
+
+// validText tells what a run without a violation exercised: its faults that touched a holder, the grants
+// during faults.
+func validText(r *Results) string {
+	head := "No violation"
+	if r.Valid != checker.Valid {
+		head = "No violation found, but the verdict is " + r.Valid.String()
+	}
+	var sections string
+	for _, c := range r.Checkers {
+		if c.Checker == "mutual-exclusion" && c.Valid == checker.Valid {
+			sections = ": " + c.Summary
+		}
+	}
+	if len(r.Faults) == 0 {
+		return head + sections + ", with no fault in the run."
+	}
+	touched, holders, grants := 0, 0, 0
+	for _, c := range r.Coverage {
+		if c.Touched {
+			touched++
+		}
+		if len(c.Holders) > 0 || len(c.Frozen) > 0 {
+			holders++
+		}
+		grants += c.Grants
+	}
+	return fmt.Sprintf("%s%s; of %d fault windows, %d touched lock operations and %d a holder, with %d grants during faults.",
+		head, sections, len(r.Faults), touched, holders, grants)
+}
+
+// firstSentence is a checker's explanation cut at its first clause, for a story that must stay short.
+func firstSentence(s string) string {
+	if i := strings.Index(s, "; "); i > 0 {
+		return s[:i]
+	}
+	return s
+}

@@ -1,0 +1,148 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/history"
+)
+
+const sec = int64(1e9)
+
+// grant is the workload's tryLock of key by client/thread, answered ok at ret.
+func grant(client string, thread int64, key string, call, ret int64) history.Operation {
+	inv := history.Record{Type: history.Invoke, Time: call, Client: client, Thread: thread, Key: key, F: "tryLock"}
+	c := inv
+	c.Type, c.Time = history.Ok, ret
+	return history.OperationOf(inv, &c)
+}
+
+func call(client string, thread int64, key, f string, at int64, outcome history.Type) history.Operation {
+	inv := history.Record{Type: history.Invoke, Time: at, Client: client, Thread: thread, Key: key, F: f}
+	c := inv
+	c.Type, c.Time = outcome, at+sec/100
+	return history.OperationOf(inv, &c)
+}
+
+func failover(from, to int64) []history.Window {
+	return []history.Window{{Kind: "failover", Targets: []string{"shard:0"}, Start: from, End: to, Healed: true}}
+}
+
+func valid(name string) checker.Result { return checker.Result{Checker: name, Valid: checker.Valid} }
+
+// An overlap's story names the key, both owners with their grants placed against the failover, how long
+// they overlapped, and what the library told the first holder; porcupine agreeing adds nothing.
+func TestStoryOverlap(t *testing.T) {
+	o := checker.Overlap{Key: "lock-1", Holder: "c2/2", Intruder: "c7/2", HeldFrom: 8600 * sec / 1000, HeldTo: 21 * sec,
+		Entered: 19900 * sec / 1000, IntruderOut: 25 * sec}
+	h := &history.History{Ops: []history.Operation{grant("c2", 2, "lock-1", 8500*sec/1000, 8550*sec/1000),
+		grant("c7", 2, "lock-1", 19800*sec/1000, 19850*sec/1000), call("c2", 2, "lock-1", "unlock", 21*sec, history.Ok)}}
+	r := &Results{Valid: checker.Invalid, Faults: failover(12710*sec/1000, 18*sec), Checkers: []checker.Result{
+		{Checker: "porcupine", Valid: checker.Invalid, At: 20 * sec, Violation: "key lock-1: …"},
+		{Checker: "mutual-exclusion", Valid: checker.Invalid, At: o.Entered, Violation: o.String(),
+			Details: map[string]any{"first": o}},
+		valid("lost-lock")}}
+	s := TellStory(h, r, "redisson")
+	if s.Kind != Overlap || s.Checker != "mutual-exclusion" || s.Key != "lock-1" || s.At != o.Entered || s.For != sec*11/10 {
+		t.Fatalf("parts: %+v", s)
+	}
+	if len(s.Owners) != 2 || s.Owners[0] != (StoryOwner{"c2/2", 8550 * sec / 1000, o.HeldFrom, 21 * sec}) || s.Owners[1].Name != "c7/2" ||
+		s.Owners[1].Granted != 19850*sec/1000 {
+		t.Fatalf("owners: %+v", s.Owners)
+	}
+	if len(s.Faults) != 1 || s.Faults[0].Fault != "failover" || s.Faults[0].Start != 12710*sec/1000 {
+		t.Fatalf("faults: %+v", s.Faults)
+	}
+	if !strings.Contains(s.Told, "redisson") || !strings.Contains(s.Told, "c2/2") || s.Agree != "" {
+		t.Fatalf("told %q, agree %q", s.Told, s.Agree)
+	}
+	for _, part := range []string{"lock-1", "c2/2", "c7/2", "8.550s", "19.850s", "12.710s", "1.100s"} {
+		if !strings.Contains(s.Text, part) {
+			t.Fatalf("story lacks %q: %s", part, s.Text)
+		}
+	}
+	if n := strings.Count(s.Text, ". "); n > 1 {
+		t.Fatalf("%d sentences: %s", n+1, s.Text)
+	}
+}
+
+// Where the checkers differ the story says what it means: an overlap porcupine excuses ran past a lease
+// the model says had ended; a lost lock nobody overlapped yet was lost silently; porcupine alone invalid
+// means the library's answers cannot all be true.
+func TestStoryWhenCheckersDiffer(t *testing.T) {
+	o := checker.Overlap{Key: "lock-0", Holder: "c1/1", Intruder: "c2/1", HeldFrom: sec, HeldTo: 3 * sec, Entered: 2 * sec,
+		IntruderOut: 4 * sec}
+	loss := checker.Loss{Key: "lock-2 on n1", Client: "c3/1", Owner: "c3/1", Acquired: 5 * sec, LeaseFrom: 30 * sec, F: "renew",
+		Call: 9 * sec, Return: 9 * sec, Gone: checker.Gone{By: checker.GoneServer}}
+	cu := checker.Culprit{Key: "lock-1", Thread: "c7/watchdog", What: "renew → refused", Call: 13 * sec, Return: 13 * sec}
+	tests := []struct {
+		name   string
+		cs     []checker.Result
+		kind   ViolationKind
+		key    string
+		node   string
+		owner  string
+		agrees string
+	}{
+		{"overlap, porcupine valid", []checker.Result{valid("porcupine"),
+			{Checker: "mutual-exclusion", Valid: checker.Invalid, At: 2 * sec, Details: map[string]any{"first": o}}},
+			Overlap, "lock-0", "", "c1/1", "past its lease"},
+		{"lost silently", []checker.Result{valid("porcupine"), valid("mutual-exclusion"),
+			{Checker: "lost-lock", Valid: checker.Invalid, At: 5 * sec, Details: []checker.Loss{loss}}},
+			LockLost, "lock-2", "n1", "c3/1", "lost silently"},
+		{"porcupine alone", []checker.Result{{Checker: "porcupine", Valid: checker.Invalid, At: 13 * sec,
+			Details: map[string]any{"culprit": cu}}, valid("mutual-exclusion"), valid("lost-lock")},
+			NoLegalOrder, "lock-1", "", "c7/watchdog", "not what the library told"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Results{Valid: checker.Invalid, Faults: failover(1500*sec/1000, 12*sec), Checkers: tc.cs}
+			s := TellStory(&history.History{}, r, "the reentrant lock")
+			if s.Kind != tc.kind || s.Key != tc.key || s.Node != tc.node || len(s.Owners) == 0 || s.Owners[0].Name != tc.owner {
+				t.Fatalf("parts: %+v", s)
+			}
+			if !strings.Contains(s.Agree, tc.agrees) || !strings.Contains(s.Text, s.Agree) {
+				t.Fatalf("agreement %q, want %q: %s", s.Agree, tc.agrees, s.Text)
+			}
+			if tc.node != "" && !strings.Contains(s.Text, tc.key+" on "+tc.node) {
+				t.Fatalf("key not named %q: %s", tc.key+" on "+tc.node, s.Text)
+			}
+			if len(s.Faults) != 1 || !strings.Contains(s.Text, "failover") {
+				t.Fatalf("the failover in force is not named: %+v %s", s.Faults, s.Text)
+			}
+		})
+	}
+}
+
+// A valid run's story says what the faults exercised.
+func TestStoryValid(t *testing.T) {
+	r := &Results{Valid: checker.Valid, Faults: failover(sec, 2*sec),
+		Checkers: []checker.Result{{Checker: "mutual-exclusion", Valid: checker.Valid, Summary: "40 critical sections, none overlapping"}},
+		Coverage: []FaultCoverage{{Fault: "failover", Touched: true, Grants: 3, Holders: []string{"c1"}}}}
+	s := TellStory(&history.History{}, r, "x")
+	if s.Kind != NoViolation || !strings.Contains(s.Text, "40 critical sections") || !strings.Contains(s.Text, "3 grants during faults") ||
+		!strings.Contains(s.Text, "1 a holder") {
+		t.Fatalf("%+v", s)
+	}
+}
+
+// Issue #29 item 11: the verdict says where the run's clock starts, shows start-up as its own figure, and
+// counts the time to the first violation from the workload's start, not from before the workers started.
+func TestTableStatesTheClock(t *testing.T) {
+	r := &Results{Valid: checker.Invalid, ReadyMs: 700, Faults: []history.Window{}, Checkers: []checker.Result{
+		{Checker: "mutual-exclusion", Valid: checker.Invalid, At: 742 * sec / 1000, Violation: "c1 held lock-0 …"}}}
+	var b bytes.Buffer
+	r.Table(&b)
+	out := b.String()
+	for _, want := range []string{"times are seconds since the workload began", "start-up (deployment and clients) took 0.700s",
+		"time to first violation: 0.742s after the workload began"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("no %q in:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "into the run") {
+		t.Fatalf("an origin it does not state:\n%s", out)
+	}
+}
