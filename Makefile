@@ -19,8 +19,13 @@ deps:
 	  else $(APT) update -qq && $(APT) install -y -qq chromium >/dev/null; fi; \
 	fi
 
+# The version and commit the binary reports (lockcheck version), stamped as the release stamps them.
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+STAMP      = -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+
 build: bin/libclockshift.so
-	$(GO) build -o $(BIN) ./cmd/lockcheck
+	$(GO) build -ldflags "$(STAMP)" -o $(BIN) ./cmd/lockcheck
 
 # The LD_PRELOAD library that shifts a node's wall clock (the clock fault). lockcheck also compiles the
 # same embedded source into each run directory when a run asks for clock faults.
@@ -35,8 +40,6 @@ demo: deps build
 
 # Release archives: dist/lockcheck_VERSION_OS_ARCH.tar.gz, a static -trimpath binary (with the workers'
 # sources inside it) and the docs, for each platform lockcheck builds on.
-VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 release:
 	@for p in $(PLATFORMS); do ./scripts/release/archive.sh $${p%/*} $${p#*/} $(VERSION) $(COMMIT) dist || exit 1; done

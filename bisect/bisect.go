@@ -28,6 +28,7 @@ type Result struct {
 	Why            string // for a skip: why it could not be judged
 	Took           time.Duration
 	FirstViolation time.Duration // median time to the first violation over the caught seeds
+	Dir            string        // where its runs are kept, when they are
 }
 
 // Oracle judges one release.

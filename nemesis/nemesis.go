@@ -155,6 +155,26 @@ var registry = map[string]Fault{}
 // Register adds a fault kind.
 func Register(name string, f Fault) { registry[name] = f }
 
+// Windowed is a fault that does its work only in a window (--nemesis-duration) of at least MinDuration;
+// why says what a shorter one misses.
+type Windowed interface {
+	MinDuration() (d time.Duration, why string)
+}
+
+// ShortWindows says, a line per fault, which of faults heal before they do their work in windows of d.
+// A warning, not a refusal: the time a fault needs depends on the machine's load.
+func ShortWindows(faults []string, d time.Duration) []string {
+	var out []string
+	for _, n := range faults {
+		if w, ok := registry[n].(Windowed); ok {
+			if least, why := w.MinDuration(); d < least {
+				out = append(out, fmt.Sprintf("--nemesis-duration %s is short for %s: %s; give it %s or more", d, n, why, least))
+			}
+		}
+	}
+	return out
+}
+
 // Names lists the registered faults.
 func Names() []string {
 	var out []string

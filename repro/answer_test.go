@@ -9,7 +9,7 @@ import (
 
 // --version's answer: a caught run says affected, runs all valid say not affected, and runs that show
 // nothing (a build that failed: every run an error) say undetermined, with the failure's last line, never
-// "affected=false".
+// "not affected". Not being affected reads as good news: "not affected on N of N seeds".
 func TestVersionAnswer(t *testing.T) {
 	buildErr := "lockcheck: building worker redsync@99.99.99 failed (exit status 1): \x1b[31mgo: no network\x1b[0m; full log in /c/99.99.99.build.log"
 	for _, tc := range []struct {
@@ -19,9 +19,9 @@ func TestVersionAnswer(t *testing.T) {
 		affected bool
 		line     string
 	}{
-		{"caught", []string{"invalid", "valid"}, true, true, "affected=true"},
-		{"caught with a failed run", []string{"error", "invalid"}, true, true, "affected=true"},
-		{"all valid", []string{"valid", "valid"}, true, false, "affected=false"},
+		{"caught", []string{"invalid", "valid"}, true, true, "affected: caught on 1 of 2 seeds"},
+		{"caught with a failed run", []string{"error", "invalid"}, true, true, "affected: caught on 1 of 2 seeds"},
+		{"all valid", []string{"valid", "valid"}, true, false, "not affected on 2 of 2 seeds"},
 		{"build failed", []string{"error", "error"}, false, false,
 			"affected=undetermined: no run reached a verdict (2 of 2 failed): lockcheck: building worker redsync@99.99.99 failed (exit status 1): [31mgo: no network[0m; full log in /c/99.99.99.build.log"},
 		{"one failed", []string{"valid", "error"}, false, false, "affected=undetermined: 1 of 2 runs failed, 0 unknown, none caught it: lockcheck: building"},

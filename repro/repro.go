@@ -172,9 +172,10 @@ func Tally(rep *suite.Report) []Side {
 
 // Answer is what the buggy side run at one version (--version) says about that version.
 type Answer struct {
-	Decided  bool   // false: the runs cannot tell (none decided, or some failed or ended unknown)
-	Affected bool   // when decided
-	Why      string // when not decided
+	Decided      bool   // false: the runs cannot tell (none decided, or some failed or ended unknown)
+	Affected     bool   // when decided
+	Why          string // when not decided
+	Caught, Runs int    // seeds caught, seeds run
 }
 
 // Answer judges a side run at one version: affected when a run caught the bug; not affected when every
@@ -182,25 +183,31 @@ type Answer struct {
 // failed, a worker that did not start) or ended unknown has shown nothing, and "not affected" would be
 // believed.
 func (s Side) Answer() Answer {
+	a := Answer{Caught: s.Caught, Runs: s.Runs}
 	switch {
 	case s.Caught > 0:
-		return Answer{Decided: true, Affected: true}
+		a.Decided, a.Affected = true, true
 	case s.Runs > 0 && s.Errors == 0 && s.Unknown == 0:
-		return Answer{Decided: true}
+		a.Decided = true
 	case s.Errors == s.Runs:
-		return Answer{Why: fmt.Sprintf("no run reached a verdict (%d of %d failed): %s", s.Errors, s.Runs, s.Why)}
+		a.Why = fmt.Sprintf("no run reached a verdict (%d of %d failed): %s", s.Errors, s.Runs, s.Why)
 	case s.Errors > 0:
-		return Answer{Why: fmt.Sprintf("%d of %d runs failed, %d unknown, none caught it: %s", s.Errors, s.Runs, s.Unknown, s.Why)}
+		a.Why = fmt.Sprintf("%d of %d runs failed, %d unknown, none caught it: %s", s.Errors, s.Runs, s.Unknown, s.Why)
+	default:
+		a.Why = fmt.Sprintf("%d of %d runs unknown, none caught it", s.Unknown, s.Runs)
 	}
-	return Answer{Why: fmt.Sprintf("%d of %d runs unknown, none caught it", s.Unknown, s.Runs)}
+	return a
 }
 
-// String is the answer as "affected=" says it.
+// String says the answer in words: not being affected is good news and reads as such.
 func (a Answer) String() string {
-	if !a.Decided {
+	switch {
+	case !a.Decided:
 		return "affected=undetermined: " + a.Why
+	case a.Affected:
+		return fmt.Sprintf("affected: caught on %d of %d seeds", a.Caught, a.Runs)
 	}
-	return fmt.Sprintf("affected=%v", a.Affected)
+	return fmt.Sprintf("not affected on %d of %d seeds", a.Runs, a.Runs)
 }
 
 func describe(args []string) string {
@@ -212,12 +219,16 @@ func describe(args []string) string {
 	return "?"
 }
 
-// Print writes one line per side.
-func Print(w io.Writer, sides []Side) {
+// Print writes one line per side. Judged says whether each side is held to its entry's expectation; a
+// side run at a user's version (--version) is not, and its line ends with what it measured.
+func Print(w io.Writer, sides []Side, judged bool) {
 	for _, s := range sides {
-		mark := "as expected"
-		if !s.Passed {
-			mark = "NOT as expected"
+		mark := ": as expected"
+		switch {
+		case !judged:
+			mark = ""
+		case !s.Passed:
+			mark = ": NOT as expected"
 		}
 		first := "-"
 		if !math.IsNaN(s.MedianFirst) {
@@ -227,7 +238,7 @@ func Print(w io.Writer, sides []Side) {
 		if s.Errors > 0 {
 			errs = fmt.Sprintf(", error %d", s.Errors)
 		}
-		fmt.Fprintf(w, "%-6s %-22s caught %d/%d (unknown %d%s), median first violation %s: %s\n",
+		fmt.Fprintf(w, "%-6s %-22s caught %d/%d (unknown %d%s), median first violation %s%s\n",
 			s.Entry, s.What, s.Caught, s.Runs, s.Unknown, errs, first, mark)
 		if s.Story != "" {
 			fmt.Fprintf(w, "       %s%s\n", suite.StoryPrefix, s.Story)

@@ -22,7 +22,7 @@ func TestTallyErrorsNeverPass(t *testing.T) {
 		t.Fatalf("tally %+v: want buggy passed (4/5 caught), fixed not passed with 2 errors", sides)
 	}
 	var b strings.Builder
-	Print(&b, sides)
+	Print(&b, sides, true)
 	if !strings.Contains(b.String(), "caught 0/5 (unknown 0, error 2)") || !strings.Contains(b.String(), "NOT as expected") {
 		t.Fatalf("printed:\n%s", b.String())
 	}
@@ -34,7 +34,7 @@ func TestPrintTellsTheStory(t *testing.T) {
 	rep := &suite.Report{Outcomes: []suite.Outcome{{Case: suite.Case{Entry: "buggy"}, Verdict: "valid"},
 		{Case: suite.Case{Entry: "buggy"}, Verdict: "invalid", FirstNs: 1e9, Story: story}}}
 	var b strings.Builder
-	Print(&b, Tally(rep))
+	Print(&b, Tally(rep), true)
 	if lines := strings.Split(b.String(), "\n"); len(lines) < 2 || strings.TrimSpace(lines[1]) != suite.StoryPrefix+story {
 		t.Fatalf("printed:\n%s", b.String())
 	}

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -24,20 +23,11 @@ func (o *Options) controlRun(k *kinds.Kind) (string, error) {
 	if err := lockspec.CheckControlFlags(k.Flags); err != nil {
 		return "", usagef("negative control %s: %v", k.Name, err)
 	}
-	for i := 0; i+1 < len(k.Flags); i += 2 {
-		name := strings.TrimPrefix(k.Flags[i], "--")
-		if o.Given[name] {
-			continue
-		}
-		if err := o.setControlFlag(name, k.Flags[i+1]); err != nil {
-			return "", usagef("negative control %s: %v", k.Name, err)
-		}
+	applied, err := o.applyControl(k.Flags)
+	if err != nil {
+		return "", usagef("negative control %s: %v", k.Name, err)
 	}
-	note := fmt.Sprintf("%s is a negative control: it %s; it must be flagged", k.Name, k.Broken)
-	if len(k.Flags) > 0 {
-		note += fmt.Sprintf(" (run with %s)", strings.Join(k.Flags, " "))
-	}
-	return note, nil
+	return fmt.Sprintf("%s is a negative control: it %s; it must be flagged%s", k.Name, k.Broken, applied), nil
 }
 
 // workerControl gives a registered worker's run its lock when the command line names none and, for a
@@ -61,80 +51,35 @@ func (o *Options) workerControl() (string, error) {
 	if o.Nemesis != "none" && o.Nemesis != "" {
 		return "", nil
 	}
-	for i := 0; i+1 < len(s.Flags); i += 2 {
-		name := strings.TrimPrefix(s.Flags[i], "--")
-		if o.Given[name] {
-			continue
-		}
-		if err := o.setControlFlag(name, s.Flags[i+1]); err != nil {
-			return "", fmt.Errorf("worker %s: %v", s.Name, err)
-		}
+	applied, err := o.applyControl(s.Flags)
+	if err != nil {
+		return "", fmt.Errorf("worker %s: %v", s.Name, err)
 	}
 	if s.Broken == "" {
 		return "", nil
 	}
-	return fmt.Sprintf("worker %s is a negative control: it %s; it must be flagged (run with %s)",
-		s.Name, s.Broken, strings.Join(s.Flags, " ")), nil
+	return fmt.Sprintf("worker %s is a negative control: it %s; it must be flagged%s", s.Name, s.Broken, applied), nil
 }
 
-// setControlFlag sets the option of one of lockspec.ControlFlags (name without "--") as the CLI's flag
-// of that name would parse value.
-func (o *Options) setControlFlag(name, value string) error {
-	integer := func(p *int) error {
-		v, err := strconv.ParseInt(value, 0, 64)
-		*p = int(v)
-		return err
+// applyControl sets a control's flags ("--flag value" pairs) the command line did not give, and says
+// which it set, " (run with ...)", or "" when the command line gave them all: a hint to run with flags
+// already given reads as if they had been ignored.
+func (o *Options) applyControl(flags []string) (string, error) {
+	var applied []string
+	for i := 0; i+1 < len(flags); i += 2 {
+		name := strings.TrimPrefix(flags[i], "--")
+		if o.Given[name] {
+			continue
+		}
+		if err := o.setFlag(name, flags[i+1]); err != nil {
+			return "", err
+		}
+		applied = append(applied, flags[i], flags[i+1])
 	}
-	integer64 := func(p *int64) (err error) { *p, err = strconv.ParseInt(value, 0, 64); return err }
-	duration := func(p *time.Duration) (err error) { *p, err = time.ParseDuration(value); return err }
-	var err error
-	switch name {
-	case "clients":
-		err = integer(&o.Clients)
-	case "keys":
-		err = integer(&o.Keys)
-	case "group":
-		err = integer(&o.Group)
-	case "threads":
-		err = integer(&o.Threads)
-	case "permits":
-		err = integer64(&o.Permits)
-	case "count":
-		err = integer64(&o.Count)
-	case "lease":
-		o.Lease, o.LeaseTo, err = ParseDurationRange(value)
-	case "wait":
-		o.Wait, o.WaitTo, err = ParseDurationRange(value)
-	case "watchdog":
-		err = duration(&o.Watchdog)
-	case "timeout":
-		err = duration(&o.Timeout)
-	case "time":
-		err = duration(&o.Time)
-	case "quiet":
-		err = duration(&o.Quiet)
-	case "hold":
-		o.Hold = value
-	case "readers":
-		o.Readers = value
-	case "reentry":
-		o.Reentry, err = strconv.ParseFloat(value, 64)
-	// Only a registered worker's control sets these (lockspec.CheckControlFlags refuses them in a spec).
-	case "nemesis":
-		o.Nemesis = value
-	case "nemesis-trigger":
-		o.NemesisTrigger, err = strconv.ParseBool(value)
-	case "nemesis-interval":
-		err = duration(&o.NemesisInterval)
-	case "nemesis-duration":
-		err = duration(&o.NemesisDuration)
-	default:
-		return fmt.Errorf("--%s is not a flag a control may set", name)
+	if len(applied) == 0 {
+		return "", nil
 	}
-	if err != nil {
-		return fmt.Errorf("invalid argument %q for \"--%s\" flag: %v", value, name, err)
-	}
-	return nil
+	return " (run with " + strings.Join(applied, " ") + ")", nil
 }
 
 // ParseDurationRange reads --lease's and --wait's form: a duration, or a range drawn per acquire ("1s-10s").

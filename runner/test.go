@@ -160,6 +160,7 @@ func Prepare(o Options) (*Test, error) {
 			return nil, usagef("--nemesis %s on --backend external: %s", f, why)
 		}
 	}
+	notes = append(notes, nemesis.ShortWindows(faults, o.NemesisDuration)...)
 	if names.Targets, err = nemesis.ParseSelector(o.NemesisTargets, names); err != nil {
 		return nil, UsageError{err}
 	}

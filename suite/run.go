@@ -31,6 +31,9 @@ type Config struct {
 	UntilFail bool // stop after the first case that misses its expectation
 	KeepAll   bool // keep every run's directory, not only those that missed their expectation
 	Progress  io.Writer
+	// Each, when set, is told every outcome as it is recorded (one at a time), with its directory
+	// (Dir, relative to the suite's) already decided: repro and bisect name each kept run's directory.
+	Each func(Outcome)
 }
 
 // StoryPrefix starts the progress line under a run's that tells its story (the Action reads it).
@@ -132,6 +135,9 @@ func Run(ctx context.Context, s *Suite, shard string, cfg Config) (*Report, erro
 				rep.Outcomes = append(rep.Outcomes, o)
 				if err := save(); err != nil && saveErr == nil {
 					saveErr = err
+				}
+				if cfg.Each != nil {
+					cfg.Each(o)
 				}
 				if cfg.Progress != nil {
 					mark := "ok  "

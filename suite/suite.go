@@ -58,6 +58,21 @@ type Repro struct {
 	Quick bool `yaml:"quick"`
 }
 
+// FixRelease is the release that fixed the bug when the catalog names one (its fixed: starts with a
+// release number: 3.16.7, v4.0.4); ok is false for a design limit, whose fixed: names a mitigation.
+func (r *Repro) FixRelease() (string, bool) {
+	f := strings.Fields(r.FixedIn)
+	if len(f) == 0 {
+		return "", false
+	}
+	v := strings.TrimSuffix(f[0], ",")
+	n := strings.TrimPrefix(v, "v")
+	if n == "" || n[0] < '0' || n[0] > '9' || !strings.Contains(n, ".") {
+		return "", false
+	}
+	return v, true
+}
+
 // Entry is one row of the matrix. Unset fields take the file's defaults.
 type Entry struct {
 	Name       string            `yaml:"name"`

@@ -34,8 +34,8 @@ func newBisectCmd() *cobra.Command {
 list, stable releases, semver order), --seeds seeds each: a release is bad when any seed is caught. Either
 end may be the older one: with the good end newer it finds the release that fixed the bug, with it older the
 one that brought it in. Releases that do not build or give no verdict are skipped and said so.`,
-		Example: `  lockcheck bisect --client redisson --good 3.17.0 --bad 3.15.0 redisson-3994-wait-ignored
-  lockcheck bisect --client redis-py --good 3.0.0 --bad 2.10.0 --seeds 2 redis-py-blocking-timeout-unlocked`,
+		Example: `  lockcheck bisect --client redisson --good 3.17.0 --bad 3.16.0 --seeds 2 redisson-3994-wait-ignored
+  lockcheck bisect --client redis-py --good 3.2.0 --bad 2.10.0 --seeds 2 redis-py-621-with-blocking-timeout`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
@@ -61,6 +61,10 @@ one that brought it in. Releases that do not build or give no verdict are skippe
 					return runner.UsageError{Err: fmt.Errorf("repro %s does not run a library's worker: nothing to bisect", name)}
 				}
 				return runner.UsageError{Err: fmt.Errorf("repro %s runs --client %s, not %s", name, lib, client)}
+			}
+			if _, fixed := entry.Repro.FixRelease(); !fixed && worker.CompareVersions(good, bad) > 0 {
+				// A design limit: every release is bad, so --good would be found not good, after builds.
+				return runner.UsageError{Err: fmt.Errorf("repro %s: no release fixes it (a design limit: the catalog names a mitigation, not a release), so there is no fix to find between --bad %s and --good %s", name, bad, good)}
 			}
 			if spec.Releases.Parse == nil {
 				return runner.UsageError{Err: fmt.Errorf("--client %s: its library has no registry release list to bisect", client)}
@@ -154,7 +158,11 @@ func printStep(s bisect.Step) {
 	} else if s.Caught > 0 {
 		what += fmt.Sprintf(", median first violation %.1fs", s.FirstViolation.Seconds())
 	}
-	fmt.Printf("  %-10s %-4s  %s  (%s)\n", s.Version, s.Verdict, what, s.Took.Round(time.Second))
+	fmt.Printf("  %-10s %-4s  %s  (%s)", s.Version, s.Verdict, what, s.Took.Round(time.Second))
+	if s.Dir != "" {
+		fmt.Printf("  %s", s.Dir)
+	}
+	fmt.Println()
 }
 
 // releaseOracle judges a release: the worker is built first (a release that does not build is skipped),
@@ -182,11 +190,14 @@ func releaseOracle(spec worker.Spec, name, exe, results string, seeds, parallel 
 		if err := suite.Subdir(results, v); err != nil { // not a link planted in --results
 			return skip(oneLine(err))
 		}
-		rep, err := suite.Run(ctx, s, "", suite.Config{Exe: exe, Dir: filepath.Join(results, v), Parallel: parallel})
+		dir := filepath.Join(results, v)
+		rep, err := suite.Run(ctx, s, "", keptRuns(exe, dir, parallel))
 		if err != nil {
 			return skip(oneLine(err))
 		}
-		return judgeRelease(rep, seeds, time.Since(start))
+		r := judgeRelease(rep, seeds, time.Since(start))
+		r.Dir = dir
+		return r
 	}
 }
 

@@ -402,3 +402,66 @@ func slicesMax(a []int) int {
 	}
 	return m
 }
+
+// lockcheck serve on a results directory holding a suite, a compare and a repro, each where the command
+// writes it by default (results/suites/NAME-TIME, results/compare/TIME, results/repro/TIME), lists and
+// links every run they kept: the README says it browses every run's page. One of them, repro's caught
+// run, opens in a browser.
+func TestServeListsSuiteCompareRepro(t *testing.T) {
+	t.Parallel() // child lockcheck processes: fault-free runs and the naive control, flagged on its own
+	chromiumPath(t)
+	root := t.TempDir()
+	s := writeSuite(t, "name: tiny\ndefaults:\n  time: 2s\n  flags: {quiet: 1s}\nentries:\n  - name: rlock\n    lock: reentrant\n")
+	for _, args := range [][]string{
+		{"suite", s, "--keep", "all", "--results", filepath.Join(root, "suites", "tiny-20261128T150000")},
+		{"compare", "--locks", "naive", "--scenarios", "S1", "--seeds", "1", "--results", filepath.Join(root, "compare", "20261128T150100")},
+		{"repro", "design-unconditional-unlock", "--seeds", "1", "--results", filepath.Join(root, "repro", "20261128T150200")},
+	} {
+		if code, out, errs := runSuite(t, args...); code > exitInvalid {
+			t.Fatalf("%v: exit %d\n%s\n%s", args, code, out, errs)
+		}
+	}
+	// The runs they kept, as their suite.json files name them.
+	var want []string
+	reports, _ := filepath.Glob(filepath.Join(root, "*", "*", "suite.json"))
+	more, _ := filepath.Glob(filepath.Join(root, "*", "*", "*", "suite.json"))
+	for _, p := range append(reports, more...) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep struct{ Outcomes []struct{ Dir string } }
+		if err := json.Unmarshal(b, &rep); err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range rep.Outcomes {
+			rel, _ := filepath.Rel(root, filepath.Join(filepath.Dir(p), o.Dir))
+			want = append(want, filepath.ToSlash(rel))
+		}
+	}
+	if len(want) < 4 { // suite 1, compare 1, repro 2
+		t.Fatalf("the commands kept %d runs: %v", len(want), want)
+	}
+	base := startServe(t, root, "127.0.0.1")
+	dom := browse(t, base+"/", "serve-every-run.png")
+	linked := map[string]bool{}
+	for _, m := range regexp.MustCompile(`<a class="page" href="/runs/([^"]+)/index.html">`).FindAllStringSubmatch(dom, -1) {
+		linked[m[1]] = true
+	}
+	var caught string
+	for _, w := range want {
+		if !linked[w] {
+			t.Errorf("run %s is not listed and linked; the index links %v", w, linked)
+		}
+		if strings.HasPrefix(w, "repro/") && strings.Contains(w, "buggy") {
+			caught = w
+		}
+	}
+	if caught == "" {
+		t.Fatalf("no buggy run of the repro among %v", want)
+	}
+	page := browse(t, base+"/runs/"+caught+"/index.html", "serve-repro-run.png")
+	if !strings.Contains(page, `<body data-rendered="true"`) {
+		t.Fatal("the repro's caught run did not render")
+	}
+}

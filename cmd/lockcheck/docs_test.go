@@ -473,3 +473,73 @@ func TestDocsIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpExamples checks every example of every command's --help as the docs' commands are checked: each
+// names real entries, files, flags and values. bisect's examples also run end to end in
+// TestBisectEndToEnd (make bisect), which takes them from here.
+func TestHelpExamples(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("LOCKCHECK_WORKERS", filepath.Join(root, "workers"))
+	t.Setenv("LOCKCHECK_CACHE", t.TempDir())
+	n := 0
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, args := range helpExamples(t, c) {
+			n++
+			text := strings.Join(args, " ")
+			t.Run(c.Name()+"/"+text, func(t *testing.T) {
+				docReport(t, docCmd{file: c.CommandPath() + " --help", text: text, args: args}, docLockcheck(t, root, args[1:]))
+			})
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRoot())
+	if n < 10 {
+		t.Fatalf("only %d examples found in --help: the extraction is broken", n)
+	}
+}
+
+// helpExamples are the commands of a command's Example, split as a shell would, comments removed.
+func helpExamples(t *testing.T, c *cobra.Command) [][]string {
+	t.Helper()
+	var out [][]string
+	for _, l := range strings.Split(c.Example, "\n") {
+		l = strings.TrimSpace(stripComment(l))
+		if l == "" {
+			continue
+		}
+		args, err := shellWords(l)
+		if err != nil || args[0] != "lockcheck" {
+			t.Errorf("%s --help: example %q is not a lockcheck command (%v)", c.CommandPath(), l, err)
+			continue
+		}
+		out = append(out, args)
+	}
+	return out
+}
+
+// clean --force is described one way, as its --help says: clean removes what ended runs left, and --force
+// also a live run's (issue 31: cli.md showed `clean --force` as if it were the ordinary clean).
+func TestDocsCleanForce(t *testing.T) {
+	t.Parallel() // reads docs only
+	if u := newCleanCmd().Flags().Lookup("force").Usage; !strings.HasPrefix(u, "also ") {
+		t.Fatalf("clean --force's help %q: it adds to what clean removes", u)
+	}
+	files, _ := filepath.Glob("../../docs/*.md")
+	for _, f := range append(files, "../../README.md") {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, l := range strings.Split(string(b), "\n") {
+			if strings.Contains(l, "lockcheck clean") && strings.Contains(l, "--force") && !strings.Contains(l, "also") {
+				t.Errorf("%s:%d: %q: say what --force adds (also a live run's)", f, i+1, l)
+			}
+		}
+	}
+}

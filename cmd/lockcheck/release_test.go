@@ -102,3 +102,32 @@ func buildArchive(t *testing.T, goos, goarch, dist string) string {
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	return lines[len(lines)-1]
 }
+
+// make build stamps the version and commit as make release does: lockcheck version names the checkout's
+// git describe and HEAD, not "dev" and "unknown".
+func TestMakeBuildStamps(t *testing.T) {
+	t.Parallel() // one go build
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	git := func(args ...string) string {
+		out, err := exec.Command("git", append([]string{"-C", root}, args...)...).Output()
+		if err != nil {
+			t.Skipf("not a git checkout: %v", err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	describe, head := git("describe", "--tags", "--always", "--dirty"), git("rev-parse", "HEAD")
+	bin := filepath.Join(t.TempDir(), "lockcheck")
+	if out, err := exec.Command("make", "-s", "-C", root, "build", "BIN="+bin).CombinedOutput(); err != nil {
+		t.Fatalf("make build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), "lockcheck "+describe+"\n") || !strings.Contains(string(out), "commit    "+head) {
+		t.Fatalf("version:\n%s\nwant lockcheck %s, commit %s", out, describe, head)
+	}
+}

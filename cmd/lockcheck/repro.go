@@ -96,12 +96,14 @@ func newReproCmd() *cobra.Command {
 			for _, s := range entries {
 				r := s.Repro
 				fmt.Printf("%s: %s (%s; affected %s, fixed %s)\n", s.Name, r.Summary, r.Issue, r.Affected, r.FixedIn)
-				rep, err := suite.Run(cmd.Context(), s, "", suite.Config{Exe: exe, Dir: filepath.Join(results, s.Name), Parallel: parallel})
+				dir := filepath.Join(results, s.Name)
+				rep, err := suite.Run(cmd.Context(), s, "", keptRuns(exe, dir, parallel))
 				if err != nil {
 					return err
 				}
 				sides := repro.Tally(rep)
-				repro.Print(os.Stdout, sides)
+				repro.Print(os.Stdout, sides, version == "")
+				fmt.Printf("kept in %s (index.html lists its runs)\n", dir)
 				for _, side := range sides {
 					if version != "" { // one side only: say whether that version is affected
 						a := side.Answer()
@@ -146,6 +148,14 @@ func newReproCmd() *cobra.Command {
 	f.IntVar(&parallel, "parallel", defaultParallel(), "runs at a time")
 	f.StringVar(&results, "results", "", "directory (default results/repro/TIME)")
 	return cmd
+}
+
+// keptRuns runs a repro's or bisect's suite into dir keeping every run (the caught ones are the evidence),
+// with a line per run naming its directory.
+func keptRuns(exe, dir string, parallel int) suite.Config {
+	return suite.Config{Exe: exe, Dir: dir, Parallel: parallel, KeepAll: true, Each: func(o suite.Outcome) {
+		fmt.Printf("  %-6s seed %-3d %-8s %s\n", o.Entry, o.Seed, o.Verdict, filepath.Join(dir, o.Dir))
+	}}
 }
 
 func sideOf(sides []repro.Side, entry string) repro.Side {

@@ -40,8 +40,10 @@ type Run struct {
 	sortStamp int64
 }
 
-// maxDepth bounds how deep runs are looked for (a suite keeps its runs a level or two down).
-const maxDepth = 4
+// maxDepth bounds how deep runs are looked for. The deepest lockcheck writes are repro's and bisect's,
+// six levels under results/ (repro/TIME/ENTRY/runs/CASE/RUN); two more allow a store one or two levels
+// above results/.
+const maxDepth = 8
 
 // list finds the runs of the store at root: every directory holding a results.json or a history.jsonl,
 // newest first. Whatever the store holds (a symlink out of it, a FIFO or a device named results.json),
