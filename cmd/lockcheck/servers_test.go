@@ -131,5 +131,12 @@ func TestCrossServerValkey(t *testing.T) {
 		if got := versionOf(t, dir, "server"); got != want {
 			t.Fatalf("versions name server %q, want %q", got, want)
 		}
+		// The data nodes and the Sentinels alike ran Valkey: each says so as it starts.
+		for _, log := range []string{"nodes/n1", "nodes/n3", "sentinels/s1", "sentinels/s3"} {
+			b, err := os.ReadFile(filepath.Join(dir, log, "redis.log"))
+			if err != nil || !strings.Contains(string(b), "Valkey version=8.1.8") {
+				t.Fatalf("%s's log does not say Valkey 8.1.8 started (%v)", log, err)
+			}
+		}
 	})
 }
