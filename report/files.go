@@ -81,12 +81,19 @@ func Overwritable(path string) error {
 		head := make([]byte, 4096)
 		n, _ := io.ReadFull(f, head)
 		ours = bytes.Contains(head[:n], []byte("<title>Porcupine</title>")) || bytes.Contains(head[:n], []byte(PageMarker))
+	case strings.HasSuffix(path, ".md"):
+		head := make([]byte, len(ReportMarker))
+		n, _ := io.ReadFull(f, head)
+		ours = string(head[:n]) == ReportMarker
 	}
 	if !ours {
 		return fmt.Errorf("%s exists and was not written by lockcheck: not overwriting it", path)
 	}
 	return nil
 }
+
+// ReportMarker opens every bug report lockcheck writes (bugreport), so that a later report may replace it.
+const ReportMarker = "<!-- lockcheck report -->\n"
 
 // PageMarker is in the head of every summary page lockcheck writes (report/page), so that a later write may
 // replace the page, and nothing else.

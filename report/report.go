@@ -57,6 +57,24 @@ func (r *Results) ClockText() string {
 	return t
 }
 
+// FirstViolation is the run's first violation on the run clock (-1: none): when the finding the story
+// leads with began, else the earliest invalid checker's. Every output that gives a time to the first
+// violation (the verdict table, suite and compare cells, repro lines) takes it from here, so that it is the
+// moment the story tells: porcupine dates an illegal command from its call, which may be long before the
+// overlap that made it illegal.
+func (r *Results) FirstViolation() int64 {
+	if r.Story != nil && r.Story.Kind != NoViolation {
+		return r.Story.At
+	}
+	at := int64(-1)
+	for _, c := range r.Checkers {
+		if c.Valid == checker.Invalid && c.Violation != "" && (at < 0 || c.At < at) {
+			at = c.At
+		}
+	}
+	return at
+}
+
 // StoryText is the run's story, or "" for results written before stories.
 func (r *Results) StoryText() string {
 	if r.Story == nil {
@@ -97,16 +115,12 @@ func (r *Results) Table(w io.Writer) {
 	for _, c := range r.Coverage {
 		fmt.Fprintf(w, "  %s\n", c.Text())
 	}
-	first := int64(-1)
 	for _, c := range r.Checkers {
 		if c.Violation != "" {
 			fmt.Fprintf(w, "%s, first violation: %s\n", c.Checker, c.Violation)
-			if c.Valid == checker.Invalid && (first < 0 || c.At < first) {
-				first = c.At
-			}
 		}
 	}
-	if first >= 0 {
+	if first := r.FirstViolation(); first >= 0 {
 		line := fmt.Sprintf("time to first violation: %s after the workload began (start-up not counted)", checker.Secs(first-r.WorkloadNs))
 		switch {
 		case len(r.Faults) == 0:

@@ -146,3 +146,28 @@ func TestTableStatesTheClock(t *testing.T) {
 		t.Fatalf("an origin it does not state:\n%s", out)
 	}
 }
+
+// Porcupine dates an illegal command from its call, which may be long before the overlap that made it
+// illegal (a semaphore's acquire called at 0.1 s, answered at 9.8 s, after the pause): the time to first
+// violation is the story's, so the table does not say "before any fault" of a violation the fault caused.
+func TestFirstViolationIsTheStorys(t *testing.T) {
+	r := &Results{Valid: checker.Invalid, Lock: "semaphore", Topology: "sentinel",
+		Faults: []history.Window{{Kind: "pause", Start: 1_800_000_000, End: 9_800_000_000, Healed: true}},
+		Checkers: []checker.Result{
+			{Checker: "porcupine", Valid: checker.Invalid, Violation: "c2/2 acquire cannot take effect", At: 115_000_000, End: 9_819_000_000},
+			{Checker: "mutual-exclusion", Valid: checker.Invalid, Violation: "2 holders of lock-0 at 9.819s", At: 9_819_000_000},
+		}}
+	r.Story = &Story{Kind: Overlap, Checker: "mutual-exclusion", At: 9_819_000_000, Text: "Mutual exclusion broke."}
+	if got := r.FirstViolation(); got != 9_819_000_000 {
+		t.Fatalf("first violation at %d ns, want the story's", got)
+	}
+	var b strings.Builder
+	r.Table(&b)
+	if !strings.Contains(b.String(), "time to first violation: 9.819s after the workload began (start-up not counted), 8.019s after the first fault began") {
+		t.Fatalf("the table's time to first violation is not the story's:\n%s", b.String())
+	}
+	r.Story = nil // results written before stories: the earliest invalid checker's
+	if got := r.FirstViolation(); got != 115_000_000 {
+		t.Fatalf("without a story: %d ns", got)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sort"
 	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
@@ -11,7 +12,7 @@ import (
 	"github.com/lockcheck/lockcheck/report"
 )
 
-// writeProof writes the proof of the first invalid verdict that has one at path, as a history excerpt that
+// writeProof writes the proof of the leading invalid verdict that has one at path, as a history excerpt that
 // `lockcheck check` reads: porcupine's (checker.Proof: the fewest commands of the illegal key that still
 // have no legal order), else an interval checker's citation (checker.Citer: the sections, grants and faults
 // its violation rests on). It lists the file in the results' files and returns the excerpt and its checker for the page.
@@ -21,7 +22,14 @@ import (
 // verdict: a proof not found within it, or not written, is a note.
 func writeProof(ctx context.Context, h *history.History, cs []checker.Checker, res *report.Results, path string, bound time.Duration) (*history.History, string) {
 	invalid := false
-	for i, r := range res.Checkers {
+	// The proof is of the finding the story leads with (report.Rank), so the two tell one violation.
+	order := make([]int, len(res.Checkers))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return report.Rank(res.Checkers[order[a]]) < report.Rank(res.Checkers[order[b]]) })
+	for _, i := range order {
+		r := res.Checkers[i]
 		if r.Valid != checker.Invalid || i >= len(cs) {
 			continue
 		}

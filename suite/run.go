@@ -321,10 +321,10 @@ func readRun(dir string) (*report.Results, string) {
 
 func firstViolation(r *report.Results) (string, int64) {
 	var msg string
-	at := int64(-1)
+	at := r.FirstViolation()
 	for _, c := range r.Checkers {
-		if c.Valid == checker.Invalid && c.Violation != "" && (at < 0 || c.At < at) {
-			msg, at = c.Checker+": "+c.Violation, c.At
+		if c.Valid == checker.Invalid && c.Violation != "" && msg == "" {
+			msg = c.Checker + ": " + c.Violation
 		}
 	}
 	if t := r.StoryText(); at >= 0 && t != "" { // the run's story leads, in every line and message that quotes it

@@ -105,7 +105,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCmd(), newCheckCmd(), newLocksCmd(), newImagesCmd(), newCleanCmd(), newWorkerCheckCmd(),
+	root.AddCommand(newRunCmd(), newCheckCmd(), newReportCmd(), newLocksCmd(), newImagesCmd(), newCleanCmd(), newWorkerCheckCmd(),
 		newSuiteCmd(), newMergeCmd(), newCompareCmd(), newReproCmd(), newBisectCmd(), newShrinkCmd(), newServeCmd(), newVersionCmd(), newWorkersCmd())
 	return root
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -182,6 +183,19 @@ func TestShrinkNaiveRun(t *testing.T) {
 	}
 	if n := bytes.Count(table, []byte("\n")); n != len(r.Steps)+1 {
 		t.Fatalf("steps.txt has %d lines for %d steps", n, len(r.Steps))
+	}
+	// The bug report of the shrunk run: the minimal command (with a seed it failed on) and how often it fails.
+	md := filepath.Join(t.TempDir(), "report.md")
+	if code := execute(context.Background(), []string{"report", "--shrink", out, "--out", md, dir}); code != 0 {
+		t.Fatalf("report: exit %d", code)
+	}
+	text, words := readReport(t, md)
+	got, _ := shrink.FromRun(append([]string{"lockcheck"}, words...), nil)
+	if a, b := slices.Sorted(slices.Values(got.Args())), slices.Sorted(slices.Values(r.Args)); !slices.Equal(a, b) {
+		t.Errorf("the report's command %q, the shrink's %q", words, r.Args)
+	}
+	if want := fmt.Sprintf("failed the same way in %d of %d runs", r.Caught, r.Repeats); !strings.Contains(text, want) {
+		t.Errorf("the report lacks %q:\n%s", want, text)
 	}
 }
 

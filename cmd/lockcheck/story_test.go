@@ -53,8 +53,12 @@ func readStory(t *testing.T, dir string) storyResults {
 	return r
 }
 
-// firstAt is the earliest invalid checker's violation time: what every output calls the first violation.
+// firstAt is when the story's violation began, else the earliest invalid checker's violation time: what
+// every output calls the first violation.
 func (r storyResults) firstAt() int64 {
+	if r.Story.Kind != "" {
+		return r.Story.At
+	}
 	at := int64(-1)
 	for _, c := range r.Checkers {
 		if c.Valid == false && c.Violation != "" && (at < 0 || c.At < at) {

@@ -198,6 +198,12 @@ func build(in Input) data {
 			d.Stalls = append(d.Stalls, stall{Label: c.Checker + ": " + c.Stall, Start: secs(c.At), End: secs(c.End)})
 		}
 	}
+	// The first violation is the story's (Results.FirstViolation), as in every other output.
+	for _, c := range r.Checkers {
+		if r.Story != nil && c.Valid == checker.Invalid && c.Violation != "" && c.Checker == r.Story.Checker {
+			d.First = &violation{Checker: c.Checker, At: secs(r.FirstViolation()), Text: c.Violation}
+		}
+	}
 	d.Faults = []fault{}
 	for _, w := range r.Faults {
 		d.Faults = append(d.Faults, fault{Kind: w.Kind, Targets: strings.Join(w.Targets, " "), Detail: w.Detail,

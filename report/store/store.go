@@ -132,13 +132,8 @@ func readRun(root *os.Root, rel string) (Run, bool) {
 				r.Nemesis = "none"
 			}
 			r.Client = v.Versions["client"]
-			for _, c := range v.Checkers {
-				if c.Valid == checker.Invalid && c.Violation != "" {
-					at := float64(c.At) / 1e9
-					if !r.HasFirst || at < r.FirstAt {
-						r.FirstAt, r.HasFirst = at, true
-					}
-				}
+			if at := v.FirstViolation(); v.Valid == checker.Invalid && at >= 0 {
+				r.FirstAt, r.HasFirst = float64(at)/1e9, true
 			}
 		}
 	}
