@@ -256,7 +256,7 @@ func (in *Input) Write(w io.Writer) error {
 		row("runtime", c.Runtime)
 	}
 	row("lock", in.Meta.Lock)
-	row("server", serverVersion(in.Meta.Versions["redis-server"]))
+	row("server", serverOf(in.Meta.Versions))
 	o := in.Meta.Options
 	row("topology", fmt.Sprintf("%s (%s backend)", r.Topology, orDefault(o.Backend, "process")))
 	row("persistence", orDefault(o.Persistence, "none"))
@@ -403,9 +403,14 @@ func (in *Input) Workload() string {
 	return s
 }
 
-// serverVersion is "Redis server v=7.0.15" of redis-server --version's line (its build fields say nothing
-// a maintainer asks for).
-func serverVersion(v string) string {
+// serverOf names the server the run's nodes ran: the run's "server" version ("valkey 8.1.8 (PyPI …)"), or
+// in a run from before it, "Redis server v=7.0.15" of redis-server --version's line (its build fields say
+// nothing a maintainer asks for).
+func serverOf(versions map[string]string) string {
+	if s := versions["server"]; s != "" {
+		return s
+	}
+	v := versions["redis-server"]
 	if i := strings.Index(v, " sha="); i > 0 {
 		return v[:i]
 	}
