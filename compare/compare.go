@@ -48,6 +48,8 @@ type Lock struct {
 	// Only names the scenarios a row takes part in (empty: every one): a primitive there for one scenario
 	// (S9's client-clock locks) adds no runs to the other columns.
 	Only []string
+	// Base is the row this one repeats on another server (--servers): its predictions are the base row's.
+	Base string
 }
 
 // Scenario is one column: a fault schedule that hits the lock where the reference says, and the predictions.
@@ -244,10 +246,34 @@ func (s Scenario) Applies(l Lock) bool {
 
 // Prediction is the reference's outcome for l under s ("" when it predicts nothing for l).
 func (s Scenario) Prediction(l Lock) string {
-	if p, ok := s.PredictLock[l.Name]; ok {
+	name := l.Name
+	if l.Base != "" {
+		name = l.Base
+	}
+	if p, ok := s.PredictLock[name]; ok {
 		return p
 	}
 	return s.Predict[l.Class]
+}
+
+// PerServer runs every row on each server (--server values): on the first under its own name, on each
+// other as NAME@S beside it, with the same predictions.
+func PerServer(ls []Lock, servers []string) []Lock {
+	if len(servers) == 0 {
+		return ls
+	}
+	var out []Lock
+	for _, l := range ls {
+		for i, srv := range servers {
+			r := l
+			r.Args = slices.Concat(l.Args, []string{"--server", srv})
+			if i > 0 {
+				r.Name, r.Base, r.What = l.Name+"@"+srv, l.Name, l.What+", on "+srv
+			}
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // Names lists the default rows (those of --quick, if quick), for help texts.

@@ -80,3 +80,29 @@ func TestTTFVFromWorkloadStart(t *testing.T) {
 		t.Fatalf("%s at %.1f s; want violates at 3.5 s (23.5 s on the history's clock, the workload began at 20 s)", c.Measured, c.MedianTTFV)
 	}
 }
+
+// --servers repeats each row on every server after the first, beside it, with the base row's predictions
+// (PredictLock included).
+func TestPerServerRows(t *testing.T) {
+	ls, ss, err := Select("rlock-single,naive", "S11", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := PerServer(ls, []string{"redis", "valkey@8.1.8"})
+	var names []string
+	for _, r := range rows {
+		names = append(names, r.Name)
+	}
+	if got := strings.Join(names, " "); got != "naive naive@valkey@8.1.8 rlock-single rlock-single@valkey@8.1.8" {
+		t.Fatalf("rows %s", got)
+	}
+	if a := rows[3].Args; a[len(a)-2] != "--server" || a[len(a)-1] != "valkey@8.1.8" {
+		t.Fatalf("args %v", a)
+	}
+	if p, q := ss[0].Prediction(rows[2]), ss[0].Prediction(rows[3]); p != Violates || q != p {
+		t.Fatalf("S11 predicts %q for rlock-single and %q on Valkey", p, q)
+	}
+	if got := PerServer(ls, []string{"valkey@8.1.8"}); len(got) != len(ls) || got[0].Name != "naive" || !slices.Contains(got[0].Args, "valkey@8.1.8") {
+		t.Fatalf("one server: rows %+v", got)
+	}
+}

@@ -114,6 +114,8 @@ type Options struct {
 	Reentry         float64  `json:"reentry"`
 	Scripts         string   `json:"scripts"`
 	Seed            int64    `json:"seed"`
+	Server          string   `json:"server,omitempty"`     // --server NAME[@VERSION]
+	ServerBin       string   `json:"server_bin,omitempty"` // --server-bin PATH
 	Threads         int      `json:"threads"`
 	Time            Duration `json:"time"`
 	Timeout         Duration `json:"timeout"`

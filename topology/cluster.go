@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -70,19 +69,20 @@ func (t *Topology) startCluster(ctx context.Context, s Spec) error {
 	release()
 	if err := t.startNodes(ctx, n, func(i int, name string) node.Config {
 		fport, bport := t.portOf("*", name), t.portOf("bus", name)
-		return node.Config{Runtime: s.Runtime, Name: name, Dir: filepath.Join(s.Dir, "nodes", name),
-			Password: t.Password, Persistence: s.Persistence, ClockLib: s.ClockLib, Port: ports[i], Extra: []string{
-				"cluster-enabled yes",
-				"cluster-config-file nodes.conf",
-				"cluster-node-timeout 1000",
-				"cluster-port " + strconv.Itoa(buses[i]),
-				"cluster-announce-ip 127.0.0.1",
-				"cluster-announce-port " + fport,
-				"cluster-announce-bus-port " + bport,
-				"replica-announce-ip 127.0.0.1",
-				"replica-announce-port " + fport,
-				"cluster-allow-replica-migration no",
-			}}
+		cfg := s.node(name, t.Password)
+		cfg.Port, cfg.Extra = ports[i], []string{
+			"cluster-enabled yes",
+			"cluster-config-file nodes.conf",
+			"cluster-node-timeout 1000",
+			"cluster-port " + strconv.Itoa(buses[i]),
+			"cluster-announce-ip 127.0.0.1",
+			"cluster-announce-port " + fport,
+			"cluster-announce-bus-port " + bport,
+			"replica-announce-ip 127.0.0.1",
+			"replica-announce-port " + fport,
+			"cluster-allow-replica-migration no",
+		}
+		return cfg
 	}); err != nil {
 		return err
 	}

@@ -68,8 +68,9 @@ func (t *Topology) startSentinel(ctx context.Context, s Spec) error {
 		if i > 0 {
 			extra = append(extra, "replicaof 127.0.0.1 "+frontPort(0))
 		}
-		nd, err := node.Start(ctx, node.Config{Runtime: s.Runtime, Name: name, Dir: filepath.Join(s.Dir, "nodes", name), Password: t.Password,
-			Persistence: s.Persistence, ClockLib: s.ClockLib, Port: ports[i], Extra: extra})
+		cfg := s.node(name, t.Password)
+		cfg.Port, cfg.Extra = ports[i], extra
+		nd, err := node.Start(ctx, cfg)
 		if err != nil {
 			return err
 		}
@@ -83,7 +84,7 @@ func (t *Topology) startSentinel(ctx context.Context, s Spec) error {
 	}
 	for i := 1; i <= 3; i++ {
 		name := fmt.Sprintf("s%d", i)
-		sn, err := node.Start(ctx, node.Config{Runtime: s.Runtime, Name: name, Dir: filepath.Join(s.Dir, "sentinels", name), Password: t.Password,
+		sn, err := node.Start(ctx, node.Config{Runtime: s.Runtime, Server: s.Server, Name: name, Dir: filepath.Join(s.Dir, "sentinels", name), Password: t.Password,
 			Sentinel: true, Extra: []string{
 				"sentinel monitor " + MasterName + " 127.0.0.1 " + frontPort(0) + " 2",
 				"sentinel auth-pass " + MasterName + " " + t.Password,

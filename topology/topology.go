@@ -53,6 +53,7 @@ type Spec struct {
 	Persistence string
 	ClockLib    string       // clockshift library every node preloads ("" for none): needed by the clock fault
 	Runtime     node.Runtime // how servers run: nil for processes, or containers (node/docker)
+	Server      node.Server  // the server binary every node and Sentinel runs: the zero value is the host's
 	// Front, when set, is put between each client's proxy and the node it reaches (the wire recorder): it
 	// gets the node's address and returns the one the proxy should forward to instead.
 	Front func(client, node, addr string) (string, error)
@@ -144,8 +145,7 @@ func startTry(ctx context.Context, s Spec, retries int) (_ *Topology, err error)
 	// Independent nodes (single, redlock): as many as the kind has.
 	n := KindNamed(s.Kind).NodeCount(s.Nodes)
 	if err := t.startNodes(ctx, n, func(i int, name string) node.Config {
-		return node.Config{Runtime: s.Runtime, Name: name, Dir: filepath.Join(s.Dir, "nodes", name),
-			Password: t.Password, Persistence: s.Persistence, ClockLib: s.ClockLib}
+		return s.node(name, t.Password)
 	}); err != nil {
 		return nil, err
 	}
@@ -154,6 +154,13 @@ func startTry(ctx context.Context, s Spec, retries int) (_ *Topology, err error)
 	}
 	t.Startup = time.Since(begin)
 	return t, nil
+}
+
+// node is the configuration every data node of the spec shares, the one place its fields are passed down;
+// callers add a port and config lines.
+func (s Spec) node(name, password string) node.Config {
+	return node.Config{Runtime: s.Runtime, Server: s.Server, Name: name, Dir: filepath.Join(s.Dir, "nodes", name),
+		Password: password, Persistence: s.Persistence, ClockLib: s.ClockLib}
 }
 
 // startNodes starts n nodes (n1…) in parallel, since a start is mostly waiting for the server to answer;

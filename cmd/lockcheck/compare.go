@@ -19,7 +19,7 @@ func newCompareCmd() *cobra.Command {
 		locks, scenarios, results string
 		seeds, parallel           int
 		quick                     bool
-		clients, specs            []string
+		clients, specs, servers   []string
 	)
 	cmd := &cobra.Command{
 		Use:   "compare",
@@ -43,6 +43,7 @@ func newCompareCmd() *cobra.Command {
 				name := strings.TrimSuffix(filepath.Base(p), filepath.Ext(p))
 				ls = append(ls, compare.Lock{Name: name, Args: []string{"--lock-spec", p}, Lease: []string{"--lease", "2s"}, What: "--lock-spec " + p})
 			}
+			ls = compare.PerServer(ls, servers)
 			seen := map[string]bool{}
 			for _, l := range ls { // two rows of one name would share a run directory
 				if seen[l.Name] {
@@ -106,6 +107,7 @@ func newCompareCmd() *cobra.Command {
 	f.BoolVar(&quick, "quick", false, compare.Names(true)+" over "+compare.IDs(true)+", one seed (unless --seeds)")
 	f.StringSliceVar(&clients, "client", nil, "add a worker's lock as a row (NAME[@VERSION]; repeatable)")
 	f.StringSliceVar(&specs, "lock-spec", nil, "add a spec lock as a row (repeatable)")
+	f.StringSliceVar(&servers, "servers", nil, "run every row on each of these servers (--server values, comma-separated: redis,valkey@8.1.8), a row per lock and server")
 	// A compare run mostly waits (holds, fault windows, failovers): one more than the cores keeps the full
 	// table under its 45 minutes on two (33 min measured with 3, load average under 2 on the emulated rows).
 	f.IntVar(&parallel, "parallel", runtime.NumCPU()+1, "runs at a time")

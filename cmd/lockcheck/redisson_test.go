@@ -1,10 +1,7 @@
 package main
 
 import (
-	"encoding/json"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -23,17 +20,7 @@ func needJava(t *testing.T) {
 // clientOf reads the worker's library and version from a run's results.
 func clientOf(t *testing.T, dir string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r struct {
-		Versions map[string]string `json:"versions"`
-	}
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
-	return r.Versions["client"]
+	return versionOf(t, dir, "client")
 }
 
 // The real Redisson, through its worker, drives every lock of the suite on a fault-free run: each is
