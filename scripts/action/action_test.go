@@ -558,7 +558,8 @@ func TestActionSteps(t *testing.T) {
 			t.Fatalf("run step exit %d, want 0 (a valid run passes the job)", c.codes["run"])
 		}
 		o := c.actionOutputs()
-		if o["verdict"] != "valid" || o["exit-code"] != "0" || o["results"] != "out/valid" || o["junit"] != "out/valid/junit.xml" {
+		if o["verdict"] != "valid" || o["expectations"] != "met" || o["missed"] != "" || o["exit-code"] != "0" ||
+			o["results"] != "out/valid" || o["junit"] != "out/valid/junit.xml" {
 			t.Fatalf("action outputs %v", o)
 		}
 		if tests, failures := readJUnit(t, res("out/valid/junit.xml")); tests != 1 || failures != 0 {
@@ -572,7 +573,7 @@ func TestActionSteps(t *testing.T) {
 		if w := c.with["upload"]; w["name"] != "lockcheck" || !strings.HasPrefix(w["path"], "out/valid\n") {
 			t.Fatalf("upload step gets %v", w)
 		}
-		if b, err := os.ReadFile(filepath.Join(temp, "summary.md")); err != nil || !strings.Contains(string(b), "### lockcheck: valid") {
+		if b, err := os.ReadFile(filepath.Join(temp, "summary.md")); err != nil || !strings.Contains(string(b), "### lockcheck: expectations met; worst verdict valid (exit 0)") {
 			t.Fatalf("step summary: %v\n%s", err, b)
 		}
 	})
@@ -585,7 +586,7 @@ func TestActionSteps(t *testing.T) {
 			t.Fatal("run step exit 0: the naive control's invalid verdict must fail the job")
 		}
 		o := c.actionOutputs()
-		if o["verdict"] != "invalid" || o["exit-code"] != "1" {
+		if o["verdict"] != "invalid" || o["expectations"] != "missed" || o["missed"] != "naive/default/none/1" || o["exit-code"] != "1" {
 			t.Fatalf("action outputs %v", o)
 		}
 		if tests, failures := readJUnit(t, res("out/invalid/junit.xml")); tests != 1 || failures != 1 {
@@ -598,7 +599,7 @@ func TestActionSteps(t *testing.T) {
 		story := storyOf(t, res("out/invalid"))
 		summary, _ := os.ReadFile(filepath.Join(temp, "summary.md"))
 		junitXML, _ := os.ReadFile(res("out/invalid/junit.xml"))
-		if !strings.Contains(c.stdout["run"], "::error::lockcheck: a run missed its expected verdict (invalid, or none): "+story) ||
+		if !strings.Contains(c.stdout["run"], "::error::lockcheck: naive/default/none/1 got invalid (want valid or unknown): "+story) ||
 			!strings.Contains(string(summary), story) || !strings.Contains(html.UnescapeString(string(junitXML)), "got invalid: "+story) {
 			t.Fatalf("the story %q is not in the error line, the step summary or the JUnit message:\n%s\n%s\n%s", story,
 				c.stdout["run"], summary, junitXML)
@@ -631,7 +632,7 @@ func TestActionSteps(t *testing.T) {
 		}
 		c.run(reuse)
 		o := c.actionOutputs()
-		if c.codes["run"] != 0 || o["verdict"] != "unknown" || o["exit-code"] != "2" {
+		if c.codes["run"] != 0 || o["verdict"] != "unknown" || o["expectations"] != "unknown" || o["exit-code"] != "2" {
 			t.Fatalf("run step exit %d, outputs %v: want 0 (unknown passes without fail-on-unknown), verdict unknown, lockcheck's exit 2", c.codes["run"], o)
 		}
 		if tests, failures := readJUnit(t, res("out/unknown/junit.xml")); tests != 1 || failures != 0 {
@@ -646,7 +647,7 @@ func TestActionSteps(t *testing.T) {
 		began := time.Now()
 		c.run(reuse)
 		o := c.actionOutputs()
-		if c.codes["run"] != 130 || o["verdict"] != "error" || o["exit-code"] != "130" {
+		if c.codes["run"] != 130 || o["verdict"] != "error" || o["expectations"] != "error" || o["exit-code"] != "130" {
 			t.Fatalf("run step exit %d, outputs %v: want 130, verdict error", c.codes["run"], o)
 		}
 		if d := time.Since(began); d > 20*time.Second {
@@ -667,8 +668,8 @@ func TestActionSteps(t *testing.T) {
 		c := newComposite(t, a, work, temp, map[string]string{"suite": "ci/suite.yaml", "results": "out/suite"})
 		c.run(reuse)
 		o := c.actionOutputs()
-		if c.codes["run"] != 0 || o["verdict"] != "invalid" || o["exit-code"] != "0" {
-			t.Fatalf("run step exit %d, outputs %v: want 0 (the control met its expectation), verdict invalid", c.codes["run"], o)
+		if c.codes["run"] != 0 || o["expectations"] != "met" || o["verdict"] != "invalid" || o["exit-code"] != "0" {
+			t.Fatalf("run step exit %d, outputs %v: want 0 (the control met its expectation), expectations met, verdict invalid", c.codes["run"], o)
 		}
 		// keep defaults to failed for a suite: a run that met its expectation leaves no directory.
 		if pages := runPages(res("out/suite")); len(pages) != 0 {
@@ -724,6 +725,9 @@ func TestActionSteps(t *testing.T) {
 		for _, in := range []map[string]string{
 			{"suite": "ci/suite.yaml", "lock": "reentrant"},
 			{"suite": "ci/suite.yaml", "seeds": "3"},
+			{"suite": "ci/suite.yaml", "merge": "shards"},
+			{"merge": "shards", "shard": "1/2"},
+			{"merge": "shards", "lock": "reentrant"},
 			{},
 			{"lock": "reentrant", "fail-on-unknown": "yes"},
 			{"lock": "reentrant", "seeds": "1..3"},
