@@ -210,7 +210,7 @@ decide() {
 		local missed=""
 		if [ -n "${2:-}" ]; then
 			missed=$(missed_of "$2")
-			missed_errors "$2"
+			missed_lines "$2" '::error::lockcheck: %s %s'
 		fi
 		if [ -n "$missed" ]; then
 			printf '::error::lockcheck: %s missed the expected verdict: %s\n' "$(runs "$(wc -w <<<"$missed")")" "$missed"
@@ -242,12 +242,13 @@ missed_of() {
 	awk "$progress"' && $1 == "FAIL" { printf "%s%s", (n++ ? " " : ""), $2 } END { if (n) print "" }' "$1"
 }
 
-# missed_errors LOG: an error line for each run that missed its expected verdict: what it got and its story
-# (a % escaped, as in a workflow command's message).
-missed_errors() {
-	awk 'function flush() { if (pending) { gsub(/%/, "%25", line); printf "::error::lockcheck: %s\n", line }; pending = 0 }
+# missed_lines LOG FORMAT: a line for each run that missed its expected verdict, FORMAT (printf's) given its
+# id and what it got, wanted and its story: "got invalid (want valid): STORY". A workflow command's FORMAT
+# starts with "::", and then a % in the message is escaped.
+missed_lines() {
+	awk -v fmt="$2" 'function flush() { if (pending) { if (fmt ~ /^::/) gsub(/%/, "%25", line); printf fmt "\n", id, line }; pending = 0 }
 		'"$progress"' { flush(); if ($1 == "FAIL") { want = $0; sub(/.*\(want /, "", want); sub(/\).*/, "", want)
-			line = sprintf("%s got %s (want %s)", $2, $3, want); pending = 1 }; next }
+			id = $2; line = sprintf("got %s (want %s)", $3, want); pending = 1 }; next }
 		/^  story: / && pending { sub(/^  story: /, ""); line = line ": " $0; flush() }
 		END { flush() }' "$1"
 }
@@ -333,16 +334,16 @@ summary() {
 	[ -n "${GITHUB_STEP_SUMMARY:-}" ] || return 0
 	{
 		printf '### lockcheck: expectations %s; worst verdict %s (exit %s)\n\n' "$2" "$3" "$4"
-		missed_errors "$1" | sed 's/^::error::lockcheck: \([^ ]*\) /- **✗ `\1`** /; s/%25/%/g'
+		missed_lines "$1" '- **✗ `%s`** %s'
 		printf '\n| | run | verdict | expected | seconds |\n|---|---|---|---|---|\n'
 		awk "$progress"' {
 			want = $0; sub(/.*\(want /, "", want); sub(/\).*/, "", want)
 			printf "| %s | `%s` | %s | %s | %s |\n", ($1 == "ok" ? "✓" : "✗"), $2, $3, want, $NF
 		}' "$1"
 		printf '\n'
-		# Each run's story: the line under its own in the log.
+		# The story of each run that met its expectation (those that missed are above).
 		awk "$progress"' { mark = $1; id = $2 }
-			/^  story: / && mark != "" { sub(/^  story: /, ""); printf "- %s `%s`: %s\n", (mark == "ok" ? "✓" : "✗"), id, $0 }' "$1"
+			/^  story: / && mark == "ok" { sub(/^  story: /, ""); printf "- ✓ `%s`: %s\n", id, $0 }' "$1"
 		printf '\n'
 		grep -E '^(suite |missed: )' "$1" | sed 's/^/    /'
 		printf '\nThe suite page (index.html), the pages of the runs kept and junit.xml are in the artifact "%s".\n' "$artifact"
