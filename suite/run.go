@@ -39,6 +39,20 @@ type Config struct {
 // StoryPrefix starts the progress line under a run's that tells its story (the Action reads it).
 const StoryPrefix = "story: "
 
+// PrintOutcome writes o's progress line ("ok   ID VERDICT (want ...) 4.2s", FAIL when it missed its
+// expectation) and, under it, its story: what a suite prints as each run ends and merge prints for each run
+// it gathered, so that the Action reads both alike.
+func PrintOutcome(w io.Writer, o Outcome) {
+	mark := "ok  "
+	if !o.Met {
+		mark = "FAIL"
+	}
+	fmt.Fprintf(w, "%s %-50s %-8s (want %s) %5.1fs\n", mark, roundID(o), o.Verdict, o.Case.expectText(), o.Seconds)
+	if o.Story != "" {
+		fmt.Fprintf(w, "  %s%s\n", StoryPrefix, o.Story)
+	}
+}
+
 // Outcome is one case's run, as suite.json keeps it.
 type Outcome struct {
 	Case
@@ -140,14 +154,7 @@ func Run(ctx context.Context, s *Suite, shard string, cfg Config) (*Report, erro
 					cfg.Each(o)
 				}
 				if cfg.Progress != nil {
-					mark := "ok  "
-					if !o.Met {
-						mark = "FAIL"
-					}
-					fmt.Fprintf(cfg.Progress, "%s %-50s %-8s (want %s) %5.1fs\n", mark, roundID(o), o.Verdict, o.Case.expectText(), o.Seconds)
-					if o.Story != "" {
-						fmt.Fprintf(cfg.Progress, "  %s%s\n", StoryPrefix, o.Story)
-					}
+					PrintOutcome(cfg.Progress, o)
 				}
 				if !o.Met && cfg.UntilFail {
 					rep.Stopped = "until-fail: " + roundID(o) + " missed its expectation"

@@ -209,6 +209,10 @@ func newMergeCmd() *cobra.Command {
 					return err
 				}
 			}
+			// Each run's line and story, as the suite printed it: the Action reads a merge's alike.
+			for _, o := range rep.Outcomes {
+				suite.PrintOutcome(os.Stdout, o)
+			}
 			return suiteVerdict(rep, os.Stdout)
 		},
 	}

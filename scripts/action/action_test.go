@@ -558,7 +558,8 @@ func TestActionSteps(t *testing.T) {
 			t.Fatalf("run step exit %d, want 0 (a valid run passes the job)", c.codes["run"])
 		}
 		o := c.actionOutputs()
-		if o["verdict"] != "valid" || o["exit-code"] != "0" || o["results"] != "out/valid" || o["junit"] != "out/valid/junit.xml" {
+		if o["verdict"] != "valid" || o["expectations"] != "met" || o["missed"] != "" || o["exit-code"] != "0" ||
+			o["results"] != "out/valid" || o["junit"] != "out/valid/junit.xml" {
 			t.Fatalf("action outputs %v", o)
 		}
 		if tests, failures := readJUnit(t, res("out/valid/junit.xml")); tests != 1 || failures != 0 {
@@ -572,7 +573,7 @@ func TestActionSteps(t *testing.T) {
 		if w := c.with["upload"]; w["name"] != "lockcheck" || !strings.HasPrefix(w["path"], "out/valid\n") {
 			t.Fatalf("upload step gets %v", w)
 		}
-		if b, err := os.ReadFile(filepath.Join(temp, "summary.md")); err != nil || !strings.Contains(string(b), "### lockcheck: valid") {
+		if b, err := os.ReadFile(filepath.Join(temp, "summary.md")); err != nil || !strings.Contains(string(b), "### lockcheck: expectations met; worst verdict valid (exit 0)") {
 			t.Fatalf("step summary: %v\n%s", err, b)
 		}
 	})
@@ -585,7 +586,7 @@ func TestActionSteps(t *testing.T) {
 			t.Fatal("run step exit 0: the naive control's invalid verdict must fail the job")
 		}
 		o := c.actionOutputs()
-		if o["verdict"] != "invalid" || o["exit-code"] != "1" {
+		if o["verdict"] != "invalid" || o["expectations"] != "missed" || o["missed"] != "naive/default/none/1" || o["exit-code"] != "1" {
 			t.Fatalf("action outputs %v", o)
 		}
 		if tests, failures := readJUnit(t, res("out/invalid/junit.xml")); tests != 1 || failures != 1 {
@@ -598,7 +599,7 @@ func TestActionSteps(t *testing.T) {
 		story := storyOf(t, res("out/invalid"))
 		summary, _ := os.ReadFile(filepath.Join(temp, "summary.md"))
 		junitXML, _ := os.ReadFile(res("out/invalid/junit.xml"))
-		if !strings.Contains(c.stdout["run"], "::error::lockcheck: a run missed its expected verdict (invalid, or none): "+story) ||
+		if !strings.Contains(c.stdout["run"], "::error::lockcheck: naive/default/none/1 got invalid (want valid or unknown): "+story) ||
 			!strings.Contains(string(summary), story) || !strings.Contains(html.UnescapeString(string(junitXML)), "got invalid: "+story) {
 			t.Fatalf("the story %q is not in the error line, the step summary or the JUnit message:\n%s\n%s\n%s", story,
 				c.stdout["run"], summary, junitXML)
@@ -631,7 +632,7 @@ func TestActionSteps(t *testing.T) {
 		}
 		c.run(reuse)
 		o := c.actionOutputs()
-		if c.codes["run"] != 0 || o["verdict"] != "unknown" || o["exit-code"] != "2" {
+		if c.codes["run"] != 0 || o["verdict"] != "unknown" || o["expectations"] != "unknown" || o["exit-code"] != "2" {
 			t.Fatalf("run step exit %d, outputs %v: want 0 (unknown passes without fail-on-unknown), verdict unknown, lockcheck's exit 2", c.codes["run"], o)
 		}
 		if tests, failures := readJUnit(t, res("out/unknown/junit.xml")); tests != 1 || failures != 0 {
@@ -646,7 +647,7 @@ func TestActionSteps(t *testing.T) {
 		began := time.Now()
 		c.run(reuse)
 		o := c.actionOutputs()
-		if c.codes["run"] != 130 || o["verdict"] != "error" || o["exit-code"] != "130" {
+		if c.codes["run"] != 130 || o["verdict"] != "error" || o["expectations"] != "error" || o["exit-code"] != "130" {
 			t.Fatalf("run step exit %d, outputs %v: want 130, verdict error", c.codes["run"], o)
 		}
 		if d := time.Since(began); d > 20*time.Second {
@@ -667,8 +668,8 @@ func TestActionSteps(t *testing.T) {
 		c := newComposite(t, a, work, temp, map[string]string{"suite": "ci/suite.yaml", "results": "out/suite"})
 		c.run(reuse)
 		o := c.actionOutputs()
-		if c.codes["run"] != 0 || o["verdict"] != "invalid" || o["exit-code"] != "0" {
-			t.Fatalf("run step exit %d, outputs %v: want 0 (the control met its expectation), verdict invalid", c.codes["run"], o)
+		if c.codes["run"] != 0 || o["expectations"] != "met" || o["verdict"] != "invalid" || o["exit-code"] != "0" {
+			t.Fatalf("run step exit %d, outputs %v: want 0 (the control met its expectation), expectations met, verdict invalid", c.codes["run"], o)
 		}
 		// keep defaults to failed for a suite: a run that met its expectation leaves no directory.
 		if pages := runPages(res("out/suite")); len(pages) != 0 {
@@ -724,6 +725,9 @@ func TestActionSteps(t *testing.T) {
 		for _, in := range []map[string]string{
 			{"suite": "ci/suite.yaml", "lock": "reentrant"},
 			{"suite": "ci/suite.yaml", "seeds": "3"},
+			{"suite": "ci/suite.yaml", "merge": "shards"},
+			{"merge": "shards", "shard": "1/2"},
+			{"merge": "shards", "lock": "reentrant"},
 			{},
 			{"lock": "reentrant", "fail-on-unknown": "yes"},
 			{"lock": "reentrant", "seeds": "1..3"},
@@ -862,5 +866,219 @@ func TestActionlint(t *testing.T) {
 	})
 	if out, err := lint(bin, dir, workflows...); err == nil || !strings.Contains(out, `input "no-such-input" is not defined`) {
 		t.Fatalf("actionlint passed a call with an input action.yml lacks: %v\n%s", err, out)
+	}
+}
+
+// workflowFile is what the example workflow test reads of a workflow: its jobs' matrices and steps.
+type workflowFile struct {
+	Jobs map[string]struct {
+		Needs    string `yaml:"needs"`
+		If       string `yaml:"if"`
+		Strategy struct {
+			Matrix map[string][]string `yaml:"matrix"`
+		} `yaml:"strategy"`
+		Steps []step `yaml:"steps"`
+	} `yaml:"jobs"`
+}
+
+// wfExprRE is what the example workflow's expressions name: the matrix and the action step's outputs.
+var wfExprRE = regexp.MustCompile(`\$\{\{\s*(matrix\.[a-z]+|steps\.lockcheck\.outputs\.[a-z-]+)\s*\}\}`)
+
+// workflowJob runs one job of an example workflow here as GitHub would: the action (lockcheck/lockcheck)
+// through the composite, its upload kept in artifacts (name → the directory uploaded), a download of
+// artifacts as download-artifact leaves them (one directory each under path), checkout as nothing (the
+// workspace holds the suite file already), and each run step in bash with its env. After a failed step
+// only if: always() steps run. It returns the composite, whether the job failed and the run steps' output.
+func workflowJob(t *testing.T, a *actionFile, steps []step, matrix map[string]string, work, temp string,
+	reuse map[string]map[string]string, artifacts map[string]string) (c *composite, failed bool, out string) {
+	t.Helper()
+	subst := func(s string) string {
+		return wfExprRE.ReplaceAllStringFunc(s, func(e string) string {
+			ref := wfExprRE.FindStringSubmatch(e)[1]
+			if name, ok := strings.CutPrefix(ref, "matrix."); ok {
+				return matrix[name]
+			}
+			if c == nil {
+				t.Fatalf("%s before the action ran", ref)
+			}
+			return c.actionOutputs()[strings.TrimPrefix(ref, "steps.lockcheck.outputs.")]
+		})
+	}
+	for _, s := range steps {
+		if s.If != "" && s.If != "always()" {
+			t.Fatalf("step %q: if %q: the test evaluates only always()", s.Name, s.If)
+		}
+		if failed && s.If != "always()" {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(s.Uses, "lockcheck/lockcheck@"):
+			in := map[string]string{}
+			for k, v := range s.With {
+				in[k] = subst(v)
+			}
+			c = newComposite(t, a, work, temp, in)
+			c.run(reuse)
+			failed = failed || c.codes["run"] != 0
+			if w, ok := c.with["upload"]; ok {
+				artifacts[w["name"]] = filepath.Join(work, strings.SplitN(w["path"], "\n", 2)[0])
+			}
+		case strings.HasPrefix(s.Uses, "actions/download-artifact@"):
+			n := 0
+			for name, dir := range artifacts {
+				if ok, _ := filepath.Match(s.With["pattern"], name); ok {
+					copyTree(t, dir, filepath.Join(work, s.With["path"], name))
+					n++
+				}
+			}
+			if n == 0 {
+				t.Fatalf("no artifact matches %q: %v", s.With["pattern"], artifacts)
+			}
+		case strings.HasPrefix(s.Uses, "actions/checkout@"):
+		case s.Run != "":
+			cmd := exec.Command("bash", "--noprofile", "--norc", "-e", "-o", "pipefail", "-c", subst(s.Run))
+			cmd.Dir, cmd.Env = work, baseEnv()
+			for k, v := range s.Env {
+				cmd.Env = append(cmd.Env, k+"="+subst(v))
+			}
+			b, err := cmd.CombinedOutput()
+			out += string(b)
+			failed = failed || err != nil
+		default:
+			t.Fatalf("step %q: uses %q: the test does not know it", s.Name, s.Uses)
+		}
+	}
+	if c == nil {
+		t.Fatal("the job does not call lockcheck/lockcheck")
+	}
+	return c, failed, out
+}
+
+// copyTree copies the regular files and directories under src to dst, as an artifact's upload and download
+// do; the run stores' latest links, which action.yml leaves out of the upload, are not copied.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.Type()&os.ModeSymlink != 0 {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The suite example (examples/ci/lockcheck-suite.yml) run here job by job: its two shards, each in a
+// workspace of its own, then its merge job on their artifacts, on a suite with a control expected invalid,
+// a valid run and a run that misses its expectation (the naive lock expected valid). The shard holding only
+// the control and the valid run passes, its worst verdict invalid but its expectations met; the shard with
+// the miss fails; the merge job fails, its log and step summary carry the missed run's story, its outputs
+// say expectations missed apart from the verdict, and it uploads one merged suite page of all three runs.
+func TestActionSuiteWorkflow(t *testing.T) {
+	a := loadAction(t)
+	b, err := os.ReadFile(filepath.Join(repo, "examples", "ci", "lockcheck-suite.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wf workflowFile
+	if err := yaml.Unmarshal(b, &wf); err != nil {
+		t.Fatal(err)
+	}
+	shardJob, mergeJob := wf.Jobs["suite"], wf.Jobs["merge"]
+	if mergeJob.Needs != "suite" || mergeJob.If != "always()" {
+		t.Fatalf("the merge job: needs %q, if %q; want needs suite and if always() (it runs after a failed shard)", mergeJob.Needs, mergeJob.If)
+	}
+	shards := shardJob.Strategy.Matrix["shard"]
+	if len(shards) != 2 {
+		t.Fatalf("matrix shards %v, want two", shards)
+	}
+	// The suite file the workflow names, in each shard's workspace (its checkout). The hash split puts
+	// naive-as-safe alone in shard 1 and the other two in shard 2.
+	suite := "name: mine\ndefaults: {time: 3s, flags: {quiet: 1s}}\nentries:\n" +
+		"  - name: naive-control\n    lock: naive\n    flags: {lease: 300ms, hold: 400ms-1s, clients: 4}\n    expect: invalid\n" +
+		"  - name: naive-as-safe\n    lock: naive\n    flags: {lease: 300ms, hold: 400ms-1s, clients: 4}\n" +
+		"  - name: reentrant\n    lock: reentrant\n"
+	temp := t.TempDir()
+	artifacts := map[string]string{}
+	var reuse map[string]map[string]string
+	for _, shard := range shards {
+		work := t.TempDir()
+		var file string
+		for _, s := range shardJob.Steps {
+			if strings.HasPrefix(s.Uses, "lockcheck/lockcheck@") {
+				file = s.With["suite"]
+			}
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(work, file)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(work, file), []byte(suite), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c, failed, out := workflowJob(t, a, shardJob.Steps, map[string]string{"shard": shard}, work, temp, reuse, artifacts)
+		if reuse == nil { // prepare, keys and build once
+			reuse = map[string]map[string]string{"prepare": c.outputs["prepare"], "keys": c.outputs["keys"], "build": c.outputs["build"]}
+		}
+		o := c.actionOutputs()
+		t.Logf("shard %s: outputs %v\n%s", shard, o, out)
+		switch shard {
+		case "1":
+			if !failed || o["expectations"] != "missed" || o["missed"] != "naive-as-safe/default/none/1" {
+				t.Errorf("shard 1 (the miss): failed %v, outputs %v; want failed, expectations missed", failed, o)
+			}
+		case "2":
+			if failed || o["expectations"] != "met" || o["verdict"] != "invalid" || o["counts"] != `{"valid":1,"invalid":1,"unknown":0,"error":0}` ||
+				!strings.Contains(out, "expectations met (worst verdict invalid") {
+				t.Errorf("shard 2 (the control and a valid run): failed %v, outputs %v, said %q; want passed, expectations met, verdict invalid", failed, o, out)
+			}
+		}
+	}
+	if len(artifacts) != 2 {
+		t.Fatalf("artifacts %v: want one per shard", artifacts)
+	}
+
+	work := t.TempDir()
+	if err := os.Remove(filepath.Join(temp, "summary.md")); err != nil {
+		t.Fatal(err)
+	}
+	c, failed, out := workflowJob(t, a, mergeJob.Steps, nil, work, temp, reuse, artifacts)
+	o := c.actionOutputs()
+	if !failed || c.codes["run"] != 1 || o["expectations"] != "missed" || o["verdict"] != "invalid" ||
+		o["missed"] != "naive-as-safe/default/none/1" || o["counts"] != `{"valid":1,"invalid":2,"unknown":0,"error":0}` {
+		t.Fatalf("merge job: failed %v, run step exit %d, outputs %v; want failed (exit 1), expectations missed, verdict invalid, the miss named", failed, c.codes["run"], o)
+	}
+	if !strings.Contains(out, "expectations missed (worst verdict invalid); missed: naive-as-safe/default/none/1") {
+		t.Errorf("the merge job's last step said %q", out)
+	}
+	merged := filepath.Join(work, o["results"])
+	story := storyOf(t, merged)
+	summary, _ := os.ReadFile(filepath.Join(temp, "summary.md"))
+	if line := "::error::lockcheck: naive-as-safe/default/none/1 got invalid (want valid): " + story; !strings.Contains(c.stdout["run"], line) {
+		t.Errorf("the job log has no line %q:\n%s", line, c.stdout["run"])
+	}
+	if line := "- **✗ `naive-as-safe/default/none/1`** got invalid (want valid): " + story; !strings.Contains(string(summary), line) ||
+		!strings.Contains(string(summary), "### lockcheck: expectations missed; worst verdict invalid (exit 1)") {
+		t.Errorf("the step summary lacks the expectations or the line %q:\n%s", line, summary)
+	}
+	if w := c.with["upload"]; w["name"] != "lockcheck" || !strings.HasPrefix(w["path"], o["results"]+"\n") {
+		t.Errorf("the merged results are uploaded as %v", w)
+	}
+	if tests, failures := readJUnit(t, filepath.Join(merged, "junit.xml")); tests != 3 || failures != 1 {
+		t.Errorf("merged junit: %d tests, %d failures; want 3, 1", tests, failures)
+	}
+	page, err := os.ReadFile(filepath.Join(merged, "index.html"))
+	for _, id := range []string{"naive-control", "naive-as-safe", "reentrant"} {
+		if err != nil || !strings.Contains(string(page), id) {
+			t.Errorf("the merged suite page lacks %s: %v", id, err)
+		}
 	}
 }

@@ -8,7 +8,8 @@
 #   keys      the cache's paths and keys (Go's caches and lockcheck's worker cache)
 #   build     lockcheck from the action's own source, into $RUNNER_TEMP/lockcheck-action/
 #   run       lockcheck suite INPUT_SUITE, or a one-entry suite made from the run inputs (lock, lock-spec,
-#             client, client-cmd, ...); then the verdict policy (decide)
+#             client, client-cmd, ...), or lockcheck merge INPUT_MERGE (earlier jobs' results); then the
+#             verdict policy (decide)
 #   decide N  the policy alone: how lockcheck's exit code N ends the step
 #
 # Outputs go to $GITHUB_OUTPUT (when set) as NAME=VALUE lines; messages are workflow commands (::error::),
@@ -17,7 +18,7 @@ set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd) # the action's checkout: go.mod, cmd/, workers/
 # The inputs, as inputs() and policy() read them.
-suite="" lock="" spec="" client="" cmd="" nemesis="" topology="" seeds="" rtime="" results="" keep=""
+suite="" merge="" lock="" spec="" client="" cmd="" nemesis="" topology="" seeds="" rtime="" results="" keep=""
 shard="" parallel="" budget="" artifact="" fou=false seeds_yaml="" sleep_words=() flag_lines=()
 
 say() { printf 'lockcheck-action: %s\n' "$*"; }
@@ -118,6 +119,7 @@ build() {
 # inputs: every INPUT_* read, trimmed and checked into the variables below, before anything runs.
 inputs() {
 	trim suite "${INPUT_SUITE:-}" suite
+	trim merge "${INPUT_MERGE:-}" merge
 	trim lock "${INPUT_LOCK:-}" lock
 	trim spec "${INPUT_LOCK_SPEC:-}" lock-spec
 	trim client "${INPUT_CLIENT:-}" client
@@ -172,14 +174,17 @@ inputs() {
 		if [[ $v =~ ^\"(.*)\"$ || $v =~ ^\'(.*)\'$ ]]; then v=${BASH_REMATCH[1]}; fi
 		flag_lines+=("$k: $(yq "$v")")
 	done <<<"${INPUT_FLAGS:-}"
-	if [ -n "$suite" ]; then
-		local n
+	if [ -n "$suite$merge" ]; then
+		local n what=suite
+		[ -z "$merge" ] || what=merge
+		[ -z "$suite" ] || [ -z "$merge" ] || fail "input suite and merge: give one (merge joins the results of jobs that ran a suite)"
+		[ -z "$merge" ] || [ -z "$shard" ] || fail "input shard is for a job that runs a suite, not with merge"
 		for n in lock:"$lock" lock-spec:"$spec" client:"$client" client-cmd:"$cmd" nemesis:"$nemesis" \
 			topology:"$topology" seeds:"$seeds" time:"$rtime" flags:"${flag_lines[*]}"; do
-			[ "${n#*:}" = "" ] || fail "input ${n%%:*} is for a run made from inputs, not with suite (set it in the suite file)"
+			[ "${n#*:}" = "" ] || fail "input ${n%%:*} is for a run made from inputs, not with $what (set it in the suite file)"
 		done
 	elif [ -z "$lock$spec$client$cmd" ]; then
-		fail "give suite, or what to run: lock, lock-spec, client or client-cmd"
+		fail "give suite, merge, or what to run: lock, lock-spec, client or client-cmd"
 	fi
 	if [ -z "$artifact" ]; then
 		artifact=lockcheck
@@ -193,8 +198,8 @@ policy() {
 	case $fou in true | false) ;; *) fail "input fail-on-unknown: want true or false, got \"$fou\"" ;; esac
 }
 
-# decide CODE: the policy. 0 passes; 1 (a run missed its expected verdict: invalid where valid was
-# expected, or no verdict at all) fails; 2 (unknown: the suite was stopped, by the budget, before every
+# decide CODE [LOG]: the policy. 0 passes; 1 (a run missed its expected verdict: invalid where valid was
+# expected, or no verdict at all) fails, with one error line per missed run in LOG (its first violation); 2 (unknown: the suite was stopped, by the budget, before every
 # run had its verdict) fails only with fail-on-unknown; 130 (stopped before any run ended), 254 (bad
 # input) and 255 (harness error) fail. Returns the step's exit code: 0, or lockcheck's own.
 decide() {
@@ -202,9 +207,16 @@ decide() {
 	case $code in
 	0) return 0 ;;
 	1)
-		local story
-		story=$(first_story "$2")
-		printf '::error::lockcheck: a run missed its expected verdict (invalid, or none)%s\n' "${story:+: $story}"
+		local missed=""
+		if [ -n "${2:-}" ]; then
+			missed=$(missed_of "$2")
+			missed_lines "$2" '::error::lockcheck: %s %s'
+		fi
+		if [ -n "$missed" ]; then
+			printf '::error::lockcheck: %s missed the expected verdict: %s\n' "$(runs "$(wc -w <<<"$missed")")" "$missed"
+		else
+			printf '::error::lockcheck: a run missed its expected verdict, or the suite ran nothing\n'
+		fi
 		;;
 	2)
 		if [ "$fou" = false ]; then
@@ -220,12 +232,29 @@ decide() {
 	return "$code"
 }
 
-# first_story LOG: the story of the first run in the log that missed its expected verdict, or nothing.
-first_story() {
+# The log's lines, as lockcheck suite and merge print them: "ok   ID VERDICT (want ...) 4.2s" for each run
+# (FAIL when it missed its expected verdict) and, under it, "  story: ..." (its first violation, in words).
+progress='($1 == "ok" || $1 == "FAIL") && NF >= 3'
+
+# missed_of LOG: the ids of the runs that missed their expected verdict, on one line.
+missed_of() {
 	[ -f "${1:-}" ] || return 0
-	awk '($1 == "ok" || $1 == "FAIL") && NF >= 3 { mark = $1 }
-		/^  story: / && mark == "FAIL" { sub(/^  story: /, ""); print; exit }' "$1"
+	awk "$progress"' && $1 == "FAIL" { printf "%s%s", (n++ ? " " : ""), $2 } END { if (n) print "" }' "$1"
 }
+
+# missed_lines LOG FORMAT: a line for each run that missed its expected verdict, FORMAT (printf's) given its
+# id and what it got, wanted and its story: "got invalid (want valid): STORY". A workflow command's FORMAT
+# starts with "::", and then a % in the message is escaped.
+missed_lines() {
+	awk -v fmt="$2" 'function flush() { if (pending) { if (fmt ~ /^::/) gsub(/%/, "%25", line); printf fmt "\n", id, line }; pending = 0 }
+		'"$progress"' { flush(); if ($1 == "FAIL") { want = $0; sub(/.*\(want /, "", want); sub(/\).*/, "", want)
+			id = $2; line = sprintf("got %s (want %s)", $3, want); pending = 1 }; next }
+		/^  story: / && pending { sub(/^  story: /, ""); line = line ": " $0; flush() }
+		END { flush() }' "$1"
+}
+
+# runs N: "N run" or "N runs".
+runs() { if [ "$1" = 1 ]; then echo "1 run"; else echo "$1 runs"; fi; }
 
 # entry_name: the generated entry's name, after what it tests: letters, digits, '.', '_' and '-'.
 entry_name() {
@@ -263,12 +292,29 @@ write_suite() {
 	} >"$1" || exit 255
 }
 
+# expectations_of LOG CODE: whether the runs met their expected verdicts, which decides the job (the verdicts
+# do not: a control expected invalid is): met (every run did), missed (one did not, or nothing ran), unknown
+# (stopped before every run was judged, none missed so far) or error (no verdict: bad input, harness error).
+expectations_of() {
+	case $2 in
+	0) echo met ;;
+	1) echo missed ;;
+	2) echo unknown ;;
+	*) if [ -n "$(missed_of "$1")" ]; then echo missed; else echo error; fi ;;
+	esac
+}
+
+# counts_of LOG: how many runs got each verdict, as JSON (fromJSON in a workflow reads it).
+counts_of() {
+	awk "$progress"' { n[$3]++ } END { printf "{\"valid\":%d,\"invalid\":%d,\"unknown\":%d,\"error\":%d}\n", n["valid"], n["invalid"], n["unknown"], n["error"] }' "$1"
+}
+
 # verdict_of LOG CODE: from the suite's progress lines ("ok   ID VERDICT (want ...) 4.2s"): invalid if any
 # run was; else error (a run without a verdict, or lockcheck failed); else unknown (a run was, or the
 # suite was stopped); else valid.
 verdict_of() {
 	local v
-	v=" $(awk '($1 == "ok" || $1 == "FAIL") && NF >= 3 { print $3 }' "$1" | sort -u | tr '\n' ' ')"
+	v=" $(awk "$progress"' { print $3 }' "$1" | sort -u | tr '\n' ' ')"
 	if [[ $v == *" invalid "* ]]; then
 		echo invalid
 	elif [[ $v == *" error "* || ! $2 =~ ^[012]$ ]]; then
@@ -282,20 +328,22 @@ verdict_of() {
 	fi
 }
 
-# summary LOG VERDICT CODE: the runs as a table on the job's summary page.
+# summary LOG EXPECTATIONS VERDICT CODE: the job's summary page: whether the runs met their expectations,
+# the first violation of each run that missed, then every run as a table with its story.
 summary() {
 	[ -n "${GITHUB_STEP_SUMMARY:-}" ] || return 0
 	{
-		printf '### lockcheck: %s (exit %s)\n\n' "$2" "$3"
-		printf '| | run | verdict | expected | seconds |\n|---|---|---|---|---|\n'
-		awk '($1 == "ok" || $1 == "FAIL") && NF >= 3 {
+		printf '### lockcheck: expectations %s; worst verdict %s (exit %s)\n\n' "$2" "$3" "$4"
+		missed_lines "$1" '- **✗ `%s`** %s'
+		printf '\n| | run | verdict | expected | seconds |\n|---|---|---|---|---|\n'
+		awk "$progress"' {
 			want = $0; sub(/.*\(want /, "", want); sub(/\).*/, "", want)
 			printf "| %s | `%s` | %s | %s | %s |\n", ($1 == "ok" ? "✓" : "✗"), $2, $3, want, $NF
 		}' "$1"
 		printf '\n'
-		# Each run's story: the line under its own in the log.
-		awk '($1 == "ok" || $1 == "FAIL") && NF >= 3 { mark = $1; id = $2 }
-			/^  story: / && mark != "" { sub(/^  story: /, ""); printf "- %s `%s`: %s\n", (mark == "ok" ? "✓" : "✗"), id, $0 }' "$1"
+		# The story of each run that met its expectation (those that missed are above).
+		awk "$progress"' { mark = $1; id = $2 }
+			/^  story: / && mark == "ok" { sub(/^  story: /, ""); printf "- ✓ `%s`: %s\n", id, $0 }' "$1"
 		printf '\n'
 		grep -E '^(suite |missed: )' "$1" | sed 's/^/    /'
 		printf '\nThe suite page (index.html), the pages of the runs kept and junit.xml are in the artifact "%s".\n' "$artifact"
@@ -331,7 +379,7 @@ run() {
 	local log=$results/lockcheck.log
 	: >"$log" || fail "input results: cannot write $log"
 	local file=$suite
-	if [ -z "$suite" ]; then
+	if [ -z "$suite$merge" ]; then
 		if [ -n "$spec" ] && [ "${spec#/}" = "$spec" ]; then spec=$PWD/$spec; fi # the suite file is elsewhere
 		file=$results/action-suite.yaml
 		write_suite "$file"
@@ -344,6 +392,8 @@ run() {
 	local args=(suite "$file" --results "$results" --junit "$results/junit.xml" --keep "$keep")
 	[ -z "$shard" ] || args+=(--shard "$shard")
 	[ -z "$parallel" ] || args+=(--parallel "$parallel")
+	# merge: the jobs' results under the directory given (each artifact a directory of its own) into one.
+	[ -z "$merge" ] || args=(merge --out "$results" --junit "$results/junit.xml" "$merge")
 	say "lockcheck ${args[*]}"
 
 	# lockcheck runs in a session of its own, so that a signal to this script's process group does not
@@ -392,12 +442,16 @@ run() {
 	fi
 	wait "$tailpid" 2>/dev/null
 
-	local verdict
+	local verdict expectations
 	verdict=$(verdict_of "$log" "$code")
+	expectations=$(expectations_of "$log" "$code")
 	output exit-code "$code"
+	output expectations "$expectations"
 	output verdict "$verdict"
+	output counts "$(counts_of "$log")"
+	output missed "$(missed_of "$log")"
 	[ ! -f "$results/junit.xml" ] || output junit "$results/junit.xml"
-	summary "$log" "$verdict" "$code"
+	summary "$log" "$expectations" "$verdict" "$code"
 	if [ "$stop" = cancel ]; then
 		printf '::error::lockcheck: cancelled\n'
 		exit 130
