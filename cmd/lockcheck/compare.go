@@ -20,6 +20,7 @@ func newCompareCmd() *cobra.Command {
 		seeds, parallel           int
 		quick                     bool
 		clients, specs            []string
+		set                       compare.Settings
 	)
 	cmd := &cobra.Command{
 		Use:   "compare",
@@ -27,7 +28,8 @@ func newCompareCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		Example: `  lockcheck compare --quick
   lockcheck compare --seeds 5
-  lockcheck compare --quick --client redsync --lock-spec examples/locks/setnx.yaml`,
+  lockcheck compare --quick --client redsync --lock-spec examples/locks/setnx.yaml
+  lockcheck compare --lease 10s --watchdog 30s --seeds 3 --locks redisson-redlock-lib,redisson-sentinel,redsync-redlock`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if seeds < 1 {
 				return runner.UsageError{Err: fmt.Errorf("--seeds must be at least 1, got %d", seeds)}
@@ -36,8 +38,8 @@ func newCompareCmd() *cobra.Command {
 			if err != nil {
 				return runner.UsageError{Err: err}
 			}
-			for _, c := range clients { // a user's library: a row of its own, with no prediction
-				ls = append(ls, compare.Lock{Name: c, Args: []string{"--client", c}, Lease: []string{"--lease", "2s"}, What: "--client " + c})
+			for _, c := range clients { // a user's library: a row of its own, with no prediction, on one node
+				ls = append(ls, compare.Lock{Name: c, Args: []string{"--client", c}, Lease: []string{"--lease", "2s"}, What: "--client " + c + " on one node"})
 			}
 			for _, p := range specs {
 				name := strings.TrimSuffix(filepath.Base(p), filepath.Ext(p))
@@ -50,7 +52,7 @@ func newCompareCmd() *cobra.Command {
 				}
 				seen[l.Name] = true
 			}
-			s := compare.Suite(ls, ss, seeds, nil)
+			s := compare.Suite(ls, ss, seeds, set, nil)
 			for _, c := range s.Cases {
 				if err := dryRun(cmd, c.Args); err != nil {
 					return runner.UsageError{Err: fmt.Errorf("compare: %s: %s", c.ID, oneLine(err))}
@@ -70,13 +72,15 @@ func newCompareCmd() *cobra.Command {
 			if err := suite.RunsDir(results); err != nil { // before the first line about the runs
 				return err
 			}
-			fmt.Fprintf(os.Stderr, "lockcheck: compare: %d locks × %d scenarios × %d seeds = %d runs, %d at a time, into %s\n",
-				len(ls), len(ss), seeds, len(s.Cases), max(parallel, 1), results)
-			rep, err := suite.Run(cmd.Context(), s, "", suite.Config{Exe: exe, Dir: results, Parallel: parallel, KeepAll: true, Progress: os.Stderr})
+			// The estimate leads, before any run: a table of JVM rows takes an hour where the emulations take minutes.
+			fmt.Fprintf(os.Stderr, "lockcheck: compare: estimate %s: %d locks × %d scenarios × %d seeds = %d runs, %d at a time, into %s\n",
+				compare.Estimate(s, ls, parallel).Round(time.Minute/6), len(ls), len(ss), seeds, len(s.Cases), max(parallel, 1), results)
+			prog := compare.NewProgress(os.Stderr, results, s, ls, ss)
+			rep, err := suite.Run(cmd.Context(), s, "", suite.Config{Exe: exe, Dir: results, Parallel: parallel, KeepAll: true, Each: prog.Each})
 			if err != nil {
 				return err
 			}
-			t := compare.Build(results, rep, ls, ss, seeds)
+			t := compare.Build(results, rep, ls, ss, seeds, set)
 			t.Text(os.Stdout)
 			if err := t.JSON(filepath.Join(results, "compare.json")); err != nil {
 				return err
@@ -110,6 +114,11 @@ func newCompareCmd() *cobra.Command {
 	// table under its 45 minutes on two (33 min measured with 3, load average under 2 on the emulated rows).
 	f.IntVar(&parallel, "parallel", runtime.NumCPU()+1, "runs at a time")
 	f.StringVar(&results, "results", "", "directory (default results/compare/TIME)")
+	// A team's own settings, passed through to every cell (each row's 2 s default otherwise).
+	f.StringVar(&set.Lease, "lease", "", "lease of the rows with a fixed lease (default 2s)")
+	f.StringVar(&set.Watchdog, "watchdog", "", "watchdog timeout of the rows a watchdog renews (default 2s)")
+	f.StringVar(&set.Hold, "hold", "", "hold (range) of every cell, over the scenarios' own")
+	f.IntVar(&set.Clients, "clients", 0, "clients of every cell (default the run's)")
 	cmd.PreRun = func(cmd *cobra.Command, _ []string) {
 		if quick && !cmd.Flags().Changed("seeds") {
 			seeds = 1
