@@ -52,6 +52,9 @@ type Lock struct {
 	// Startup is what a run of this row spends before its workload begins beyond a Go client's (a JVM
 	// worker's start-up): the estimate counts it.
 	Startup time.Duration
+	// Named rows run only when --locks names them: the real libraries' JVMs and builds would triple the
+	// default table's time.
+	Named bool
 }
 
 // Topology is the topology the row's runs get (the run's default, single, when its flags name none).
@@ -131,17 +134,17 @@ var Locks = []Lock{
 		What: "Redisson RLock (the real Java library, --client redisson) on Sentinel", Startup: jvm},
 	// The real libraries on the topologies their users run them on: a team choosing between RedLock and
 	// Sentinel compares these rows, not the emulations.
-	{Name: "redisson-redlock-lib", Renews: true, Class: RedissonRL, Args: []string{"--client", "redisson", "--lock", "redlock", "--topology", "redlock"}, Lease: []string{"--watchdog", "2s"},
+	{Name: "redisson-redlock-lib", Named: true, Renews: true, Class: RedissonRL, Args: []string{"--client", "redisson", "--lock", "redlock", "--topology", "redlock"}, Lease: []string{"--watchdog", "2s"},
 		What: "RedissonRedLock (the real Java library) over 5 masters, one Redisson per master", Startup: jvm},
-	{Name: "redisson-multilock-lib", Renews: true, Class: ThirdParty, Args: []string{"--client", "redisson", "--lock", "multi", "--topology", "redlock"}, Lease: []string{"--watchdog", "2s"},
+	{Name: "redisson-multilock-lib", Named: true, Renews: true, Class: ThirdParty, Args: []string{"--client", "redisson", "--lock", "multi", "--topology", "redlock"}, Lease: []string{"--watchdog", "2s"},
 		What: "RedissonMultiLock (the real Java library): all of its keys, on the first of the 5 masters", Startup: jvm},
-	{Name: "node-redlock", Class: Redlock, Args: []string{"--client", "node-redlock", "--topology", "redlock"}, Lease: []string{"--lease", "2s"}, Extends: true,
+	{Name: "node-redlock", Named: true, Class: Redlock, Args: []string{"--client", "node-redlock", "--topology", "redlock"}, Lease: []string{"--lease", "2s"}, Extends: true,
 		What: "npm redlock (the real Node.js library) over 5 masters: spec Redlock", Startup: script},
-	{Name: "pottery-redlock", Class: Redlock, Args: []string{"--client", "pottery", "--topology", "redlock"}, Lease: []string{"--lease", "2s"}, Extends: true,
+	{Name: "pottery-redlock", Named: true, Class: Redlock, Args: []string{"--client", "pottery", "--topology", "redlock"}, Lease: []string{"--lease", "2s"}, Extends: true,
 		What: "pottery's Redlock (the real Python library) over 5 masters", Startup: script},
-	{Name: "redis-py-sentinel", Class: Replicated, Args: []string{"--client", "redis-py", "--topology", "sentinel"}, Lease: []string{"--lease", "2s"}, Extends: true, Replicated: true,
+	{Name: "redis-py-sentinel", Named: true, Class: Replicated, Args: []string{"--client", "redis-py", "--topology", "sentinel"}, Lease: []string{"--lease", "2s"}, Extends: true, Replicated: true,
 		What: "redis-py's Lock (the real Python library) through Sentinel: SET NX PX on the primary, no WAIT", Startup: script},
-	{Name: "redislock-sentinel", Class: Replicated, Args: []string{"--client", "redislock", "--topology", "sentinel"}, Lease: []string{"--lease", "2s"}, Extends: true, Replicated: true,
+	{Name: "redislock-sentinel", Named: true, Class: Replicated, Args: []string{"--client", "redislock", "--topology", "sentinel"}, Lease: []string{"--lease", "2s"}, Extends: true, Replicated: true,
 		What: "bsm/redislock (the real Go library) through Sentinel: SET NX PX on the primary, no WAIT"},
 	{Name: "fenced-sentinel", Renews: true, Class: Fenced, Args: []string{"--lock", "fenced", "--topology", "sentinel"}, Lease: []string{"--watchdog", "2s"}, Replicated: true,
 		What: "Redisson RFencedLock on Sentinel: its token counter fails over with the lock", Judge: []string{"mutual-exclusion", "fencing-tokens"}},
@@ -235,7 +238,7 @@ func Select(lockNames, scenarioIDs string, quick bool) ([]Lock, []Scenario, erro
 		names = QuickLocks
 	}
 	for _, l := range Locks {
-		if len(names) == 0 || slices.Contains(names, l.Name) {
+		if len(names) == 0 && !l.Named || slices.Contains(names, l.Name) {
 			ls = append(ls, l)
 		}
 	}
@@ -323,10 +326,16 @@ func (s Scenario) Prediction(l Lock) string {
 	return s.Predict[l.Class]
 }
 
-// Names lists the default rows (those of --quick, if quick), for help texts.
-func Names(quick bool) string {
+// Names lists the default rows (those of --quick, if quick; the named-only ones, if named), for help texts.
+func Names(quick, named bool) string {
 	if quick {
 		return strings.Join(QuickLocks, ", ")
 	}
-	return strings.Join(lockNamesOf(Locks), ", ")
+	var out []string
+	for _, l := range Locks {
+		if l.Named == named {
+			out = append(out, l.Name)
+		}
+	}
+	return strings.Join(out, ", ")
 }

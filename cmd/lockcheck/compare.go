@@ -104,10 +104,10 @@ func newCompareCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&locks, "locks", "", "rows, comma-separated (default all: "+compare.Names(false)+")")
+	f.StringVar(&locks, "locks", "", "rows, comma-separated (default: "+compare.Names(false, false)+"; the real libraries when named: "+compare.Names(false, true)+")")
 	f.StringVar(&scenarios, "scenarios", "", "columns, comma-separated ("+compare.IDs(false)+"; default all measured)")
 	f.IntVar(&seeds, "seeds", 5, "seeds per cell (1..N)")
-	f.BoolVar(&quick, "quick", false, compare.Names(true)+" over "+compare.IDs(true)+", one seed (unless --seeds)")
+	f.BoolVar(&quick, "quick", false, compare.Names(true, false)+" over "+compare.IDs(true)+", one seed (unless --seeds)")
 	f.StringSliceVar(&clients, "client", nil, "add a worker's lock as a row (NAME[@VERSION]; repeatable)")
 	f.StringSliceVar(&specs, "lock-spec", nil, "add a spec lock as a row (repeatable)")
 	// A compare run mostly waits (holds, fault windows, failovers): one more than the cores keeps the full
