@@ -34,7 +34,7 @@ func Estimate(s *suite.Suite, ls []Lock, par int) time.Duration {
 		}
 		total += d
 	}
-	return total / time.Duration(max(par, 1))
+	return (total / time.Duration(max(par, 1))).Round(time.Second)
 }
 
 // Progress prints, as runs end, one line per run with its outcome in words and its story, and one line per
@@ -110,17 +110,18 @@ func (p *Progress) Each(o suite.Outcome) {
 		c.Unknown++
 	}
 	if c.Seeds == p.want[key] {
-		out := fmt.Sprintf("violated on %d of %d seeds", c.Violations, c.Seeds)
-		if c.Violations == 0 {
-			out = fmt.Sprintf("held on all %d seeds", c.Seeds)
-			if c.Seeds == 1 {
-				out = "held on its one seed"
-			}
+		held := c.Seeds - c.Violations - c.Unknown
+		var out []string
+		if c.Violations > 0 {
+			out = append(out, fmt.Sprintf("violated on %d of %d seeds", c.Violations, c.Seeds))
+		}
+		if held > 0 {
+			out = append(out, fmt.Sprintf("held on %d of %d", held, c.Seeds))
 		}
 		if c.Unknown > 0 {
-			out += fmt.Sprintf(", %d undecided", c.Unknown)
+			out = append(out, fmt.Sprintf("undecided on %d of %d (see its runs)", c.Unknown, c.Seeds))
 		}
-		fmt.Fprintf(p.w, "cell %s × %s %s: %s\n", lock, sc, p.names[sc], out)
+		fmt.Fprintf(p.w, "cell %s × %s %s: %s\n", lock, sc, p.names[sc], strings.Join(out, ", "))
 	}
 }
 

@@ -34,6 +34,9 @@ func newCompareCmd() *cobra.Command {
 			if seeds < 1 {
 				return runner.UsageError{Err: fmt.Errorf("--seeds must be at least 1, got %d", seeds)}
 			}
+			if set.Clients < 0 {
+				return runner.UsageError{Err: fmt.Errorf("--clients must be at least 1, got %d", set.Clients)}
+			}
 			ls, ss, err := compare.Select(locks, scenarios, quick)
 			if err != nil {
 				return runner.UsageError{Err: err}
@@ -51,6 +54,10 @@ func newCompareCmd() *cobra.Command {
 					return runner.UsageError{Err: fmt.Errorf("compare: the row %s is given twice", l.Name)}
 				}
 				seen[l.Name] = true
+			}
+			// Every setting is checked, also one no row takes (a --watchdog among fixed-lease rows).
+			if err := dryRun(cmd, set.Args()); err != nil {
+				return runner.UsageError{Err: fmt.Errorf("compare: %s", oneLine(err))}
 			}
 			s := compare.Suite(ls, ss, seeds, set, nil)
 			for _, c := range s.Cases {
@@ -72,9 +79,10 @@ func newCompareCmd() *cobra.Command {
 			if err := suite.RunsDir(results); err != nil { // before the first line about the runs
 				return err
 			}
-			// The estimate leads, before any run: a table of JVM rows takes an hour where the emulations take minutes.
-			fmt.Fprintf(os.Stderr, "lockcheck: compare: estimate %s: %d locks × %d scenarios × %d seeds = %d runs, %d at a time, into %s\n",
-				compare.Estimate(s, ls, parallel).Round(time.Minute/6), len(ls), len(ss), seeds, len(s.Cases), max(parallel, 1), results)
+			// The estimate leads, before any run: a table of JVM rows takes an hour where the emulations take
+			// minutes. It assumes the cores are the runs' own and the workers built.
+			fmt.Fprintf(os.Stderr, "lockcheck: compare: estimate %s on an idle machine: %d locks × %d scenarios × %d seeds = %d runs, %d at a time, into %s\n",
+				compare.Estimate(s, ls, parallel), len(ls), len(ss), seeds, len(s.Cases), max(parallel, 1), results)
 			prog := compare.NewProgress(os.Stderr, results, s, ls, ss)
 			rep, err := suite.Run(cmd.Context(), s, "", suite.Config{Exe: exe, Dir: results, Parallel: parallel, KeepAll: true, Each: prog.Each})
 			if err != nil {
