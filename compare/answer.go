@@ -160,13 +160,15 @@ func (t *Table) Answer() string {
 			case "undecided", "not run":
 				undecided = append(undecided, l.Name+" "+c.Scenario)
 			}
-			if c.Seeds == 0 {
+			// Only decided runs count: a run that failed to start or could not be judged says nothing of safety.
+			decided := c.decided()
+			if decided <= 0 {
 				continue
 			}
-			if c.Seeds == 1 {
+			if decided == 1 {
 				oneSeed = append(oneSeed, l.Name+" "+c.Scenario)
 			}
-			r.runs += c.Seeds
+			r.runs += decided
 			r.violations += c.Violations
 			if c.Violations > 0 {
 				r.violated = append(r.violated, c.Scenario)
@@ -214,10 +216,10 @@ func (t *Table) Answer() string {
 			for _, s := range t.Scenarios {
 				bc, ok1 := cells[[2]string{best.name, s.ID}]
 				rc, ok2 := cells[[2]string{r.name, s.ID}]
-				if !ok1 || !ok2 || bc.Seeds == 0 || rc.Seeds == 0 || rc.Violations == 0 {
+				if !ok1 || !ok2 || bc.decided() <= 0 || rc.decided() <= 0 || rc.Violations == 0 {
 					continue
 				}
-				pair := fmt.Sprintf("%s (%d/%d against %d/%d)", name[s.ID], bc.Violations, bc.Seeds, rc.Violations, rc.Seeds)
+				pair := fmt.Sprintf("%s (%d/%d against %d/%d)", name[s.ID], bc.Violations, bc.decided(), rc.Violations, rc.decided())
 				if bc.Violations < rc.Violations {
 					held = append(held, pair)
 				} else {
@@ -236,13 +238,16 @@ func (t *Table) Answer() string {
 		fmt.Fprintf(&b, " Caveat: %s ran one seed only, an outcome, not a rate.", strings.Join(oneSeed, ", "))
 	}
 	if len(undecided) > 0 {
-		fmt.Fprintf(&b, " Undecided, counted as held: %s.", strings.Join(undecided, ", "))
+		fmt.Fprintf(&b, " Cells with runs undecided or failed, those runs left out: %s.", strings.Join(undecided, ", "))
 	}
 	if len(na) > 0 {
 		fmt.Fprintf(&b, " Not measured (the fault needs what the row lacks): %s.", strings.Join(na, ", "))
 	}
 	return b.String()
 }
+
+// decided is the cell's runs that were judged valid or invalid.
+func (c Cell) decided() int { return c.Seeds - c.Unknown - c.Errors }
 
 func under(ids []string, name map[string]string) string {
 	if len(ids) == 0 {

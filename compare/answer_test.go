@@ -28,6 +28,9 @@ func table(set Settings, rows map[string][]string) *Table {
 				var viol, seeds int
 				fmt.Sscanf(v, "%d/%d", &viol, &seeds)
 				cell.Violations, cell.Seeds, cell.Measured = viol, seeds, Safe
+				if strings.HasSuffix(v, "!") { // every run failed
+					cell.Errors, cell.Measured = seeds, "undecided"
+				}
 				if viol > 0 {
 					cell.Measured = Violates
 				}
@@ -74,6 +77,8 @@ func TestAnswerTies(t *testing.T) {
 		{map[string][]string{"a": {"S1:3/3"}, "b": {"S1:3/3"}}, "no row is safer: a and b violated in the same share"},
 		{map[string][]string{"a": {"S1:1/2"}}, "only a was measured: it violated in 1 of 2 runs (under S1 pause after acquire)"},
 		{map[string][]string{}, "no cell was measured"},
+		// A row whose every run failed to start is not the safer one: it was not measured.
+		{map[string][]string{"a": {"S1:1/3"}, "b": {"S1:0/3!"}}, "only a was measured"},
 	} {
 		got := table(Settings{}, tc.rows).Answer()
 		if !strings.Contains(got, tc.want) || !strings.HasPrefix(got, "Answer for the default leases: ") {
