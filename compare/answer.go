@@ -198,20 +198,27 @@ func (t *Table) Answer() string {
 			return len(rows[i].violated) < len(rows[j].violated)
 		})
 		best := rows[0]
-		if best.rate() == rows[1].rate() {
+		tied := 1 // rows as safe as the first
+		for tied < len(rows) && rows[tied].rate() == best.rate() {
+			tied++
+		}
+		if tied == len(rows) {
 			if best.violations == 0 {
 				fmt.Fprintf(&b, "no row violated in any run (%s), so none is safer by these faults.", runsOf(rows))
 			} else {
-				fmt.Fprintf(&b, "no row is safer: %s and %s violated in the same share of their runs (%s).", best.name, rows[1].name, runsOf(rows))
+				fmt.Fprintf(&b, "no row is safer: every row violated in the same share of its runs (%s).", runsOf(rows))
 			}
 			break
 		}
 		fmt.Fprintf(&b, "%s is the safer: it violated in %d of %d runs%s", best.name, best.violations, best.runs, under(best.violated, name))
-		for _, r := range rows[1:] {
+		for _, r := range rows[1:tied] {
+			fmt.Fprintf(&b, "; %s alike, %d of %d%s", r.name, r.violations, r.runs, under(r.violated, name))
+		}
+		for _, r := range rows[tied:] {
 			fmt.Fprintf(&b, "; %s in %d of %d%s", r.name, r.violations, r.runs, under(r.violated, name))
 		}
 		b.WriteString(".")
-		for _, r := range rows[1:] {
+		for _, r := range rows[tied:] {
 			var held, both []string
 			for _, s := range t.Scenarios {
 				bc, ok1 := cells[[2]string{best.name, s.ID}]

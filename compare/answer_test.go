@@ -74,7 +74,9 @@ func TestAnswerTies(t *testing.T) {
 		want string
 	}{
 		{map[string][]string{"a": {"S1:0/3"}, "b": {"S1:0/3"}}, "no row violated in any run (a 0/3, b 0/3), so none is safer"},
-		{map[string][]string{"a": {"S1:3/3"}, "b": {"S1:3/3"}}, "no row is safer: a and b violated in the same share"},
+		{map[string][]string{"a": {"S1:3/3"}, "b": {"S1:3/3"}}, "no row is safer: every row violated in the same share of its runs (a 3/3, b 3/3)"},
+		// Two rows alike and safer than a third: the safer are named, not "no row violated".
+		{map[string][]string{"a": {"S1:0/3"}, "b": {"S1:0/2"}, "c": {"S1:2/3"}}, "a is the safer: it violated in 0 of 3 runs; b alike, 0 of 2; c in 2 of 3"},
 		{map[string][]string{"a": {"S1:1/2"}}, "only a was measured: it violated in 1 of 2 runs (under S1 pause after acquire)"},
 		{map[string][]string{}, "no cell was measured"},
 		// A row whose every run failed to start is not the safer one: it was not measured.
