@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/lockcheck/lockcheck/suite"
 )
@@ -50,6 +51,61 @@ type Lock struct {
 	Only []string
 	// Base is the row this one repeats on another server (--servers): its predictions are the base row's.
 	Base string
+	// Startup is what a run of this row spends before its workload begins beyond a Go client's (a JVM
+	// worker's start-up): the estimate counts it.
+	Startup time.Duration
+	// Named rows run only when --locks names them: the real libraries' JVMs and builds would triple the
+	// default table's time.
+	Named bool
+}
+
+// Topology is the topology the row's runs get (the run's default, single, when its flags name none).
+func (l Lock) Topology() string {
+	if i := slices.Index(l.Args, "--topology"); i >= 0 && i+1 < len(l.Args) {
+		return l.Args[i+1]
+	}
+	return "single"
+}
+
+// Settings are a team's own lease, watchdog, hold and client count, passed through to every cell: a row
+// takes the lease or the watchdog, whichever its lock is timed by ("" or 0: the row's default).
+type Settings struct {
+	Lease, Watchdog, Hold string
+	Clients               int
+}
+
+// Args are the run flags of the settings given, in the order they are shown.
+func (s Settings) Args() []string {
+	var out []string
+	for _, f := range [][2]string{{"--lease", s.Lease}, {"--watchdog", s.Watchdog}, {"--hold", s.Hold}} {
+		if f[1] != "" {
+			out = append(out, f[0], f[1])
+		}
+	}
+	if s.Clients > 0 {
+		out = append(out, "--clients", strconv.Itoa(s.Clients))
+	}
+	return out
+}
+
+// lease is the row's lease flag under s: the team's value for the flag the row is timed by, else the row's.
+func (s Settings) lease(l Lock) []string {
+	if len(l.Lease) != 2 {
+		return l.Lease
+	}
+	switch {
+	case l.Lease[0] == "--lease" && s.Lease != "":
+		return []string{"--lease", s.Lease}
+	case l.Lease[0] == "--watchdog" && s.Watchdog != "":
+		return []string{"--watchdog", s.Watchdog}
+	}
+	return l.Lease
+}
+
+// rest is what the settings pass to every cell besides its lease: hold and clients. They come after the
+// scenario's flags, so the team's hold wins over a scenario's.
+func (s Settings) rest() []string {
+	return Settings{Hold: s.Hold, Clients: s.Clients}.Args()
 }
 
 // Scenario is one column: a fault schedule that hits the lock where the reference says, and the predictions.
@@ -77,7 +133,21 @@ var Locks = []Lock{
 	{Name: "redsync-redlock", Class: Redlock, Args: []string{"--client", "redsync", "--topology", "redlock"}, Lease: []string{"--lease", "2s"}, Extends: true,
 		What: "redsync (the real Go library, --client redsync) over 5 masters: spec Redlock"},
 	{Name: "redisson-sentinel", Renews: true, Class: Replicated, Args: []string{"--client", "redisson", "--topology", "sentinel"}, Lease: []string{"--watchdog", "2s"}, Replicated: true,
-		What: "Redisson RLock (the real Java library, --client redisson) on Sentinel"},
+		What: "Redisson RLock (the real Java library, --client redisson) on Sentinel", Startup: jvm},
+	// The real libraries on the topologies their users run them on: a team choosing between RedLock and
+	// Sentinel compares these rows, not the emulations.
+	{Name: "redisson-redlock-lib", Named: true, Renews: true, Class: RedissonRL, Args: []string{"--client", "redisson", "--lock", "redlock", "--topology", "redlock"}, Lease: []string{"--watchdog", "2s"},
+		What: "RedissonRedLock (the real Java library) over 5 masters, one Redisson per master", Startup: jvm},
+	{Name: "redisson-multilock-lib", Named: true, Renews: true, Class: ThirdParty, Args: []string{"--client", "redisson", "--lock", "multi", "--topology", "redlock"}, Lease: []string{"--watchdog", "2s"},
+		What: "RedissonMultiLock (the real Java library): all of its keys, on the first of the 5 masters", Startup: jvm},
+	{Name: "node-redlock", Named: true, Class: Redlock, Args: []string{"--client", "node-redlock", "--topology", "redlock"}, Lease: []string{"--lease", "2s"}, Extends: true,
+		What: "npm redlock (the real Node.js library) over 5 masters: spec Redlock", Startup: script},
+	{Name: "pottery-redlock", Named: true, Class: Redlock, Args: []string{"--client", "pottery", "--topology", "redlock"}, Lease: []string{"--lease", "2s"}, Extends: true,
+		What: "pottery's Redlock (the real Python library) over 5 masters", Startup: script},
+	{Name: "redis-py-sentinel", Named: true, Class: Replicated, Args: []string{"--client", "redis-py", "--topology", "sentinel"}, Lease: []string{"--lease", "2s"}, Extends: true, Replicated: true,
+		What: "redis-py's Lock (the real Python library) through Sentinel: SET NX PX on the primary, no WAIT", Startup: script},
+	{Name: "redislock-sentinel", Named: true, Class: Replicated, Args: []string{"--client", "redislock", "--topology", "sentinel"}, Lease: []string{"--lease", "2s"}, Extends: true, Replicated: true,
+		What: "bsm/redislock (the real Go library) through Sentinel: SET NX PX on the primary, no WAIT"},
 	{Name: "fenced-sentinel", Renews: true, Class: Fenced, Args: []string{"--lock", "fenced", "--topology", "sentinel"}, Lease: []string{"--watchdog", "2s"}, Replicated: true,
 		What: "Redisson RFencedLock on Sentinel: its token counter fails over with the lock", Judge: []string{"mutual-exclusion", "fencing-tokens"}},
 	{Name: "fenced", Renews: true, Class: Fenced, Args: []string{"--lock", "fenced", "--topology", "single"}, Lease: []string{"--watchdog", "2s"}, What: "Redisson RFencedLock, the resource refuses stale tokens",
@@ -92,6 +162,12 @@ var Locks = []Lock{
 	{Name: "fair", Class: Replicated, Args: []string{"--lock", "fair", "--wait", "10s"}, Lease: []string{"--watchdog", "3s"}, What: "Redisson RFairLock (emulation): waiter deadlines in client time",
 		Judge: []string{"fifo"}, Only: []string{"S9"}},
 }
+
+// Start-up beyond a Go client's, for the estimate (measured here: a Redisson JVM 15-25 s, Python and Node 2-4 s).
+const (
+	jvm    = 20 * time.Second
+	script = 3 * time.Second
+)
 
 // QuickLocks are the rows of --quick.
 var QuickLocks = []string{"naive", "rlock-single", "rlock-sentinel", "redlock-spec", "fenced"}
@@ -164,7 +240,7 @@ func Select(lockNames, scenarioIDs string, quick bool) ([]Lock, []Scenario, erro
 		names = QuickLocks
 	}
 	for _, l := range Locks {
-		if len(names) == 0 || slices.Contains(names, l.Name) {
+		if len(names) == 0 && !l.Named || slices.Contains(names, l.Name) {
 			ls = append(ls, l)
 		}
 	}
@@ -211,7 +287,7 @@ func split(s string) []string {
 
 // Suite is the matrix as a suite: one case per lock, scenario and seed, each expecting any verdict (the cells
 // are findings, not failures). A scenario that does not apply to a lock has no case.
-func Suite(ls []Lock, ss []Scenario, seeds int, extra []string) *suite.Suite {
+func Suite(ls []Lock, ss []Scenario, seeds int, set Settings, extra []string) *suite.Suite {
 	s := &suite.Suite{Name: "compare"}
 	for _, l := range ls {
 		for _, sc := range ss {
@@ -219,7 +295,7 @@ func Suite(ls []Lock, ss []Scenario, seeds int, extra []string) *suite.Suite {
 				continue
 			}
 			for seed := 1; seed <= seeds; seed++ {
-				args := slices.Concat(l.Args, l.Lease, sc.Args, []string{"--time", sc.Time, "--quiet", "1s"}, extra,
+				args := slices.Concat(l.Args, set.lease(l), sc.Args, []string{"--time", sc.Time, "--quiet", "1s"}, set.rest(), extra,
 					[]string{"--seed", strconv.Itoa(seed)})
 				s.Cases = append(s.Cases, suite.NewCase(fmt.Sprintf("%s/%s/%d", l.Name, sc.ID, seed), l.Name, int64(seed), args))
 			}
@@ -276,10 +352,16 @@ func PerServer(ls []Lock, servers []string) []Lock {
 	return out
 }
 
-// Names lists the default rows (those of --quick, if quick), for help texts.
-func Names(quick bool) string {
+// Names lists the default rows (those of --quick, if quick; the named-only ones, if named), for help texts.
+func Names(quick, named bool) string {
 	if quick {
 		return strings.Join(QuickLocks, ", ")
 	}
-	return strings.Join(lockNamesOf(Locks), ", ")
+	var out []string
+	for _, l := range Locks {
+		if l.Named == named {
+			out = append(out, l.Name)
+		}
+	}
+	return strings.Join(out, ", ")
 }

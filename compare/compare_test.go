@@ -29,7 +29,7 @@ func TestSuiteOnlyRows(t *testing.T) {
 		}
 		return out
 	}
-	got := ids(Suite(ls, ss, 1, nil))
+	got := ids(Suite(ls, ss, 1, Settings{}, nil))
 	for _, id := range got {
 		lock, sc, _ := strings.Cut(id, "/")
 		sc, _, _ = strings.Cut(sc, "/")
@@ -42,7 +42,7 @@ func TestSuiteOnlyRows(t *testing.T) {
 			t.Errorf("no case %s", want)
 		}
 	}
-	tab := Build(t.TempDir(), &suite.Report{}, ls, ss, 1)
+	tab := Build(t.TempDir(), &suite.Report{}, ls, ss, 1, Settings{})
 	for _, c := range tab.Cells {
 		if c.Lock == "pes" && c.Scenario == "S1" && (c.Measured != NotApplicable || c.Predicted != "") {
 			t.Errorf("pes/S1: %s (ref %q); want n/a with no prediction", c.Measured, c.Predicted)
@@ -75,7 +75,7 @@ func TestTTFVFromWorkloadStart(t *testing.T) {
 	sc := Scenario{ID: "S1", Predict: map[Class]string{OneNode: Violates}}
 	rep := &suite.Report{Outcomes: []suite.Outcome{{Case: suite.NewCase("naive/S1/1", "naive", 1, nil),
 		Verdict: "invalid", FirstNs: 23_500_000_000, Dir: "runs/x"}}}
-	c := Build(dir, rep, []Lock{l}, []Scenario{sc}, 1).Cells[0]
+	c := Build(dir, rep, []Lock{l}, []Scenario{sc}, 1, Settings{}).Cells[0]
 	if c.Measured != Violates || c.MedianTTFV != 3.5 {
 		t.Fatalf("%s at %.1f s; want violates at 3.5 s (23.5 s on the history's clock, the workload began at 20 s)", c.Measured, c.MedianTTFV)
 	}

@@ -47,6 +47,8 @@ type Cost struct {
 // Table is the comparison: compare.json.
 type Table struct {
 	Seeds      int               `json:"seeds"`
+	Settings   Settings          `json:"settings"`
+	Conclusion string            `json:"answer"` // Answer's paragraph
 	Locks      []Lock            `json:"-"`
 	Scenarios  []Scenario        `json:"-"`
 	Cells      []Cell            `json:"cells"`
@@ -55,8 +57,8 @@ type Table struct {
 }
 
 // Build reads each outcome's run and fills the table.
-func Build(dir string, rep *suite.Report, ls []Lock, ss []Scenario, seeds int) *Table {
-	t := &Table{Seeds: seeds, Locks: ls, Scenarios: ss, Unmeasured: Unmeasured}
+func Build(dir string, rep *suite.Report, ls []Lock, ss []Scenario, seeds int, set Settings) *Table {
+	t := &Table{Seeds: seeds, Settings: set, Locks: ls, Scenarios: ss, Unmeasured: Unmeasured}
 	type acc struct {
 		p50, p99, rate, avail, heal []float64
 	}
@@ -129,6 +131,7 @@ func Build(dir string, rep *suite.Report, ls []Lock, ss []Scenario, seeds int) *
 		t.Costs = append(t.Costs, Cost{Lock: l.Name, AcquireP50: median(a.p50), AcquireP99: median(a.p99),
 			OpsPerSec: median(a.rate), Available: median(a.avail), HealToGrant: median(a.heal)})
 	}
+	t.Conclusion = t.Answer()
 	return t
 }
 
@@ -287,8 +290,33 @@ func num(f float64, format string) string {
 	return fmt.Sprintf(format, f)
 }
 
+// setup says the settings every cell ran with and, per row, its topology and what it is.
+func (t *Table) setup(w io.Writer, md bool) {
+	set := "each row's default lease (2 s)"
+	if a := t.Settings.Args(); len(a) > 0 {
+		set = strings.Join(a, " ") + " (a row takes the lease or the watchdog its lock is timed by)"
+	}
+	fmt.Fprintf(w, "Settings passed to every cell: %s; %d seed(s) per cell.\n\n", set, t.Seeds)
+	if md {
+		fmt.Fprint(w, "| lock | topology | what |\n| --- | --- | --- |\n")
+		for _, l := range t.Locks {
+			fmt.Fprintf(w, "| %s | %s | %s |\n", l.Name, l.Topology(), l.What)
+		}
+		fmt.Fprintln(w)
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "LOCK\tTOPOLOGY\tWHAT")
+	for _, l := range t.Locks {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", l.Name, l.Topology(), l.What)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+}
+
 // Text prints the terminal table.
 func (t *Table) Text(w io.Writer) {
+	t.setup(w, false)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	head := []string{"LOCK"}
 	for _, s := range t.Scenarios {
@@ -316,6 +344,7 @@ func (t *Table) Text(w io.Writer) {
 	for _, id := range ids {
 		fmt.Fprintf(w, "%s not measured: %s\n", id, t.Unmeasured[id])
 	}
+	fmt.Fprintf(w, "\n%s\n", t.Conclusion)
 }
 
 func (t *Table) rows() [][]string {
@@ -337,6 +366,7 @@ func (t *Table) rows() [][]string {
 // Markdown writes the table for a design document.
 func (t *Table) Markdown(w io.Writer, when time.Time) {
 	fmt.Fprintf(w, "# lockcheck compare, %d seed(s), %s\n\n", t.Seeds, when.Format("2006-01-02"))
+	t.setup(w, true)
 	fmt.Fprintf(w, "Cells: violations/seeds, and the median time to first violation after the workload began (start-up not counted).\n\n")
 	head := []string{"lock"}
 	for _, s := range t.Scenarios {
@@ -355,6 +385,7 @@ func (t *Table) Markdown(w io.Writer, when time.Time) {
 	for _, s := range t.Scenarios {
 		fmt.Fprintf(w, "- %s, %s: %s (`%s`)\n", s.ID, s.Name, s.Why, strings.Join(s.Args, " "))
 	}
+	fmt.Fprintf(w, "\n%s\n", t.Conclusion)
 }
 
 // JSON writes compare.json (NaN figures as null).

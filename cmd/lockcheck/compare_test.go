@@ -63,10 +63,78 @@ func TestCompareTable(t *testing.T) {
 // A scenario or a lock lockcheck does not know is bad input, said in one line.
 func TestCompareBadInput(t *testing.T) {
 	t.Parallel() // child lockcheck processes, fault-free or far from any timing edge
-	for _, args := range [][]string{{"--scenarios", "S99"}, {"--locks", "nosuch"}, {"--seeds", "0"}} {
+	for _, args := range [][]string{{"--scenarios", "S99"}, {"--locks", "nosuch"}, {"--seeds", "0"},
+		{"--lease", "soon"}, {"--watchdog", "-1s"}, {"--hold", "2s-1s"}, {"--clients", "-2"}} {
 		code, _, errs := runSuite(t, append([]string{"compare", "--results", t.TempDir()}, args...)...)
 		if code != exitUsage || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
 			t.Errorf("%v: exit %d, %q; want 254 and one line", args, code, errs)
 		}
+	}
+}
+
+// compare for a team's own setup: its lease, watchdog, hold and clients reach every cell (each run's own
+// results.json says so), the estimate is the first line, every run and every cell says its outcome in
+// words, and the table ends with the paragraph that names the safer row.
+func TestCompareTeamSettings(t *testing.T) {
+	t.Parallel() // child lockcheck processes; the verdicts are the S4 cells' of every seed (naive 5/5, fenced 0/5)
+	dir := filepath.Join(t.TempDir(), "cmp")
+	code, out, errs := runSuite(t, "compare", "--locks", "naive,fenced", "--scenarios", "S4", "--seeds", "2",
+		"--lease", "3s", "--watchdog", "5s", "--hold", "200ms-500ms", "--clients", "3", "--parallel", "2", "--results", dir)
+	if code != exitValid {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(errs), "\n")
+	if !strings.HasPrefix(lines[0], "lockcheck: compare: estimate ") {
+		t.Errorf("the first line is not the estimate: %q", lines[0])
+	}
+	for _, want := range []string{"naive × S4 seed 1: violated", "naive × S4 seed 2: violated", "fenced × S4 seed 1: held",
+		"cell naive × S4 clock jump on a node: violated on 2 of 2 seeds", "cell fenced × S4 clock jump on a node: held on 2 of 2"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("progress lacks %q:\n%s", want, errs)
+		}
+	}
+	if strings.Contains(errs, "(want ") {
+		t.Errorf("progress speaks of expectations, not outcomes:\n%s", errs)
+	}
+	var tab struct {
+		Cells []struct {
+			Lock string
+			Runs []string
+		} `json:"cells"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "compare.json"))
+	if err != nil || json.Unmarshal(b, &tab) != nil {
+		t.Fatalf("compare.json: %v", err)
+	}
+	runs := 0
+	for _, c := range tab.Cells {
+		for _, r := range c.Runs {
+			runs++
+			var res struct {
+				Options struct {
+					Lease, Watchdog, Hold string
+					Clients               int
+				} `json:"options"`
+			}
+			b, err := os.ReadFile(filepath.Join(dir, r, "results.json"))
+			if err != nil || json.Unmarshal(b, &res) != nil {
+				t.Fatalf("%s: results.json: %v", r, err)
+			}
+			o := res.Options
+			timed := o.Lease == "3s"
+			if c.Lock == "fenced" {
+				timed = o.Watchdog == "5s"
+			}
+			if !timed || o.Hold != "200ms-500ms" || o.Clients != 3 {
+				t.Errorf("%s: options %+v; want the team's lease 3s (watchdog 5s), hold 200ms-500ms, 3 clients", r, o)
+			}
+		}
+	}
+	if runs != 4 {
+		t.Errorf("%d runs in the table, want 4", runs)
+	}
+	if !strings.Contains(out, "Settings passed to every cell: --lease 3s --watchdog 5s --hold 200ms-500ms --clients 3") ||
+		!strings.Contains(out, "Answer for --lease 3s --watchdog 5s --hold 200ms-500ms --clients 3: fenced is the safer: it violated in 0 of 2 runs; naive in 2 of 2") {
+		t.Errorf("the table does not show the settings or does not end with the answer naming fenced:\n%s", out)
 	}
 }

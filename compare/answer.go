@@ -1,0 +1,276 @@
+package compare
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lockcheck/lockcheck/suite"
+)
+
+// runOverhead is a run's time beside its workload and its client's start-up: the topology's start, the
+// quiet second, judging (measured here: 3-6 s a run on the emulated rows).
+const runOverhead = 5 * time.Second
+
+// Estimate is how long the suite's runs take, par at a time: each run's length, its row's start-up and the
+// run's overhead, spread over the parallel slots.
+func Estimate(s *suite.Suite, ls []Lock, par int) time.Duration {
+	startup := map[string]time.Duration{}
+	for _, l := range ls {
+		startup[l.Name] = l.Startup
+	}
+	var total time.Duration
+	for _, c := range s.Cases {
+		d := runOverhead + startup[c.Entry]
+		if i := slices.Index(c.Args, "--time"); i >= 0 && i+1 < len(c.Args) {
+			if t, err := time.ParseDuration(c.Args[i+1]); err == nil {
+				d += t
+			}
+		}
+		total += d
+	}
+	return (total / time.Duration(max(par, 1))).Round(time.Second)
+}
+
+// Progress prints, as runs end, one line per run with its outcome in words and its story, and one line per
+// cell once its last seed is in.
+type Progress struct {
+	w     io.Writer
+	dir   string
+	locks map[string]Lock
+	names map[string]string // scenario ID → name
+	want  map[string]int    // cell → seeds
+	got   map[string]*Cell
+}
+
+// NewProgress follows the suite s, whose runs are kept under dir.
+func NewProgress(w io.Writer, dir string, s *suite.Suite, ls []Lock, ss []Scenario) *Progress {
+	p := &Progress{w: w, dir: dir, locks: map[string]Lock{}, names: map[string]string{}, want: map[string]int{}, got: map[string]*Cell{}}
+	for _, l := range ls {
+		p.locks[l.Name] = l
+	}
+	for _, sc := range ss {
+		p.names[sc.ID] = sc.Name
+	}
+	for _, c := range s.Cases {
+		p.want[cellOf(c.ID)]++
+	}
+	return p
+}
+
+// cellOf is "lock/scenario" of a case ID "lock/scenario/seed".
+func cellOf(id string) string {
+	if i := strings.LastIndex(id, "/"); i >= 0 {
+		return id[:i]
+	}
+	return id
+}
+
+// Words says a run's verdict for a reader: whether the lock held.
+func Words(verdict string) string {
+	switch verdict {
+	case "invalid":
+		return "violated"
+	case "valid":
+		return "held"
+	case "unknown":
+		return "undecided"
+	}
+	return "failed to run"
+}
+
+// Each takes one finished run (suite.Config.Each).
+func (p *Progress) Each(o suite.Outcome) {
+	key := cellOf(o.ID)
+	lock, sc, _ := strings.Cut(key, "/")
+	verdict, _ := judge(o, readResults(filepath.Join(p.dir, o.Dir)), p.locks[lock].Judge)
+	line := fmt.Sprintf("%s × %s seed %d: %s (%.0f s)", lock, sc, o.Seed, Words(verdict), o.Seconds)
+	if o.Story != "" {
+		line += ": " + o.Story
+	} else if verdict != "valid" && o.Violation != "" {
+		line += ": " + o.Violation
+	}
+	fmt.Fprintln(p.w, line)
+	c := p.got[key]
+	if c == nil {
+		c = &Cell{Lock: lock, Scenario: sc}
+		p.got[key] = c
+	}
+	c.Seeds++
+	switch verdict {
+	case "invalid":
+		c.Violations++
+	case "valid":
+	default:
+		c.Unknown++
+	}
+	if c.Seeds == p.want[key] {
+		held := c.Seeds - c.Violations - c.Unknown
+		var out []string
+		if c.Violations > 0 {
+			out = append(out, fmt.Sprintf("violated on %d of %d seeds", c.Violations, c.Seeds))
+		}
+		if held > 0 {
+			out = append(out, fmt.Sprintf("held on %d of %d", held, c.Seeds))
+		}
+		if c.Unknown > 0 {
+			out = append(out, fmt.Sprintf("undecided on %d of %d (see its runs)", c.Unknown, c.Seeds))
+		}
+		fmt.Fprintf(p.w, "cell %s × %s %s: %s\n", lock, sc, p.names[sc], strings.Join(out, ", "))
+	}
+}
+
+// rowScore is one row over its measured cells.
+type rowScore struct {
+	name             string
+	runs, violations int
+	violated         []string // scenarios with a violation
+}
+
+func (r rowScore) rate() float64 { return float64(r.violations) / float64(r.runs) }
+
+// Answer is the closing paragraph: which row is safer for these settings, under which faults, by how much,
+// from the measured cells, with the caveats they show.
+func (t *Table) Answer() string {
+	name := map[string]string{}
+	for _, s := range t.Scenarios {
+		name[s.ID] = s.ID + " " + s.Name
+	}
+	cells := map[[2]string]Cell{}
+	var rows []rowScore
+	var oneSeed, undecided, na []string
+	for _, l := range t.Locks {
+		r := rowScore{name: l.Name}
+		for _, c := range t.Cells {
+			if c.Lock != l.Name {
+				continue
+			}
+			cells[[2]string{c.Lock, c.Scenario}] = c
+			switch c.Measured {
+			case NotApplicable:
+				if len(l.Only) == 0 {
+					na = append(na, l.Name+" "+c.Scenario)
+				}
+				continue
+			case "undecided", "not run":
+				undecided = append(undecided, l.Name+" "+c.Scenario)
+			}
+			// Only decided runs count: a run that failed to start or could not be judged says nothing of safety.
+			decided := c.decided()
+			if decided <= 0 {
+				continue
+			}
+			if decided == 1 {
+				oneSeed = append(oneSeed, l.Name+" "+c.Scenario)
+			}
+			r.runs += decided
+			r.violations += c.Violations
+			if c.Violations > 0 {
+				r.violated = append(r.violated, c.Scenario)
+			}
+		}
+		if r.runs > 0 {
+			rows = append(rows, r)
+		}
+	}
+	var b strings.Builder
+	settings := "the default leases"
+	if a := t.Settings.Args(); len(a) > 0 {
+		settings = strings.Join(a, " ")
+	}
+	fmt.Fprintf(&b, "Answer for %s: ", settings)
+	switch {
+	case len(rows) == 0:
+		b.WriteString("no cell was measured, so there is no answer.")
+	case len(rows) == 1:
+		r := rows[0]
+		fmt.Fprintf(&b, "only %s was measured: it violated in %d of %d runs%s.", r.name, r.violations, r.runs, under(r.violated, name))
+	default:
+		sort.SliceStable(rows, func(i, j int) bool {
+			if rows[i].rate() != rows[j].rate() {
+				return rows[i].rate() < rows[j].rate()
+			}
+			return len(rows[i].violated) < len(rows[j].violated)
+		})
+		best := rows[0]
+		tied := 1 // rows as safe as the first
+		for tied < len(rows) && rows[tied].rate() == best.rate() {
+			tied++
+		}
+		if tied == len(rows) {
+			if best.violations == 0 {
+				fmt.Fprintf(&b, "no row violated in any run (%s), so none is safer by these faults.", runsOf(rows))
+			} else {
+				fmt.Fprintf(&b, "no row is safer: every row violated in the same share of its runs (%s).", runsOf(rows))
+			}
+			break
+		}
+		fmt.Fprintf(&b, "%s is the safer: it violated in %d of %d runs%s", best.name, best.violations, best.runs, under(best.violated, name))
+		for _, r := range rows[1:tied] {
+			fmt.Fprintf(&b, "; %s alike, %d of %d%s", r.name, r.violations, r.runs, under(r.violated, name))
+		}
+		for _, r := range rows[tied:] {
+			fmt.Fprintf(&b, "; %s in %d of %d%s", r.name, r.violations, r.runs, under(r.violated, name))
+		}
+		b.WriteString(".")
+		for _, r := range rows[tied:] {
+			var held, both []string
+			for _, s := range t.Scenarios {
+				bc, ok1 := cells[[2]string{best.name, s.ID}]
+				rc, ok2 := cells[[2]string{r.name, s.ID}]
+				if !ok1 || !ok2 || bc.decided() <= 0 || rc.decided() <= 0 || rc.Violations == 0 {
+					continue
+				}
+				pair := fmt.Sprintf("%s (%d/%d against %d/%d)", name[s.ID], bc.Violations, bc.decided(), rc.Violations, rc.decided())
+				if bc.Violations < rc.Violations {
+					held = append(held, pair)
+				} else {
+					both = append(both, pair)
+				}
+			}
+			if len(held) > 0 {
+				fmt.Fprintf(&b, " Against %s it did better under %s.", r.name, strings.Join(held, ", "))
+			}
+			if len(both) > 0 {
+				fmt.Fprintf(&b, " It did no better than %s under %s.", r.name, strings.Join(both, ", "))
+			}
+		}
+	}
+	if len(oneSeed) > 0 {
+		fmt.Fprintf(&b, " Caveat: %s ran one seed only, an outcome, not a rate.", strings.Join(oneSeed, ", "))
+	}
+	if len(undecided) > 0 {
+		fmt.Fprintf(&b, " Cells with runs undecided or failed, those runs left out: %s.", strings.Join(undecided, ", "))
+	}
+	if len(na) > 0 {
+		fmt.Fprintf(&b, " Not measured (the fault needs what the row lacks): %s.", strings.Join(na, ", "))
+	}
+	return b.String()
+}
+
+// decided is the cell's runs that were judged valid or invalid.
+func (c Cell) decided() int { return c.Seeds - c.Unknown - c.Errors }
+
+func under(ids []string, name map[string]string) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	var out []string
+	for _, id := range ids {
+		out = append(out, name[id])
+	}
+	return " (under " + strings.Join(out, ", ") + ")"
+}
+
+func runsOf(rows []rowScore) string {
+	var out []string
+	for _, r := range rows {
+		out = append(out, r.name+" "+strconv.Itoa(r.violations)+"/"+strconv.Itoa(r.runs))
+	}
+	return strings.Join(out, ", ")
+}

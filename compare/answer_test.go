@@ -1,0 +1,127 @@
+package compare
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lockcheck/lockcheck/suite"
+)
+
+// table is a hand-built table: each row's cells as "S1:2/3" (violations/seeds) or "S6:n/a".
+func table(set Settings, rows map[string][]string) *Table {
+	ss := []Scenario{{ID: "S1", Name: "pause after acquire"}, {ID: "S5", Name: "crash and fast restart, no persistence"}, {ID: "S6", Name: "failover, asynchronous replication"}}
+	t := &Table{Settings: set, Scenarios: ss}
+	var names []string
+	for n := range rows {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		t.Locks = append(t.Locks, Lock{Name: n})
+		for _, c := range rows[n] {
+			id, v, _ := strings.Cut(c, ":")
+			cell := Cell{Lock: n, Scenario: id, Measured: NotApplicable}
+			if v != NotApplicable {
+				var viol, seeds int
+				fmt.Sscanf(v, "%d/%d", &viol, &seeds)
+				cell.Violations, cell.Seeds, cell.Measured = viol, seeds, Safe
+				if strings.HasSuffix(v, "!") { // every run failed
+					cell.Errors, cell.Measured = seeds, "undecided"
+				}
+				if viol > 0 {
+					cell.Measured = Violates
+				}
+			}
+			t.Cells = append(t.Cells, cell)
+		}
+	}
+	return t
+}
+
+// The answer names the safer row, the settings, the faults where it did better and by how much, and the
+// caveats the cells show.
+func TestAnswerNamesSaferRow(t *testing.T) {
+	tab := table(Settings{Lease: "10s", Watchdog: "30s"}, map[string][]string{
+		"redlock":  {"S1:0/3", "S5:3/3", "S6:n/a"},
+		"sentinel": {"S1:3/3", "S5:2/3", "S6:1/1"},
+	})
+	got := tab.Answer()
+	for _, want := range []string{
+		"--lease 10s --watchdog 30s",
+		"redlock is the safer: it violated in 3 of 6 runs (under S5 crash and fast restart, no persistence)",
+		"sentinel in 6 of 7",
+		"did better under S1 pause after acquire (0/3 against 3/3)",
+		"no better than sentinel under S5 crash and fast restart, no persistence (3/3 against 2/3)",
+		"sentinel S6 ran one seed only",
+		"Not measured (the fault needs what the row lacks): redlock S6",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("answer lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.HasPrefix(got, "Answer for --lease 10s --watchdog 30s: sentinel") {
+		t.Errorf("the less safe row leads:\n%s", got)
+	}
+}
+
+// Rows that violate alike, or never, name no safer row.
+func TestAnswerTies(t *testing.T) {
+	for _, tc := range []struct {
+		rows map[string][]string
+		want string
+	}{
+		{map[string][]string{"a": {"S1:0/3"}, "b": {"S1:0/3"}}, "no row violated in any run (a 0/3, b 0/3), so none is safer"},
+		{map[string][]string{"a": {"S1:3/3"}, "b": {"S1:3/3"}}, "no row is safer: every row violated in the same share of its runs (a 3/3, b 3/3)"},
+		// Two rows alike and safer than a third: the safer are named, not "no row violated".
+		{map[string][]string{"a": {"S1:0/3"}, "b": {"S1:0/2"}, "c": {"S1:2/3"}}, "a is the safer: it violated in 0 of 3 runs; b alike, 0 of 2; c in 2 of 3"},
+		{map[string][]string{"a": {"S1:1/2"}}, "only a was measured: it violated in 1 of 2 runs (under S1 pause after acquire)"},
+		{map[string][]string{}, "no cell was measured"},
+		// A row whose every run failed to start is not the safer one: it was not measured.
+		{map[string][]string{"a": {"S1:1/3"}, "b": {"S1:0/3!"}}, "only a was measured"},
+	} {
+		got := table(Settings{}, tc.rows).Answer()
+		if !strings.Contains(got, tc.want) || !strings.HasPrefix(got, "Answer for the default leases: ") {
+			t.Errorf("%v: %q; want %q", tc.rows, got, tc.want)
+		}
+	}
+}
+
+// The team's settings reach every case: a row takes the lease or the watchdog its lock is timed by, and
+// the hold and clients come after the scenario's own, so they win.
+func TestSettingsReachEveryCase(t *testing.T) {
+	ls, ss, err := Select("naive,rlock-sentinel", "S5", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Suite(ls, ss, 2, Settings{Lease: "10s", Watchdog: "30s", Hold: "1s-2s", Clients: 4}, nil)
+	if len(s.Cases) != 4 {
+		t.Fatalf("%d cases", len(s.Cases))
+	}
+	last := func(args []string, flag string) string {
+		v := ""
+		for i, a := range args {
+			if a == flag && i+1 < len(args) {
+				v = args[i+1]
+			}
+		}
+		return v
+	}
+	for _, c := range s.Cases {
+		lease, flag := "10s", "--lease"
+		if c.Entry == "rlock-sentinel" {
+			lease, flag = "30s", "--watchdog"
+		}
+		if last(c.Args, flag) != lease || last(c.Args, "--hold") != "1s-2s" || last(c.Args, "--clients") != "4" {
+			t.Errorf("%s: %v", c.ID, c.Args)
+		}
+	}
+	var b bytes.Buffer
+	tab := Build(t.TempDir(), &suite.Report{}, ls, ss, 2, Settings{Lease: "10s"})
+	tab.Text(&b)
+	if !strings.Contains(b.String(), "Settings passed to every cell: --lease 10s") || !strings.Contains(b.String(), "rlock-sentinel  sentinel") {
+		t.Errorf("the table does not show the settings and each row's topology:\n%s", b.String())
+	}
+}
