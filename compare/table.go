@@ -152,8 +152,8 @@ func judge(o suite.Outcome, r *report.Results, only []string) (string, int64) {
 			at = c.At
 		}
 	}
-	if len(only) == 0 {
-		v = r.Valid
+	if len(only) == 0 { // the run's own verdict, and its first violation as every output gives it (the story's)
+		v, at = r.Valid, r.FirstViolation()
 	}
 	return v.String(), max(at, 0)
 }

@@ -157,7 +157,7 @@ func TestStoryAndClockAgreeEverywhere(t *testing.T) {
 	if o := rep.Outcomes[0]; o.Story != story || o.Violation != story || o.FirstNs != first {
 		t.Fatalf("suite.json: story %q, violation %q, first %d; want %q at %d", o.Story, o.Violation, o.FirstNs, story, first)
 	}
-	if !strings.Contains(errs, "\n  story: "+story+"\n") {
+	if !strings.Contains(errs, ": "+story+"\n") { // "naive × S4 seed 1: violated (13 s): STORY"
 		t.Fatalf("compare's progress lines lack the story:\n%s", errs)
 	}
 
