@@ -72,14 +72,11 @@ func Load(dir, shrinkDir string) (*Input, error) {
 }
 
 func (in *Input) read() error {
-	b, err := safefile.Read(filepath.Join(in.Dir, "results.json"), safefile.ResultsMax)
+	res, err := report.ReadResults(in.Dir)
 	if err != nil {
 		return fmt.Errorf("%s: not a run directory: %v", in.Dir, err)
 	}
-	in.Results = &report.Results{}
-	if err := json.Unmarshal(b, in.Results); err != nil {
-		return fmt.Errorf("%s/results.json: %v", in.Dir, err)
-	}
+	in.Results = res
 	h, err := history.ReadFile(filepath.Join(in.Dir, "history.jsonl"))
 	if err != nil {
 		return fmt.Errorf("%s: %v", in.Dir, err)

@@ -169,15 +169,8 @@ func (t *Table) Complete() bool {
 }
 
 func readResults(dir string) *report.Results {
-	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
-	if err != nil {
-		return nil
-	}
-	var r report.Results
-	if json.Unmarshal(b, &r) != nil {
-		return nil
-	}
-	return &r
+	r, _ := report.ReadResults(dir) // a run that wrote none (it failed) has no results: nil
+	return r
 }
 
 // statsOf reads the stats checker's acquire latency and rate.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/internal/safefile"
 )
 
 // Results is results.json.
@@ -81,6 +82,19 @@ func (r *Results) StoryText() string {
 		return ""
 	}
 	return r.Story.Text
+}
+
+// ReadResults reads dir's results.json (a regular file, bounded: internal/safefile).
+func ReadResults(dir string) (*Results, error) {
+	b, err := safefile.Read(filepath.Join(dir, "results.json"), safefile.ResultsMax)
+	if err != nil {
+		return nil, err
+	}
+	var r Results
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("results.json: %v", err)
+	}
+	return &r, nil
 }
 
 // WriteJSON writes results.json into dir.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -79,7 +78,7 @@ whole; Ctrl-C stops at once and keeps the best command found so far.`,
 // the command line its history recorded.
 func readShrinkRun(dir, checkerName string) (*report.Results, shrink.Signature, shrink.Cmd, error) {
 	var sig shrink.Signature
-	res, err := readResultsFile(dir)
+	res, err := report.ReadResults(dir)
 	if err != nil {
 		return nil, sig, shrink.Cmd{}, fmt.Errorf("%s is not a run directory: %v", dir, err)
 	}
@@ -248,7 +247,7 @@ func (o shrinkOracle) runSeeds(ctx context.Context, c shrink.Cmd, seeds []int64,
 	for _, out := range rep.Outcomes {
 		judged[out.Seed] = true
 		t.Runs++
-		res, err := readResultsFile(filepath.Join(dir, out.Dir))
+		res, err := report.ReadResults(filepath.Join(dir, out.Dir))
 		if err != nil || out.Verdict == "error" {
 			if t.Other == "" {
 				t.Other = "error: " + out.Violation
@@ -280,17 +279,4 @@ func (o shrinkOracle) runSeeds(ctx context.Context, c shrink.Cmd, seeds []int64,
 		}
 	}
 	return redo, errored
-}
-
-// readResultsFile reads a run directory's results.json.
-func readResultsFile(dir string) (*report.Results, error) {
-	b, err := safefile.Read(filepath.Join(dir, "results.json"), safefile.ResultsMax)
-	if err != nil {
-		return nil, err
-	}
-	var r report.Results
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("results.json: %v", err)
-	}
-	return &r, nil
 }

@@ -424,21 +424,27 @@ func TestSIGINTStopsACheck(t *testing.T) {
 	}
 }
 
+// childrenOf lists pid's children: each thread of the supervisor lists its own (the run is forked from a
+// locked thread).
+func childrenOf(pid int) []int {
+	var out []int
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, task := range tasks {
+		b, _ := os.ReadFile(task)
+		for _, f := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(f); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
 // waitOpened waits until a process of pid's (the supervisor or the run it forks) holds path open.
 func waitOpened(pid int, path string, within time.Duration) bool {
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
-		pids := []int{pid}
-		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid)) // each thread's own
-		for _, task := range tasks {
-			b, _ := os.ReadFile(task)
-			for _, f := range strings.Fields(string(b)) {
-				if c, err := strconv.Atoi(f); err == nil {
-					pids = append(pids, c)
-				}
-			}
-		}
-		for _, p := range pids {
+		for _, p := range append([]int{pid}, childrenOf(pid)...) {
 			fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", p))
 			for _, fd := range fds {
 				if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", p, fd.Name())); err == nil && l == path {
@@ -484,19 +490,9 @@ func TestSignalToEveryProcessCountsOnce(t *testing.T) {
 	bin := buildBinary(t)
 	r := startRun(t, bin, "--time", "60s", "--seed", "8")
 	dir := r.underWay(t)
-	pids := []int{r.cmd.Process.Pid}
-	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", r.cmd.Process.Pid))
-	for _, f := range tasks {
-		b, _ := os.ReadFile(f)
-		for _, p := range strings.Fields(string(b)) {
-			var pid int
-			if _, err := fmt.Sscan(p, &pid); err == nil {
-				pids = append(pids, pid)
-			}
-		}
-	}
+	pids := append([]int{r.cmd.Process.Pid}, childrenOf(r.cmd.Process.Pid)...)
 	if len(pids) < 2 {
-		t.Fatalf("no child of the supervisor found in %v", tasks)
+		t.Fatalf("no child of the supervisor %d found", r.cmd.Process.Pid)
 	}
 	for _, pid := range pids {
 		if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
