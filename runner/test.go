@@ -121,16 +121,16 @@ func Prepare(o Options) (*Test, error) {
 	if err != nil {
 		return nil, UsageError{err}
 	}
+	flag := srv.String() // as given: --server-bin PATH, or the release --server named
+	if !strings.HasPrefix(flag, "--") {
+		flag = "--server " + flag
+	}
 	switch {
 	case srv.Default():
 	case o.Backend == BackendExternal:
-		return nil, usagef("%s: --backend external runs the deployment's own servers, not this binary: use --backend process or docker", srv)
+		return nil, usagef("%s: --backend external runs the deployment's own servers, not this binary: use --backend process or docker", flag)
 	case o.Backend == BackendDocker && o.DockerImage != docker.DefaultImage:
 		// Each names what the containers run; neither is taken over the other silently.
-		flag := srv.String()
-		if !strings.HasPrefix(flag, "--") {
-			flag = "--server " + flag
-		}
 		return nil, usagef("%s and --docker-image %s both name the server the containers run: give one (%s builds an image of its own from the binary)",
 			flag, o.DockerImage, flag)
 	}
