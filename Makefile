@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/lockcheck
 APT     := DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: image-full test-image-full release all build demo smoke repro bisect shrink-campaign test test-all-seeds bench differential falsealarms lagging-decides deps vet clean images docker-engine compose-up compose-down
+.PHONY: image-official image-full test-image-full release all build demo smoke repro bisect shrink-campaign test test-all-seeds bench differential falsealarms lagging-decides deps vet clean images docker-engine compose-up compose-down
 
 all: build
 
@@ -124,6 +124,15 @@ images: build
 	@docker build -q -t lockcheck/redis:official -f docker/redis-official/Dockerfile . >/dev/null 2>&1 \
 	  && echo "built lockcheck/redis:official" \
 	  || echo "lockcheck/redis:official not built: it starts FROM redis:7.0 and no registry answered"
+
+# An official server image made fit for --docker-image where a registry answers (docker/redis-official:
+# the clockshift library, the server as entrypoint): make image-official OFFICIAL=valkey/valkey:8.1
+# OFFICIAL_SERVER=valkey-server OFFICIAL_TAG=lockcheck/valkey:official. The default is redis:7.0.
+OFFICIAL ?= redis:7.0
+OFFICIAL_SERVER ?= redis-server
+OFFICIAL_TAG ?= lockcheck/redis:official
+image-official:
+	docker build -t $(OFFICIAL_TAG) --build-arg BASE=$(OFFICIAL) --build-arg SERVER=$(OFFICIAL_SERVER) -f docker/redis-official/Dockerfile .
 
 # lockcheck/lockcheck:full (docker/full): JDK, Node, Python, Go and every shipped worker's default version
 # prebuilt, on a Debian root filesystem made here (debootstrap, apt, docker import): no image registry.

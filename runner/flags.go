@@ -17,7 +17,7 @@ import (
 func (o *Options) Flags(f *pflag.FlagSet) {
 	f.StringVar(&o.Lock, "lock", o.Lock, "lock to test: "+strings.Join(kinds.KindNames(), ", "))
 	f.StringVar(&o.Backend, "backend", o.Backend, "where the nodes run: process (child processes), docker (containers, testcontainers-go) or external (a deployment you started: --external)")
-	f.StringVar(&o.DockerImage, "docker-image", o.DockerImage, "the Redis image of --backend docker (lockcheck images builds the default)")
+	f.StringVar(&o.DockerImage, "docker-image", o.DockerImage, "the Redis image of --backend docker (lockcheck images builds the default; with --server or --server-bin an image of that binary is built instead)")
 	f.StringVar(&o.Server, "server", o.Server, "the server the nodes run: redis (the host's redis-server, the default) or NAME@VERSION fetched into the cache: "+strings.Join(server.Names(), ", "))
 	f.StringVar(&o.ServerBin, "server-bin", o.ServerBin, "the nodes run this Redis-compatible server binary (its own Sentinel and cluster mode)")
 	f.StringVar(&o.External, "external", o.External, "YAML file describing the deployment of --backend external")

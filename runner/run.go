@@ -97,6 +97,16 @@ func (t *Test) Execute(ctx context.Context, stderr io.Writer) (*report.Results, 
 		return nil, serverError(err) // a server that cannot be had or cannot do the run's faults, before anything starts
 	}
 	t.Spec.Server = srv
+	if o.Backend == BackendDocker && !srv.Host() { // the containers run the chosen binary, in an image of its own
+		cache, err := worker.Cache()
+		if err == nil {
+			o.DockerImage, err = docker.EnsureServerImage(ctx, srv.Path, srv.Name, srv.Version, filepath.Join(cache, "images"), stderr)
+		}
+		if err != nil {
+			return nil, serverError(err)
+		}
+		t.Options.DockerImage = o.DockerImage
+	}
 	fds, err := checkDescriptors(o, t.External)
 	if err != nil {
 		return nil, err
@@ -121,7 +131,7 @@ func (t *Test) Execute(ctx context.Context, stderr io.Writer) (*report.Results, 
 		meta.ScriptSet = t.Scripts.Set
 	}
 	meta.Spec = t.Kind.Source
-	if o.Backend == BackendProcess { // a container runs its image's server, a deployment its own
+	if o.Backend == BackendProcess || !srv.Host() { // else a container runs its image's server, a deployment its own
 		serverVersions(meta.Versions, srv)
 	}
 
@@ -441,6 +451,9 @@ func serverText(srv node.Server, o Options) string {
 	case BackendExternal:
 		return "the deployment's server"
 	case BackendDocker:
+		if !srv.Host() {
+			return fmt.Sprintf("server %s %s in image %s", srv.Name, srv.Version, o.DockerImage)
+		}
 		return "image " + o.DockerImage
 	}
 	return fmt.Sprintf("server %s %s", srv.Name, srv.Version)

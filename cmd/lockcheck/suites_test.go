@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockcheck/lockcheck/node/server"
 	"github.com/lockcheck/lockcheck/suite"
 	"gopkg.in/yaml.v3"
 )
@@ -284,11 +285,14 @@ func TestNightlyManifests(t *testing.T) {
 			Needs    any `yaml:"needs"`
 			Strategy struct {
 				Matrix struct {
-					Shard []int `yaml:"shard"`
+					Shard  []int    `yaml:"shard"`
+					Server []string `yaml:"server"`
 				} `yaml:"matrix"`
 			} `yaml:"strategy"`
 			Steps []struct {
-				Run string `yaml:"run"`
+				Run  string            `yaml:"run"`
+				Uses string            `yaml:"uses"`
+				With map[string]string `yaml:"with"`
 			} `yaml:"steps"`
 		} `yaml:"jobs"`
 	}
@@ -298,19 +302,46 @@ func TestNightlyManifests(t *testing.T) {
 	if n < 2 || merge.Needs != "shard" {
 		t.Fatalf("workflow: %d shards, merge needs %v", n, merge.Needs)
 	}
-	var ran, merged bool
+	// Issue 32: the server is a matrix dimension of the shards and of the merges, each value one --server
+	// takes, passed to the suite; the artifacts are named by server, and each merge takes its server's only.
+	servers := shard.Strategy.Matrix.Server
+	if len(servers) < 2 || !slices.Equal(servers, merge.Strategy.Matrix.Server) || !slices.Contains(servers, "valkey@8.1.8") {
+		t.Fatalf("workflow: servers %v for the shards, %v for the merges: want the same, valkey@8.1.8 among them",
+			servers, merge.Strategy.Matrix.Server)
+	}
+	for _, v := range servers {
+		if _, err := server.Parse(v, ""); err != nil {
+			t.Errorf("workflow: matrix server %q: %v", v, err)
+		}
+	}
+	var ran, merged, uploaded, downloaded bool
 	for _, s := range shard.Steps {
 		if strings.HasPrefix(s.Run, "bin/lockcheck suite ") {
-			args := strings.Fields(strings.ReplaceAll(s.Run, "${{ matrix.shard }}", "1"))[1:]
-			checkSuiteArgs(t, args, n)
+			for _, v := range servers {
+				run := strings.NewReplacer("${{ matrix.shard }}", "1", "${{ matrix.server }}", v).Replace(s.Run)
+				args := strings.Fields(run)[1:]
+				checkSuiteArgs(t, args, n)
+				if i := slices.Index(args, "--server"); i < 0 || args[i+1] != v {
+					t.Errorf("workflow: the suite step %q does not pass --server %s", s.Run, v)
+				}
+			}
 			ran = true
+		}
+		if strings.HasPrefix(s.Uses, "actions/upload-artifact@") {
+			uploaded = strings.Contains(s.With["name"], "${{ matrix.server }}") && strings.Contains(s.With["name"], "${{ matrix.shard }}")
 		}
 	}
 	for _, s := range merge.Steps {
 		merged = merged || strings.HasPrefix(s.Run, "bin/lockcheck merge ")
+		if strings.HasPrefix(s.Uses, "actions/download-artifact@") {
+			downloaded = strings.Contains(s.With["pattern"], "${{ matrix.server }}")
+		}
 	}
 	if !ran || !merged {
 		t.Fatal("workflow: no suite step or no merge step")
+	}
+	if !uploaded || !downloaded {
+		t.Errorf("workflow: artifacts named by server and shard %v, a merge downloading its server's only %v: want both", uploaded, downloaded)
 	}
 	var job struct {
 		Kind string `yaml:"kind"`

