@@ -80,7 +80,7 @@ type Options struct {
 	Worker        WorkerOptions // an out-of-process client (runner/workers.go)
 	// Schedule is --schedule FILE: the steps to play instead of the random workload (workloads/schedule).
 	Schedule string
-	Command       []string      // the command line that reproduces the run (its seed included)
+	Command  []string // the command line that reproduces the run (its seed included)
 	// Given names the flags the user set (without "--") when the options come from a command line: Prepare
 	// fills the others in with a negative control's own run flags. nil (a caller of the package) leaves
 	// the options as they are.

@@ -76,9 +76,9 @@ type Step struct {
 
 // Limits of a schedule.
 const (
-	MaxClients = 64  // c1..c64
-	MaxThreads = 64  // a client's threads
-	MaxKeys    = 64  // lock-0..lock-63
+	MaxClients = 64 // c1..c64
+	MaxThreads = 64 // a client's threads
+	MaxKeys    = 64 // lock-0..lock-63
 	MaxSteps   = 1000
 	MaxFile    = 1 << 20
 )
@@ -396,10 +396,14 @@ func (s *Schedule) Check(c Caps) error {
 
 // Clients is the highest client a step names (the run's --clients), Threads the highest thread, Keys the
 // highest key's index plus one.
-func (s *Schedule) Clients() int { return s.highest(func(st Step) int { return clientIndex(st.Client) }) }
+func (s *Schedule) Clients() int {
+	return s.highest(func(st Step) int { return clientIndex(st.Client) })
+}
 
 // Threads is the highest thread an actor names (at least 1).
-func (s *Schedule) Threads() int { return max(1, s.highest(func(st Step) int { return int(st.ThreadID()) })) }
+func (s *Schedule) Threads() int {
+	return max(1, s.highest(func(st Step) int { return int(st.ThreadID()) }))
+}
 
 // Keys is how many keys the steps reach (at least 1).
 func (s *Schedule) Keys() int {
