@@ -159,12 +159,13 @@ func Prepare(o Options) (*Test, error) {
 	if err != nil {
 		return nil, UsageError{err}
 	}
+	var schedFaults []string // a schedule's faults are its steps': the plan has none
 	if sched != nil {
-		if faults, err = o.checkSchedule(sched, kind, names); err != nil {
+		if schedFaults, err = o.checkSchedule(sched, kind, names); err != nil {
 			return nil, err
 		}
 	}
-	for _, f := range faults {
+	for _, f := range append(slices.Clone(faults), schedFaults...) {
 		if ext == nil {
 			break
 		}
@@ -180,6 +181,9 @@ func Prepare(o Options) (*Test, error) {
 		Duration: o.NemesisDuration, Quiet: o.Quiet, Trigger: o.NemesisTrigger}, names)
 	if err != nil {
 		return nil, UsageError{err}
+	}
+	if sched != nil {
+		faults = schedFaults
 	}
 	var scripts *locks.Scripts
 	if kind.Scripts != "" {

@@ -166,6 +166,8 @@ var (
 	keyRE    = regexp.MustCompile(`^lock-(0|[1-9][0-9]{0,2})$`)
 	faultRE  = regexp.MustCompile(`^[a-z0-9-]{1,64}$`)
 	targetRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+	// nemesisFlag is the "--nemesis NAME: " of the fault checks' errors: a schedule has no such flag.
+	nemesisFlag = regexp.MustCompile(`--nemesis \S+: `)
 )
 
 func parse(b []byte) (*Schedule, error) {
@@ -214,7 +216,13 @@ func step(n *yaml.Node) (Step, error) {
 	}
 	var r rawStep
 	if err := n.Decode(&r); err != nil {
-		return Step{}, yamlError(err)
+		var st Step
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == "name" { // so that the error names the step
+				st.Name = n.Content[i+1].Value
+			}
+		}
+		return st, yamlError(err)
 	}
 	st := Step{Name: r.Name, After: r.After, Client: r.Client, Thread: r.Thread, Key: r.Key, Acquire: Op(r.Acquire),
 		Fault: r.Fault, Targets: r.Targets}
@@ -397,7 +405,7 @@ func (s *Schedule) Check(c Caps) error {
 // Clients is the highest client a step names (the run's --clients), Threads the highest thread, Keys the
 // highest key's index plus one.
 func (s *Schedule) Clients() int {
-	return s.highest(func(st Step) int { return clientIndex(st.Client) })
+	return max(1, s.highest(func(st Step) int { return clientIndex(st.Client) }))
 }
 
 // Threads is the highest thread an actor names (at least 1).
@@ -450,6 +458,7 @@ func (s *Schedule) Aim(seed int64, env *nemesis.Env) error {
 		}
 		fail := func(err error) error {
 			msg := strings.ReplaceAll(oneLine(err.Error()), "--nemesis-targets", "targets")
+			msg = nemesisFlag.ReplaceAllString(strings.ReplaceAll(msg, " in --nemesis", ""), "")
 			return fmt.Errorf("schedule %s: %s: fault %s: %s", s.Path, s.Label(i), st.Fault, msg)
 		}
 		if _, err := nemesis.Parse(st.Fault, env); err != nil {
@@ -536,7 +545,7 @@ func (s *Schedule) Marshal() []byte {
 
 // yamlError is a decoder's error without its "yaml: " prefix and the Go type names of unknown fields.
 func yamlError(err error) error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	msg := strings.TrimPrefix(strings.TrimPrefix(err.Error(), "yaml: "), "unmarshal errors:")
 	msg = regexp.MustCompile(`field (\S+) not found in type \S+`).ReplaceAllString(msg, "unknown key $1 (have: about, lock, loop, steps)")
 	msg = regexp.MustCompile(` into [a-z]*\.?\w+`).ReplaceAllString(msg, "")
 	return errors.New(msg)
