@@ -113,8 +113,7 @@ func (s *Schedule) cycle(ctx context.Context, clients map[string]locks.Client, r
 				if !ready(i) {
 					return
 				}
-				a.play(ctx, s.Steps[i])
-				close(done[i])
+				a.play(ctx, s.Steps[i], func() { close(done[i]) })
 			}
 		}()
 	}
@@ -162,9 +161,12 @@ type actor struct {
 	secs    map[string]*workloads.Section // per key, the critical section it is inside
 }
 
-func (a *actor) play(ctx context.Context, st Step) {
+// play does one step and calls done once its operation has been answered: an acquire is done at its
+// answer, before an armed client-pause freezes the actor there, so that steps after it go on meanwhile.
+func (a *actor) play(ctx context.Context, st Step, done func()) {
 	if st.Release {
 		a.release(ctx)
+		done()
 		return
 	}
 	wait, lease := a.d.Wait, a.d.Lease
@@ -174,7 +176,7 @@ func (a *actor) play(ctx context.Context, st Step) {
 	if st.Lease != nil {
 		lease = *st.Lease
 	}
-	a.acquire(ctx, st.KeyName(), st.Acquire, wait, lease)
+	a.acquire(ctx, st.KeyName(), st.Acquire, wait, lease, done)
 }
 
 // handle is the actor's lock object for key in mode op (nil when the client is of another family: Check
@@ -218,9 +220,10 @@ func (a *actor) op(f string, l locks.Mutex, nested int64, wait, lease time.Durat
 
 // acquire is a tryLock: a first grant of the key enters its critical section; an acquire while holding it
 // is a re-entry (nested 1) with its own lease, inside the section it joins.
-func (a *actor) acquire(ctx context.Context, key string, op Op, wait, lease time.Duration) {
+func (a *actor) acquire(ctx context.Context, key string, op Op, wait, lease time.Duration, done func()) {
 	l := a.handle(key, op)
 	if l == nil {
+		done()
 		return
 	}
 	var nested int64
@@ -232,6 +235,7 @@ func (a *actor) acquire(ctx context.Context, key string, op Op, wait, lease time
 	outcome.Complete(rop, outcome.Call{Refused: !ok, Err: err})
 	a.holds = append(a.holds, hold{l: l, key: key, granted: ok})
 	if !ok || nested == 1 {
+		done()
 		return
 	}
 	mode := ""
@@ -246,6 +250,7 @@ func (a *actor) acquire(ctx context.Context, key string, op Op, wait, lease time
 		e.Until = a.rec.Clock.At(v.ValidUntil())
 	}
 	a.secs[key] = a.res.Enter(e)
+	done()
 	workloads.Frozen(a.c, a.rec)
 }
 

@@ -209,20 +209,20 @@ func step(n *yaml.Node) (Step, error) {
 	if n.Kind != yaml.MappingNode {
 		return Step{}, fmt.Errorf("line %d: want a mapping such as {client: c1, acquire: lock}", n.Line)
 	}
+	var named Step // the step's name alone, so that an error names it
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == "name" {
+			named.Name = n.Content[i+1].Value
+		}
+	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if k := n.Content[i].Value; !slices.Contains(stepKeys, k) {
-			return Step{}, fmt.Errorf("unknown key %q (have: %s)", k, strings.Join(stepKeys, ", "))
+			return named, fmt.Errorf("unknown key %q (have: %s)", k, strings.Join(stepKeys, ", "))
 		}
 	}
 	var r rawStep
 	if err := n.Decode(&r); err != nil {
-		var st Step
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value == "name" { // so that the error names the step
-				st.Name = n.Content[i+1].Value
-			}
-		}
-		return st, yamlError(err)
+		return named, yamlError(err)
 	}
 	st := Step{Name: r.Name, After: r.After, Client: r.Client, Thread: r.Thread, Key: r.Key, Acquire: Op(r.Acquire),
 		Fault: r.Fault, Targets: r.Targets}
