@@ -11,43 +11,62 @@ import (
 )
 
 // The shipped schedules (examples/schedules) give the verdicts their files and docs/schedules.md state, on
-// every seed tried: their steps follow each other by event, so a loaded machine cannot reorder them.
+// every seed tried: the rows of the docs' table are the cases (its command, run on each of its seeds), so
+// every command the table shows is run here. The steps follow each other by event, so a loaded machine
+// cannot reorder them.
 func TestScheduleExamples(t *testing.T) {
 	t.Parallel()
-	const dir = "../../examples/schedules/"
-	for _, c := range []struct {
-		name     string
-		args     []string
-		seeds    []string
-		want     int
-		violated string // the checker that must find it ("" for a valid run)
-	}{
-		{"rwlock-shipped", []string{"--schedule", dir + "rwlock-readers-leases.yaml"}, []string{"1", "2"}, exitValid, ""},
-		{"rwlock-zset", []string{"--schedule", dir + "rwlock-readers-leases.yaml", "--lock-spec", "../../examples/locks/rwlock.yaml"},
-			[]string{"1"}, exitValid, ""},
-		{"rwlock-zset-broken", []string{"--schedule", dir + "rwlock-readers-leases.yaml", "--lock-spec", "../../examples/locks/rwlock-zset-broken.yaml"},
-			[]string{"1", "2", "3"}, exitInvalid, "mutual-exclusion"},
-		{"reentry-lease", []string{"--schedule", dir + "reentry-lease.yaml"}, []string{"1", "2", "3"}, exitInvalid, "mutual-exclusion"},
-		{"naive-stale-release", []string{"--schedule", dir + "naive-stale-release.yaml"}, []string{"1", "2", "3"}, exitInvalid, "mutual-exclusion"},
-		{"client-pause-watchdog", []string{"--schedule", dir + "client-pause-watchdog.yaml", "--watchdog", "600ms"},
-			[]string{"1", "2"}, exitInvalid, "mutual-exclusion"},
-	} {
-		for _, seed := range c.seeds {
-			t.Run(c.name+"/seed"+seed, func(t *testing.T) {
-				t.Parallel() // runs of 2 to 3 s that mostly wait
-				code, run := run(t, append(append([]string{"run"}, c.args...), "--quiet", "0s", "--seed", seed)...)
-				r := readResults(t, run)
-				if code != c.want {
-					t.Fatalf("exit %d, want %d; results: %+v", code, c.want, r)
+	b, err := os.ReadFile("../../docs/schedules.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		cells := strings.Split(line, " | ")
+		if len(cells) != 5 || !strings.HasPrefix(line, "| `") || !strings.HasPrefix(cells[4], "`lockcheck run ") {
+			continue
+		}
+		rows++
+		args := strings.Fields(strings.Trim(strings.TrimSuffix(strings.TrimSpace(cells[4]), "|"), "` "))[1:]
+		want, verdict := exitValid, strings.Fields(cells[3])[0]
+		switch verdict {
+		case "valid:", "valid":
+		case "invalid:", "invalid":
+			want = exitInvalid
+		default:
+			t.Fatalf("row %q: verdict %q", line, verdict)
+		}
+		name := strings.TrimSuffix(strings.Trim(strings.TrimPrefix(cells[0], "| "), "`"), ".yaml")
+		for _, seed := range strings.Split(cells[2], ", ") {
+			a := make([]string, len(args))
+			for i, w := range args {
+				if strings.HasPrefix(w, "examples/") {
+					w = "../../" + w
+				}
+				if i > 0 && args[i-1] == "--seed" {
+					w = seed
+				}
+				a[i] = w
+			}
+			lock := strings.Trim(strings.Fields(strings.ReplaceAll(cells[1], "`", ""))[0], ",")
+			t.Run(name+"/"+filepath.Base(lock)+"/seed"+seed, func(t *testing.T) {
+				t.Parallel() // runs of 1 to 3 s that mostly wait
+				code, dir := run(t, a...)
+				r := readResults(t, dir)
+				if code != want {
+					t.Fatalf("lockcheck %s: exit %d, want %d; results: %+v", strings.Join(a, " "), code, want, r)
 				}
 				for _, ch := range r.Checkers {
-					if c.violated != "" && ch.Checker == c.violated && ch.Valid != false {
+					if want == exitInvalid && ch.Checker == "mutual-exclusion" && ch.Valid != false {
 						t.Errorf("%s: %v, want invalid", ch.Checker, ch.Valid)
 					}
 				}
-				scheduleRecorded(t, run, c.name)
+				scheduleRecorded(t, dir, name)
 			})
 		}
+	}
+	if rows < 6 {
+		t.Fatalf("%d example rows in docs/schedules.md's table", rows)
 	}
 }
 
