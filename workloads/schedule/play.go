@@ -164,6 +164,11 @@ type actor struct {
 // play does one step and calls done once its operation has been answered: an acquire is done at its
 // answer, before an armed client-pause freezes the actor there, so that steps after it go on meanwhile.
 func (a *actor) play(ctx context.Context, st Step, done func()) {
+	if st.Leave {
+		a.leave(st.KeyName())
+		done()
+		return
+	}
 	if st.Release {
 		a.release(ctx)
 		done()
@@ -255,7 +260,8 @@ func (a *actor) acquire(ctx context.Context, key string, op Op, wait, lease time
 }
 
 // release unlocks the actor's latest acquire, as the library answers it (an acquire that was refused
-// is released all the same: the report's steps say so). The last hold of a key leaves its section first.
+// is released all the same: the report's steps say so). The last hold of a key leaves its section first,
+// unless a leave step did.
 func (a *actor) release(ctx context.Context) {
 	if len(a.holds) == 0 {
 		return
@@ -276,6 +282,16 @@ func (a *actor) release(ctx context.Context) {
 		c.Value = history.Int64(-1)
 	}
 	outcome.Complete(op, c)
+}
+
+// leave ends the actor's critical section on key, if it is inside one, and keeps the lock: a later
+// release sends the unlock.
+func (a *actor) leave(key string) {
+	if s := a.secs[key]; s != nil {
+		a.c.Gate().Pass()
+		s.Exit()
+		delete(a.secs, key)
+	}
 }
 
 // releaseAll releases what the actor still holds at the end of a cycle; a cycle cut short by the run's

@@ -48,7 +48,7 @@ type Schedule struct {
 	aimed map[int][]nemesis.Target // fault steps' targets, drawn by Aim
 }
 
-// Step is one line of a schedule: an acquire, a release or a fault, with when it starts.
+// Step is one line of a schedule: an acquire, a leave, a release or a fault, with when it starts.
 //
 // An actor (Client and Thread) plays its own steps in file order, one at a time. A step starts once its At
 // has come (from the start of the cycle, on the run's clock), the actor's previous step is done, and, with
@@ -68,6 +68,9 @@ type Step struct {
 	Lease   *time.Duration // nil: the run's --lease; 0: no fixed lease (a watchdog keeps it, if the lock has one)
 	Wait    *time.Duration // nil: the run's --wait
 	Release bool           // release the actor's latest acquire (re-entries first)
+	// Leave ends the actor's critical section on the key without releasing the lock: its work is done and
+	// its release comes later (delayed, paused, lost on the way), as a holder's can.
+	Leave bool
 
 	Fault   string        // a registered fault (lockcheck's --nemesis names)
 	Targets []string      // the fault's clients and nodes (c1, n2); none: the fault's own draw from the seed
@@ -151,6 +154,7 @@ type rawStep struct {
 	Lease   *string  `yaml:"lease"`
 	Wait    *string  `yaml:"wait"`
 	Release *bool    `yaml:"release"`
+	Leave   *bool    `yaml:"leave"`
 	Fault   string   `yaml:"fault"`
 	Targets []string `yaml:"targets"`
 	For     string   `yaml:"for"`
@@ -158,7 +162,7 @@ type rawStep struct {
 
 // stepKeys are a step's keys, in the order Marshal writes them.
 var stepKeys = []string{"name", "at", "after", "delay", "client", "thread", "key", "acquire", "lease", "wait",
-	"release", "fault", "targets", "for"}
+	"release", "leave", "fault", "targets", "for"}
 
 var (
 	nameRE   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
@@ -232,6 +236,12 @@ func step(n *yaml.Node) (Step, error) {
 		}
 		st.Release = true
 	}
+	if r.Leave != nil {
+		if !*r.Leave {
+			return st, errors.New("leave: false: leave the key out, or say leave: true")
+		}
+		st.Leave = true
+	}
 	var err error
 	dur := func(what, v string) time.Duration {
 		if v == "" || err != nil {
@@ -278,13 +288,13 @@ func (s *Schedule) validate() error {
 			}
 		}
 		ops := 0
-		for _, set := range []bool{st.Acquire != "", st.Release, st.Fault != ""} {
+		for _, set := range []bool{st.Acquire != "", st.Release, st.Leave, st.Fault != ""} {
 			if set {
 				ops++
 			}
 		}
 		if ops != 1 {
-			return fail("want exactly one of acquire, release and fault")
+			return fail("want exactly one of acquire, leave, release and fault")
 		}
 		if st.After != "" {
 			if _, ok := names[st.After]; !ok {
@@ -335,6 +345,15 @@ func (s *Schedule) validate() error {
 			}
 		}
 		hk := st.Actor() + " " + st.KeyName()
+		if st.Leave {
+			if st.Lease != nil || st.Wait != nil {
+				return fail("a leave takes no lease or wait")
+			}
+			if holds[hk] == 0 {
+				return fail("%s leaves %s without an earlier acquire of its own", st.Actor(), st.KeyName())
+			}
+			continue
+		}
 		if st.Release {
 			if st.Lease != nil || st.Wait != nil {
 				return fail("a release takes no lease or wait")
@@ -483,7 +502,7 @@ func (s *Schedule) Aimed(i int) []nemesis.Target { return s.aimed[i] }
 
 // Marshal writes the schedule as a file Parse reads back to the same steps: the top keys, then one flow
 // mapping per step with its keys in a fixed order (name, at, after, delay, client, thread, key, acquire,
-// lease, wait, release, fault, targets, for), zero values left out.
+// lease, wait, release, leave, fault, targets, for), zero values left out.
 func (s *Schedule) Marshal() []byte {
 	var b strings.Builder
 	if s.About != "" {
@@ -528,6 +547,9 @@ func (s *Schedule) Marshal() []byte {
 		}
 		if st.Release {
 			add("release", "true")
+		}
+		if st.Leave {
+			add("leave", "true")
 		}
 		if st.Fault != "" {
 			add("fault", st.Fault)

@@ -21,7 +21,7 @@ func TestParseRefusesBadFiles(t *testing.T) {
 		{"steps:\n  - {name: a, client: c1, acquire: lock, colour: red}", `step 1 (a): unknown key "colour"`},
 		{"steps:\n  - {name: a, client: c1, thread: x, acquire: lock}", "step 1 (a): line 2: cannot unmarshal"},
 		{"steps:\n  - {name: a, client: c1, acquire: grab}", `step 1 (a): acquire "grab": want lock`},
-		{"steps:\n  - {name: a, client: c1}", "step 1 (a): want exactly one of acquire, release and fault"},
+		{"steps:\n  - {name: a, client: c1}", "step 1 (a): want exactly one of acquire, leave, release and fault"},
 		{"steps:\n  - {name: a, client: c1, acquire: lock, release: true}", "want exactly one"},
 		{"steps:\n  - {name: a, client: c1, release: true}", "step 1 (a): c1 releases lock-0 without an earlier acquire"},
 		{"steps:\n  - {client: c1, acquire: lock}\n  - {name: r, client: c1, thread: 2, release: true}", "step 2 (r): c1/2 releases"},
@@ -39,6 +39,8 @@ func TestParseRefusesBadFiles(t *testing.T) {
 		{"steps:\n  - {name: f, fault: kill, client: c1, for: 1s}", "a fault step takes targets and for"},
 		{"steps:\n  - {name: a, client: c1, acquire: lock, for: 1s}", "targets and for belong to a fault step"},
 		{"steps:\n  - {name: a, client: c1, release: false}", "release: false"},
+		{"steps:\n  - {name: a, client: c1, leave: true}", "step 1 (a): c1 leaves lock-0 without an earlier acquire"},
+		{"steps:\n  - {name: a, client: c1, acquire: lock, leave: true}", "want exactly one of acquire, leave, release and fault"},
 		{"steps:\n  - {name: a, client: c1, acquire: lock}\n---\nsteps: []", "more than one YAML document"},
 	} {
 		_, err := Parse([]byte(c.text), "bad.yaml")
@@ -116,6 +118,7 @@ func TestExamplesRoundTrip(t *testing.T) {
 	d, z := 1500*time.Millisecond, time.Duration(0)
 	s := &Schedule{About: `a "quoted" about`, Loop: true, Steps: []Step{
 		{Name: "a", Client: "c2", Thread: 3, Key: "lock-1", Acquire: Read, Lease: &d, Wait: &z},
+		{After: "a", Client: "c2", Thread: 3, Key: "lock-1", Leave: true},
 		{At: d, After: "a", Delay: d, Client: "c2", Thread: 3, Key: "lock-1", Release: true},
 		{Fault: "partition", Targets: []string{"c1", "n1"}, For: d},
 	}}
