@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -114,6 +115,15 @@ func TestExamplesRoundTrip(t *testing.T) {
 		if again := back.Marshal(); string(again) != string(s.Marshal()) {
 			t.Errorf("%s: Marshal is not stable:\n%s\n%s", f, s.Marshal(), again)
 		}
+	}
+	doc, err := os.ReadFile("../../docs/schedules.md") // the format's example in the docs reads too
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, _ := strings.Cut(string(doc), "```yaml\n")
+	block, _, _ = strings.Cut(block, "```")
+	if s, err := Parse([]byte(block), "docs/schedules.md"); err != nil || len(s.Steps) < 5 || len(s.Faults()) != 1 {
+		t.Errorf("the docs' example: %v", err)
 	}
 	d, z := 1500*time.Millisecond, time.Duration(0)
 	s := &Schedule{About: `a "quoted" about`, Loop: true, Steps: []Step{
