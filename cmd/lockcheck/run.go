@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -29,6 +30,11 @@ func newRunCmd() *cobra.Command {
 			markRan(cmd)
 			if !cmd.Flags().Changed("seed") {
 				o.Seed = time.Now().UnixNano() % 1_000_000
+			}
+			if o.Schedule != "" { // recorded absolute: shrink and the summary's command run it from anywhere
+				if abs, err := filepath.Abs(o.Schedule); err == nil {
+					o.Schedule = abs
+				}
 			}
 			o.Command = commandLine(cmd, o.Seed)
 			if !cmd.Flags().Changed("external-password") { // kept out of argv, which every local user can read
