@@ -89,7 +89,7 @@ func scheduleRecorded(t *testing.T, dir, name string) int {
 	if err := json.Unmarshal(b, &res); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasSuffix(res.Options.Schedule, ".yaml") || len(res.Options.ScheduleSHA256) != 64 {
+	if !filepath.IsAbs(res.Options.Schedule) || !strings.HasSuffix(res.Options.Schedule, ".yaml") || len(res.Options.ScheduleSHA256) != 64 {
 		t.Errorf("results.json options: schedule %q, sha256 %q", res.Options.Schedule, res.Options.ScheduleSHA256)
 	}
 	if !strings.Contains(strings.Join(res.Notes, "\n"), "the workload was the schedule") {
