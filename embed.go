@@ -16,3 +16,9 @@ import "embed"
 //go:embed go.mod go.sum workers/*/*.sh workers/*/*.go workers/*/*.py workers/*/*.js workers/*/DEFAULT_VERSION
 //go:embed workers/*/README.md workers/redisson/pom.xml workers/redisson/src workers/node-redlock/test
 var Sources embed.FS
+
+// Schedules holds the shipped schedules (examples/schedules), which catalog entries of lockcheck repro
+// play: a binary installed alone writes them out under its cache to pass them to its runs.
+//
+//go:embed examples/schedules/*.yaml
+var Schedules embed.FS

@@ -17,6 +17,7 @@ var layers = [][]string{
 	{"topology"},
 	{"locks"},
 	{"workloads"},
+	{"workloads/schedule"},
 	{"checker"},
 	{"kinds"},
 	{"clients/worker", "lockspec"},

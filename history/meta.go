@@ -112,6 +112,8 @@ type Options struct {
 	Quiet           Duration `json:"quiet"`
 	Readers         string   `json:"readers"`
 	Reentry         float64  `json:"reentry"`
+	Schedule        string   `json:"schedule,omitempty"`        // --schedule FILE
+	ScheduleSHA256  string   `json:"schedule_sha256,omitempty"` // the file's hash, as it was played
 	Scripts         string   `json:"scripts"`
 	Seed            int64    `json:"seed"`
 	Server          string   `json:"server,omitempty"`     // --server NAME[@VERSION]

@@ -131,6 +131,9 @@ func analyze(ctx context.Context, path string, timeout time.Duration, own *kinds
 	} else if k, err := lookup(meta.Lock); err == nil && k.Broken != "" {
 		res.Notes = append(res.Notes, fmt.Sprintf("%s is a negative control: it %s; a valid verdict here means the harness missed it", k.Name, k.Broken))
 	}
+	if o := meta.Options; o.Schedule != "" {
+		res.Notes = append(res.Notes, fmt.Sprintf("the workload was the schedule %s (sha256 %.12s): its steps, not random draws", o.Schedule, o.ScheduleSHA256))
+	}
 	if why := checker.EveryAcquireRefused(h); why != "" && len(h.Sections) == 0 {
 		res.Verdict = why // the verdict line says why nothing was tested
 	}

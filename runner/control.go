@@ -17,7 +17,7 @@ import (
 // flags). Only the workload flags of lockspec.ControlFlags are applied: a spec's control comes from a file,
 // and is checked against the same list when it is read; the built-in controls are held to it here.
 func (o *Options) controlRun(k *kinds.Kind) (string, error) {
-	if o.Given == nil || o.Worker.active() || (o.Nemesis != "none" && o.Nemesis != "") || k.Broken == "" {
+	if o.Given == nil || o.Worker.active() || (o.Nemesis != "none" && o.Nemesis != "") || k.Broken == "" || o.Schedule != "" {
 		return "", nil
 	}
 	if err := lockspec.CheckControlFlags(k.Flags); err != nil {
@@ -48,7 +48,7 @@ func (o *Options) workerControl() (string, error) {
 	if !o.Given["lock"] && !o.Given["lock-spec"] && s.Lock != "" {
 		o.Lock = s.Lock
 	}
-	if o.Nemesis != "none" && o.Nemesis != "" {
+	if o.Nemesis != "none" && o.Nemesis != "" || o.Schedule != "" { // a schedule states its own steps
 		return "", nil
 	}
 	applied, err := o.applyControl(s.Flags)

@@ -58,6 +58,7 @@ func (o *Options) Flags(f *pflag.FlagSet) {
 	f.IntVar(&o.Group, "group", o.Group, "multi: keys per acquisition")
 	f.Float64Var(&o.CrossThread, "cross-thread", o.CrossThread, "mutex: chance per acquisition of a stray release by a thread holding nothing or a read of the lock's state (held, isLocked), and per critical section of both reads of the held lock, where the library has them")
 	f.Float64Var(&o.ForceUnlock, "force-unlock", o.ForceUnlock, "mutex: chance per critical section that a thread force-unlocks a random key (Redisson's forceUnlock: whoever holds it loses it, untold)")
+	f.StringVar(&o.Schedule, "schedule", o.Schedule, "play this file's steps (clients, leases, holds, faults by time or event; docs/schedules.md) instead of the random workload")
 	f.DurationVar(&o.Latency, "latency", o.Latency, "latency fault: delay each way")
 	f.DurationVar(&o.Jitter, "jitter", o.Jitter, "latency fault: jitter")
 	f.DurationVar(&o.ClockBump, "clock-bump", o.ClockBump, "client-clock fault: how far a clock jumps (ahead or behind)")

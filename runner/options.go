@@ -78,7 +78,9 @@ type Options struct {
 	// ExternalFlags describe the external deployment instead of a file.
 	ExternalFlags topology.ExternalFlags
 	Worker        WorkerOptions // an out-of-process client (runner/workers.go)
-	Command       []string      // the command line that reproduces the run (its seed included)
+	// Schedule is --schedule FILE: the steps to play instead of the random workload (workloads/schedule).
+	Schedule string
+	Command  []string // the command line that reproduces the run (its seed included)
 	// Given names the flags the user set (without "--") when the options come from a command line: Prepare
 	// fills the others in with a negative control's own run flags. nil (a caller of the package) leaves
 	// the options as they are.
@@ -197,7 +199,7 @@ func (o Options) describe() history.Options {
 		Latency: d(o.Latency), Jitter: d(o.Jitter), ClockBump: d(o.ClockBump),
 		Backend: o.Backend, DockerImage: o.DockerImage, External: o.External, Server: o.Server, ServerBin: o.ServerBin,
 		Client: o.Worker.Client, ClientCmd: o.Worker.Cmd, ClientOptions: o.Worker.Options,
-		CrossThread: o.CrossThread, ForceUnlock: o.ForceUnlock}
+		CrossThread: o.CrossThread, ForceUnlock: o.ForceUnlock, Schedule: o.Schedule}
 }
 
 // faultParams tunes the faults from the options.

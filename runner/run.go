@@ -32,6 +32,7 @@ import (
 	"github.com/lockcheck/lockcheck/report"
 	"github.com/lockcheck/lockcheck/topology"
 	"github.com/lockcheck/lockcheck/workloads"
+	"github.com/lockcheck/lockcheck/workloads/schedule"
 )
 
 // Meta is the first record of every history (history.RunMeta).
@@ -91,7 +92,7 @@ func (t *Test) Execute(ctx context.Context, stderr io.Writer) (*report.Results, 
 	srv, err := t.Server.Get(ctx, worker.Cache, stderr)
 	if err == nil {
 		err = server.Probe(ctx, srv, server.Needs{Sentinel: topology.KindNamed(o.Topology).Sentinels > 0,
-			Cluster: topology.KindNamed(o.Topology).Slots, Clock: nemesis.NeedsNodeClock(t.Plan.Faults())})
+			Cluster: topology.KindNamed(o.Topology).Slots, Clock: nemesis.NeedsNodeClock(t.Faults)})
 	}
 	if err != nil {
 		return nil, serverError(err) // a server that cannot be had or cannot do the run's faults, before anything starts
@@ -131,6 +132,9 @@ func (t *Test) Execute(ctx context.Context, stderr io.Writer) (*report.Results, 
 		meta.ScriptSet = t.Scripts.Set
 	}
 	meta.Spec = t.Kind.Source
+	if t.Schedule != nil {
+		meta.Options.ScheduleSHA256 = t.Schedule.SHA256
+	}
 	if o.Backend == BackendProcess || !srv.Host() { // else a container runs its image's server, a deployment its own
 		serverVersions(meta.Versions, srv)
 	}
@@ -191,7 +195,7 @@ const interruptedCheck = 5 * time.Second
 func execute(ctx context.Context, t *Test, wk *workerRun, dir string, rec *history.Recorder, meta *Meta, stderr io.Writer) error {
 	o, plan, spec, ext := t.Options, t.Plan, t.Spec, t.External
 	spec.Dir = dir
-	clock := nemesis.NeedsNodeClock(plan.Faults())
+	clock := nemesis.NeedsNodeClock(t.Faults)
 	if clock && o.Backend == BackendProcess {
 		lib, err := clockshift.Library(filepath.Join(dir, "clockshift"))
 		if err != nil {
@@ -274,7 +278,7 @@ func execute(ctx context.Context, t *Test, wk *workerRun, dir string, rec *histo
 	failed := make(chan error, 1) // the first worker that died or misbehaved ends the run
 	if wk != nil {
 		lib := spec.ClockLib
-		if slices.Contains(plan.Faults(), "client-clock") && lib == "" {
+		if slices.Contains(t.Faults, "client-clock") && lib == "" {
 			if lib, err = clockshift.Library(filepath.Join(dir, "clockshift")); err != nil {
 				return err
 			}
@@ -339,19 +343,44 @@ func execute(ctx context.Context, t *Test, wk *workerRun, dir string, rec *histo
 	start := time.Now()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); t.Workload(ctx, stop, mcs, rec) }()
 	nctx, ncancel := context.WithDeadline(ctx, start.Add(plan.HealAt))
 	defer ncancel()
-	go func() {
-		defer wg.Done()
-		plan.Run(nctx, env, rec, start)
-		finalHeal(env, rec)
-	}()
+	played := make(chan struct{})  // a schedule played once has ended (and its quiet period)
+	stepped := make(chan struct{}) // its steps have
+	if s := t.Schedule; s != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.Play(ctx, stop, mcs, rec, env, schedule.Defaults{Lease: o.Lease, Wait: o.Wait})
+			close(stepped)
+			finalHeal(env, rec)
+			if !s.Loop {
+				sleepOrStop(stop, o.Quiet)
+				close(played)
+			}
+		}()
+	} else {
+		wg.Add(2)
+		go func() { defer wg.Done(); t.Workload(ctx, stop, mcs, rec) }()
+		go func() {
+			defer wg.Done()
+			plan.Run(nctx, env, rec, start)
+			finalHeal(env, rec)
+		}()
+	}
 	timer := time.NewTimer(o.Time)
 	var stopped error
 	select {
+	case <-played:
 	case <-timer.C:
+		select {
+		case <-stepped:
+		default:
+			if t.Schedule == nil || t.Schedule.Loop {
+				break
+			}
+			fmt.Fprintf(stderr, "lockcheck: --time %s ended the schedule before its last step: raise --time\n", o.Time)
+		}
 	case <-ctx.Done():
 	case stopped = <-failed:
 	case <-rec.Failed(): // nothing more can be recorded: stop now rather than run on blind
@@ -476,4 +505,14 @@ func threadsFit(o Options, c locks.Client) error {
 			o.Threads, sdk.CapSingleThread)
 	}
 	return nil
+}
+
+// sleepOrStop waits d, or until stop closes.
+func sleepOrStop(stop <-chan struct{}, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-stop:
+	}
 }

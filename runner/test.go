@@ -14,6 +14,7 @@ import (
 	"github.com/lockcheck/lockcheck/node/server"
 	"github.com/lockcheck/lockcheck/topology"
 	"github.com/lockcheck/lockcheck/workloads"
+	"github.com/lockcheck/lockcheck/workloads/schedule"
 )
 
 // Test is one run composed, as Jepsen's test map is: the topology to start (or attach to), how to make the
@@ -31,7 +32,9 @@ type Test struct {
 	Clients  ClientProvider
 	Scripts  *locks.Scripts // the kind's script set, with --scripts applied; nil for none
 	Workload kinds.Workload
-	Faults   []string // the nemesis, parsed
+	// Schedule, when set (--schedule), is played instead of Workload, and its fault steps instead of Plan.
+	Schedule *schedule.Schedule
+	Faults   []string // the nemesis, parsed (a schedule's: the faults its steps use)
 	Plan     nemesis.Plan
 	Targets  nemesis.Selector
 	// Checks are recorded in the history's meta record; the checkers are Kind.Family.Checkers(Checks), so a
@@ -60,6 +63,10 @@ func (o Options) params(hold workloads.Range) kinds.Params {
 func Prepare(o Options) (*Test, error) {
 	var notes []string
 	note, err := o.workerControl()
+	if err != nil {
+		return nil, err
+	}
+	sched, err := o.loadSchedule()
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +170,13 @@ func Prepare(o Options) (*Test, error) {
 	if err != nil {
 		return nil, UsageError{err}
 	}
-	for _, f := range faults {
+	var schedFaults []string // a schedule's faults are its steps': the plan has none
+	if sched != nil {
+		if schedFaults, err = o.checkSchedule(sched, kind, names); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range append(slices.Clone(faults), schedFaults...) {
 		if ext == nil {
 			break
 		}
@@ -179,6 +192,9 @@ func Prepare(o Options) (*Test, error) {
 		Duration: o.NemesisDuration, Quiet: o.Quiet, Trigger: o.NemesisTrigger}, names)
 	if err != nil {
 		return nil, UsageError{err}
+	}
+	if sched != nil {
+		faults = schedFaults
 	}
 	var scripts *locks.Scripts
 	if kind.Scripts != "" {
@@ -203,7 +219,7 @@ func Prepare(o Options) (*Test, error) {
 		provider = *w
 	}
 	return &Test{Options: o, Kind: kind, Spec: spec, External: ext, Clients: provider, Scripts: scripts,
-		Workload: workload, Faults: faults, Plan: plan, Targets: names.Targets, Checks: checks, Notes: notes,
+		Workload: workload, Schedule: sched, Faults: faults, Plan: plan, Targets: names.Targets, Checks: checks, Notes: notes,
 		Server: srv}, nil
 }
 

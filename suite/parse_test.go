@@ -3,6 +3,7 @@ package suite
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -29,10 +30,12 @@ func TestParseRefuses(t *testing.T) {
 		{"many flags", "entries:\n  - name: a\n    flags: {" + manyFlags(101) + "}\n", "flags: 101 of them"},
 		{"escaping name", "name: ../../../escaped\nentries:\n  - name: a\n", `name "../../../escaped": not a name`},
 		{"dot name", "name: ..\nentries:\n  - name: a\n", `name "..": not a name`},
-		{"unknown field", "entries:\n  - name: c\n    colour: red\n", "line 3: field colour not found in an entry (fields: name, lock, client, lock-spec, topologies, nemeses, seeds, time, flags, expect)"},
+		{"unknown field", "entries:\n  - name: c\n    colour: red\n", "line 3: field colour not found in an entry (fields: name, lock, client, lock-spec, schedule, topologies, nemeses, seeds, time, flags, expect)"},
 		{"unknown top field", "nmae: x\nentries:\n  - name: c\n", "line 1: field nmae not found in the suite (fields: name, defaults, entries, repro)"},
 		{"wrong type", "entries: 3\n", "line 1: want a list of entries, got an integer `3`"},
 		{"odd field name", "entries:\n  - name: c\n    \"a\\nb\\e[31m\": 1\n", `field "a\nb\x1b[31m" not found in an entry`},
+		{"schedule with nemeses", "entries:\n  - name: a\n    schedule: s.yaml\n    nemeses: [kill]\n", "schedule: its faults are its steps: give no nemeses"},
+		{"schedule as a flag", "entries:\n  - name: a\n    flags: {schedule: s.yaml}\n", "flags: schedule is a field of its own"},
 		{"empty", "", "the file is empty"},
 		{"only comments", "# nothing yet\n", "the file is empty"},
 	} {
@@ -116,6 +119,21 @@ func TestRunRefusesSharedDirectories(t *testing.T) {
 		}
 		if _, err := os.Stat(dir); err == nil {
 			t.Errorf("%s: the suite directory was made", cases[0].ID)
+		}
+	}
+}
+
+// A schedule (default or entry) is passed to each run, its path taken from the suite file's directory.
+func TestParseSchedule(t *testing.T) {
+	s, err := Parse("t.yaml", []byte("defaults: {schedule: s/one.yaml}\nentries:\n  - name: a\n  - name: b\n    schedule: /abs/two.yaml\n"), "/base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"a": "/base/s/one.yaml", "b": "/abs/two.yaml"}
+	for _, c := range s.Cases {
+		i := slices.Index(c.Args, "--schedule")
+		if i < 0 || c.Args[i+1] != want[c.Entry] {
+			t.Errorf("%s: %q, want --schedule %s", c.Entry, c.Args, want[c.Entry])
 		}
 	}
 }

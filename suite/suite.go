@@ -79,6 +79,7 @@ type Entry struct {
 	Lock       string            `yaml:"lock"`
 	Client     string            `yaml:"client"`
 	LockSpec   string            `yaml:"lock-spec"`
+	Schedule   string            `yaml:"schedule"` // --schedule FILE, relative to the suite file
 	Topologies []string          `yaml:"topologies"`
 	Nemeses    []string          `yaml:"nemeses"`
 	Seeds      Seeds             `yaml:"seeds"`
@@ -173,7 +174,7 @@ type Suite struct {
 
 var entryName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
-// Load reads and expands a suite file. Paths in it (lock-spec) are relative to the file. Every error names
+// Load reads and expands a suite file. Paths in it (lock-spec, schedule) are relative to the file. Every error names
 // the file and, where it has one, the entry. Only a regular file up to safefile.SuiteMax is read (a
 // device or a FIFO is refused at once).
 func Load(path string) (*Suite, error) {
@@ -423,7 +424,7 @@ func expand(d, e Entry, base string, room int) ([]Case, error) {
 	if len(flags) > maxFlags {
 		return nil, fmt.Errorf("flags: %d of them, more than lockcheck run has", len(flags))
 	}
-	for _, k := range []string{"lock", "client", "lock-spec", "topology", "nemesis", "seed", "time", "results"} {
+	for _, k := range []string{"lock", "client", "lock-spec", "schedule", "topology", "nemesis", "seed", "time", "results"} {
 		if _, ok := flags[k]; ok {
 			return nil, fmt.Errorf("flags: %s is a field of its own (not a flag)", k)
 		}
@@ -441,6 +442,19 @@ func expand(d, e Entry, base string, room int) ([]Case, error) {
 			p = filepath.Join(base, p)
 		}
 		common = append(common, "--lock-spec", p)
+	}
+	if e.Schedule == "" {
+		e.Schedule = d.Schedule
+	}
+	if e.Schedule != "" {
+		if len(nems) != 1 || nems[0] != "none" {
+			return nil, errors.New("schedule: its faults are its steps: give no nemeses")
+		}
+		p := e.Schedule
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(base, p)
+		}
+		common = append(common, "--schedule", p)
 	}
 	if tm != "" {
 		if _, err := time.ParseDuration(tm); err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -22,6 +23,7 @@ func newRunCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		Example: `  lockcheck run --lock reentrant --nemesis partition --time 30s
   lockcheck run --lock naive --lease 300ms --hold 100ms-1s --time 15s
+  lockcheck run --schedule examples/schedules/naive-stale-release.yaml --quiet 0s
   lockcheck run --topology sentinel --nemesis lagging-failover --nemesis-duration 9s --keys 4 --hold 2s-5s --time 60s
   lockcheck run --backend docker --lock reentrant --nemesis kill,pause --time 25s
   lockcheck run --backend external --external docker/compose/run/lockcheck.yml --nemesis partition,failover`,
@@ -29,6 +31,11 @@ func newRunCmd() *cobra.Command {
 			markRan(cmd)
 			if !cmd.Flags().Changed("seed") {
 				o.Seed = time.Now().UnixNano() % 1_000_000
+			}
+			if o.Schedule != "" { // recorded absolute: shrink and the summary's command run it from anywhere
+				if abs, err := filepath.Abs(o.Schedule); err == nil {
+					o.Schedule = abs
+				}
 			}
 			o.Command = commandLine(cmd, o.Seed)
 			if !cmd.Flags().Changed("external-password") { // kept out of argv, which every local user can read

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lockcheck/lockcheck/history"
+)
+
+// The shipped schedules (examples/schedules) give the verdicts their files and docs/schedules.md state, on
+// every seed tried: the rows of the docs' table are the cases (its command, run on each of its seeds), so
+// every command the table shows is run here. The steps follow each other by event, so a loaded machine
+// cannot reorder them.
+func TestScheduleExamples(t *testing.T) {
+	t.Parallel()
+	useWorkerCache(t) // a row runs the naive-safe worker
+	b, err := os.ReadFile("../../docs/schedules.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		cells := strings.Split(line, " | ")
+		if len(cells) != 5 || !strings.HasPrefix(line, "| `") || !strings.HasPrefix(cells[4], "`lockcheck run ") {
+			continue
+		}
+		rows++
+		args := strings.Fields(strings.Trim(strings.TrimSuffix(strings.TrimSpace(cells[4]), "|"), "` "))[1:]
+		want, verdict := exitValid, strings.Fields(cells[3])[0]
+		switch verdict {
+		case "valid:", "valid":
+		case "invalid:", "invalid":
+			want = exitInvalid
+		default:
+			t.Fatalf("row %q: verdict %q", line, verdict)
+		}
+		name := strings.TrimSuffix(strings.Trim(strings.TrimPrefix(cells[0], "| "), "`"), ".yaml")
+		for _, seed := range strings.Split(cells[2], ", ") {
+			a := make([]string, len(args))
+			for i, w := range args {
+				if strings.HasPrefix(w, "examples/") {
+					w = "../../" + w
+				}
+				if i > 0 && args[i-1] == "--seed" {
+					w = seed
+				}
+				a[i] = w
+			}
+			lock := strings.Trim(strings.Fields(strings.ReplaceAll(cells[1], "`", ""))[0], ",")
+			t.Run(name+"/"+filepath.Base(lock)+"/seed"+seed, func(t *testing.T) {
+				t.Parallel() // runs of 1 to 3 s that mostly wait
+				code, dir := run(t, a...)
+				r := readResults(t, dir)
+				if code != want {
+					t.Fatalf("lockcheck %s: exit %d, want %d; results: %+v", strings.Join(a, " "), code, want, r)
+				}
+				for _, ch := range r.Checkers {
+					if want == exitInvalid && ch.Checker == "mutual-exclusion" && ch.Valid != false {
+						t.Errorf("%s: %v, want invalid", ch.Checker, ch.Valid)
+					}
+				}
+				grants := scheduleRecorded(t, dir, name)
+				if name == "rwlock-readers-leases" && want == exitValid && grants != 3 {
+					t.Errorf("%d grants: want both readers and then the writer", grants)
+				}
+			})
+		}
+	}
+	if rows < 6 {
+		t.Fatalf("%d example rows in docs/schedules.md's table", rows)
+	}
+}
+
+// scheduleRecorded checks what a schedule run leaves beyond its verdict: the file and its hash in the
+// results' options, every critical section closed, and the steps' own records. It returns the grants.
+func scheduleRecorded(t *testing.T, dir, name string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Options history.Options `json:"options"`
+		Notes   []string        `json:"notes"`
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	if !filepath.IsAbs(res.Options.Schedule) || !strings.HasSuffix(res.Options.Schedule, ".yaml") || len(res.Options.ScheduleSHA256) != 64 {
+		t.Errorf("results.json options: schedule %q, sha256 %q", res.Options.Schedule, res.Options.ScheduleSHA256)
+	}
+	if !strings.Contains(strings.Join(res.Notes, "\n"), "the workload was the schedule") {
+		t.Errorf("no note of the schedule: %q", res.Notes)
+	}
+	h, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	grants, nested := 0, 0
+	for _, o := range h.Ops {
+		if o.Invoke.Src == "" && o.Invoke.F == "tryLock" && o.Outcome() == history.Ok {
+			grants++
+			if o.Invoke.Args["nested"] == 1 {
+				nested++
+				if o.Invoke.Args["lease_ms"] != 500 {
+					t.Errorf("the re-entry's lease: %d ms, want 500", o.Invoke.Args["lease_ms"])
+				}
+			}
+		}
+	}
+	if len(h.Sections) != grants-nested {
+		t.Errorf("%d critical sections for %d first grants", len(h.Sections), grants-nested)
+	}
+	if name == "reentry-lease" && nested != 1 {
+		t.Errorf("%d granted re-entries, want 1", nested)
+	}
+	if name == "client-pause-watchdog" {
+		w := h.Windows()
+		if len(w) != 1 || w[0].Kind != "client-pause" || !w[0].Healed || strings.Join(w[0].Targets, ",") != "c1" {
+			t.Errorf("fault windows: %+v", w)
+		}
+	}
+	return grants
+}
+
+// loop: true plays the steps again, every hold released first, until --time ends.
+func TestScheduleLoops(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "loop.yaml")
+	if err := os.WriteFile(file, []byte(`about: "c1 and c2 take turns"
+lock: reentrant
+loop: true
+steps:
+  - {name: one, client: c1, acquire: lock, lease: 2s}
+  - {client: c2, after: one, acquire: lock, lease: 2s, wait: 2s}
+  - {client: c1, after: one, delay: 100ms, release: true}
+  - {client: c2, at: 200ms, release: true}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, dir := run(t, "run", "--schedule", file, "--time", "2s", "--quiet", "0s", "--seed", "1")
+	if code != exitValid {
+		t.Fatalf("exit %d; results: %+v", code, readResults(t, dir))
+	}
+	h, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := map[string]int{}
+	for _, s := range h.Sections {
+		per[s.Client]++
+	}
+	if per["c1"] < 2 || per["c2"] < 2 {
+		t.Fatalf("critical sections per client %v: want the steps played more than once", per)
+	}
+}
+
+// A bad schedule, or one the lock cannot play, is one line and exit 254, before anything starts.
+func TestScheduleBadInput(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ok := write("ok.yaml", "steps:\n  - {client: c1, acquire: lock}\n")
+	for _, args := range [][]string{
+		{"--schedule", filepath.Join(dir, "missing.yaml")},
+		{"--schedule", dir},
+		{"--schedule", write("key.yaml", "steps:\n  - {name: a, client: c1, acquire: lock, colour: red}\n")},
+		{"--schedule", write("read.yaml", "steps:\n  - {name: a, client: c1, acquire: read}\n"), "--lock", "reentrant"},
+		{"--schedule", write("lock.yaml", "steps:\n  - {name: a, client: c1, acquire: lock}\n"), "--lock", "rwlock"},
+		{"--schedule", write("rel.yaml", "steps:\n  - {name: a, client: c1, release: true}\n")},
+		{"--schedule", write("fault.yaml", "steps:\n  - {name: f, fault: bogus, for: 1s}\n")},
+		{"--schedule", ok, "--nemesis", "kill"},
+		{"--schedule", ok, "--lock", "semaphore"},
+		{"--schedule", write("two.yaml", "steps:\n  - {client: c2, acquire: lock}\n"), "--clients", "1"},
+	} {
+		code, _ := run(t, append([]string{"run"}, args...)...)
+		if code != exitUsage {
+			t.Errorf("%v: exit %d, want %d", args, code, exitUsage)
+		}
+	}
+}

@@ -1,0 +1,323 @@
+package schedule
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/history/outcome"
+	"github.com/lockcheck/lockcheck/locks"
+	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/workloads"
+)
+
+// Defaults are the run's values for what a step leaves out.
+type Defaults struct {
+	Lease, Wait time.Duration // --lease, --wait
+}
+
+// Play plays the steps against clients (by name) once, or with Loop again and again until stop closes;
+// stop or ctx's end cuts a cycle short. Faults start through env (Aim drew their targets) and heal within
+// their cycle. At the end of a cycle every actor releases what it still holds, latest first, so that
+// every critical section is recorded and the next cycle starts from a free lock. It returns how many
+// cycles ran to their end.
+func (s *Schedule) Play(ctx context.Context, stop <-chan struct{}, clients []locks.Client, rec *history.Recorder,
+	env *nemesis.Env, d Defaults) int {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+		case <-ctx.Done():
+		}
+		cancel()
+	}()
+	byName := map[string]locks.Client{}
+	for _, c := range clients {
+		byName[c.Name()] = c
+	}
+	if env != nil {
+		env.Note = func(f string, ts []nemesis.Target, detail string) {
+			rec.Fault(f, "step", nemesis.TargetStrings(ts), detail)
+		}
+	}
+	res := workloads.NewResource(rec)
+	n := 0
+	for ctx.Err() == nil {
+		if !s.cycle(ctx, byName, rec, res, env, d) {
+			break
+		}
+		n++
+		if !s.Loop {
+			break
+		}
+	}
+	return n
+}
+
+// cycle plays every step once; false when ctx ended first.
+func (s *Schedule) cycle(ctx context.Context, clients map[string]locks.Client, rec *history.Recorder,
+	res *workloads.Resource, env *nemesis.Env, d Defaults) bool {
+	start := time.Now()
+	done := make([]chan struct{}, len(s.Steps))
+	index := map[string]int{}
+	for i, st := range s.Steps {
+		done[i] = make(chan struct{})
+		if st.Name != "" {
+			index[st.Name] = i
+		}
+	}
+	// ready waits for step i's turn: its time, then the step it comes after (and its delay).
+	ready := func(i int) bool {
+		st := s.Steps[i]
+		if !sleep(ctx, time.Until(start.Add(st.At))) {
+			return false
+		}
+		if st.After != "" {
+			select {
+			case <-done[index[st.After]]:
+			case <-ctx.Done():
+				return false
+			}
+			return sleep(ctx, st.Delay)
+		}
+		return true
+	}
+	var order []string
+	steps := map[string][]int{}
+	for i, st := range s.Steps {
+		if st.Fault != "" {
+			continue
+		}
+		if _, ok := steps[st.Actor()]; !ok {
+			order = append(order, st.Actor())
+		}
+		steps[st.Actor()] = append(steps[st.Actor()], i)
+	}
+	var wg sync.WaitGroup
+	for _, name := range order {
+		idx := steps[name]
+		first := s.Steps[idx[0]]
+		a := &actor{c: clients[first.Client], thread: first.ThreadID(), rec: rec, res: res, d: d,
+			handles: map[handleKey]locks.Mutex{}, secs: map[string]*workloads.Section{}}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer a.releaseAll(ctx)
+			if a.c == nil {
+				return // Prepare made a client for every actor; nothing to play otherwise
+			}
+			for _, i := range idx {
+				if !ready(i) {
+					return
+				}
+				a.play(ctx, s.Steps[i], func() { close(done[i]) })
+			}
+		}()
+	}
+	for i, st := range s.Steps {
+		if st.Fault == "" {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if !ready(i) || env == nil {
+				return
+			}
+			heal := nemesis.Apply(ctx, env, rec, st.Fault, s.aimed[i])
+			close(done[i])
+			sleep(ctx, st.For)
+			heal()
+		}()
+	}
+	wg.Wait()
+	return ctx.Err() == nil
+}
+
+type handleKey struct {
+	key string
+	op  Op
+}
+
+// hold is one acquire of an actor, granted or not, until its release.
+type hold struct {
+	l       locks.Mutex
+	key     string
+	granted bool
+}
+
+// actor is one client thread playing its steps.
+type actor struct {
+	c       locks.Client
+	thread  int64
+	rec     *history.Recorder
+	res     *workloads.Resource
+	d       Defaults
+	handles map[handleKey]locks.Mutex     // one handle per key and mode, as a thread keeps its lock object
+	holds   []hold                        // latest last
+	secs    map[string]*workloads.Section // per key, the critical section it is inside
+}
+
+// play does one step and calls done once its operation has been answered: an acquire is done at its
+// answer, before an armed client-pause freezes the actor there, so that steps after it go on meanwhile.
+func (a *actor) play(ctx context.Context, st Step, done func()) {
+	if st.Leave {
+		a.leave(st.KeyName())
+		done()
+		return
+	}
+	if st.Release {
+		a.release(ctx)
+		done()
+		return
+	}
+	wait, lease := a.d.Wait, a.d.Lease
+	if st.Wait != nil {
+		wait = *st.Wait
+	}
+	if st.Lease != nil {
+		lease = *st.Lease
+	}
+	a.acquire(ctx, st.KeyName(), st.Acquire, wait, lease, done)
+}
+
+// handle is the actor's lock object for key in mode op (nil when the client is of another family: Check
+// refuses such a schedule before the run).
+func (a *actor) handle(key string, op Op) locks.Mutex {
+	k := handleKey{key, op}
+	if l := a.handles[k]; l != nil {
+		return l
+	}
+	var l locks.Mutex
+	rw, _ := a.c.(locks.RWClient)
+	m, _ := a.c.(locks.MutexClient)
+	switch {
+	case op == Read && rw != nil:
+		l = rw.ReadLock(key, a.thread)
+	case op == Write && rw != nil:
+		l = rw.WriteLock(key, a.thread)
+	case op == Lock && m != nil:
+		l = m.Mutex([]string{key}, a.thread)
+	}
+	a.handles[k] = l
+	return l
+}
+
+// granted counts the actor's holds of key.
+func (a *actor) granted(key string) int {
+	n := 0
+	for _, h := range a.holds {
+		if h.granted && h.key == key {
+			n++
+		}
+	}
+	return n
+}
+
+// op records an operation as the mutex workload does.
+func (a *actor) op(f string, l locks.Mutex, nested int64, wait, lease time.Duration) *history.Op {
+	return a.rec.Invoke(history.Record{Client: a.c.Name(), Thread: a.thread, Key: l.Key(), Owner: l.Owner(), F: f,
+		Args: map[string]int64{"wait_ms": wait.Milliseconds(), "lease_ms": lease.Milliseconds(), "nested": nested}})
+}
+
+// acquire is a tryLock: a first grant of the key enters its critical section; an acquire while holding it
+// is a re-entry (nested 1) with its own lease, inside the section it joins.
+func (a *actor) acquire(ctx context.Context, key string, op Op, wait, lease time.Duration, done func()) {
+	l := a.handle(key, op)
+	if l == nil {
+		done()
+		return
+	}
+	var nested int64
+	if a.granted(key) > 0 {
+		nested = 1
+	}
+	rop := a.op("tryLock", l, nested, wait, lease)
+	ok, err := l.TryLock(ctx, wait, lease)
+	outcome.Complete(rop, outcome.Call{Refused: !ok, Err: err})
+	a.holds = append(a.holds, hold{l: l, key: key, granted: ok})
+	if !ok || nested == 1 {
+		done()
+		return
+	}
+	mode := ""
+	if op != Lock {
+		mode = string(op)
+	}
+	e := workloads.Entry{Key: key, Client: a.c.Name(), Thread: a.thread, Owner: l.Owner(), Mode: mode}
+	if f, ok := l.(locks.Fenced); ok {
+		e.Token = f.Token()
+	}
+	if v, ok := l.(locks.Validity); ok && !v.ValidUntil().IsZero() {
+		e.Until = a.rec.Clock.At(v.ValidUntil())
+	}
+	a.secs[key] = a.res.Enter(e)
+	done()
+	workloads.Frozen(a.c, a.rec)
+}
+
+// release unlocks the actor's latest acquire, as the library answers it (an acquire that was refused
+// is released all the same: the report's steps say so). The last hold of a key leaves its section first,
+// unless a leave step did.
+func (a *actor) release(ctx context.Context) {
+	if len(a.holds) == 0 {
+		return
+	}
+	h := a.holds[len(a.holds)-1]
+	a.holds = a.holds[:len(a.holds)-1]
+	var nested int64
+	if a.granted(h.key) > 0 {
+		nested = 1
+	} else if s := a.secs[h.key]; s != nil && h.granted {
+		a.c.Gate().Pass() // a paused client leaves its section only once it runs again
+		s.Exit()
+		delete(a.secs, h.key)
+	}
+	op := a.op("unlock", h.l, nested, 0, 0)
+	c := outcome.Call{Err: h.l.Unlock(ctx)}
+	if errors.Is(c.Err, locks.ErrNotHeld) {
+		c.Value = history.Int64(-1)
+	}
+	outcome.Complete(op, c)
+}
+
+// leave ends the actor's critical section on key, if it is inside one, and keeps the lock: a later
+// release sends the unlock.
+func (a *actor) leave(key string) {
+	if s := a.secs[key]; s != nil {
+		a.c.Gate().Pass()
+		s.Exit()
+		delete(a.secs, key)
+	}
+}
+
+// releaseAll releases what the actor still holds at the end of a cycle; a cycle cut short by the run's
+// end still sends them (each command bounded by the client's timeout), so that no section is left open.
+func (a *actor) releaseAll(ctx context.Context) {
+	ctx = context.WithoutCancel(ctx)
+	for len(a.holds) > 0 {
+		if !a.holds[len(a.holds)-1].granted {
+			a.holds = a.holds[:len(a.holds)-1] // refused: nothing to give back
+			continue
+		}
+		a.release(ctx)
+	}
+}
+
+// sleep waits d, or less when ctx ends; false when it ended.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
