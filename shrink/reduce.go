@@ -52,7 +52,7 @@ func halveDuration(flag string, floor time.Duration) func(Cmd) []string {
 // MinTotal: every fault kind fits, then the quiet time), nor to --quiet itself. It is also the reducer of
 // fault events: a run at that floor has one event of each kind.
 func halveTime(c Cmd) []string {
-	s := schedule(c)
+	s := faultPlan(c)
 	floor := max(2*time.Second, s.Quiet+time.Second, s.MinTotal())
 	if floor > s.Total*3/4 { // a step that saves less than a quarter is not worth its runs (yet: fewer faults lower the floor)
 		return nil
@@ -60,8 +60,8 @@ func halveTime(c Cmd) []string {
 	return halveDuration("time", floor)(c)
 }
 
-// schedule is the command's fault schedule, as far as the plan's length needs it.
-func schedule(c Cmd) nemesis.Schedule {
+// faultPlan is the command's fault schedule, as far as the plan's length needs it.
+func faultPlan(c Cmd) nemesis.Schedule {
 	d := func(flag string) time.Duration {
 		v, _ := time.ParseDuration(c.Get(flag))
 		return v

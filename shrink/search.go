@@ -12,11 +12,13 @@ import (
 // Trial is a command run on some seeds.
 type Trial struct {
 	Seeds  []int64
-	Runs   int             // runs that gave a verdict (an early stop leaves the others out)
-	Caught []int64         // the seeds that failed the same way
-	Firsts []time.Duration // their times to the signature's first violation
-	Other  string          // what the first run that was not caught did instead
-	Took   time.Duration
+	Runs   int     // runs that gave a verdict (an early stop leaves the others out)
+	Caught []int64 // the seeds that failed the same way
+	// CaughtDirs are their run directories, in Caught's order.
+	CaughtDirs []string
+	Firsts     []time.Duration // their times to the signature's first violation
+	Other      string          // what the first run that was not caught did instead
+	Took       time.Duration
 }
 
 // Median is the median time to the first violation over the caught runs.

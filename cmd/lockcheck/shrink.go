@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -114,6 +115,7 @@ type shrinkPlan struct {
 // and prints the command last. Interrupted, it writes what it has and exits 130.
 func runShrink(ctx context.Context, dir string, seed int64, start shrink.Cmd, sig shrink.Signature, o shrinkOracle, p shrinkPlan) error {
 	began := time.Now()
+	parent := ctx // the schedule's check comes after the budget: a short run, stopped only by Ctrl-C
 	ctx, cancel := context.WithTimeoutCause(ctx, p.budget, context.DeadlineExceeded)
 	defer cancel()
 	s := &shrink.Search{Confirm: p.seeds, Reducers: shrink.Reducers, Oracle: o.trial, Progress: os.Stdout,
@@ -136,6 +138,7 @@ func runShrink(ctx context.Context, dir string, seed int64, start shrink.Cmd, si
 			r.Repeats, r.Caught, r.MedianNs = t.Runs, len(t.Caught), int64(t.Median())
 			if len(t.Caught) > 0 {
 				minimal = t.Caught[0]
+				r.Schedule = o.asSchedule(parent, t.CaughtDirs[0], s.Best, s.NextSeeds(p.seeds))
 			}
 		} else {
 			r.Stopped = "interrupted" // Ctrl-C during the measurement, or its budget ran out
@@ -159,6 +162,7 @@ func runShrink(ctx context.Context, dir string, seed int64, start shrink.Cmd, si
 		fmt.Printf(" (stopped: %s)", r.Stopped)
 	}
 	fmt.Printf("; steps in %s\n", filepath.Join(o.dir, "steps.txt"))
+	r.Schedule.Print(os.Stdout, sig)
 	if r.Repeats > 0 {
 		fmt.Printf("the smallest command fails by %s in %d of %d runs, median first violation %.1fs:\n",
 			sig, r.Caught, r.Repeats, time.Duration(r.MedianNs).Seconds())
@@ -267,7 +271,7 @@ func (o shrinkOracle) runSeeds(ctx context.Context, c shrink.Cmd, seeds []int64,
 			other = true
 			continue
 		}
-		t.Caught = append(t.Caught, out.Seed)
+		t.Caught, t.CaughtDirs = append(t.Caught, out.Seed), append(t.CaughtDirs, filepath.Join(dir, out.Dir))
 		t.Firsts = append(t.Firsts, time.Duration(at))
 	}
 	if other || hung || errored == 0 {
@@ -279,4 +283,43 @@ func (o shrinkOracle) runSeeds(ctx context.Context, c shrink.Cmd, seeds []int64,
 		}
 	}
 	return redo, errored
+}
+
+// asSchedule writes the steps that led to the first violation of the caught run in dir as schedule.yaml
+// (shrink.AsSchedule) and runs that schedule on the seeds, to say whether it fails the same way: a random
+// run's interleaving, replayed at its times, need not line up again.
+func (o shrinkOracle) asSchedule(ctx context.Context, dir string, best shrink.Cmd, seeds []int64) *shrink.ScheduleResult {
+	out := &shrink.ScheduleResult{Run: dir}
+	res, err := report.ReadResults(dir)
+	if err != nil {
+		out.Note = err.Error()
+		return out
+	}
+	h, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		out.Note = err.Error()
+		return out
+	}
+	lock, family := "", ""
+	if h.Run != nil {
+		lock, family = h.Run.Lock, h.Run.Checks.Family
+	}
+	sc, err := shrink.AsSchedule(h, res.Story, lock, family)
+	if err != nil {
+		out.Note = err.Error()
+		return out
+	}
+	out.File = filepath.Join(o.dir, "schedule.yaml")
+	if err := report.WriteAtomic(out.File, func(w io.Writer) error { _, err := w.Write(sc.Marshal()); return err }); err != nil {
+		out.File, out.Note = "", err.Error()
+		return out
+	}
+	c := best.ScheduleRun(out.File, shrink.Span(sc))
+	out.Command = c.Line(seeds[0])
+	t := o.trial(ctx, c, seeds, "schedule")
+	out.Runs, out.Caught = t.Runs, len(t.Caught)
+	if t.Other != "" && len(t.Caught) < t.Runs {
+		out.Note = t.Other
+	}
+	return out
 }

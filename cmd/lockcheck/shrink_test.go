@@ -17,6 +17,7 @@ import (
 
 	"github.com/lockcheck/lockcheck/runner"
 	"github.com/lockcheck/lockcheck/shrink"
+	"github.com/lockcheck/lockcheck/workloads/schedule"
 )
 
 // Bad input to shrink is one line and exit 254, before anything runs.
@@ -166,6 +167,17 @@ func TestShrinkNaiveRun(t *testing.T) {
 	}
 	if r.Repeats != 2 || r.Caught < 1 || r.MedianNs <= 0 {
 		t.Fatalf("final measurement: %d of %d, median %d ns", r.Caught, r.Repeats, r.MedianNs)
+	}
+	// The caught run as a schedule: it reads back and fails the same way on every seed it ran on (its
+	// holders stay inside past their leases, so no timing saves it).
+	if r.Schedule == nil || r.Schedule.File == "" || r.Schedule.Runs != 2 || r.Schedule.Caught != 2 {
+		t.Fatalf("schedule %+v, want one caught on both seeds", r.Schedule)
+	}
+	if _, err := schedule.Load(r.Schedule.File); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(all, func(l string) bool { return strings.HasPrefix(l, "as a schedule") }) || !slices.Contains(all, r.Schedule.Command) {
+		t.Fatalf("the schedule and its command are not in the output:\n%s", strings.Join(all, "\n"))
 	}
 	if last := all[len(all)-1]; last != r.Minimal || !strings.HasPrefix(last, "lockcheck run ") {
 		t.Fatalf("last line %q, shrink.json's command %q", last, r.Minimal)

@@ -1,0 +1,191 @@
+package shrink
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/report"
+	"github.com/lockcheck/lockcheck/workloads/schedule"
+)
+
+// lead is how long before the first owner's grant a schedule begins: the acquires in flight then (a
+// waiter that is granted the moment the holder's lease runs out) are part of the story.
+const lead = 500 * time.Millisecond
+
+// AsSchedule is a caught run's first violation as a schedule (docs/schedules.md): every acquire that was
+// granted (or may have been) and every release of the story's key, from shortly before its first owner was
+// granted to the end of the violation (its owners' releases), at the times they were called, with the faults in force then. Its steps are
+// timed, not chained: they replay the recorded interleaving, which a random workload lined up by chance.
+// family is the run's lock family (mutex or rwlock: a read-write lock's acquires take their mode from the
+// critical section that followed them).
+func AsSchedule(h *history.History, story *report.Story, lock, family string) (*schedule.Schedule, error) {
+	if story == nil || story.At <= 0 {
+		return nil, fmt.Errorf("the run's story has no violation time")
+	}
+	from := story.At
+	for _, o := range story.Owners {
+		if o.Granted >= 0 && o.Granted < from {
+			from = o.Granted
+		}
+		if o.Entered > 0 && o.Entered < from {
+			from = o.Entered
+		}
+	}
+	from = max(0, from-int64(lead))
+	// To the end of the violation: the owners' releases are what make their holds last as long as they did
+	// (a schedule played once ends when its last step is done).
+	to := story.At + story.For
+	for _, o := range story.Owners {
+		to = max(to, o.Left)
+	}
+	own := h.OnlySrc("")
+	type held struct {
+		client string
+		thread int64
+		key    string
+	}
+	depth := map[held]int{}
+	var steps []timedStep
+	for _, op := range own.Ops {
+		c := op.Invoke
+		if c.Time > to || op.Complete != nil && op.Complete.Time < from || c.Time < from && c.F != "tryLock" {
+			continue
+		}
+		if story.Key != "" && c.Key != story.Key {
+			continue
+		}
+		a := held{c.Client, c.Thread, c.Key}
+		st := schedule.Step{Client: c.Client, Thread: threadOf(c.Thread), Key: keyOf(c.Key)}
+		switch c.F {
+		case "tryLock":
+			if op.Complete != nil && op.Complete.Type == history.Fail {
+				continue // refused: it changed nothing
+			}
+			st.Acquire = modeOf(own, op, family)
+			lease, wait := ms(c.Args["lease_ms"]), ms(c.Args["wait_ms"])
+			st.Lease, st.Wait = &lease, &wait
+			depth[a]++
+		case "unlock":
+			if depth[a] == 0 {
+				continue // its acquire was before the schedule begins
+			}
+			st.Release = true
+			depth[a]--
+		default:
+			continue // reads of the lock's state, force-unlocks: not a schedule's operations
+		}
+		steps = append(steps, timedStep{max(c.Time, from), st})
+	}
+	if len(steps) == 0 {
+		return nil, fmt.Errorf("no acquire of %s between %s and %s", keyText(story.Key), secs(from), secs(to))
+	}
+	// A hold still open at the violation's end was open through it: its release comes then, not as soon as
+	// its actor has no more steps.
+	var open []held
+	for a, n := range depth {
+		for range n {
+			open = append(open, a)
+		}
+	}
+	sort.Slice(open, func(i, j int) bool {
+		return open[i].client+"/"+strconv.FormatInt(open[i].thread, 10)+open[i].key < open[j].client+"/"+strconv.FormatInt(open[j].thread, 10)+open[j].key
+	})
+	for _, a := range open {
+		steps = append(steps, timedStep{to, schedule.Step{Client: a.client, Thread: threadOf(a.thread), Key: keyOf(a.key), Release: true}})
+	}
+	for _, w := range h.Windows() {
+		end := w.End
+		if end < 0 {
+			end = to
+		}
+		if w.Start > to || end < from || w.Kind == "" {
+			continue
+		}
+		start := max(w.Start, from)
+		steps = append(steps, timedStep{start, schedule.Step{Fault: w.Kind, Targets: slices.Clone(w.Targets),
+			For: max(time.Duration(end-start), time.Millisecond).Round(time.Millisecond)}})
+	}
+	sort.SliceStable(steps, func(i, j int) bool { return steps[i].at < steps[j].at })
+	s := &schedule.Schedule{About: "shrunk: " + story.Text, Lock: lock}
+	for _, t := range steps {
+		t.step.At = time.Duration(t.at - from).Round(time.Millisecond)
+		s.Steps = append(s.Steps, t.step)
+	}
+	// What it writes must read back: the file is what the user runs.
+	if _, err := schedule.Parse(s.Marshal(), "schedule.yaml"); err != nil {
+		return nil, fmt.Errorf("the schedule made of the run does not read back: %v", err)
+	}
+	return s, nil
+}
+
+type timedStep struct {
+	at   int64
+	step schedule.Step
+}
+
+// modeOf is an acquire's operation: lock, or for a read-write lock the mode of the critical section its
+// owner entered next on that key (the acquire's record does not say it).
+func modeOf(h *history.History, op history.Operation, family string) schedule.Op {
+	if family != "rwlock" {
+		return schedule.Lock
+	}
+	c := op.Invoke
+	for _, s := range h.Sections {
+		if s.Owner == c.Owner && s.Key == c.Key && s.Enter >= c.Time {
+			if s.F == string(schedule.Read) {
+				return schedule.Read
+			}
+			return schedule.Write
+		}
+	}
+	return schedule.Write
+}
+
+// ScheduleRun is c as a run of the schedule at path lasting run: the lock, the deployment and the faults'
+// parameters kept; the random workload's shape and the fault plan left out (the schedule says them).
+func (c Cmd) ScheduleRun(path string, run time.Duration) Cmd {
+	return c.Without(workloadFlags...).With("schedule", path).With("time", run.String())
+}
+
+// workloadFlags shape the random workload or the fault plan: a schedule's steps stand for them.
+var workloadFlags = []string{"clients", "threads", "keys", "hold", "reentry", "readers", "lease", "wait", "group",
+	"cross-thread", "force-unlock", "nemesis", "nemesis-interval", "nemesis-duration", "nemesis-targets",
+	"nemesis-trigger", "schedule", "time"}
+
+// Span is how long a schedule's run must last: its last step, its longest fault, and a second.
+func Span(s *schedule.Schedule) time.Duration {
+	var end time.Duration
+	for _, st := range s.Steps {
+		end = max(end, st.At+st.For)
+	}
+	return end + time.Second
+}
+
+func threadOf(t int64) int64 {
+	if t <= 1 {
+		return 0
+	}
+	return t
+}
+
+func keyOf(k string) string {
+	if k == "lock-0" {
+		return ""
+	}
+	return k
+}
+
+func keyText(k string) string {
+	if k == "" {
+		return "any key"
+	}
+	return k
+}
+
+func ms(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
+
+func secs(ns int64) string { return strconv.FormatFloat(float64(ns)/1e9, 'f', 3, 64) + "s" }

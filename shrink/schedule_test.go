@@ -1,0 +1,76 @@
+package shrink
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/report"
+	"github.com/lockcheck/lockcheck/workloads/schedule"
+)
+
+// A recorded naive overlap (testdata/naive-overlap: the final run of a real shrink, one client of two
+// threads) becomes a schedule of its owners' acquires and releases: the holder's grant, the waiter granted
+// when the lease ran out, and a release for each hold the violation ends inside. It reads back.
+func TestAsScheduleOfARecordedOverlap(t *testing.T) {
+	h, err := history.ReadFile("testdata/naive-overlap/history.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := report.ReadResults("testdata/naive-overlap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := AsSchedule(h, res.Story, h.Run.Lock, h.Run.Checks.Family)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := schedule.Parse(s.Marshal(), "schedule.yaml")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, s.Marshal())
+	}
+	acquires, releases := map[string]int{}, map[string]int{}
+	var last time.Duration
+	for _, st := range back.Steps {
+		switch {
+		case st.Acquire == schedule.Lock:
+			acquires[st.Actor()]++
+			if st.Lease == nil || *st.Lease != 300*time.Millisecond {
+				t.Errorf("acquire %+v: want the recorded 300ms lease", st)
+			}
+		case st.Release:
+			releases[st.Actor()]++
+		case st.Fault != "":
+			t.Errorf("fault step %+v in a fault-free run", st)
+		}
+		if st.At < last {
+			t.Errorf("steps out of time order at %+v", st)
+		}
+		last = st.At
+	}
+	if len(acquires) != 2 || back.Lock != "naive" || !strings.Contains(back.About, "Two owners held lock-0") {
+		t.Fatalf("acquires by %v, lock %q, about %q:\n%s", acquires, back.Lock, back.About, s.Marshal())
+	}
+	for a, n := range acquires {
+		if releases[a] != n {
+			t.Errorf("%s: %d acquires, %d releases: every hold ends in the schedule", a, n, releases[a])
+		}
+	}
+	if Span(back) != last+time.Second {
+		t.Errorf("span %s, last step at %s", Span(back), last)
+	}
+	// The run command keeps the lock and drops the random workload's shape.
+	c := Cmd{Given: []Flag{{"clients", "1"}, {"lock", "naive"}, {"hold", "400ms-475ms"}, {"time", "2s"}, {"quiet", "1s"}}}
+	got := strings.Join(c.ScheduleRun("s.yaml", 3*time.Second).Args(), " ")
+	if got != "--lock=naive --quiet=1s --schedule=s.yaml --time=3s" {
+		t.Fatalf("schedule run %q", got)
+	}
+}
+
+// A story without a violation time has nothing to schedule.
+func TestAsScheduleNeedsAViolation(t *testing.T) {
+	if _, err := AsSchedule(&history.History{}, &report.Story{}, "naive", "mutex"); err == nil {
+		t.Fatal("no error for a story without a violation")
+	}
+}
