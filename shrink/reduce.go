@@ -25,17 +25,28 @@ type Reducer struct {
 var Reducers = []Reducer{
 	{"halve the run's time", "time", halveTime, nil},
 	{"halve the quiet time", "quiet", halveDuration("quiet", time.Second), nil},
-	{"drop a fault kind", "nemesis", dropFault, faultFree},
-	{"fire the faults by the lock's events", "nemesis-trigger", triggered, nil},
-	{"halve the clients", "clients", halveCount("clients"), nil},
-	{"halve the threads", "threads", halveCount("threads"), nil},
-	{"fewer keys", "keys", fewerKeys, nil},
-	{"no re-entry", "reentry", zero("reentry"), nil},
-	{"no cross-thread operations", "cross-thread", zero("cross-thread"), nil},
-	{"no force-unlocks", "force-unlock", zero("force-unlock"), nil},
-	{"narrow the hold range", "hold", narrow("hold"), nil},
-	{"narrow the lease range", "lease", narrow("lease"), nil},
-	{"narrow the wait range", "wait", narrow("wait"), nil},
+	{"drop a fault kind", "nemesis", random(dropFault), faultFree},
+	{"fire the faults by the lock's events", "nemesis-trigger", random(triggered), nil},
+	{"halve the clients", "clients", random(halveCount("clients")), nil},
+	{"halve the threads", "threads", random(halveCount("threads")), nil},
+	{"fewer keys", "keys", random(fewerKeys), nil},
+	{"no re-entry", "reentry", random(zero("reentry")), nil},
+	{"no cross-thread operations", "cross-thread", random(zero("cross-thread")), nil},
+	{"no force-unlocks", "force-unlock", random(zero("force-unlock")), nil},
+	{"narrow the hold range", "hold", random(narrow("hold")), nil},
+	{"narrow the lease range", "lease", random(narrow("lease")), nil},
+	{"narrow the wait range", "wait", random(narrow("wait")), nil},
+}
+
+// random is a reducer of the random workload or the fault plan: a run that plays a schedule (--schedule)
+// has neither (its steps say the clients, leases, holds and faults), so it tries nothing there.
+func random(next func(Cmd) []string) func(Cmd) []string {
+	return func(c Cmd) []string {
+		if c.Get("schedule") != "" {
+			return nil
+		}
+		return next(c)
+	}
 }
 
 func halveDuration(flag string, floor time.Duration) func(Cmd) []string {

@@ -74,3 +74,25 @@ func TestAsScheduleNeedsAViolation(t *testing.T) {
 		t.Fatal("no error for a story without a violation")
 	}
 }
+
+// A schedule's run has no random workload or fault plan to make smaller: only its time and quiet time are
+// tried (its clients, holds, leases and faults are its steps).
+func TestReducersLeaveASchedulesStepsAlone(t *testing.T) {
+	c, err := FromRun([]string{"lockcheck", "run", "--lock=naive", "--schedule=/s.yaml", "--time=8s", "--quiet=2s"},
+		[]byte(`{"clients": 3, "threads": 2, "hold": "400ms-1s", "lease": "300ms-1s", "wait": "0-2s", "reentry": 0.2, "keys": 2, "schedule": "/s.yaml"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tried []string
+	for _, r := range Reducers {
+		if len(r.Next(c)) > 0 {
+			tried = append(tried, r.Flag)
+		}
+	}
+	if strings.Join(tried, ",") != "time,quiet" {
+		t.Fatalf("reducers with candidates for a schedule's run: %v, want time and quiet", tried)
+	}
+	if len(Reducers[4].Next(c.Without("schedule").With("schedule", ""))) == 0 {
+		t.Fatal("without a schedule the clients are halved")
+	}
+}
