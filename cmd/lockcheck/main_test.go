@@ -35,6 +35,9 @@ type results struct {
 		Valid     any    `json:"valid"`
 		Violation string `json:"violation"`
 	} `json:"checkers"`
+	Story struct {
+		Text string `json:"text"`
+	} `json:"story"`
 }
 
 func readResults(t *testing.T, dir string) results {
