@@ -37,6 +37,6 @@ func (b *backoff) after(ctx context.Context, err error, took time.Duration) {
 	}
 	b.d = min(max(2*b.d, backoffMin), backoffMax)
 	if wait := b.d/2 + time.Duration(b.rng.Int64N(int64(b.d/2)+1)); wait > took {
-		sleep(ctx, wait-took)
+		Sleep(ctx, wait-took)
 	}
 }

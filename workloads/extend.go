@@ -43,7 +43,7 @@ func (w *mutexWorker) extendingHold(ctx context.Context, x locks.Extender, e Ent
 			e.Key = k
 			secs = append(secs, w.res.Enter(e))
 		}
-		sleep(ctx, min(step, left))
+		Sleep(ctx, min(step, left))
 		w.c.Gate().Pass()
 		for _, s := range secs {
 			s.Exit()

@@ -63,7 +63,7 @@ func (l Latch) Run(ctx context.Context, stop <-chan struct{}, clients []locks.Cl
 			if err != nil {
 				back.after(ctx, err, time.Since(begin))
 			} else {
-				sleep(ctx, 100*time.Millisecond)
+				Sleep(ctx, 100*time.Millisecond)
 			}
 			continue
 		}
@@ -78,7 +78,7 @@ func (l Latch) Run(ctx context.Context, stop <-chan struct{}, clients []locks.Cl
 			go func() {
 				defer wg.Done()
 				if int64(i) < l.Count {
-					sleep(ctx, delay)
+					Sleep(ctx, delay)
 					if latch(c, th).CountDown(ctx) != nil { // recorded by the latch itself
 						failed.Store(true)
 					}

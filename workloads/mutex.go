@@ -155,15 +155,8 @@ type Thread struct {
 // pool shares one RedissonClient. Thread 1's streams are what a run with one thread per client had.
 func eachThread(ctx context.Context, stop <-chan struct{}, clients []locks.Client, threads int, seed int64,
 	work func(ctx context.Context, t Thread)) {
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := UntilStop(ctx, stop)
 	defer cancel()
-	go func() {
-		select {
-		case <-stop:
-		case <-ctx.Done():
-		}
-		cancel()
-	}()
 	var wg sync.WaitGroup
 	for i, c := range clients {
 		for th := int64(1); th <= int64(max(threads, 1)); th++ {
@@ -175,6 +168,19 @@ func eachThread(ctx context.Context, stop <-chan struct{}, clients []locks.Clien
 		}
 	}
 	wg.Wait()
+}
+
+// UntilStop is ctx, also ended when stop closes: a workload's waits and holds end at either.
+func UntilStop(ctx context.Context, stop <-chan struct{}) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-stop:
+		case <-ctx.Done():
+		}
+		cancel()
+	}()
+	return ctx, cancel
 }
 
 func newThread(c locks.Client, i int, th, seed int64) Thread {
@@ -245,7 +251,7 @@ func (w *mutexWorker) loop(ctx context.Context) {
 		}
 		if d := w.c.Gate().WriteDelay(); d > 0 {
 			w.delayedWrite(ctx, e, keys, hold, d)
-			sleep(ctx, hold)
+			Sleep(ctx, hold)
 			w.unlock(ctx, l, 0)
 			continue
 		}
@@ -258,14 +264,14 @@ func (w *mutexWorker) loop(ctx context.Context) {
 		w.readsInside(ctx, l)
 		held, done := w.untilLost(ctx, l)
 		if w.Reentrant && w.rng.Float64() < w.Reentry {
-			sleep(held, hold/2)
+			Sleep(held, hold/2)
 			if ok, _ := w.tryLock(ctx, l, 1); ok {
-				sleep(held, hold/4)
+				Sleep(held, hold/4)
 				w.unlock(ctx, l, 1)
 			}
-			sleep(held, hold-hold/2-hold/4)
+			Sleep(held, hold-hold/2-hold/4)
 		} else {
-			sleep(held, hold)
+			Sleep(held, hold)
 		}
 		done()
 		w.c.Gate().Pass() // a paused client finishes its critical section only once it runs again
@@ -340,7 +346,7 @@ func (w *mutexWorker) delayedWrite(ctx context.Context, e Entry, keys []string, 
 	w.late.Add(1)
 	go func() {
 		defer w.late.Done()
-		sleep(ctx, d)
+		Sleep(ctx, d)
 		if ctx.Err() != nil {
 			return
 		}
@@ -349,7 +355,7 @@ func (w *mutexWorker) delayedWrite(ctx context.Context, e Entry, keys []string, 
 			e.Key = k
 			secs = append(secs, w.res.Enter(e))
 		}
-		sleep(ctx, hold)
+		Sleep(ctx, hold)
 		for _, s := range secs {
 			s.Exit()
 		}
@@ -384,12 +390,18 @@ func (w *mutexWorker) release(ctx context.Context, op *history.Op, l locks.Mutex
 	outcome.Complete(op, c)
 }
 
-func sleep(ctx context.Context, d time.Duration) {
+// Sleep waits d, or less when ctx ends; false when it ended.
+func Sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
+		return true
 	case <-ctx.Done():
+		return false
 	}
 }
 

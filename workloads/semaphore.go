@@ -123,7 +123,7 @@ func (s Semaphore) Run(ctx context.Context, stop <-chan struct{}, clients []lock
 				*u = sec.rec.Enter + 1
 			}
 			frozen(c, rec)
-			sleep(ctx, s.Hold.Draw(rng))
+			Sleep(ctx, s.Hold.Draw(rng))
 			c.Gate().Pass() // a paused client leaves only once it runs again
 			sec.Exit()
 			op = rec.Invoke(history.Record{Client: c.Name(), Thread: t.ID, Key: key, Owner: id, F: "releasePermit"})

@@ -10,9 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 
 	lockcheck "github.com/lockcheck/lockcheck"
+	"github.com/lockcheck/lockcheck/internal/safefile"
 )
 
 // The workers' sources travel inside the binary (package lockcheck, at the module's root): a binary installed or copied alone
@@ -48,15 +48,11 @@ func extract(src fs.FS) (string, error) {
 	if err := os.MkdirAll(base, 0o755); err != nil {
 		return "", err
 	}
-	lock, err := os.OpenFile(root+".lock", os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o644)
+	unlock, err := safefile.Lock(root+".lock", 0o644)
 	if err != nil {
 		return "", err
 	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return "", err
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	defer unlock()
 	if complete(root) {
 		return root, nil // another process wrote it while this one waited
 	}

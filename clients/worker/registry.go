@@ -224,15 +224,11 @@ func Build(ctx context.Context, s Spec, version string, say io.Writer) ([]string
 	argv := append([]string{filepath.Join(out, "run")}, s.Args...)
 	// The cache is this user's alone (Cache), so what is in it was put there by lockcheck; still, nothing
 	// in it is followed through a link.
-	lock, err := os.OpenFile(out+".lock", os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o644)
+	unlock, err := safefile.Lock(out+".lock", 0o644)
 	if err != nil {
 		return nil, err
 	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return nil, err
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	defer unlock()
 	stamp := sourceStamp(src)
 	if b, err := readNoLink(filepath.Join(out, ".built")); err == nil && string(b) == stamp && isRegular(out, argv[0]) {
 		return argv, nil

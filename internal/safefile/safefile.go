@@ -151,3 +151,21 @@ func Kind(m fs.FileMode) string {
 	}
 	return "mode " + m.String()
 }
+
+// Lock takes an exclusive lock on the file at path (created with perm if missing, never through a link),
+// waiting for another process that holds it; unlock releases it. Builds into a shared cache take it so
+// that two runs build one copy.
+func Lock(path string, perm os.FileMode) (unlock func(), err error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, perm)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}

@@ -13,9 +13,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 
 	dockerfiles "github.com/lockcheck/lockcheck/docker"
+	"github.com/lockcheck/lockcheck/internal/safefile"
 	"github.com/lockcheck/lockcheck/node/clockshift"
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
@@ -66,15 +66,11 @@ func EnsureServerImage(ctx context.Context, bin, name, version, lockDir string, 
 	if err := os.MkdirAll(lockDir, 0o700); err != nil {
 		return "", err
 	}
-	lock, err := os.OpenFile(filepath.Join(lockDir, sum[:16]+".lock"), os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o600)
+	unlock, err := safefile.Lock(filepath.Join(lockDir, sum[:16]+".lock"), 0o600)
 	if err != nil {
 		return "", err
 	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return "", err
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	defer unlock()
 	r, err := ConnectEngine(ctx)
 	if err != nil {
 		return "", err

@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockcheck/lockcheck/internal/safefile"
 	"github.com/lockcheck/lockcheck/node"
 )
 
@@ -201,15 +202,11 @@ func (r Release) fetch(ctx context.Context, cacheDir func() (string, error), say
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return srv, err
 	}
-	lock, err := os.OpenFile(out+".lock", os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o644)
+	unlock, err := safefile.Lock(out+".lock", 0o644)
 	if err != nil {
 		return srv, err
 	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return srv, err
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	defer unlock()
 	if digest(srv.Path) == r.SHA256 {
 		return srv, nil
 	}

@@ -25,15 +25,8 @@ type Defaults struct {
 // cycles ran to their end.
 func (s *Schedule) Play(ctx context.Context, stop <-chan struct{}, clients []locks.Client, rec *history.Recorder,
 	env *nemesis.Env, d Defaults) int {
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := workloads.UntilStop(ctx, stop)
 	defer cancel()
-	go func() {
-		select {
-		case <-stop:
-		case <-ctx.Done():
-		}
-		cancel()
-	}()
 	byName := map[string]locks.Client{}
 	for _, c := range clients {
 		byName[c.Name()] = c
@@ -72,7 +65,7 @@ func (s *Schedule) cycle(ctx context.Context, clients map[string]locks.Client, r
 	// ready waits for step i's turn: its time, then the step it comes after (and its delay).
 	ready := func(i int) bool {
 		st := s.Steps[i]
-		if !sleep(ctx, time.Until(start.Add(st.At))) {
+		if !workloads.Sleep(ctx, time.Until(start.Add(st.At))) {
 			return false
 		}
 		if st.After != "" {
@@ -81,7 +74,7 @@ func (s *Schedule) cycle(ctx context.Context, clients map[string]locks.Client, r
 			case <-ctx.Done():
 				return false
 			}
-			return sleep(ctx, st.Delay)
+			return workloads.Sleep(ctx, st.Delay)
 		}
 		return true
 	}
@@ -129,7 +122,7 @@ func (s *Schedule) cycle(ctx context.Context, clients map[string]locks.Client, r
 			}
 			heal := nemesis.Apply(ctx, env, rec, st.Fault, s.aimed[i])
 			close(done[i])
-			sleep(ctx, st.For)
+			workloads.Sleep(ctx, st.For)
 			heal()
 		}()
 	}
@@ -304,20 +297,5 @@ func (a *actor) releaseAll(ctx context.Context) {
 			continue
 		}
 		a.release(ctx)
-	}
-}
-
-// sleep waits d, or less when ctx ends; false when it ended.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
