@@ -116,6 +116,7 @@ func run(ctx context.Context, c config) (int, error) {
 		return 1, fmt.Errorf("listing the tests of %s: %v", c.pkg, err)
 	}
 	names := strings.Fields(string(listed))
+	listedNames := names
 	if c.run != "" {
 		names, err = matching(names, c.run)
 		if err != nil {
@@ -188,7 +189,15 @@ func run(ctx context.Context, c config) (int, error) {
 	}
 	fmt.Println()
 	if c.writeWeights {
-		if err := writeWeights(c.weights, all, grouped, c.parallel); err != nil {
+		kept := map[string]float64{} // -run measured some tests: the others (still in the package) keep theirs
+		if c.run != "" {
+			for _, n := range listedNames {
+				if w, ok := weights[n]; ok {
+					kept[n] = w
+				}
+			}
+		}
+		if err := writeWeights(c.weights, all, grouped, c.parallel, kept); err != nil {
 			return 1, err
 		}
 	}
@@ -440,21 +449,32 @@ func readWeights(path string) (map[string]float64, map[string]string) {
 
 // writeWeights writes what each test adds to its shard's wall time: a sequential test its whole time, a
 // parallel one its time shared with the -parallel others it overlaps. Dealt by their whole times, the shard
-// of many sequential tests ended 250 s after the one of long parallel ones (475 s and 227 s).
-func writeWeights(path string, tests []*test, groups map[string]string, parallel int) error {
+// of many sequential tests ended 250 s after the one of long parallel ones (475 s and 227 s). kept are the
+// weights of tests this run did not measure (-run: a few tests re-measured on a shared machine, where a
+// whole run's times are a guess), written back unchanged.
+func writeWeights(path string, tests []*test, groups map[string]string, parallel int, kept map[string]float64) error {
 	var b strings.Builder
 	b.WriteString("# seconds each cmd/lockcheck test adds to its shard's wall time in one make test (a parallel test's\n")
 	b.WriteString("# time over -parallel), and its group if it has one (go run ./scripts/shards -write-weights keeps the\n")
 	b.WriteString("# groups; a group's tests share one shard)\n")
-	sorted := append([]*test(nil), tests...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].name < sorted[j].name })
-	for _, t := range sorted {
-		w := t.elapsed
+	w := map[string]float64{}
+	for n, v := range kept {
+		w[n] = v
+	}
+	for _, t := range tests {
+		w[t.name] = t.elapsed
 		if t.paused {
-			w /= float64(max(parallel, 1))
+			w[t.name] /= float64(max(parallel, 1))
 		}
-		fmt.Fprintf(&b, "%s %.1f", t.name, w)
-		if g := groups[t.name]; g != "" {
+	}
+	names := make([]string, 0, len(w))
+	for n := range w {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(&b, "%s %.1f", n, w[n])
+		if g := groups[n]; g != "" {
 			b.WriteString(" " + g)
 		}
 		b.WriteString("\n")

@@ -35,7 +35,8 @@ func TestDealBalancesLongestFirst(t *testing.T) {
 func TestWeightsRoundTrip(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "w.txt")
 	tests := []*test{{name: "TestB", elapsed: 2.25}, {name: "TestA", elapsed: 10}, {name: "TestP", elapsed: 20, paused: true}}
-	if err := writeWeights(p, tests, map[string]string{"TestA": "docker"}, 4); err != nil {
+	// TestK was not run (-run): its weight is kept; TestB's old one is replaced by this run's
+	if err := writeWeights(p, tests, map[string]string{"TestA": "docker"}, 4, map[string]float64{"TestK": 7, "TestB": 99}); err != nil {
 		t.Fatal(err)
 	}
 	got, groups := readWeights(p)
@@ -43,7 +44,7 @@ func TestWeightsRoundTrip(t *testing.T) {
 		t.Fatalf("groups read back %v", groups)
 	}
 	// a parallel test adds its time over -parallel to its shard's wall time
-	if len(got) != 3 || got["TestA"] != 10 || got["TestB"] != 2.2 && got["TestB"] != 2.3 || got["TestP"] != 5 {
+	if len(got) != 4 || got["TestA"] != 10 || got["TestB"] != 2.2 && got["TestB"] != 2.3 || got["TestP"] != 5 || got["TestK"] != 7 {
 		t.Fatalf("read back %v", got)
 	}
 	if m, _ := readWeights(filepath.Join(t.TempDir(), "missing")); len(m) != 0 {
