@@ -256,52 +256,20 @@ func runShard(ctx context.Context, bin, dir, importPath string, env, names []str
 	if err := conv.Start(); err != nil {
 		return nil, nil, err
 	}
-	byName := map[string]*test{}
 	var order []*test
 	var stray []string
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		sc := bufio.NewScanner(events)
-		sc.Buffer(make([]byte, 1<<20), 64<<20)
-		for sc.Scan() {
-			var e struct {
-				Action  string
-				Test    string
-				Output  string
-				Elapsed float64
-			}
-			if json.Unmarshal(sc.Bytes(), &e) != nil {
-				stray = append(stray, sc.Text()+"\n")
-				continue
-			}
-			if e.Test == "" {
-				if e.Output != "" {
-					stray = append(stray, e.Output)
-				}
-				continue
-			}
-			top, _, sub := strings.Cut(e.Test, "/")
-			t := byName[top]
-			if t == nil {
-				t = &test{name: top}
-				byName[top] = t
-				order = append(order, t)
-			}
-			if e.Output != "" {
-				t.output = append(t.output, e.Output)
-			}
-			if !sub && (e.Action == "pass" || e.Action == "fail" || e.Action == "skip") {
-				t.action, t.elapsed = e.Action, e.Elapsed
-			}
-			if !sub && e.Action == "pause" {
-				t.paused = true
-			}
-		}
+		order, stray = readEvents(events)
 	}()
 	runErr := runForwarding(ctx, cmd)
 	<-done
 	_ = conv.Wait()
+	byName := map[string]*test{}
+	for _, t := range order {
+		byName[t.name] = t
+	}
 	for _, n := range names {
 		if byName[n] == nil { // never started: a crash or a timeout before it
 			t := &test{name: n, action: "unrun"}
@@ -310,6 +278,64 @@ func runShard(ctx context.Context, bin, dir, importPath string, env, names []str
 		}
 	}
 	return order, stray, runErr
+}
+
+// readEvents reads test2json's events (go tool test2json -t) into the top-level tests, in the order they
+// started, and the lines that were not a test's. A test's elapsed is its own wall time from its start (or,
+// a parallel one, its resumption) to its end, subtests included: go's Elapsed for a test leaves out its
+// parallel subtests, so TestEveryControlIsFlagged's 20 runs weighed 0 s, and the dealer piled such tests on
+// one shard.
+func readEvents(r io.Reader) ([]*test, []string) {
+	byName := map[string]*test{}
+	began := map[string]time.Time{}
+	var order []*test
+	var stray []string
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var e struct {
+			Time    time.Time
+			Action  string
+			Test    string
+			Output  string
+			Elapsed float64
+		}
+		if json.Unmarshal(sc.Bytes(), &e) != nil {
+			stray = append(stray, sc.Text()+"\n")
+			continue
+		}
+		if e.Test == "" {
+			if e.Output != "" {
+				stray = append(stray, e.Output)
+			}
+			continue
+		}
+		top, _, sub := strings.Cut(e.Test, "/")
+		t := byName[top]
+		if t == nil {
+			t = &test{name: top}
+			byName[top] = t
+			order = append(order, t)
+		}
+		if e.Output != "" {
+			t.output = append(t.output, e.Output)
+		}
+		if sub {
+			continue
+		}
+		switch e.Action {
+		case "run", "cont":
+			began[top] = e.Time
+		case "pause":
+			t.paused = true
+		case "pass", "fail", "skip":
+			t.action, t.elapsed = e.Action, e.Elapsed
+			if b, ok := began[top]; ok && !b.IsZero() && !e.Time.IsZero() {
+				t.elapsed = max(t.elapsed, e.Time.Sub(b).Seconds())
+			}
+		}
+	}
+	return order, stray
 }
 
 // runForwarding runs cmd in a process group of its own and, when ctx ends (SIGINT or SIGTERM to this

@@ -97,3 +97,28 @@ func TestDealKeepsAGroupTogether(t *testing.T) {
 		}
 	}
 }
+
+// A test's weight is its wall time with its parallel subtests, which go's own Elapsed for it leaves out
+// (TestEveryControlIsFlagged's 20 runs weighed 0 s); a parallel test's runs from its resumption.
+func TestEventsTimeParallelSubtests(t *testing.T) {
+	lines := []string{
+		`{"Time":"2026-12-05T10:00:00Z","Action":"run","Test":"TestSeq"}`,
+		`{"Time":"2026-12-05T10:00:00Z","Action":"run","Test":"TestSeq/a"}`,
+		`{"Time":"2026-12-05T10:00:00Z","Action":"pause","Test":"TestSeq/a"}`,
+		`{"Time":"2026-12-05T10:00:01Z","Action":"cont","Test":"TestSeq/a"}`,
+		`{"Time":"2026-12-05T10:00:30Z","Action":"pass","Test":"TestSeq/a","Elapsed":29}`,
+		`{"Time":"2026-12-05T10:00:30Z","Action":"pass","Test":"TestSeq","Elapsed":0}`,
+		`{"Time":"2026-12-05T10:00:30Z","Action":"run","Test":"TestPar"}`,
+		`{"Time":"2026-12-05T10:00:30Z","Action":"pause","Test":"TestPar"}`,
+		`not json`,
+		`{"Time":"2026-12-05T10:00:40Z","Action":"cont","Test":"TestPar"}`,
+		`{"Time":"2026-12-05T10:00:48Z","Action":"pass","Test":"TestPar","Elapsed":8}`,
+	}
+	tests, stray := readEvents(strings.NewReader(strings.Join(lines, "\n") + "\n"))
+	if len(tests) != 2 || len(stray) != 1 {
+		t.Fatalf("tests %d, stray %q", len(tests), stray)
+	}
+	if s, p := tests[0], tests[1]; s.name != "TestSeq" || s.elapsed != 30 || s.paused || p.elapsed != 8 || !p.paused || p.action != "pass" {
+		t.Fatalf("TestSeq %+v, TestPar %+v", *s, *p)
+	}
+}
