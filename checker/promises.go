@@ -192,7 +192,8 @@ func (Fairness) Check(_ context.Context, h *history.History) Result {
 				overtaken := (a.grantCall >= 0 && b.grantRet < a.grantCall) || (a.grantCall < 0 && b.grantRet < a.end)
 				if overtaken {
 					bad++
-					if first == "" {
+					// the earliest overtaking grant (keys are a map, calls in order of their ends)
+					if first == "" || b.grantRet < atEnd || b.grantRet == atEnd && b.enqCall < at {
 						first = fmt.Sprintf("%s queued for %s at %s, before %s arrived at %s, yet %s was granted at %s "+
 							"while %s still waited", a.client, key, Secs(a.enqRet), b.client, Secs(b.enqCall), b.client,
 							Secs(b.grantRet), a.client)

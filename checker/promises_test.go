@@ -70,6 +70,15 @@ func TestFairness(t *testing.T) {
 	n.op("c1", "tryLock", "k", 0, 30, history.Fail, nil, nil).op("c1", "acquire", "k", 1, 2, history.Fail, v(100), nil)
 	n.op("c2", "tryLock", "k", 5, 7, history.Ok, nil, nil).op("c2", "acquire", "k", 5, 6, history.Ok, nil, nil)
 	expect(t, Fairness{}, &n.h, Invalid, "c2 was granted")
+	// Two overtakes: the violation told is the earliest grant (c2 past c1 at 6), not that of the waiter whose
+	// call ended first (c3, passed by c4 at 32).
+	two := &hb{}
+	two.op("c1", "tryLock", "k", 0, 100, history.Fail, nil, nil).op("c1", "acquire", "k", 1, 2, history.Fail, v(100), nil)
+	two.op("c2", "tryLock", "k", 5, 7, history.Ok, nil, nil).op("c2", "acquire", "k", 5, 6, history.Ok, nil, nil)
+	two.op("c3", "tryLock", "k", 20, 42, history.Ok, nil, nil).op("c3", "acquire", "k", 20, 21, history.Fail, v(100), nil).
+		op("c3", "acquire", "k", 40, 41, history.Ok, nil, nil)
+	two.op("c4", "tryLock", "k", 30, 33, history.Ok, nil, nil).op("c4", "acquire", "k", 30, 32, history.Ok, nil, nil)
+	expect(t, Fairness{}, &two.h, Invalid, "c1 queued for k")
 }
 
 // A thread keeps its place in the queue until a grant or a dequeue that surely applied: a dequeue lost in a

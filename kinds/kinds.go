@@ -36,7 +36,7 @@ func init() {
 	pair(Kind{Name: "fair", About: "Redisson RFairLock: FIFO queue, per-waiter channel, client-clock deadlines",
 		Family: Mutex, Reentrant: true, Fair: true, Watchdog: true, Scripts: "redisson", Topology: topology.Single,
 		New: redisson(locks.VariantFair)},
-		broken(locks.VariantFair), "takes a free lock whoever heads the queue, so a client that just released it overtakes the waiters")
+		broken(locks.VariantFair), "queues a newcomer at the head instead of the tail, so the latest arrival (often the client that just released it) is granted ahead of those who waited")
 	pair(Kind{Name: "multi", About: "Redisson RMultiLock: several RLocks, all or nothing", Family: Mutex,
 		Group: true, Watchdog: true, Scripts: "redisson", Topology: topology.Single, New: redisson(locks.VariantMulti)},
 		broken(locks.VariantMulti), "keeps the members it got when it gives up, so a failed tryLock leaves a strict subset held",

@@ -15,7 +15,7 @@ type FairLock struct {
 	name          string
 	thread        int64
 	internalLease time.Duration
-	acquire       string // "fair_acquire", or the broken one that skips the queue
+	acquire       string // "fair_acquire", or the broken one that queues newcomers first
 }
 
 var _ Mutex = (*FairLock)(nil)

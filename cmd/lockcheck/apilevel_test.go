@@ -58,6 +58,7 @@ func TestLyingPermitsWorkerIsFlagged(t *testing.T) {
 // Its honest twin (released=false for a lapsed permit), with the same holds longer than the lease, is
 // valid: the API-level judging is no false alarm for a lapsed permit's release.
 func TestHonestPermitsWorkerIsValid(t *testing.T) {
+	t.Parallel() // fault-free valid runs, no timing edge
 	bin := filepath.Join(t.TempDir(), "run")
 	if out, err := exec.Command("go", "build", "-o", bin, "../../workers/lying-permits").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
@@ -103,6 +104,7 @@ func TestExpirableHoldsOutliveLease(t *testing.T) {
 // recorder does not map, porcupine judges every key from the worker's replies (the API level), and a
 // fault-free run is valid, the expirable semaphore's with holds longer than the lease.
 func TestRedissonCountsJudgedAtAPILevel(t *testing.T) {
+	t.Parallel() // fault-free valid runs, no timing edge (36 s of a shard's sequential time before)
 	needJava(t)
 	useWorkerCache(t)
 	for _, tc := range [][]string{

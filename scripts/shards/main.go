@@ -116,6 +116,7 @@ func run(ctx context.Context, c config) (int, error) {
 		return 1, fmt.Errorf("listing the tests of %s: %v", c.pkg, err)
 	}
 	names := strings.Fields(string(listed))
+	listedNames := names
 	if c.run != "" {
 		names, err = matching(names, c.run)
 		if err != nil {
@@ -188,7 +189,15 @@ func run(ctx context.Context, c config) (int, error) {
 	}
 	fmt.Println()
 	if c.writeWeights {
-		if err := writeWeights(c.weights, all, grouped, c.parallel); err != nil {
+		kept := map[string]float64{} // -run measured some tests: the others (still in the package) keep theirs
+		if c.run != "" {
+			for _, n := range listedNames {
+				if w, ok := weights[n]; ok {
+					kept[n] = w
+				}
+			}
+		}
+		if err := writeWeights(c.weights, all, grouped, c.parallel, kept); err != nil {
 			return 1, err
 		}
 	}
@@ -247,52 +256,20 @@ func runShard(ctx context.Context, bin, dir, importPath string, env, names []str
 	if err := conv.Start(); err != nil {
 		return nil, nil, err
 	}
-	byName := map[string]*test{}
 	var order []*test
 	var stray []string
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		sc := bufio.NewScanner(events)
-		sc.Buffer(make([]byte, 1<<20), 64<<20)
-		for sc.Scan() {
-			var e struct {
-				Action  string
-				Test    string
-				Output  string
-				Elapsed float64
-			}
-			if json.Unmarshal(sc.Bytes(), &e) != nil {
-				stray = append(stray, sc.Text()+"\n")
-				continue
-			}
-			if e.Test == "" {
-				if e.Output != "" {
-					stray = append(stray, e.Output)
-				}
-				continue
-			}
-			top, _, sub := strings.Cut(e.Test, "/")
-			t := byName[top]
-			if t == nil {
-				t = &test{name: top}
-				byName[top] = t
-				order = append(order, t)
-			}
-			if e.Output != "" {
-				t.output = append(t.output, e.Output)
-			}
-			if !sub && (e.Action == "pass" || e.Action == "fail" || e.Action == "skip") {
-				t.action, t.elapsed = e.Action, e.Elapsed
-			}
-			if !sub && e.Action == "pause" {
-				t.paused = true
-			}
-		}
+		order, stray = readEvents(events)
 	}()
 	runErr := runForwarding(ctx, cmd)
 	<-done
 	_ = conv.Wait()
+	byName := map[string]*test{}
+	for _, t := range order {
+		byName[t.name] = t
+	}
 	for _, n := range names {
 		if byName[n] == nil { // never started: a crash or a timeout before it
 			t := &test{name: n, action: "unrun"}
@@ -301,6 +278,64 @@ func runShard(ctx context.Context, bin, dir, importPath string, env, names []str
 		}
 	}
 	return order, stray, runErr
+}
+
+// readEvents reads test2json's events (go tool test2json -t) into the top-level tests, in the order they
+// started, and the lines that were not a test's. A test's elapsed is its own wall time from its start (or,
+// a parallel one, its resumption) to its end, subtests included: go's Elapsed for a test leaves out its
+// parallel subtests, so TestEveryControlIsFlagged's 20 runs weighed 0 s, and the dealer piled such tests on
+// one shard.
+func readEvents(r io.Reader) ([]*test, []string) {
+	byName := map[string]*test{}
+	began := map[string]time.Time{}
+	var order []*test
+	var stray []string
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var e struct {
+			Time    time.Time
+			Action  string
+			Test    string
+			Output  string
+			Elapsed float64
+		}
+		if json.Unmarshal(sc.Bytes(), &e) != nil {
+			stray = append(stray, sc.Text()+"\n")
+			continue
+		}
+		if e.Test == "" {
+			if e.Output != "" {
+				stray = append(stray, e.Output)
+			}
+			continue
+		}
+		top, _, sub := strings.Cut(e.Test, "/")
+		t := byName[top]
+		if t == nil {
+			t = &test{name: top}
+			byName[top] = t
+			order = append(order, t)
+		}
+		if e.Output != "" {
+			t.output = append(t.output, e.Output)
+		}
+		if sub {
+			continue
+		}
+		switch e.Action {
+		case "run", "cont":
+			began[top] = e.Time
+		case "pause":
+			t.paused = true
+		case "pass", "fail", "skip":
+			t.action, t.elapsed = e.Action, e.Elapsed
+			if b, ok := began[top]; ok && !b.IsZero() && !e.Time.IsZero() {
+				t.elapsed = max(t.elapsed, e.Time.Sub(b).Seconds())
+			}
+		}
+	}
+	return order, stray
 }
 
 // runForwarding runs cmd in a process group of its own and, when ctx ends (SIGINT or SIGTERM to this
@@ -440,21 +475,32 @@ func readWeights(path string) (map[string]float64, map[string]string) {
 
 // writeWeights writes what each test adds to its shard's wall time: a sequential test its whole time, a
 // parallel one its time shared with the -parallel others it overlaps. Dealt by their whole times, the shard
-// of many sequential tests ended 250 s after the one of long parallel ones (475 s and 227 s).
-func writeWeights(path string, tests []*test, groups map[string]string, parallel int) error {
+// of many sequential tests ended 250 s after the one of long parallel ones (475 s and 227 s). kept are the
+// weights of tests this run did not measure (-run: a few tests re-measured on a shared machine, where a
+// whole run's times are a guess), written back unchanged.
+func writeWeights(path string, tests []*test, groups map[string]string, parallel int, kept map[string]float64) error {
 	var b strings.Builder
 	b.WriteString("# seconds each cmd/lockcheck test adds to its shard's wall time in one make test (a parallel test's\n")
 	b.WriteString("# time over -parallel), and its group if it has one (go run ./scripts/shards -write-weights keeps the\n")
 	b.WriteString("# groups; a group's tests share one shard)\n")
-	sorted := append([]*test(nil), tests...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].name < sorted[j].name })
-	for _, t := range sorted {
-		w := t.elapsed
+	w := map[string]float64{}
+	for n, v := range kept {
+		w[n] = v
+	}
+	for _, t := range tests {
+		w[t.name] = t.elapsed
 		if t.paused {
-			w /= float64(max(parallel, 1))
+			w[t.name] /= float64(max(parallel, 1))
 		}
-		fmt.Fprintf(&b, "%s %.1f", t.name, w)
-		if g := groups[t.name]; g != "" {
+	}
+	names := make([]string, 0, len(w))
+	for n := range w {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(&b, "%s %.1f", n, w[n])
+		if g := groups[n]; g != "" {
 			b.WriteString(" " + g)
 		}
 		b.WriteString("\n")

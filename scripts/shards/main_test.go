@@ -35,7 +35,8 @@ func TestDealBalancesLongestFirst(t *testing.T) {
 func TestWeightsRoundTrip(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "w.txt")
 	tests := []*test{{name: "TestB", elapsed: 2.25}, {name: "TestA", elapsed: 10}, {name: "TestP", elapsed: 20, paused: true}}
-	if err := writeWeights(p, tests, map[string]string{"TestA": "docker"}, 4); err != nil {
+	// TestK was not run (-run): its weight is kept; TestB's old one is replaced by this run's
+	if err := writeWeights(p, tests, map[string]string{"TestA": "docker"}, 4, map[string]float64{"TestK": 7, "TestB": 99}); err != nil {
 		t.Fatal(err)
 	}
 	got, groups := readWeights(p)
@@ -43,7 +44,7 @@ func TestWeightsRoundTrip(t *testing.T) {
 		t.Fatalf("groups read back %v", groups)
 	}
 	// a parallel test adds its time over -parallel to its shard's wall time
-	if len(got) != 3 || got["TestA"] != 10 || got["TestB"] != 2.2 && got["TestB"] != 2.3 || got["TestP"] != 5 {
+	if len(got) != 4 || got["TestA"] != 10 || got["TestB"] != 2.2 && got["TestB"] != 2.3 || got["TestP"] != 5 || got["TestK"] != 7 {
 		t.Fatalf("read back %v", got)
 	}
 	if m, _ := readWeights(filepath.Join(t.TempDir(), "missing")); len(m) != 0 {
@@ -94,5 +95,30 @@ func TestDealKeepsAGroupTogether(t *testing.T) {
 		if n != 0 && n != 3 {
 			t.Fatalf("the docker group was split: %v", out)
 		}
+	}
+}
+
+// A test's weight is its wall time with its parallel subtests, which go's own Elapsed for it leaves out
+// (TestEveryControlIsFlagged's 20 runs weighed 0 s); a parallel test's runs from its resumption.
+func TestEventsTimeParallelSubtests(t *testing.T) {
+	lines := []string{
+		`{"Time":"2026-12-05T10:00:00Z","Action":"run","Test":"TestSeq"}`,
+		`{"Time":"2026-12-05T10:00:00Z","Action":"run","Test":"TestSeq/a"}`,
+		`{"Time":"2026-12-05T10:00:00Z","Action":"pause","Test":"TestSeq/a"}`,
+		`{"Time":"2026-12-05T10:00:01Z","Action":"cont","Test":"TestSeq/a"}`,
+		`{"Time":"2026-12-05T10:00:30Z","Action":"pass","Test":"TestSeq/a","Elapsed":29}`,
+		`{"Time":"2026-12-05T10:00:30Z","Action":"pass","Test":"TestSeq","Elapsed":0}`,
+		`{"Time":"2026-12-05T10:00:30Z","Action":"run","Test":"TestPar"}`,
+		`{"Time":"2026-12-05T10:00:30Z","Action":"pause","Test":"TestPar"}`,
+		`not json`,
+		`{"Time":"2026-12-05T10:00:40Z","Action":"cont","Test":"TestPar"}`,
+		`{"Time":"2026-12-05T10:00:48Z","Action":"pass","Test":"TestPar","Elapsed":8}`,
+	}
+	tests, stray := readEvents(strings.NewReader(strings.Join(lines, "\n") + "\n"))
+	if len(tests) != 2 || len(stray) != 1 {
+		t.Fatalf("tests %d, stray %q", len(tests), stray)
+	}
+	if s, p := tests[0], tests[1]; s.name != "TestSeq" || s.elapsed != 30 || s.paused || p.elapsed != 8 || !p.paused || p.action != "pass" {
+		t.Fatalf("TestSeq %+v, TestPar %+v", *s, *p)
 	}
 }
