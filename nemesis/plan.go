@@ -205,7 +205,7 @@ func (p Plan) Run(ctx context.Context, env *Env, rec Recorder, start time.Time) 
 		if ph != nil {
 			select {
 			case at := <-ph.fired:
-				sleepUntil(ctx, at.Add((st.End-st.Start)*2/3))
+				sleepUntil(ctx, phaseEnd(ctx, at, st))
 			default:
 			}
 		}
@@ -215,6 +215,16 @@ func (p Plan) Run(ctx context.Context, env *Env, rec Recorder, start time.Time) 
 		}
 		record(rec, st.Fault, "stop", targets, "")
 	}
+}
+
+// phaseEnd is when a decisive phase fired at at ends: two thirds of its step later, or at the quiet
+// period (ctx's deadline) if that comes first.
+func phaseEnd(ctx context.Context, at time.Time, st Step) time.Time {
+	end := at.Add((st.End - st.Start) * 2 / 3)
+	if q, ok := ctx.Deadline(); ok && q.Before(end) {
+		return q
+	}
+	return end
 }
 
 func sleepUntil(ctx context.Context, t time.Time) bool {

@@ -273,10 +273,30 @@ func TestLatePhaseLastsTwoThirds(t *testing.T) {
 			if want.Before(start.Add(step)) {
 				want = start.Add(step)
 			}
-			if stopped.Before(want.Add(-5*time.Millisecond)) || stopped.After(want.Add(150*time.Millisecond)) {
-				t.Fatalf("phase fired at %v, healed at %v, want at %v", fired.Sub(start), stopped.Sub(start), want.Sub(start))
+			// Not before: a wall clock can only be late. How late a loaded machine wakes the plan (330 ms
+			// beside a full make test and a compare at load 49) is no property of the plan's: when it
+			// means to heal is phaseEnd's, checked exactly below.
+			if stopped.Before(want.Add(-5 * time.Millisecond)) {
+				t.Fatalf("phase fired at %v, healed at %v, want not before %v", fired.Sub(start), stopped.Sub(start), want.Sub(start))
 			}
 		})
+	}
+}
+
+// A phase's end is two thirds of its step after it fired, cut at the quiet period (the plan's deadline).
+func TestPhaseEnd(t *testing.T) {
+	at := time.Unix(1000, 0)
+	st := Step{Start: 0, End: 600 * time.Millisecond}
+	if got := phaseEnd(context.Background(), at, st); !got.Equal(at.Add(400 * time.Millisecond)) {
+		t.Fatalf("no quiet period: %v, want fired + 400ms", got.Sub(at))
+	}
+	for _, tc := range []struct{ quiet, want time.Duration }{{2 * time.Second, 400 * time.Millisecond}, {200 * time.Millisecond, 200 * time.Millisecond}} {
+		ctx, cancel := context.WithDeadline(context.Background(), at.Add(tc.quiet))
+		got := phaseEnd(ctx, at, st)
+		cancel()
+		if !got.Equal(at.Add(tc.want)) {
+			t.Fatalf("quiet at fired + %v: ends at fired + %v, want + %v", tc.quiet, got.Sub(at), tc.want)
+		}
 	}
 }
 
