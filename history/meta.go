@@ -114,6 +114,7 @@ type Options struct {
 	Reentry         float64  `json:"reentry"`
 	Schedule        string   `json:"schedule,omitempty"`        // --schedule FILE
 	ScheduleSHA256  string   `json:"schedule_sha256,omitempty"` // the file's hash, as it was played
+	ScheduleAbout   string   `json:"schedule_about,omitempty"`  // its about line, clipped
 	Scripts         string   `json:"scripts"`
 	Seed            int64    `json:"seed"`
 	Server          string   `json:"server,omitempty"`     // --server NAME[@VERSION]

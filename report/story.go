@@ -180,13 +180,13 @@ func (s *Story) overlap(h *history.History, c checker.Result, byName map[string]
 	g2, r2 := s.grantText(second)
 	if r1 == r2 { // both against the same fault the same way: say it once
 		s.Text = fmt.Sprintf("Two owners held %s at once for %s, from %s: %s (%s) and %s (%s)", s.keyText(),
-			checker.Secs(s.For), checker.Secs(o.Entered), first.Name, g1, second.Name, g2)
+			forText(s.For), checker.Secs(o.Entered), first.Name, g1, second.Name, g2)
 		if r1 != "" {
 			s.Text += ", both " + r1
 		}
 	} else {
 		s.Text = fmt.Sprintf("Two owners held %s at once for %s, from %s: %s (%s, %s) and %s (%s, %s)", s.keyText(),
-			checker.Secs(s.For), checker.Secs(o.Entered), first.Name, g1, r1, second.Name, g2, r2)
+			forText(s.For), checker.Secs(o.Entered), first.Name, g1, r1, second.Name, g2, r2)
 	}
 	if len(s.Faults) == 0 {
 		s.Text += s.faultText(ws)
@@ -356,6 +356,14 @@ func grantedBefore(h *history.History, owner, key string, t int64) int64 {
 		}
 	}
 	return at
+}
+
+// forText is how long an overlap lasted: "0.000s" would read as none, so under a millisecond says so.
+func forText(ns int64) string {
+	if ns < int64(time.Millisecond) {
+		return "under a millisecond"
+	}
+	return checker.Secs(ns)
 }
 
 // leaseEndOf is the earliest the lease of owner's last grant of key by t could end: its call plus the lease

@@ -132,7 +132,11 @@ func analyze(ctx context.Context, path string, timeout time.Duration, own *kinds
 		res.Notes = append(res.Notes, fmt.Sprintf("%s is a negative control: it %s; a valid verdict here means the harness missed it", k.Name, k.Broken))
 	}
 	if o := meta.Options; o.Schedule != "" {
-		res.Notes = append(res.Notes, fmt.Sprintf("the workload was the schedule %s (sha256 %.12s): its steps, not random draws", o.Schedule, o.ScheduleSHA256))
+		note := fmt.Sprintf("the workload was the schedule %s (sha256 %.12s): its steps, not random draws", o.Schedule, o.ScheduleSHA256)
+		if o.ScheduleAbout != "" {
+			note += ": " + o.ScheduleAbout
+		}
+		res.Notes = append(res.Notes, note)
 	}
 	if why := checker.EveryAcquireRefused(h); why != "" && len(h.Sections) == 0 {
 		res.Verdict = why // the verdict line says why nothing was tested

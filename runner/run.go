@@ -113,7 +113,11 @@ func (t *Test) Execute(ctx context.Context, stderr io.Writer) (*report.Results, 
 		return nil, err
 	}
 	t.fds = fds
-	dir, err := newRunDir(o.Results, o.Lock, o.Nemesis)
+	nem := o.Nemesis
+	if t.Schedule != nil { // its faults are its steps: the directory says where they came from
+		nem = "schedule"
+	}
+	dir, err := newRunDir(o.Results, o.Lock, nem)
 	if err != nil {
 		return nil, err
 	}
@@ -134,6 +138,7 @@ func (t *Test) Execute(ctx context.Context, stderr io.Writer) (*report.Results, 
 	meta.Spec = t.Kind.Source
 	if t.Schedule != nil {
 		meta.Options.ScheduleSHA256 = t.Schedule.SHA256
+		meta.Options.ScheduleAbout = clipAbout(t.Schedule.About)
 	}
 	if o.Backend == BackendProcess || !srv.Host() { // else a container runs its image's server, a deployment its own
 		serverVersions(meta.Versions, srv)
@@ -515,4 +520,13 @@ func sleepOrStop(stop <-chan struct{}, d time.Duration) {
 	case <-t.C:
 	case <-stop:
 	}
+}
+
+// clipAbout is a schedule's about line as a run's notes say it: one line, at most 200 characters.
+func clipAbout(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > 200 {
+		s = string(r[:199]) + "…"
+	}
+	return s
 }

@@ -38,6 +38,7 @@ type results struct {
 	Story struct {
 		Text string `json:"text"`
 	} `json:"story"`
+	Notes []string `json:"notes"`
 }
 
 func readResults(t *testing.T, dir string) results {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -160,6 +161,51 @@ steps:
 	}
 	if per["c1"] < 2 || per["c2"] < 2 {
 		t.Fatalf("critical sections per client %v: want the steps played more than once", per)
+	}
+}
+
+// An actor whose last step is an acquire keeps the lock while the others act ("A takes the lock" in a
+// report): c2, asking after it with a short wait, is refused, and c1 releases once c2 is done. A new
+// user's schedule of a bug report read otherwise when an actor let go as soon as its own steps ended.
+func TestScheduleHoldsLastUntilEveryActorIsDone(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "holds.yaml")
+	if err := os.WriteFile(file, []byte(`about: "c1 takes the lock and says no more; c2 asks for it"
+lock: reentrant
+steps:
+  - {name: one, client: c1, acquire: lock, lease: 10s}
+  - {client: c2, after: one, delay: 200ms, acquire: lock, lease: 2s, wait: 300ms}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, dir := run(t, "run", "--schedule", file, "--quiet", "0s", "--seed", "1")
+	if code != exitValid {
+		t.Fatalf("exit %d; results: %+v", code, readResults(t, dir))
+	}
+	h, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c2Asked, c1Released int64
+	for _, o := range h.Ops {
+		switch c := o.Invoke; {
+		case c.Client == "c2" && c.F == "tryLock":
+			if o.Outcome() != history.Fail {
+				t.Fatalf("c2's tryLock: %v, want refused while c1 holds", o.Outcome())
+			}
+			c2Asked = o.Complete.Time
+		case c.Client == "c1" && c.F == "unlock":
+			c1Released = c.Time
+		}
+	}
+	if c2Asked == 0 || c1Released < c2Asked {
+		t.Fatalf("c1 released at %d ns, c2's refusal at %d ns: want c1 to hold until c2 is done", c1Released, c2Asked)
+	}
+	if !strings.Contains(filepath.Base(dir), "-schedule") {
+		t.Errorf("run directory %s: want it named for the schedule", dir)
+	}
+	if r := readResults(t, dir); !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, "c1 takes the lock and says no more") }) {
+		t.Errorf("notes %q: want the schedule's about line", r.Notes)
 	}
 }
 

@@ -89,16 +89,17 @@ func (s *Schedule) cycle(ctx context.Context, clients map[string]locks.Client, r
 		}
 		steps[st.Actor()] = append(steps[st.Actor()], i)
 	}
-	var wg sync.WaitGroup
+	var wg, playing sync.WaitGroup
+	var actors []*actor
 	for _, name := range order {
 		idx := steps[name]
 		first := s.Steps[idx[0]]
 		a := &actor{c: clients[first.Client], thread: first.ThreadID(), rec: rec, res: res, d: d,
 			handles: map[handleKey]locks.Mutex{}, secs: map[string]*workloads.Section{}}
-		wg.Add(1)
+		actors = append(actors, a)
+		playing.Add(1)
 		go func() {
-			defer wg.Done()
-			defer a.releaseAll(ctx)
+			defer playing.Done()
 			if a.c == nil {
 				return // Prepare made a client for every actor; nothing to play otherwise
 			}
@@ -124,6 +125,16 @@ func (s *Schedule) cycle(ctx context.Context, clients map[string]locks.Client, r
 			close(done[i])
 			workloads.Sleep(ctx, st.For)
 			heal()
+		}()
+	}
+	// What an actor still holds it keeps until every actor has played its steps: "A takes the lock" in a
+	// report means A holds it while the others act, not that it lets go once it has nothing more to do.
+	playing.Wait()
+	for _, a := range actors {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.releaseAll(ctx)
 		}()
 	}
 	wg.Wait()
@@ -287,7 +298,8 @@ func (a *actor) leave(key string) {
 	}
 }
 
-// releaseAll releases what the actor still holds at the end of a cycle; a cycle cut short by the run's
+// releaseAll releases what the actor still holds at the end of a cycle (once every actor has played its
+// steps); a cycle cut short by the run's
 // end still sends them (each command bounded by the client's timeout), so that no section is left open.
 func (a *actor) releaseAll(ctx context.Context) {
 	ctx = context.WithoutCancel(ctx)
