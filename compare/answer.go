@@ -330,7 +330,7 @@ func (t *Table) ServersAnswer() string {
 		case s.compared == 0:
 			b.WriteString("no cell was decided on both.")
 		case len(s.differ) == 0:
-			fmt.Fprintf(&b, "they do not differ: each of the %d cells decided on both violated on the same share of its runs.", s.compared)
+			fmt.Fprintf(&b, "they do not differ: every cell decided on both (%d) violated on the same share of its runs on each.", s.compared)
 		default:
 			fmt.Fprintf(&b, "%d of the %d cells decided on both differ in their share of violating runs: %s", len(s.differ), s.compared, strings.Join(s.differ, ", "))
 			if len(s.beyond) == 0 {

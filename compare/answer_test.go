@@ -172,7 +172,7 @@ func TestServersAnswer(t *testing.T) {
 		}
 	}
 	same := twins(map[string][]string{"naive": {"S1:2/2", "S5:1/2"}}, map[string][]string{"naive": {"S1:2/2", "S5:1/2"}})
-	if got := same.ServersAnswer(); got != "Servers: on valkey@8.1.8 against redis, they do not differ: each of the 2 cells decided on both violated on the same share of its runs." {
+	if got := same.ServersAnswer(); got != "Servers: on valkey@8.1.8 against redis, they do not differ: every cell decided on both (2) violated on the same share of its runs on each." {
 		t.Errorf("alike servers: %q", got)
 	}
 	noisy := twins(map[string][]string{"naive": {"S1:0/2"}}, map[string][]string{"naive": {"S1:2/2"}})
