@@ -3,6 +3,7 @@ package compare
 import (
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -144,6 +145,14 @@ func (t *Table) Answer() string {
 	cells := map[[2]string]Cell{}
 	var rows []rowScore
 	var oneSeed, undecided, na []string
+	first, twins := "", false // with --servers: the rows ranked are the first server's; ServersAnswer sets the others beside them
+	for _, l := range t.Locks {
+		if l.Base != "" {
+			twins = true
+		} else if first == "" {
+			first = l.Server()
+		}
+	}
 	for _, l := range t.Locks {
 		r := rowScore{name: l.Name}
 		for _, c := range t.Cells {
@@ -153,7 +162,7 @@ func (t *Table) Answer() string {
 			cells[[2]string{c.Lock, c.Scenario}] = c
 			switch c.Measured {
 			case NotApplicable:
-				if len(l.Only) == 0 {
+				if len(l.Only) == 0 && l.Base == "" { // a twin lacks what its base row lacks
 					na = append(na, l.Name+" "+c.Scenario)
 				}
 				continue
@@ -174,7 +183,7 @@ func (t *Table) Answer() string {
 				r.violated = append(r.violated, c.Scenario)
 			}
 		}
-		if r.runs > 0 {
+		if r.runs > 0 && l.Base == "" {
 			rows = append(rows, r)
 		}
 	}
@@ -182,6 +191,9 @@ func (t *Table) Answer() string {
 	settings := "the default leases"
 	if a := t.Settings.Args(); len(a) > 0 {
 		settings = strings.Join(a, " ")
+	}
+	if twins {
+		settings += " on " + serverName(first)
 	}
 	fmt.Fprintf(&b, "Answer for %s: ", settings)
 	switch {
@@ -251,6 +263,112 @@ func (t *Table) Answer() string {
 		fmt.Fprintf(&b, " Not measured (the fault needs what the row lacks): %s.", strings.Join(na, ", "))
 	}
 	return b.String()
+}
+
+// noise is the p-value under which a server's difference in a cell is more than its seeds would give.
+const noise = 0.05
+
+// ServersAnswer is the paragraph of a table run with --servers: for each server after the first, the cells
+// where a row and its twin there (Lock.Base) differ in their share of violating runs, each with the two-sided
+// Fisher exact p of the seeds alone giving such a difference, or that they do not differ. "" without twins.
+// A difference within seed noise does not tell the servers apart: that cell wants more seeds (--locks, --scenarios).
+func (t *Table) ServersAnswer() string {
+	base := map[string]Lock{}
+	cells := map[[2]string]Cell{}
+	for _, l := range t.Locks {
+		if l.Base == "" {
+			base[l.Name] = l
+		}
+	}
+	for _, c := range t.Cells {
+		cells[[2]string{c.Lock, c.Scenario}] = c
+	}
+	type server struct {
+		name, against  string
+		compared       int
+		differ, beyond []string
+	}
+	var out []*server
+	for _, l := range t.Locks {
+		b, ok := base[l.Base]
+		if l.Base == "" || !ok {
+			continue
+		}
+		i := slices.IndexFunc(out, func(s *server) bool { return s.name == l.Server() })
+		if i < 0 {
+			out = append(out, &server{name: l.Server(), against: b.Server()})
+			i = len(out) - 1
+		}
+		srv := out[i]
+		for _, s := range t.Scenarios {
+			bc, tc := cells[[2]string{b.Name, s.ID}], cells[[2]string{l.Name, s.ID}]
+			bn, tn := bc.decided(), tc.decided()
+			if bn <= 0 || tn <= 0 || bc.Measured == NotApplicable || tc.Measured == NotApplicable {
+				continue
+			}
+			srv.compared++
+			if bc.Violations*tn == tc.Violations*bn {
+				continue
+			}
+			p := fisher(tc.Violations, tn-tc.Violations, bc.Violations, bn-bc.Violations)
+			d := fmt.Sprintf("%s %s (%d/%d against %d/%d, p %.2f)", b.Name, s.ID, tc.Violations, tn, bc.Violations, bn, p)
+			srv.differ = append(srv.differ, d)
+			if p < noise {
+				srv.beyond = append(srv.beyond, d)
+			}
+		}
+	}
+	var b strings.Builder
+	for _, s := range out {
+		if b.Len() > 0 {
+			b.WriteString(" ")
+		} else {
+			b.WriteString("Servers: ")
+		}
+		fmt.Fprintf(&b, "on %s against %s, ", serverName(s.name), serverName(s.against))
+		switch {
+		case s.compared == 0:
+			b.WriteString("no cell was decided on both.")
+		case len(s.differ) == 0:
+			fmt.Fprintf(&b, "they do not differ: every cell decided on both (%d) violated on the same share of its runs on each.", s.compared)
+		default:
+			fmt.Fprintf(&b, "%d of the %d cells decided on both differ in their share of violating runs: %s", len(s.differ), s.compared, strings.Join(s.differ, ", "))
+			if len(s.beyond) == 0 {
+				fmt.Fprintf(&b, "; none beyond seed noise (two-sided Fisher exact p < %.2f), so by these seeds the servers do not differ.", noise)
+			} else {
+				fmt.Fprintf(&b, "; beyond seed noise (p < %.2f): %s.", noise, strings.Join(s.beyond, ", "))
+			}
+		}
+	}
+	return b.String()
+}
+
+// serverName is a --server value for a reader ("" is the run's default).
+func serverName(s string) string {
+	if s == "" {
+		return "the host's redis-server"
+	}
+	return s
+}
+
+// fisher is the two-sided p-value of Fisher's exact test on the 2×2 table [a b; c d] (violating and held
+// runs of two cells): the probability, with the margins fixed, of a table no more likely than this one.
+func fisher(a, b, c, d int) float64 {
+	n, row, col := a+b+c+d, a+b, a+c
+	lchoose := func(n, k int) float64 {
+		x, _ := math.Lgamma(float64(n + 1))
+		y, _ := math.Lgamma(float64(k + 1))
+		z, _ := math.Lgamma(float64(n - k + 1))
+		return x - y - z
+	}
+	prob := func(x int) float64 { return math.Exp(lchoose(row, x) + lchoose(n-row, col-x) - lchoose(n, col)) }
+	seen, p := prob(a), 0.0
+	for x := max(0, col-(n-row)); x <= min(row, col); x++ {
+		if q := prob(x); q <= seen*(1+1e-9) {
+			p += q
+		}
+	}
+	return min(p, 1)
 }
 
 // decided is the cell's runs that were judged valid or invalid.

@@ -125,3 +125,79 @@ func TestSettingsReachEveryCase(t *testing.T) {
 		t.Errorf("the table does not show the settings and each row's topology:\n%s", b.String())
 	}
 }
+
+// twins is table with each row also on valkey@8.1.8 (PerServer's shape): base rows' cells, then the twins'.
+func twins(base, other map[string][]string) *Table {
+	rows := map[string][]string{}
+	for n, cs := range base {
+		rows[n] = cs
+		rows[n+"@valkey@8.1.8"] = other[n]
+	}
+	t := table(Settings{}, rows)
+	for i, l := range t.Locks {
+		name, _, twin := strings.Cut(l.Name, "@")
+		t.Locks[i].Args = []string{"--server", "redis"}
+		if twin {
+			t.Locks[i].Base, t.Locks[i].Args = name, []string{"--server", "valkey@8.1.8"}
+		}
+	}
+	return t
+}
+
+// With --servers the answer ranks the first server's rows only (a lock is not "safer" than itself on
+// another server), and the servers paragraph names the cells where a row and its twin differ, with how
+// likely the seeds alone make that difference.
+func TestServersAnswer(t *testing.T) {
+	tab := twins(map[string][]string{
+		"naive":    {"S1:5/5", "S5:5/5", "S6:n/a"},
+		"sentinel": {"S1:5/5", "S5:2/5", "S6:0/5"},
+		"fenced":   {"S1:0/5", "S5:5/5", "S6:n/a"},
+	}, map[string][]string{
+		"naive":    {"S1:5/5", "S5:5/5", "S6:n/a"},
+		"sentinel": {"S1:5/5", "S5:3/5", "S6:0/5"},
+		"fenced":   {"S1:5/5", "S5:5/5", "S6:n/a"},
+	})
+	got := tab.Answer()
+	if !strings.HasPrefix(got, "Answer for the default leases on redis: sentinel is the safer: it violated in 7 of 15 runs") || strings.Contains(got, "@valkey") {
+		t.Errorf("the answer ranks a row against its twin on another server:\n%s", got)
+	}
+	srv := tab.ServersAnswer()
+	for _, want := range []string{
+		"Servers: on valkey@8.1.8 against redis, 2 of the 7 cells decided on both differ",
+		"sentinel S5 (3/5 against 2/5, p 1.00)",
+		"beyond seed noise (p < 0.05): fenced S1 (5/5 against 0/5, p 0.01).",
+	} {
+		if !strings.Contains(srv, want) {
+			t.Errorf("servers paragraph lacks %q:\n%s", want, srv)
+		}
+	}
+	same := twins(map[string][]string{"naive": {"S1:2/2", "S5:1/2"}}, map[string][]string{"naive": {"S1:2/2", "S5:1/2"}})
+	if got := same.ServersAnswer(); got != "Servers: on valkey@8.1.8 against redis, they do not differ: every cell decided on both (2) violated on the same share of its runs on each." {
+		t.Errorf("alike servers: %q", got)
+	}
+	noisy := twins(map[string][]string{"naive": {"S1:0/2"}}, map[string][]string{"naive": {"S1:2/2"}})
+	if got := noisy.ServersAnswer(); !strings.Contains(got, "naive S1 (2/2 against 0/2, p 0.33); none beyond seed noise") {
+		t.Errorf("two seeds cannot tell the servers apart: %q", got)
+	}
+	if got := table(Settings{}, map[string][]string{"a": {"S1:1/2"}}).ServersAnswer(); got != "" {
+		t.Errorf("no --servers, yet: %q", got)
+	}
+}
+
+// Fisher's exact test against values computed by hand (hypergeometric sums).
+func TestFisher(t *testing.T) {
+	for _, tc := range []struct {
+		a, b, c, d int
+		want       float64
+	}{
+		{2, 0, 0, 2, 1.0 / 3},    // 2 of C(4,2)=6 tables as extreme
+		{5, 0, 0, 5, 2.0 / 252},  // C(10,5)=252
+		{3, 2, 2, 3, 1},          // the likeliest table
+		{1, 0, 0, 0, 1},          // one run
+		{4, 1, 0, 5, 10.0 / 210}, // 4 of 5 against 0 of 5: C(5,4)C(5,0) and its mirror, of C(10,4)=210
+	} {
+		if got := fisher(tc.a, tc.b, tc.c, tc.d); got < tc.want-1e-9 || got > tc.want+1e-9 {
+			t.Errorf("fisher(%d,%d,%d,%d) = %v, want %v", tc.a, tc.b, tc.c, tc.d, got, tc.want)
+		}
+	}
+}

@@ -67,6 +67,14 @@ func (l Lock) Topology() string {
 	return "single"
 }
 
+// Server is the --server the row's runs get ("" for the run's default, the host's redis-server).
+func (l Lock) Server() string {
+	if i := slices.Index(l.Args, "--server"); i >= 0 && i+1 < len(l.Args) {
+		return l.Args[i+1]
+	}
+	return ""
+}
+
 // Settings are a team's own lease, watchdog, hold and client count, passed through to every cell: a row
 // takes the lease or the watchdog, whichever its lock is timed by ("" or 0: the row's default).
 type Settings struct {

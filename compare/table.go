@@ -48,7 +48,8 @@ type Cost struct {
 type Table struct {
 	Seeds      int               `json:"seeds"`
 	Settings   Settings          `json:"settings"`
-	Conclusion string            `json:"answer"` // Answer's paragraph
+	Conclusion string            `json:"answer"`            // Answer's paragraph
+	Servers    string            `json:"servers,omitempty"` // ServersAnswer's paragraph (--servers)
 	Locks      []Lock            `json:"-"`
 	Scenarios  []Scenario        `json:"-"`
 	Cells      []Cell            `json:"cells"`
@@ -131,7 +132,7 @@ func Build(dir string, rep *suite.Report, ls []Lock, ss []Scenario, seeds int, s
 		t.Costs = append(t.Costs, Cost{Lock: l.Name, AcquireP50: median(a.p50), AcquireP99: median(a.p99),
 			OpsPerSec: median(a.rate), Available: median(a.avail), HealToGrant: median(a.heal)})
 	}
-	t.Conclusion = t.Answer()
+	t.Conclusion, t.Servers = t.Answer(), t.ServersAnswer()
 	return t
 }
 
@@ -338,6 +339,9 @@ func (t *Table) Text(w io.Writer) {
 		fmt.Fprintf(w, "%s not measured: %s\n", id, t.Unmeasured[id])
 	}
 	fmt.Fprintf(w, "\n%s\n", t.Conclusion)
+	if t.Servers != "" {
+		fmt.Fprintf(w, "\n%s\n", t.Servers)
+	}
 }
 
 func (t *Table) rows() [][]string {
@@ -379,6 +383,9 @@ func (t *Table) Markdown(w io.Writer, when time.Time) {
 		fmt.Fprintf(w, "- %s, %s: %s (`%s`)\n", s.ID, s.Name, s.Why, strings.Join(s.Args, " "))
 	}
 	fmt.Fprintf(w, "\n%s\n", t.Conclusion)
+	if t.Servers != "" {
+		fmt.Fprintf(w, "\n%s\n", t.Servers)
+	}
 }
 
 // JSON writes compare.json (NaN figures as null).

@@ -138,3 +138,30 @@ func TestCompareTeamSettings(t *testing.T) {
 		t.Errorf("the table does not show the settings or does not end with the answer naming fenced:\n%s", out)
 	}
 }
+
+// With --servers the answer ranks the first server's rows only and the servers paragraph sets each row
+// beside its twin: naive violates under S4 on every seed on both servers (2/2 on each in docs/compare.md's
+// full table), so they do not differ, and compare.json has the paragraph as "servers".
+func TestCompareServers(t *testing.T) {
+	t.Parallel() // child lockcheck processes, real redis-server and valkey-server
+	dir := filepath.Join(t.TempDir(), "cmp")
+	code, out, errs := runSuite(t, "compare", "--locks", "naive", "--scenarios", "S4", "--seeds", "2",
+		"--servers", "redis,valkey@8.1.8", "--parallel", "2", "--results", dir)
+	if code != exitValid {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	const servers = "Servers: on valkey@8.1.8 against redis, they do not differ: every cell decided on both (1) violated on the same share of its runs on each."
+	for _, want := range []string{"cell naive@valkey@8.1.8 × S4 clock jump on a node: violated on 2 of 2 seeds",
+		"Answer for the default leases on redis: only naive was measured: it violated in 2 of 2 runs", servers} {
+		if !strings.Contains(out+errs, want) {
+			t.Errorf("output lacks %q:\n%s\n%s", want, out, errs)
+		}
+	}
+	var tab struct {
+		Servers string `json:"servers"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "compare.json"))
+	if err != nil || json.Unmarshal(b, &tab) != nil || tab.Servers != servers {
+		t.Errorf("compare.json's servers: %q (%v)", tab.Servers, err)
+	}
+}
