@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/suite"
 )
 
@@ -90,7 +91,15 @@ func (p *Progress) Each(o suite.Outcome) {
 	key := cellOf(o.ID)
 	lock, sc, _ := strings.Cut(key, "/")
 	verdict, _ := judge(o, readResults(filepath.Join(p.dir, o.Dir)), p.locks[lock].Judge)
+	missed := false
+	if verdict == "valid" {
+		h, _ := history.ReadFile(filepath.Join(p.dir, o.Dir, "history.jsonl"))
+		missed = !faultApplied(h)
+	}
 	line := fmt.Sprintf("%s × %s seed %d: %s (%.0f s)", lock, sc, o.Seed, Words(verdict), o.Seconds)
+	if missed {
+		line += ", but its fault never fired: untested"
+	}
 	if o.Story != "" {
 		line += ": " + o.Story
 	} else if verdict != "valid" && o.Violation != "" {
@@ -107,11 +116,14 @@ func (p *Progress) Each(o suite.Outcome) {
 	case "invalid":
 		c.Violations++
 	case "valid":
+		if missed {
+			c.Missed++
+		}
 	default:
 		c.Unknown++
 	}
 	if c.Seeds == p.want[key] {
-		held := c.Seeds - c.Violations - c.Unknown
+		held := c.Seeds - c.Violations - c.Unknown - c.Missed
 		var out []string
 		if c.Violations > 0 {
 			out = append(out, fmt.Sprintf("violated on %d of %d seeds", c.Violations, c.Seeds))
@@ -121,6 +133,9 @@ func (p *Progress) Each(o suite.Outcome) {
 		}
 		if c.Unknown > 0 {
 			out = append(out, fmt.Sprintf("undecided on %d of %d (see its runs)", c.Unknown, c.Seeds))
+		}
+		if c.Missed > 0 {
+			out = append(out, fmt.Sprintf("untested on %d of %d (its fault never fired)", c.Missed, c.Seeds))
 		}
 		fmt.Fprintf(p.w, "cell %s × %s %s: %s\n", lock, sc, p.names[sc], strings.Join(out, ", "))
 	}
@@ -144,7 +159,7 @@ func (t *Table) Answer() string {
 	}
 	cells := map[[2]string]Cell{}
 	var rows []rowScore
-	var oneSeed, undecided, na []string
+	var oneSeed, undecided, na, missed []string
 	first, twins := "", false // with --servers: the rows ranked are the first server's; ServersAnswer sets the others beside them
 	for _, l := range t.Locks {
 		if l.Base != "" {
@@ -168,6 +183,9 @@ func (t *Table) Answer() string {
 				continue
 			case "undecided", "not run":
 				undecided = append(undecided, l.Name+" "+c.Scenario)
+			}
+			if c.Missed > 0 {
+				missed = append(missed, fmt.Sprintf("%s %s (%d of %d)", l.Name, c.Scenario, c.Missed, c.Seeds))
 			}
 			// Only decided runs count: a run that failed to start or could not be judged says nothing of safety.
 			decided := c.decided()
@@ -261,6 +279,9 @@ func (t *Table) Answer() string {
 	}
 	if len(na) > 0 {
 		fmt.Fprintf(&b, " Not measured (the fault needs what the row lacks): %s.", strings.Join(na, ", "))
+	}
+	if len(missed) > 0 {
+		fmt.Fprintf(&b, " The fault never fired on some seeds, whose runs held untested and are left out: %s.", strings.Join(missed, ", "))
 	}
 	return b.String()
 }
@@ -372,7 +393,7 @@ func fisher(a, b, c, d int) float64 {
 }
 
 // decided is the cell's runs that were judged valid or invalid.
-func (c Cell) decided() int { return c.Seeds - c.Unknown - c.Errors }
+func (c Cell) decided() int { return c.Seeds - c.Unknown - c.Errors - c.Missed }
 
 func under(ids []string, name map[string]string) string {
 	if len(ids) == 0 {

@@ -201,3 +201,30 @@ func TestFisher(t *testing.T) {
 		}
 	}
 }
+
+// A run whose fault never fired held untested: it is left out of the cell's runs, and the answer says which
+// cells lost runs so (S7's partition waits for a grant in its window; long holds let it pass by).
+func TestMissedFaultRunsAreLeftOut(t *testing.T) {
+	tab := table(Settings{}, map[string][]string{
+		"a": {"S1:0/5", "S5:1/3"},
+		"b": {"S1:4/5", "S5:0/3"},
+	})
+	for i := range tab.Cells {
+		if c := &tab.Cells[i]; c.Lock == "a" && c.Scenario == "S1" {
+			c.Missed = 4
+		}
+	}
+	got := tab.Answer()
+	for _, want := range []string{
+		"a is the safer: it violated in 1 of 4 runs", // 1 decided S1 run and 3 S5 runs
+		"The fault never fired on some seeds, whose runs held untested and are left out: a S1 (4 of 5)",
+		"a S1 ran one seed only",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("answer lacks %q:\n%s", want, got)
+		}
+	}
+	if c := (Cell{Seeds: 5, Missed: 4, Measured: Safe}); c.text() != "0/5, 4 missed" {
+		t.Errorf("cell text %q", c.text())
+	}
+}

@@ -21,12 +21,15 @@ import (
 
 // Cell is one lock under one scenario over the seeds.
 type Cell struct {
-	Lock       string   `json:"lock"`
-	Scenario   string   `json:"scenario"`
-	Seeds      int      `json:"seeds"`
-	Violations int      `json:"violations"`
-	Unknown    int      `json:"unknown"`
-	Errors     int      `json:"errors"`
+	Lock       string `json:"lock"`
+	Scenario   string `json:"scenario"`
+	Seeds      int    `json:"seeds"`
+	Violations int    `json:"violations"`
+	Unknown    int    `json:"unknown"`
+	Errors     int    `json:"errors"`
+	// Missed counts valid runs in which no fault of the scenario was ever applied (a trigger that found no
+	// event in its window): they held without being tested, so they are left out like undecided runs.
+	Missed     int      `json:"missed,omitempty"`
 	MedianTTFV float64  `json:"median_first_violation_s,omitempty"` // seconds after the workload began
 	Measured   string   `json:"measured"`                           // violates, safe, undecided, n/a
 	Predicted  string   `json:"predicted,omitempty"`
@@ -93,6 +96,9 @@ func Build(dir string, rep *suite.Report, ls []Lock, ss []Scenario, seeds int, s
 				case "unknown":
 					c.Unknown++
 				case "valid":
+					if !faultApplied(h) {
+						c.Missed++
+					}
 				default:
 					c.Errors++
 				}
@@ -115,7 +121,7 @@ func Build(dir string, rep *suite.Report, ls []Lock, ss []Scenario, seeds int, s
 			case c.Violations > 0:
 				c.Measured = Violates
 				c.MedianTTFV = median(ttfv)
-			case c.Unknown > 0 || c.Errors > 0:
+			case c.Unknown > 0 || c.Errors > 0 || c.decided() == 0:
 				c.Measured = "undecided"
 			default:
 				c.Measured = Safe
@@ -134,6 +140,19 @@ func Build(dir string, rep *suite.Report, ls []Lock, ss []Scenario, seeds int, s
 	}
 	t.Conclusion, t.Servers = t.Answer(), t.ServersAnswer()
 	return t
+}
+
+// faultApplied reports whether any fault of the run started (a plan's step, a triggered one, a schedule's).
+func faultApplied(h *history.History) bool {
+	if h == nil {
+		return true // no history to tell: the run's verdict stands
+	}
+	for _, w := range h.Windows() {
+		if w.Kind != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // judge is a run's verdict for the table: the run's own, or, for a lock judged by some checkers only, the
@@ -267,6 +286,9 @@ func (c Cell) text() string {
 		m = fmt.Sprintf("%d/%d, %d unknown", c.Violations, c.Seeds, c.Unknown+c.Errors)
 	default:
 		return c.Measured
+	}
+	if c.Missed > 0 {
+		m += fmt.Sprintf(", %d missed", c.Missed)
 	}
 	if c.Predicted != "" {
 		m += " (ref: " + c.Predicted + ")"
