@@ -13,6 +13,9 @@ import (
 	"github.com/spf13/pflag"
 )
 
+// pathFlags are run's flags that name a file or directory.
+var pathFlags = []string{"schedule", "lock-spec", "scripts", "external", "server-bin"}
+
 func newRunCmd() *cobra.Command {
 	o := runner.Defaults()
 	var lockSpec string
@@ -32,9 +35,13 @@ func newRunCmd() *cobra.Command {
 			if !cmd.Flags().Changed("seed") {
 				o.Seed = time.Now().UnixNano() % 1_000_000
 			}
-			if o.Schedule != "" { // recorded absolute: shrink and the summary's command run it from anywhere
-				if abs, err := filepath.Abs(o.Schedule); err == nil {
-					o.Schedule = abs
+			// Files the command names are recorded absolute: shrink, repro lines and the summary's command
+			// run it again from anywhere.
+			for _, name := range pathFlags {
+				if f := cmd.Flags().Lookup(name); f != nil && f.Changed && f.Value.String() != "" {
+					if abs, err := filepath.Abs(f.Value.String()); err == nil {
+						_ = f.Value.Set(abs)
+					}
 				}
 			}
 			o.Command = commandLine(cmd, o.Seed)

@@ -239,3 +239,25 @@ func TestScheduleBadInput(t *testing.T) {
 		}
 	}
 }
+
+// The files a run names are recorded absolute, so its command runs again from another directory (shrink,
+// repro lines, the summary): a relative --lock-spec used to leave shrink unable to find it.
+func TestRunRecordsFilesAbsolute(t *testing.T) {
+	for _, name := range pathFlags {
+		if newRunCmd().Flags().Lookup(name) == nil {
+			t.Errorf("--%s is no run flag", name)
+		}
+	}
+	code, dir := run(t, "run", "--lock-spec", "../../examples/locks/setnx.yaml", "--time", "1s", "--quiet", "0s", "--seed", "1")
+	if code != exitValid {
+		t.Fatalf("exit %d", code)
+	}
+	h, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := filepath.Abs("../../examples/locks/setnx.yaml")
+	if !slices.Contains(h.Run.Command, "--lock-spec="+want) {
+		t.Fatalf("recorded command %q: want --lock-spec=%s", h.Run.Command, want)
+	}
+}
