@@ -43,7 +43,7 @@ func ParseSelector(s string, env *Env) (Selector, error) {
 		case slices.Contains(env.Clients, w):
 			sel.Clients = append(sel.Clients, w)
 		default:
-			return sel, fmt.Errorf("--nemesis-targets: %q is no size (%s), node (%s) or client (%s)", w,
+			return sel, fmt.Errorf("--nemesis-targets: %q is no size (%s), nor one of this run's nodes (%s) or clients (%s)", w,
 				strings.Join(sizes, ", "), strings.Join(env.Nodes, ", "), strings.Join(env.Clients, ", "))
 		}
 	}
