@@ -180,25 +180,14 @@ func (p Plan) Run(ctx context.Context, env *Env, rec Recorder, start time.Time) 
 			runTriggered(ctx, env, rec, start, st, f, tb)
 			continue
 		}
-		// The primary is named when the fault starts, and the same nodes are healed.
-		targets, err := resolve(ctx, env, st.Targets)
-		if err != nil {
-			record(rec, st.Fault, "error", st.Targets, "start: "+err.Error())
-			continue
-		}
 		var ph *phaseArm
 		if tb, ok := triggeredBy[st.Fault]; ok && st.Trigger != "" && env.Triggers != nil && tb.phase {
 			ph = &phaseArm{step: st, fired: make(chan time.Time, 1)}
 		}
-		env.phase = ph
-		detail, heal, err := f.Start(ctx, env, targets)
-		env.phase = nil
-		if err != nil {
-			record(rec, st.Fault, "error", targets, "start: "+err.Error())
-			_ = healWithin(heal) // undo whatever part applied before the error
+		stop, ok := startFault(ctx, env, rec, st.Fault, f, st.Targets, ph)
+		if !ok {
 			continue
 		}
-		record(rec, st.Fault, "start", targets, detail)
 		sleepUntil(ctx, start.Add(st.End))
 		// A decisive phase fired late still lasts two thirds of the step, as the untriggered one does (up to
 		// the quiet period): a primary isolated just before the heal would have had no replica promoted.
@@ -209,12 +198,41 @@ func (p Plan) Run(ctx context.Context, env *Env, rec Recorder, start time.Time) 
 			default:
 			}
 		}
-		if err := healWithin(heal); err != nil {
-			record(rec, st.Fault, "stop", targets, "heal failed: "+err.Error())
-			continue
-		}
-		record(rec, st.Fault, "stop", targets, "")
+		stop()
 	}
+}
+
+// startFault starts fault f (named name) on targets, the primary named as it starts (and the same nodes
+// healed), with ph armed for its decisive phase, and records the start. It returns what heals it and records
+// the stop; ok is false when it did not start (recorded as an error, whatever part applied undone).
+func startFault(ctx context.Context, env *Env, rec Recorder, name string, f Fault, targets []Target, ph *phaseArm) (stop func(), ok bool) {
+	planned := targets
+	targets, err := resolve(ctx, env, targets)
+	if err != nil {
+		record(rec, name, "error", planned, "start: "+err.Error())
+		return nil, false
+	}
+	if ph != nil { // only a plan's step has one: a schedule's faults start side by side and leave env alone
+		env.phase = ph
+		defer func() { env.phase = nil }()
+	}
+	detail, heal, err := f.Start(ctx, env, targets)
+	if err != nil {
+		record(rec, name, "error", targets, "start: "+err.Error())
+		_ = healWithin(heal) // undo whatever part applied before the error
+		return nil, false
+	}
+	record(rec, name, "start", targets, detail)
+	return func() { stopFault(rec, name, targets, heal) }, true
+}
+
+// stopFault heals a started fault and records its stop.
+func stopFault(rec Recorder, name string, targets []Target, heal Heal) {
+	if err := healWithin(heal); err != nil {
+		record(rec, name, "stop", targets, "heal failed: "+err.Error())
+		return
+	}
+	record(rec, name, "stop", targets, "")
 }
 
 // phaseEnd is when a decisive phase fired at at ends: two thirds of its step later, or at the quiet

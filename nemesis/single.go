@@ -39,24 +39,8 @@ func Apply(ctx context.Context, env *Env, rec Recorder, name string, targets []T
 		record(rec, name, "error", targets, "start: unknown fault")
 		return func() {}
 	}
-	planned := targets
-	targets, err := resolve(ctx, env, targets)
-	if err != nil {
-		record(rec, name, "error", planned, "start: "+err.Error())
-		return func() {}
+	if stop, ok := startFault(ctx, env, rec, name, f, targets, nil); ok {
+		return stop
 	}
-	detail, h, err := f.Start(ctx, env, targets)
-	if err != nil {
-		record(rec, name, "error", targets, "start: "+err.Error())
-		_ = healWithin(h)
-		return func() {}
-	}
-	record(rec, name, "start", targets, detail)
-	return func() {
-		if err := healWithin(h); err != nil {
-			record(rec, name, "stop", targets, "heal failed: "+err.Error())
-			return
-		}
-		record(rec, name, "stop", targets, "")
-	}
+	return func() {}
 }

@@ -95,11 +95,7 @@ func runTriggered(ctx context.Context, env *Env, rec Recorder, start time.Time, 
 		return
 	}
 	sleepUntil(ctx, fd.at.Add(st.End-st.Start))
-	if err := healWithin(fd.heal); err != nil {
-		record(rec, st.Fault, "stop", fd.targets, "heal failed: "+err.Error())
-		return
-	}
-	record(rec, st.Fault, "stop", fd.targets, "")
+	stopFault(rec, st.Fault, fd.targets, fd.heal)
 }
 
 // awaitPhase arms the trigger of the step being started (env.phase) for a fault's decisive phase: fire

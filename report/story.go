@@ -169,11 +169,13 @@ func (s *Story) overlap(h *history.History, c checker.Result, byName map[string]
 		return
 	}
 	s.Kind, s.Key, s.For = Overlap, o.Key, min(o.HeldTo, o.IntruderOut)-o.Entered
-	first := StoryOwner{Name: o.Holder, Granted: grantedBefore(h, o.Holder, o.Key, o.HeldFrom), Entered: o.HeldFrom, Left: o.HeldTo}
-	second := StoryOwner{Name: o.Intruder, Granted: grantedBefore(h, o.Intruder, o.Key, o.Entered), Entered: o.Entered,
+	granted, leaseEnd := grantBefore(h, o.Holder, o.Key, o.HeldFrom)
+	intruded, _ := grantBefore(h, o.Intruder, o.Key, o.Entered)
+	first := StoryOwner{Name: o.Holder, Granted: granted, Entered: o.HeldFrom, Left: o.HeldTo}
+	second := StoryOwner{Name: o.Intruder, Granted: intruded, Entered: o.Entered,
 		Left: o.IntruderOut}
 	s.Owners = []StoryOwner{first, second}
-	s.leaseEnd = leaseEndOf(h, o.Holder, o.Key, o.HeldFrom)
+	s.leaseEnd = leaseEnd
 	s.Faults = faultsBetween(ws, min(s.from(), o.HeldFrom), s.At)
 	s.Told = told(h, byName["told-of-loss"], lib, o)
 	g1, r1 := s.grantText(first)
@@ -342,35 +344,12 @@ func agreement(s *Story, invalid func(string) bool) string {
 	return ""
 }
 
-// grantedBefore is when the workload's grant of key to owner (client/thread, as sections name it) was
-// answered, latest before t; -1 when the history has none.
-func grantedBefore(h *history.History, owner, key string, t int64) int64 {
-	at := int64(-1)
-	for _, o := range h.Ops {
-		if o.Invoke.Time > t {
-			break
-		}
-		if o.Invoke.F == "tryLock" && o.Invoke.Key == key && threadOf(o.Invoke) == owner && o.Outcome() == history.Ok &&
-			o.Complete.Time <= t {
-			at = o.Complete.Time
-		}
-	}
-	return at
-}
-
-// forText is how long an overlap lasted: "0.000s" would read as none, so under a millisecond says so.
-func forText(ns int64) string {
-	if ns < int64(time.Millisecond) {
-		return "under a millisecond"
-	}
-	return checker.Secs(ns)
-}
-
-// leaseEndOf is the earliest the lease of owner's last grant of key by t could end: its call plus the lease
-// it asked for, or a re-entry's since, where that is sooner (Redisson's re-entry sets the lease anew; a
-// renewal only lengthens it); 0 when it asked for none (a watchdog keeps it).
-func leaseEndOf(h *history.History, owner, key string, t int64) int64 {
-	end := int64(0)
+// grantBefore is when the workload's grant of key to owner (client/thread, as sections name it) was
+// answered, latest before t (-1 when the history has none), and the earliest that grant's lease could end:
+// its hold's call plus the lease it asked for, or a re-entry's since, where that is sooner (Redisson's
+// re-entry sets the lease anew; a renewal only lengthens it); 0 when it asked for none (a watchdog keeps it).
+func grantBefore(h *history.History, owner, key string, t int64) (granted, leaseEnd int64) {
+	granted = -1
 	for _, o := range h.Ops {
 		if o.Invoke.Time > t {
 			break
@@ -379,17 +358,26 @@ func leaseEndOf(h *history.History, owner, key string, t int64) int64 {
 			o.Complete.Time > t {
 			continue
 		}
+		granted = o.Complete.Time
 		l := o.Invoke.Args["lease_ms"] * int64(time.Millisecond)
 		switch {
 		case o.Invoke.Args["nested"] == 0 && l > 0:
-			end = o.Invoke.Time + l
+			leaseEnd = o.Invoke.Time + l
 		case o.Invoke.Args["nested"] == 0:
-			end = 0
-		case end > 0 && l > 0:
-			end = min(end, o.Invoke.Time+l)
+			leaseEnd = 0
+		case leaseEnd > 0 && l > 0:
+			leaseEnd = min(leaseEnd, o.Invoke.Time+l)
 		}
 	}
-	return end
+	return granted, leaseEnd
+}
+
+// forText is how long an overlap lasted: "0.000s" would read as none, so under a millisecond says so.
+func forText(ns int64) string {
+	if ns < int64(time.Millisecond) {
+		return "under a millisecond"
+	}
+	return checker.Secs(ns)
 }
 
 // threadOf names a call's thread as the sections do: client/thread, or the client alone.

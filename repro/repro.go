@@ -4,16 +4,11 @@ package repro
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"embed"
-	"encoding/hex"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
-	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -260,53 +255,7 @@ func Print(w io.Writer, sides []Side, judged bool) {
 	}
 }
 
-// schedules writes the binary's shipped schedules (examples/schedules) under the cache, in a directory
-// named by their contents, and returns the directory a catalog entry's schedule: path starts from. An
-// entry names its schedule as examples/schedules/NAME.yaml, so the same file also runs from a checkout.
-func schedules() (string, error) {
-	files, err := fs.Glob(lockcheck.Schedules, "examples/schedules/*.yaml")
-	if err != nil {
-		return "", err
-	}
-	h := sha256.New()
-	texts := map[string][]byte{}
-	for _, f := range files {
-		b, err := lockcheck.Schedules.ReadFile(f)
-		if err != nil {
-			return "", err
-		}
-		texts[f] = b
-		fmt.Fprintf(h, "%s %d\n", f, len(b))
-		h.Write(b)
-	}
-	cache, err := worker.Cache()
-	if err != nil {
-		return "", err
-	}
-	dir := filepath.Join(cache, "schedules", hex.EncodeToString(h.Sum(nil))[:16])
-	if err := os.MkdirAll(filepath.Join(dir, "examples", "schedules"), 0o700); err != nil {
-		return "", err
-	}
-	for _, f := range files {
-		p := filepath.Join(dir, filepath.FromSlash(f))
-		if b, err := os.ReadFile(p); err == nil && bytes.Equal(b, texts[f]) {
-			continue
-		}
-		tmp, err := os.CreateTemp(filepath.Dir(p), ".write-*")
-		if err != nil {
-			return "", err
-		}
-		_, werr := tmp.Write(texts[f])
-		if cerr := tmp.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr == nil {
-			werr = os.Rename(tmp.Name(), p) // whole or not at all: runs in parallel may write it at once
-		}
-		if werr != nil {
-			_ = os.Remove(tmp.Name())
-			return "", werr
-		}
-	}
-	return dir, nil
-}
+// schedules writes the binary's shipped schedules (examples/schedules) out under the cache, as the
+// workers' sources are, and returns the directory a catalog entry's schedule: path starts from. An entry
+// names its schedule as examples/schedules/NAME.yaml, so the same file also runs from a checkout.
+func schedules() (string, error) { return worker.Extract(lockcheck.Schedules, "schedules") }

@@ -360,7 +360,9 @@ func execute(ctx context.Context, t *Test, wk *workerRun, dir string, rec *histo
 			close(stepped)
 			finalHeal(env, rec)
 			if !s.Loop {
-				sleepOrStop(stop, o.Quiet)
+				quiet, cancel := workloads.UntilStop(ctx, stop)
+				workloads.Sleep(quiet, o.Quiet)
+				cancel()
 				close(played)
 			}
 		}()
@@ -510,16 +512,6 @@ func threadsFit(o Options, c locks.Client) error {
 			o.Threads, sdk.CapSingleThread)
 	}
 	return nil
-}
-
-// sleepOrStop waits d, or until stop closes.
-func sleepOrStop(stop <-chan struct{}, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-stop:
-	}
 }
 
 // clipAbout is a schedule's about line as a run's notes say it: one line, at most 200 characters.

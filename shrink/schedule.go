@@ -1,12 +1,13 @@
 package shrink
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"time"
 
+	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/report"
 	"github.com/lockcheck/lockcheck/workloads/schedule"
@@ -81,7 +82,7 @@ func AsSchedule(h *history.History, story *report.Story, lock, family string) (*
 		steps = append(steps, timedStep{max(c.Time, from), st})
 	}
 	if len(steps) == 0 {
-		return nil, fmt.Errorf("no acquire of %s between %s and %s", keyText(story.Key), secs(from), secs(to))
+		return nil, fmt.Errorf("no acquire of %s between %s and %s", keyText(story.Key), checker.Secs(from), checker.Secs(to))
 	}
 	// A hold still open at the violation's end was open through it: its release comes then, not as soon as
 	// its actor has no more steps.
@@ -91,8 +92,8 @@ func AsSchedule(h *history.History, story *report.Story, lock, family string) (*
 			open = append(open, a)
 		}
 	}
-	sort.Slice(open, func(i, j int) bool {
-		return open[i].client+"/"+strconv.FormatInt(open[i].thread, 10)+open[i].key < open[j].client+"/"+strconv.FormatInt(open[j].thread, 10)+open[j].key
+	slices.SortFunc(open, func(a, b held) int {
+		return cmp.Or(cmp.Compare(a.client, b.client), cmp.Compare(a.thread, b.thread), cmp.Compare(a.key, b.key))
 	})
 	for _, a := range open {
 		steps = append(steps, timedStep{to, schedule.Step{Client: a.client, Thread: threadOf(a.thread), Key: keyOf(a.key), Release: true}})
@@ -187,5 +188,3 @@ func keyText(k string) string {
 }
 
 func ms(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
-
-func secs(ns int64) string { return strconv.FormatFloat(float64(ns)/1e9, 'f', 3, 64) + "s" }

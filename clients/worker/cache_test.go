@@ -142,7 +142,7 @@ func TestCacheSourcesPlantedRefused(t *testing.T) {
 	root := filepath.Join(cache, "src", digest)
 	write(t, filepath.Join(root, "workers", "x", "build.sh"), "#!/bin/sh\necho planted\n", 0o755)
 	write(t, filepath.Join(root, ".complete"), "", 0o644)
-	got, err := extract(fsys)
+	got, err := Extract(fsys, "src")
 	if err == nil || !errors.As(err, new(CacheError)) {
 		t.Fatalf("extract: %q, %v: want a CacheError for the planted sources", got, err)
 	}

@@ -27,11 +27,14 @@ var embedded struct {
 // embeddedRoot writes the embedded sources out (once per process, under a lock shared with other
 // processes) and returns the folder that holds go.mod and workers/<folder>/.
 func embeddedRoot() (string, error) {
-	embedded.once.Do(func() { embedded.root, embedded.err = extract(lockcheck.Sources) })
+	embedded.once.Do(func() { embedded.root, embedded.err = Extract(lockcheck.Sources, "src") })
 	return embedded.root, embedded.err
 }
 
-func extract(src fs.FS) (string, error) {
+// Extract writes the embedded files of src out under the cache, in CACHE/under/DIGEST (a digest of every
+// path and content, so two lockcheck versions never share one), once: under a lock shared with other
+// processes, marked complete when whole. It returns that folder.
+func Extract(src fs.FS, under string) (string, error) {
 	digest, err := fsDigest(src)
 	if err != nil {
 		return "", err
@@ -40,7 +43,7 @@ func extract(src fs.FS) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	base := filepath.Join(cache, "src")
+	base := filepath.Join(cache, under)
 	root := filepath.Join(base, digest)
 	if complete(root) {
 		return root, nil
@@ -76,7 +79,7 @@ func extract(src fs.FS) (string, error) {
 		return os.WriteFile(dst, b, mode)
 	})
 	if err != nil {
-		return "", fmt.Errorf("writing out the workers' sources into %s: %w", root, err)
+		return "", fmt.Errorf("writing out lockcheck's embedded files into %s: %w", root, err)
 	}
 	return root, os.WriteFile(filepath.Join(root, ".complete"), nil, 0o644)
 }
