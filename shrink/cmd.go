@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/lockcheck/lockcheck/history"
 )
 
 // Flag is one --name=value of a run's command line.
@@ -16,20 +18,22 @@ type Flag struct{ Name, Value string }
 
 // Cmd is a lockcheck run as its flags: those given, in order, and the run's effective options (a
 // negative control's own run flags, the defaults) for a reducer to read where a flag was not given.
+// Withheld are the recorded flags a file may not give (history.Withheld): FromRun leaves them out of Given,
+// and only Give puts one back, with the value the user named.
 type Cmd struct {
 	Given     []Flag
+	Withheld  []Flag
 	effective map[string]string
 }
 
 // redacted is how a recorded command line writes a secret's value (cmd/lockcheck's commandLine).
 const redacted = "REDACTED"
 
-// dropped are the flags a shrink sets itself (the seed, the results directory) or must not pass on.
-var dropped = []string{"seed", "results", "dry-run"}
-
 // FromRun is the command of a recorded run: its meta record's command line (lockcheck run --name=value
-// ...) and results.json's options. A secret recorded as REDACTED is left out, so that the child reads it
-// from the environment as the original did (--external-password's $LOCKCHECK_EXTERNAL_PASSWORD).
+// ...) and results.json's options. A run directory is data: only the flags history.FromFile allows are
+// taken; the rest are in Withheld. The seed, the results directory and a secret are left out (the child
+// reads a secret from the environment as the original did: --external-password's
+// $LOCKCHECK_EXTERNAL_PASSWORD).
 func FromRun(command []string, options json.RawMessage) (Cmd, error) {
 	if len(command) < 2 || command[1] != "run" {
 		return Cmd{}, fmt.Errorf("the recorded command line is not a lockcheck run: %q", strings.Join(command, " "))
@@ -40,7 +44,11 @@ func FromRun(command []string, options json.RawMessage) (Cmd, error) {
 		if !ok || !strings.HasPrefix(a, "--") {
 			return Cmd{}, fmt.Errorf("the recorded command line has %q where lockcheck writes --name=value", a)
 		}
-		if slices.Contains(dropped, name) || value == redacted {
+		if name == "seed" || slices.Contains(history.NotReplayed, name) || value == redacted {
+			continue
+		}
+		if safe, _ := history.FromFile(name); !safe {
+			c.Withheld = append(c.Withheld, Flag{name, value})
 			continue
 		}
 		c.Given = append(c.Given, Flag{name, value})
@@ -51,10 +59,44 @@ func FromRun(command []string, options json.RawMessage) (Cmd, error) {
 			return Cmd{}, fmt.Errorf("results.json's options: %v", err)
 		}
 		for k, v := range opts {
-			c.effective[strings.ReplaceAll(k, "_", "-")] = optionText(v)
+			name := strings.ReplaceAll(k, "_", "-")
+			if safe, _ := history.FromFile(name); safe {
+				c.effective[name] = optionText(v)
+			}
 		}
 	}
 	return c, nil
+}
+
+// Give puts a withheld flag back with the values the user named (a flag the run did not record is
+// added): the user's word, not the file's. A repeatable flag (--client-option) takes several values.
+func (c Cmd) Give(name string, values ...string) Cmd {
+	out := c.Without(name)
+	out.Withheld = slices.DeleteFunc(slices.Clone(c.Withheld), func(f Flag) bool { return f.Name == name })
+	for _, v := range values {
+		out.Given = append(out.Given, Flag{name, v})
+	}
+	return out
+}
+
+// Recorded are the values the run recorded for a withheld flag.
+func (c Cmd) Recorded(name string) []string {
+	var out []string
+	for _, f := range c.Withheld {
+		if f.Name == name {
+			out = append(out, f.Value)
+		}
+	}
+	return out
+}
+
+// Words are the flags as --name=value words.
+func Words(flags []Flag) []string {
+	out := make([]string, len(flags))
+	for i, f := range flags {
+		out[i] = "--" + f.Name + "=" + f.Value
+	}
+	return out
 }
 
 // optionText is an option's JSON value as its flag takes it.
@@ -85,7 +127,7 @@ func (c Cmd) Get(name string) string {
 
 // With is the command with one flag set (given from then on).
 func (c Cmd) With(name, value string) Cmd {
-	out := Cmd{effective: c.effective}
+	out := Cmd{Withheld: c.Withheld, effective: c.effective}
 	set := false
 	for _, f := range c.Given {
 		if f.Name == name {
@@ -104,7 +146,7 @@ func (c Cmd) With(name, value string) Cmd {
 
 // Without is the command without the flags named (their effective values stay readable).
 func (c Cmd) Without(names ...string) Cmd {
-	out := Cmd{effective: c.effective}
+	out := Cmd{Withheld: c.Withheld, effective: c.effective}
 	for _, f := range c.Given {
 		if !slices.Contains(names, f.Name) {
 			out.Given = append(out.Given, f)
@@ -114,13 +156,7 @@ func (c Cmd) Without(names ...string) Cmd {
 }
 
 // Args are lockcheck run's arguments, without a seed or a results directory.
-func (c Cmd) Args() []string {
-	out := make([]string, len(c.Given))
-	for i, f := range c.Given {
-		out[i] = "--" + f.Name + "=" + f.Value
-	}
-	return out
-}
+func (c Cmd) Args() []string { return Words(c.Given) }
 
 // Line is the command a person pastes to run it with a seed.
 func (c Cmd) Line(seed int64) string {

@@ -83,6 +83,10 @@ func TestReducersLeaveASchedulesStepsAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if c.Get("schedule") != "" {
+		t.Fatal("the recorded --schedule was taken from the run directory")
+	}
+	c = c.Give("schedule", "/s.yaml") // as the user names it again
 	var tried []string
 	for _, r := range Reducers {
 		if len(r.Next(c)) > 0 {

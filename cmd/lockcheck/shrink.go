@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lockcheck/lockcheck/history"
@@ -16,6 +19,7 @@ import (
 	"github.com/lockcheck/lockcheck/runner"
 	"github.com/lockcheck/lockcheck/shrink"
 	"github.com/lockcheck/lockcheck/suite"
+	"github.com/lockcheck/lockcheck/workloads/schedule"
 	"github.com/spf13/cobra"
 )
 
@@ -24,7 +28,9 @@ func newShrinkCmd() *cobra.Command {
 		checkerName, results     string
 		seeds, repeats, parallel int
 		budget                   time.Duration
+		trust                    []string
 	)
+	again := map[string]*[]string{} // the withheld flags, named again on shrink's command line
 	cmd := &cobra.Command{
 		Use:   "shrink RUN_DIR",
 		Short: "Find a smaller run that fails the same way as an invalid one, by re-running candidates",
@@ -34,9 +40,17 @@ re-entry, cross-thread operations or force-unlocks, narrower hold, lease and wai
 only when every one of --seeds fresh seeds fails the same way: the same checker invalid with the same kind
 of violation. Each step's line is printed as it ends. At the end the smallest command runs on --repeats
 more seeds, and shrink.json and steps.txt are written; the command is printed last. --budget bounds the
-whole; Ctrl-C stops at once and keeps the best command found so far.`,
+whole; Ctrl-C stops at once and keeps the best command found so far.
+
+A run directory is data: shrink takes from its command only the flags that name no command, address or
+path (docs/security.md). A run that had --client-cmd, --server-bin, --scripts, --lock-spec, --schedule,
+--backend, --docker-image, --client-option or an --external flag is refused in one line naming them, until
+you name each again on shrink's command line (lockcheck shrink --schedule FILE RUN_DIR), or, after reading
+them, pass --trust-recorded with their names to take them as recorded. A --schedule must be the file the
+run played (its sha256).`,
 		Example: `  lockcheck shrink results/latest
-  lockcheck shrink --budget 5m --seeds 2 --checker mutual-exclusion results/latest`,
+  lockcheck shrink --budget 5m --seeds 2 --checker mutual-exclusion results/latest
+  lockcheck shrink --schedule examples/schedules/naive-stale-release.yaml results/latest`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
@@ -50,13 +64,25 @@ whole; Ctrl-C stops at once and keeps the best command found so far.`,
 			if err != nil {
 				return runner.UsageError{Err: err}
 			}
+			if start, err = giveAgain(cmd, dir, start, again, trust); err != nil {
+				return runner.UsageError{Err: err}
+			}
+			if err := sameSchedule(start, res); err != nil {
+				return runner.UsageError{Err: err}
+			}
+			// Bad flags are said once, now, not as every candidate's run failing to start.
+			if err := dryRun(cmd, start.Args()); err != nil {
+				return runner.UsageError{Err: fmt.Errorf("%s's command, as shrink would run it, does not start: %s", dir, oneLine(err))}
+			}
+			if results == "" {
+				if results, err = shrinkDir(dir); err != nil {
+					return runner.UsageError{Err: err}
+				}
+			}
 			markRan(cmd)
 			exe, err := os.Executable()
 			if err != nil {
 				return err
-			}
-			if results == "" {
-				results = filepath.Join(dir, "shrink", time.Now().Format("20060102T150405"))
 			}
 			if err := runner.ResultsDir(results); err != nil {
 				return err
@@ -72,7 +98,101 @@ whole; Ctrl-C stops at once and keeps the best command found so far.`,
 	f.IntVar(&parallel, "parallel", 3, "runs at a time")
 	f.StringVar(&checkerName, "checker", "", "the invalid checker to keep (default: the one whose violation came first)")
 	f.StringVar(&results, "results", "", "directory of the candidates' runs and shrink.json (default RUN_DIR/shrink/TIME)")
+	for _, name := range slices.Sorted(maps.Keys(history.Withheld)) {
+		v := new([]string)
+		again[name] = v
+		f.StringArrayVar(v, name, nil, fmt.Sprintf("lockcheck run's --%s, never taken from RUN_DIR (%s)", name, history.Withheld[name]))
+	}
+	f.StringSliceVar(&trust, "trust-recorded", nil, "take these withheld flags (names, comma-separated) from RUN_DIR's command as recorded: read them first")
 	return cmd
+}
+
+// giveAgain puts back the withheld flags of a run's command: those the user named again on shrink's
+// command line, and those --trust-recorded names, as recorded (printed as they are taken). Any other one
+// refuses the shrink, in one line naming each and why: a run directory someone hands you is data.
+func giveAgain(cmd *cobra.Command, dir string, c shrink.Cmd, again map[string]*[]string, trust []string) (shrink.Cmd, error) {
+	for _, name := range slices.Sorted(maps.Keys(again)) {
+		if cmd.Flags().Changed(name) {
+			vals := slices.Clone(*again[name])
+			for i, v := range vals { // as lockcheck run records them: absolute, for the candidates and the lines printed
+				if abs, err := filepath.Abs(v); slices.Contains(pathFlags, name) && v != "" && err == nil {
+					vals[i] = abs
+				}
+			}
+			c = c.Give(name, vals...)
+		}
+	}
+	var taken []string
+	for _, name := range trust {
+		name = strings.TrimPrefix(strings.TrimSpace(name), "--")
+		if _, ok := history.Withheld[name]; !ok {
+			return c, fmt.Errorf("--trust-recorded %s: not a flag shrink withholds (those are %s)", name, join(slices.Sorted(maps.Keys(history.Withheld))))
+		}
+		rec := c.Recorded(name)
+		if len(rec) == 0 {
+			if !cmd.Flags().Changed(name) {
+				return c, fmt.Errorf("--trust-recorded %s: %s's command has no --%s", name, dir, name)
+			}
+			continue
+		}
+		for _, v := range rec {
+			taken = append(taken, fmt.Sprintf("--%s=%q", name, v))
+		}
+		c = c.Give(name, rec...)
+	}
+	if len(taken) > 0 {
+		fmt.Printf("shrink: taking from %s as recorded (--trust-recorded): %s\n", dir, strings.Join(taken, " "))
+	}
+	if len(c.Withheld) == 0 {
+		return c, nil
+	}
+	var names, what []string
+	for _, f := range c.Withheld {
+		if !slices.Contains(names, f.Name) {
+			names = append(names, f.Name)
+		}
+		what = append(what, fmt.Sprintf("--%s=%q (%s)", f.Name, f.Value, history.Withheld[f.Name]))
+	}
+	return c, fmt.Errorf("%s's command has %s: a run directory is data, so shrink takes none of these from it; name them again (lockcheck shrink --%s VALUE %s) or, once you have read them, pass --trust-recorded %s",
+		dir, strings.Join(what, ", "), names[0], dir, strings.Join(names, ","))
+}
+
+// shrinkDir makes the shrink's own directory in the run directory, RUN_DIR/shrink/TIME, through no link:
+// a run directory is data, and a planted RUN_DIR/shrink link would have the candidates' runs written
+// wherever it points. The TIME directory must be new.
+func shrinkDir(dir string) (string, error) {
+	if err := suite.Subdir(dir, "shrink"); err != nil {
+		return "", err
+	}
+	d := filepath.Join(dir, "shrink", time.Now().Format("20060102T150405"))
+	if err := os.Mkdir(d, 0o755); err != nil {
+		return "", fmt.Errorf("a shrink's directory must be new: %v", err)
+	}
+	return d, nil
+}
+
+// sameSchedule refuses a --schedule file that is not the one the run played: a shrink of another file
+// would answer for a workload that never failed. Both hashes are named.
+func sameSchedule(c shrink.Cmd, res *report.Results) error {
+	path := c.Get("schedule")
+	if path == "" {
+		return nil
+	}
+	var opts struct {
+		SHA string `json:"schedule_sha256"`
+	}
+	_ = json.Unmarshal(res.Options, &opts)
+	s, err := schedule.Load(path)
+	if err != nil {
+		return err
+	}
+	if opts.SHA == "" {
+		return fmt.Errorf("--schedule %s: the run played no schedule (its random workload is what shrink reduces): leave --schedule out", path)
+	}
+	if s.SHA256 != opts.SHA {
+		return fmt.Errorf("--schedule %s has sha256 %s, the run played sha256 %s: not the schedule that failed; give the file the run played", path, s.SHA256, opts.SHA)
+	}
+	return nil
 }
 
 // readShrinkRun reads a run directory's results.json, its signature (checkerName's, or the lead's) and

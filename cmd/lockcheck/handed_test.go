@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/spf13/pflag"
+)
+
+// Issue 36: a run directory someone hands you is data, not a command. These tests tamper with a run
+// directory's recorded command and check that nothing it names runs, is connected to or written through.
+
+// handedRun writes a run directory as an invalid run would leave it (results.json, and a history whose meta
+// record carries command), without running anything.
+func handedRun(t *testing.T, command []string, options map[string]any) string {
+	t.Helper()
+	dir := t.TempDir()
+	if options == nil {
+		options = map[string]any{}
+	}
+	res := map[string]any{"valid": false, "lock": "naive", "seed": 3, "options": options,
+		"checkers": []map[string]any{{"checker": "mutual-exclusion", "valid": false, "violation_at_ns": 5}}}
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	meta, err := json.Marshal(map[string]any{"type": "meta", "data": map[string]any{"lock": "naive", "command": command}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "history.jsonl"), append(meta, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// shrinkHanded runs lockcheck shrink (the binary: its candidates are child processes) on dir, bounded,
+// and returns its exit code and output.
+func shrinkHanded(t *testing.T, dir string, args ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, buildBinary(t), append(append([]string{"shrink", "--budget", "20s", "--seeds", "1", "--repeats", "1", "--parallel", "1"}, args...), dir)...)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	code := 0
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("shrink: exit %d\n%s", code, out)
+	return code, string(out)
+}
+
+// A recorded --client-cmd is never run: shrink refuses in one line naming it (exit 254), and the command's
+// marker file never appears. Named again on shrink's command line, or with --trust-recorded, it would be
+// the user's word.
+func TestShrinkRunsNoRecordedCommand(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "MARKER")
+	dir := handedRun(t, []string{"lockcheck", "run", "--lock=naive", "--time=1s", "--quiet=0s",
+		"--client-cmd=sh -c 'touch " + marker + "'", "--seed=3"}, nil)
+	code, out := shrinkHanded(t, dir)
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatalf("the recorded --client-cmd ran: %s exists", marker)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != exitUsage || len(lines) != 1 || !strings.Contains(out, "--client-cmd=") || !strings.Contains(out, "--trust-recorded client-cmd") {
+		t.Fatalf("exit %d, want %d and one line naming --client-cmd and --trust-recorded:\n%s", code, exitUsage, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "shrink")); err == nil {
+		t.Fatal("a refused shrink made its directory")
+	}
+	// --trust-recorded names only flags shrink withholds.
+	if code, out := shrinkHanded(t, dir, "--trust-recorded", "lock"); code != exitUsage || !strings.Contains(out, "not a flag shrink withholds") {
+		t.Fatalf("--trust-recorded lock: exit %d\n%s", code, out)
+	}
+}
+
+// A recorded external deployment is never connected to, even with the user's password in the
+// environment: a listener on a loopback port the run directory names sees no connection.
+func TestShrinkSendsNothingToARecordedAddress(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var conns atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			_ = c.Close()
+		}
+	}()
+	t.Setenv("LOCKCHECK_EXTERNAL_PASSWORD", "the-users-own-password")
+	dir := handedRun(t, []string{"lockcheck", "run", "--lock=naive", "--time=1s", "--quiet=0s", "--backend=external",
+		"--external-addrs=" + ln.Addr().String(), "--external-password=REDACTED", "--seed=3"}, nil)
+	code, out := shrinkHanded(t, dir)
+	if n := conns.Load(); n > 0 {
+		t.Fatalf("shrink connected %d time(s) to the address the run directory names", n)
+	}
+	if code != exitUsage || !strings.Contains(out, "--backend=") || !strings.Contains(out, "--external-addrs=") || strings.Contains(out, "the-users-own-password") {
+		t.Fatalf("exit %d, want %d naming --backend and --external-addrs:\n%s", code, exitUsage, out)
+	}
+}
+
+// A planted RUN/shrink link is refused: nothing is written where it points.
+func TestShrinkRefusesAPlantedShrinkLink(t *testing.T) {
+	dir := handedRun(t, []string{"lockcheck", "run", "--lock=naive", "--time=1s", "--quiet=0s", "--seed=3"}, nil)
+	elsewhere := t.TempDir()
+	if err := os.Symlink(elsewhere, filepath.Join(dir, "shrink")); err != nil {
+		t.Fatal(err)
+	}
+	root := newRoot()
+	root.SetArgs([]string{"shrink", "--budget", "5s", dir})
+	_, err := root.ExecuteContextC(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "symbolic link") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("shrink through a planted link: %v, want one line refusing it", err)
+	}
+	if ents, _ := os.ReadDir(elsewhere); len(ents) > 0 {
+		t.Fatalf("shrink wrote through the link: %v", ents)
+	}
+}
+
+// Every flag of lockcheck run is placed: safe to take from a file, withheld (with why) or never replayed.
+// A new flag fails here until someone decides which it is; until then a rebuilt command leaves it out.
+func TestRunFlagsFromFile(t *testing.T) {
+	run := newRunCmd()
+	run.Flags().VisitAll(func(f *pflag.Flag) {
+		safe, why := history.FromFile(f.Name)
+		_, withheld := history.Withheld[f.Name]
+		if !safe && !withheld && !slices.Contains(history.NotReplayed, f.Name) {
+			t.Errorf("--%s is in none of history.FileSafe, Withheld and NotReplayed (%s)", f.Name, why)
+		}
+	})
+	for name := range history.Withheld {
+		if run.Flags().Lookup(name) == nil {
+			t.Errorf("history.Withheld names --%s, which lockcheck run does not have", name)
+		}
+	}
+	for _, name := range history.FileSafe {
+		if run.Flags().Lookup(name) == nil {
+			t.Errorf("history.FileSafe names --%s, which lockcheck run does not have", name)
+		}
+	}
+}
