@@ -6,12 +6,17 @@ package bugreport
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/lockcheck/lockcheck/checker"
@@ -20,6 +25,7 @@ import (
 	"github.com/lockcheck/lockcheck/report"
 	"github.com/lockcheck/lockcheck/shrink"
 	"github.com/lockcheck/lockcheck/suite"
+	"github.com/lockcheck/lockcheck/workloads/schedule"
 )
 
 // maxProofLines bounds the excerpt quoted in the report: a proof is small by design (checker.Proof), a
@@ -37,6 +43,11 @@ type Input struct {
 	// ShrinkDir is where the shrink result was read, FoundIn the original run when Dir is the shrink's
 	// minimal run.
 	ShrinkDir, FoundIn string
+	// Schedule is the schedule file the run played, when it had one and its sha256 is the run's
+	// (schedule_sha256): the report carries it inline, so that its reader can check the hash. ScheduleNote
+	// says why it is not there when the run played one.
+	Schedule     []byte
+	ScheduleNote string
 }
 
 // Load reads a run directory and a shrink of it: shrinkDir's shrink.json, or (shrinkDir "") the newest
@@ -85,6 +96,7 @@ func (in *Input) read() error {
 		return fmt.Errorf("%s/history.jsonl: no meta record: not a lockcheck run", in.Dir)
 	}
 	in.Meta, in.Ops = *h.Run, len(h.Ops)
+	in.runSchedule()
 	if p := in.Results.Files["proof"]; p != "" {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(in.Dir, filepath.Base(p))
@@ -94,6 +106,53 @@ func (in *Input) read() error {
 		}
 	}
 	return nil
+}
+
+// runSchedule reads the schedule the run played from its directory (schedule.yaml, which the run wrote
+// there; never a path the history names), kept only when its sha256 is the one the run recorded.
+func (in *Input) runSchedule() {
+	want := in.Meta.Options.ScheduleSHA256
+	if want == "" {
+		return
+	}
+	in.ScheduleNote = fmt.Sprintf("the run played a schedule (sha256 %s) that is not in its directory: attach it, or name it with lockcheck report --schedule FILE, which checks its hash", want)
+	root, err := os.OpenRoot(in.Dir)
+	if err != nil {
+		return
+	}
+	defer root.Close()
+	b, err := safefile.ReadIn(root, "schedule.yaml", schedule.MaxFile)
+	if err != nil {
+		return
+	}
+	if got := sha(b); got != want {
+		in.ScheduleNote = fmt.Sprintf("%s has sha256 %s, not the sha256 %s the run played: left out", filepath.Join(in.Dir, "schedule.yaml"), got, want)
+		return
+	}
+	in.Schedule, in.ScheduleNote = b, ""
+}
+
+// UseSchedule takes the schedule file the user names (lockcheck report --schedule FILE) as the one the run
+// played, after checking its sha256 against the run's.
+func (in *Input) UseSchedule(path string) error {
+	want := in.Meta.Options.ScheduleSHA256
+	if want == "" {
+		return fmt.Errorf("--schedule %s: the run played no schedule", path)
+	}
+	b, err := safefile.Read(path, schedule.MaxFile)
+	if err != nil {
+		return fmt.Errorf("--schedule: %v", err)
+	}
+	if got := sha(b); got != want {
+		return fmt.Errorf("--schedule %s has sha256 %s, the run played sha256 %s: not the schedule that failed", path, got, want)
+	}
+	in.Schedule, in.ScheduleNote = b, ""
+	return nil
+}
+
+func sha(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // proofOps are the proof's records without its meta and end records (a reader wants the operations; the
@@ -238,14 +297,14 @@ func (in *Input) Write(w io.Writer) error {
 	var b bytes.Buffer
 	r := in.Results
 	b.WriteString(report.ReportMarker)
-	fmt.Fprintf(&b, "# %s\n\n", in.Title())
+	fmt.Fprintf(&b, "# %s\n\n", md(in.Title()))
 	if t := r.StoryText(); t != "" {
-		fmt.Fprintf(&b, "%s\n\n", t)
+		fmt.Fprintf(&b, "%s\n\n", md(t))
 	}
 	b.WriteString("## Affected\n\n| | |\n|---|---|\n")
 	row := func(k, v string) {
 		if v != "" {
-			fmt.Fprintf(&b, "| %s | %s |\n", k, strings.ReplaceAll(v, "|", `\|`))
+			fmt.Fprintf(&b, "| %s | %s |\n", k, md(v))
 		}
 	}
 	row("library", in.library())
@@ -260,10 +319,23 @@ func (in *Input) Write(w io.Writer) error {
 	row("lockcheck", in.Meta.Versions["lockcheck"])
 
 	b.WriteString("\n## Steps to reproduce\n\n")
-	fmt.Fprintf(&b, "```sh\n%s\n```\n\n", in.Command())
-	fmt.Fprintf(&b, "What the application does: %s\n\n", in.Workload())
+	line, left := in.command()
+	b.WriteString(block("sh", line) + "\n")
+	if len(in.Schedule) > 0 {
+		fmt.Fprintf(&b, "The schedule the run played, to save as `schedule.yaml` (sha256 %s):\n\n%s\n", sha(in.Schedule), block("yaml", string(in.Schedule)))
+	} else if in.ScheduleNote != "" {
+		fmt.Fprintf(&b, "Not in the command above: %s.\n\n", md(in.ScheduleNote))
+	}
+	if len(left) > 0 {
+		words := make([]string, len(left))
+		for i, f := range left {
+			words[i] = code("--"+f.Name+"="+f.Value) + " (" + md(history.Withheld[f.Name]) + ")"
+		}
+		fmt.Fprintf(&b, "Left out of the command above, because a command rebuilt from a run directory never names what lockcheck would run, connect to or read (add them yourself once you have read them): %s.\n\n", strings.Join(words, ", "))
+	}
+	fmt.Fprintf(&b, "What the application does: %s\n\n", md(in.Workload()))
 	if in.FoundIn != "" {
-		fmt.Fprintf(&b, "This is the minimal command `lockcheck shrink` found (%s) from the run in `%s`.\n\n", in.ShrinkDir, in.FoundIn)
+		fmt.Fprintf(&b, "This is the minimal command `lockcheck shrink` found (%s) from the run in %s.\n\n", code(in.ShrinkDir), code(in.FoundIn))
 	}
 
 	b.WriteString("## Expected\n\n")
@@ -279,26 +351,24 @@ func (in *Input) Write(w io.Writer) error {
 
 	b.WriteString("## Actual\n\n")
 	if t := r.StoryText(); t != "" {
-		b.WriteString(t + "\n\n")
+		b.WriteString(md(t) + "\n\n")
 	}
 	fmt.Fprintf(&b, "The verdict is **%s** (%s):\n\n", strings.ToUpper(r.Valid.String()), r.ClockText())
 	for _, c := range r.Checkers {
 		if c.Valid == checker.Invalid {
-			fmt.Fprintf(&b, "- %s: %s\n", c.Checker, oneLine(orDefault(c.Violation, c.Summary)))
+			fmt.Fprintf(&b, "- %s: %s\n", md(c.Checker), md(orDefault(c.Violation, c.Summary)))
 		}
 	}
 	b.WriteString("\n")
 
 	if ops := proofOps(in.Proof); len(ops) > 0 {
-		fmt.Fprintf(&b, "## Proof\n\nThese %d records are enough on their own: `%s` holds them as a history (with the run's meta record), and `lockcheck check` on it says invalid.\n\n```jsonl\n",
-			len(ops), filepath.Join(in.Dir, "proof.jsonl"))
-		for _, l := range ops[:min(len(ops), maxProofLines)] {
-			b.WriteString(l + "\n")
-		}
+		fmt.Fprintf(&b, "## Proof\n\nThese %d records are enough on their own: %s holds them as a history (with the run's meta record), and `lockcheck check` on it says invalid.\n\n",
+			len(ops), code(filepath.Join(in.Dir, "proof.jsonl")))
+		excerpt := strings.Join(ops[:min(len(ops), maxProofLines)], "\n")
 		if len(ops) > maxProofLines {
-			fmt.Fprintf(&b, "… %d more records in proof.jsonl\n", len(ops)-maxProofLines)
+			excerpt += fmt.Sprintf("\n… %d more records in proof.jsonl", len(ops)-maxProofLines)
 		}
-		b.WriteString("```\n\n")
+		b.WriteString(block("jsonl", excerpt) + "\n")
 	}
 
 	b.WriteString("## How often it reproduces\n\n")
@@ -309,7 +379,7 @@ func (in *Input) Write(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, " (`lockcheck shrink`, %d steps tried, each kept only when %d seeds failed the same way).\n\n", len(s.Steps), s.Confirm)
 	} else {
-		fmt.Fprintf(&b, "Once, on seed %d (the command above). `lockcheck shrink %s` finds a smaller command and measures how often it fails.\n\n", r.Seed, in.Dir)
+		fmt.Fprintf(&b, "Once, on seed %d (the command above). %s finds a smaller command and measures how often it fails.\n\n", r.Seed, code("lockcheck shrink "+in.Dir))
 	}
 
 	b.WriteString("## Fault timeline\n\n")
@@ -322,34 +392,54 @@ func (in *Input) Write(w io.Writer) error {
 			if !f.Healed {
 				end += " (healed at the run's end)"
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", f.Kind, strings.Join(f.Targets, " "), checker.Secs(f.Start), end)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", md(f.Kind), md(strings.Join(f.Targets, " ")), checker.Secs(f.Start), end)
 		}
 		fmt.Fprintf(&b, "\n(%s.)\n\n", r.ClockText())
 	}
 
 	b.WriteString("## Evidence\n\n")
-	fmt.Fprintf(&b, "- the full history: `%s` (%d operations); `lockcheck check %s` judges it again\n",
-		filepath.Join(in.Dir, "history.jsonl"), in.Ops, in.Dir)
-	fmt.Fprintf(&b, "- the verdict and every checker's findings: `%s`; the summary page: `%s`\n",
-		filepath.Join(in.Dir, "results.json"), filepath.Join(in.Dir, "index.html"))
+	fmt.Fprintf(&b, "- the full history: %s (%d operations); %s judges it again\n",
+		code(filepath.Join(in.Dir, "history.jsonl")), in.Ops, code("lockcheck check "+in.Dir))
+	fmt.Fprintf(&b, "- the verdict and every checker's findings: %s; the summary page: %s\n",
+		code(filepath.Join(in.Dir, "results.json")), code(filepath.Join(in.Dir, "index.html")))
 	if in.ShrinkDir != "" {
-		fmt.Fprintf(&b, "- the shrink's steps: `%s`\n", filepath.Join(in.ShrinkDir, "steps.txt"))
+		fmt.Fprintf(&b, "- the shrink's steps: %s\n", code(filepath.Join(in.ShrinkDir, "steps.txt")))
 	}
 	_, err := w.Write(b.Bytes())
 	return err
 }
 
 // Command is the command that reproduces the run: the shrink's minimal one, else the run's own with its
-// seed.
+// seed, rebuilt only from the flags a file may give (history.FileSafe).
 func (in *Input) Command() string {
-	if in.Shrink != nil && in.FoundIn == "" {
-		return in.Shrink.Minimal
+	line, _ := in.command()
+	return line
+}
+
+// minimalSeed is the seed at the end of a shrink's minimal command.
+var minimalSeed = regexp.MustCompile(`--seed=(-?[0-9]+)$`)
+
+// command is the command that reproduces the run and the recorded flags it leaves out (history.Withheld):
+// a run directory, a shrink.json within it too, is data. A schedule the report carries inline is named as
+// the file its reader saves it to.
+func (in *Input) command() (string, []shrink.Flag) {
+	words, options, seed := in.Meta.Command, in.Results.Options, in.Results.Seed
+	if s := in.Shrink; s != nil && in.FoundIn == "" {
+		words, options = append([]string{"lockcheck", "run"}, s.Args...), nil
+		if m := minimalSeed.FindStringSubmatch(s.Minimal); m != nil {
+			seed, _ = strconv.ParseInt(m[1], 10, 64)
+		}
 	}
-	c, err := shrink.FromRun(in.Meta.Command, in.Results.Options)
-	if err != nil {
-		return strings.Join(in.Meta.Command, " ") // a history recorded by another program: as it was
+	c, err := shrink.FromRun(words, options)
+	if err != nil { // a history recorded by another program: only its safe words
+		kept, _ := history.SplitCommand(words)
+		return strings.Join(append([]string{"lockcheck", "run"}, kept...), " "), nil
 	}
-	return c.Line(in.Results.Seed)
+	left := slices.DeleteFunc(slices.Clone(c.Withheld), func(f shrink.Flag) bool { return f.Name == "schedule" && len(in.Schedule) > 0 })
+	if len(in.Schedule) > 0 {
+		c = c.Give("schedule", "schedule.yaml")
+	}
+	return c.Line(seed), left
 }
 
 // Workload says what the clients did, in words, from the run's options.

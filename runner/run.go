@@ -126,6 +126,11 @@ func (t *Test) Execute(ctx context.Context, stderr io.Writer) (*report.Results, 
 	if err != nil {
 		return nil, failedStart(dir, err)
 	}
+	if t.Schedule != nil && t.Schedule.Text != nil { // the file played, beside its history: a report carries it, its hash checks it
+		if err := os.WriteFile(filepath.Join(dir, "schedule.yaml"), t.Schedule.Text, 0o644); err != nil {
+			return nil, failedStart(dir, err)
+		}
+	}
 	plan, err := json.Marshal(t.Plan)
 	if err != nil {
 		return nil, failedStart(dir, err)

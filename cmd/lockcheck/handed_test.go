@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net"
@@ -15,6 +18,8 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/report"
+	"github.com/lockcheck/lockcheck/runner"
 	"github.com/spf13/pflag"
 )
 
@@ -38,7 +43,7 @@ func handedRun(t *testing.T, command []string, options map[string]any) string {
 	if err := os.WriteFile(filepath.Join(dir, "results.json"), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	meta, err := json.Marshal(map[string]any{"type": "meta", "data": map[string]any{"lock": "naive", "command": command}})
+	meta, err := json.Marshal(map[string]any{"type": "meta", "data": map[string]any{"lock": "naive", "command": command, "options": options}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,5 +165,87 @@ func TestRunFlagsFromFile(t *testing.T) {
 		if run.Flags().Lookup(name) == nil {
 			t.Errorf("history.FileSafe names --%s, which lockcheck run does not have", name)
 		}
+	}
+}
+
+// lockcheck report --out never replaces a file of the run: its history, results, pages and proof stay as
+// they were, and the run still reads (issue 36, item 6).
+func TestReportOutRefusesTheRunsOwnFiles(t *testing.T) {
+	dir := handedRun(t, []string{"lockcheck", "run", "--lock=naive", "--seed=3"}, nil)
+	own := map[string]string{
+		"index.html":   "<html>" + report.PageMarker + "</html>\n",
+		"history.html": "<html><title>Porcupine</title></html>\n",
+		"proof.jsonl":  `{"type":"meta","data":{"lock":"naive"}}` + "\n",
+	}
+	for name, text := range own {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"history.jsonl", "results.json", "index.html", "history.html", "proof.jsonl"} {
+		path := filepath.Join(dir, name)
+		before, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		root := newRoot()
+		root.SetArgs([]string{"report", "--out", path, dir})
+		cmd, err := root.ExecuteContextC(context.Background())
+		if err == nil || !runner.IsUsage(err) && ran(cmd) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("report --out %s: %v, want one line of bad input", name, err)
+		}
+		if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+			t.Errorf("report --out %s replaced the run's own file", name)
+		}
+	}
+	// The report itself is written, and written again over itself.
+	for range 2 {
+		if code := execute(context.Background(), []string{"report", dir}); code != 0 {
+			t.Fatalf("report: exit %d", code)
+		}
+	}
+}
+
+// A schedule's run: shrink and report compare the schedule file with the sha256 the run recorded, and refuse
+// another file in one line naming both hashes; the report carries the run's own copy inline (issue 36, item 7).
+func TestScheduleMustBeTheOnePlayed(t *testing.T) {
+	played := []byte("lock: naive\nsteps:\n  - {client: c1, acquire: lock, lease: 300ms}\n  - {client: c2, at: 400ms, acquire: lock}\n")
+	sum := sha256.Sum256(played)
+	playedSHA := hex.EncodeToString(sum[:])
+	edited := filepath.Join(t.TempDir(), "edited.yaml")
+	if err := os.WriteFile(edited, append(played, []byte("  - {client: c1, at: 900ms, release: true}\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := handedRun(t, []string{"lockcheck", "run", "--lock=naive", "--schedule=/elsewhere/s.yaml", "--time=2s", "--seed=3"},
+		map[string]any{"schedule": "/elsewhere/s.yaml", "schedule_sha256": playedSHA})
+	for _, args := range [][]string{{"shrink", "--schedule", edited, dir}, {"report", "--out", "-", "--schedule", edited, dir}} {
+		root := newRoot()
+		root.SetArgs(args)
+		_, err := root.ExecuteContextC(context.Background())
+		if err == nil || !runner.IsUsage(err) || !strings.Contains(err.Error(), playedSHA) || !strings.Contains(err.Error(), "has sha256 ") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s with an edited schedule: %v, want one line naming both hashes", args[0], err)
+		}
+	}
+	// The run's own copy, as the run wrote it beside its history, is carried inline with its hash.
+	if err := os.WriteFile(filepath.Join(dir, "schedule.yaml"), played, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	md := filepath.Join(t.TempDir(), "report.md")
+	if code := execute(context.Background(), []string{"report", "--out", md, dir}); code != 0 {
+		t.Fatalf("report: exit %d", code)
+	}
+	text, words := readReport(t, md)
+	if !strings.Contains(text, "sha256 "+playedSHA) || !strings.Contains(text, "```yaml\n"+string(played)+"```") || !slices.Contains(words, "--schedule=schedule.yaml") {
+		t.Fatalf("the report does not carry the schedule it names:\n%s", text)
+	}
+	// Edited in place, the run's copy is left out, and the report says why.
+	if err := os.WriteFile(filepath.Join(dir, "schedule.yaml"), []byte("steps: []\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code := execute(context.Background(), []string{"report", "--out", md, dir}); code != 0 {
+		t.Fatalf("report: exit %d", code)
+	}
+	if text, words := readReport(t, md); strings.Contains(text, "```yaml") || slices.Contains(words, "--schedule=schedule.yaml") || !strings.Contains(text, "not the sha256 "+playedSHA) {
+		t.Fatalf("an edited schedule.yaml was carried:\n%s", text)
 	}
 }

@@ -64,7 +64,7 @@ run played (its sha256).`,
 			if err != nil {
 				return runner.UsageError{Err: err}
 			}
-			if start, err = giveAgain(cmd, dir, start, again, trust); err != nil {
+			if start, err = giveAgain(cmd, dir, start, again, trust, playedSHA(res)); err != nil {
 				return runner.UsageError{Err: err}
 			}
 			if err := sameSchedule(start, res); err != nil {
@@ -110,7 +110,7 @@ run played (its sha256).`,
 // giveAgain puts back the withheld flags of a run's command: those the user named again on shrink's
 // command line, and those --trust-recorded names, as recorded (printed as they are taken). Any other one
 // refuses the shrink, in one line naming each and why: a run directory someone hands you is data.
-func giveAgain(cmd *cobra.Command, dir string, c shrink.Cmd, again map[string]*[]string, trust []string) (shrink.Cmd, error) {
+func giveAgain(cmd *cobra.Command, dir string, c shrink.Cmd, again map[string]*[]string, trust []string, played string) (shrink.Cmd, error) {
 	for _, name := range slices.Sorted(maps.Keys(again)) {
 		if cmd.Flags().Changed(name) {
 			vals := slices.Clone(*again[name])
@@ -142,6 +142,17 @@ func giveAgain(cmd *cobra.Command, dir string, c shrink.Cmd, again map[string]*[
 	}
 	if len(taken) > 0 {
 		fmt.Printf("shrink: taking from %s as recorded (--trust-recorded): %s\n", dir, strings.Join(taken, " "))
+	}
+	// The run's copy of the schedule it played (RUN_DIR/schedule.yaml, a file of the run, not a path its
+	// command names), when its hash is the one the run recorded.
+	if own := filepath.Join(dir, "schedule.yaml"); len(c.Recorded("schedule")) > 0 && played != "" {
+		if fi, err := os.Lstat(own); err == nil && fi.Mode().IsRegular() {
+			if s, err := schedule.Load(own); err == nil && s.SHA256 == played {
+				abs, _ := filepath.Abs(own)
+				c = c.Give("schedule", abs)
+				fmt.Printf("shrink: playing %s, the schedule the run played (sha256 %s)\n", own, played)
+			}
+		}
 	}
 	if len(c.Withheld) == 0 {
 		return c, nil
@@ -178,21 +189,27 @@ func sameSchedule(c shrink.Cmd, res *report.Results) error {
 	if path == "" {
 		return nil
 	}
-	var opts struct {
-		SHA string `json:"schedule_sha256"`
-	}
-	_ = json.Unmarshal(res.Options, &opts)
+	played := playedSHA(res)
 	s, err := schedule.Load(path)
 	if err != nil {
 		return err
 	}
-	if opts.SHA == "" {
+	if played == "" {
 		return fmt.Errorf("--schedule %s: the run played no schedule (its random workload is what shrink reduces): leave --schedule out", path)
 	}
-	if s.SHA256 != opts.SHA {
-		return fmt.Errorf("--schedule %s has sha256 %s, the run played sha256 %s: not the schedule that failed; give the file the run played", path, s.SHA256, opts.SHA)
+	if s.SHA256 != played {
+		return fmt.Errorf("--schedule %s has sha256 %s, the run played sha256 %s: not the schedule that failed; give the file the run played", path, s.SHA256, played)
 	}
 	return nil
+}
+
+// playedSHA is the sha256 of the schedule the run played, "" when it played none.
+func playedSHA(res *report.Results) string {
+	var opts struct {
+		SHA string `json:"schedule_sha256"`
+	}
+	_ = json.Unmarshal(res.Options, &opts)
+	return opts.SHA
 }
 
 // readShrinkRun reads a run directory's results.json, its signature (checkerName's, or the lead's) and

@@ -44,6 +44,7 @@ type Schedule struct {
 	Steps []Step
 
 	Path, SHA256 string
+	Text         []byte // the file as read: the run keeps a copy beside its history, the hash checks it
 
 	aimed map[int][]nemesis.Target // fault steps' targets, drawn by Aim
 }
@@ -131,7 +132,7 @@ func Parse(b []byte, path string) (*Schedule, error) {
 		return nil, fmt.Errorf("schedule %s: %s", path, oneLine(err.Error()))
 	}
 	sum := sha256.Sum256(b)
-	s.Path, s.SHA256 = path, hex.EncodeToString(sum[:])
+	s.Path, s.SHA256, s.Text = path, hex.EncodeToString(sum[:]), b
 	return s, nil
 }
 
