@@ -20,10 +20,10 @@ const hostile = "x\n```\n# Pwned @octocat <img src=x onerror=alert(1)> [click](h
 func TestReportEscapesWhatCameFromAFile(t *testing.T) {
 	in := &Input{Dir: "/runs/r1", Ops: 3,
 		Results: &report.Results{Valid: checker.Invalid, Topology: "single" + hostile, Nemesis: []string{"partition" + hostile}, Seed: 3,
-			Options: json.RawMessage(`{}`),
-			Story:   &report.Story{Kind: report.Overlap, Key: "lock-0" + hostile, Text: "two owners" + hostile},
+			Options:  json.RawMessage(`{}`),
+			Story:    &report.Story{Kind: report.Overlap, Key: "lock-0" + hostile, Text: "two owners" + hostile},
 			Checkers: []checker.Result{{Checker: "mutual-exclusion" + hostile, Valid: checker.Invalid, Violation: "overlap" + hostile}},
-			Faults: []history.Window{{Kind: "partition" + hostile, Targets: []string{"n1" + hostile}, Start: 1, End: 2, Healed: true}}},
+			Faults:   []history.Window{{Kind: "partition" + hostile, Targets: []string{"n1" + hostile}, Start: 1, End: 2, Healed: true}}},
 		Meta: history.RunMeta{Lock: "reentrant" + hostile, Versions: map[string]string{"lockcheck": "v1" + hostile, "server": "redis" + hostile},
 			Client:  &history.Client{Library: "redisson" + hostile, Version: "3.17.0" + hostile, Runtime: "java" + hostile},
 			Command: []string{"lockcheck", "run", "--lock=reentrant" + hostile, "--hold=1s", "--client-cmd=sh -c 'id'\n```\n@octocat"}},
