@@ -80,9 +80,9 @@ func LeftOut(flags []string) string {
 	}
 	parts := make([]string, len(flags))
 	for i, w := range flags {
-		name, _, _ := strings.Cut(strings.TrimPrefix(w, "--"), "=")
+		name, value, _ := strings.Cut(strings.TrimPrefix(w, "--"), "=")
 		_, why := FromFile(name)
-		parts[i] = fmt.Sprintf("%s (%s)", strings.Join(strings.Fields(w), " "), why)
+		parts[i] = fmt.Sprintf("--%s=%q (%s)", name, value, why) // quoted: a hostile value stays one visible line
 	}
 	return "left out of the recorded command, which is data and may not name what lockcheck would run, connect to or read: " +
 		strings.Join(parts, ", ")

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -70,6 +71,7 @@ type data struct {
 	FaultLog  []string          `json:"fault_log,omitempty"`
 	Plan      json.RawMessage   `json:"plan,omitempty"`
 	Command   string            `json:"command,omitempty"`
+	LeftOut   string            `json:"left_out,omitempty"` // the recorded flags left out of Command, and why
 	Versions  map[string]string `json:"versions,omitempty"`
 	Links     []Link            `json:"links"`
 	Rate      rate              `json:"rate"`
@@ -181,8 +183,12 @@ func build(in Input) data {
 	d := data{Verdict: r.Valid.String(), Story: r.StoryText(), Clock: r.ClockText(), Workload: secs(r.WorkloadNs), Lock: r.Lock, Topology: r.Topology, Nemesis: r.Nemesis, Seed: r.Seed,
 		Client: in.Client, Duration: secs(end), Notes: r.Notes, Plan: r.Plan, Versions: r.Versions,
 		Links: in.Links, Truncated: r.Truncated}
-	if len(in.Command) > 0 {
-		d.Command = shellJoin(in.Command)
+	if len(in.Command) > 2 && in.Command[1] == "run" {
+		// A recorded command is data (the page of a history someone handed you): only the flags a file may
+		// give are in the line to paste, the others named beside it (issue 36).
+		kept, left := history.SplitCommand(in.Command[2:])
+		d.Command = shellJoin(append(slices.Clone(in.Command[:2]), kept...))
+		d.LeftOut = history.LeftOut(left)
 	}
 	for _, c := range r.Checkers {
 		ck := check{Name: c.Checker, Verdict: c.Valid.String(), Summary: c.Summary, Violation: c.Violation}

@@ -56,3 +56,16 @@ func TestCenturyLongHistoryStaysSmall(t *testing.T) {
 		t.Fatalf("the page of a century-long history is %d bytes", b.Len())
 	}
 }
+
+// A page's command to paste is rebuilt from the flags a file may give: the page of a history someone handed
+// you never offers to run the command, address or path it names; it says what it left out (issue 36).
+func TestPageCommandLeavesOutWhatAFileMayNotName(t *testing.T) {
+	d := build(Input{Results: &report.Results{Valid: checker.Invalid}, History: &history.History{},
+		Command: []string{"lockcheck", "run", "--lock=naive", "--client-cmd=sh -c 'touch x'", "--external-addrs=127.0.0.1:1", "--seed=3"}})
+	if d.Command != "lockcheck run --lock=naive --seed=3" {
+		t.Errorf("command %q", d.Command)
+	}
+	if !strings.Contains(d.LeftOut, "--client-cmd") || !strings.Contains(d.LeftOut, "--external-addrs") || strings.Contains(d.LeftOut, "\n") {
+		t.Errorf("left out: %q", d.LeftOut)
+	}
+}

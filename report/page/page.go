@@ -111,6 +111,7 @@ Triangles: renewals.</p>
 <section>
 <h2>Reproduce</h2>
 <pre id="command"></pre>
+<p id="left-out" class="note"></p>
 <h2>Versions</h2>
 <table class="grid"><tbody id="versions"></tbody></table>
 <h2>Files</h2>

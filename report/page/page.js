@@ -60,6 +60,7 @@
   for (const l of d.fault_log || []) $('faultlog').append(el('li', {}, l))
   $('plan').textContent = d.plan ? JSON.stringify(d.plan, null, 1) : 'none'
   $('command').textContent = d.command || '(not recorded)'
+  $('left-out').textContent = d.left_out || ''
   const vt = $('versions')
   for (const k of Object.keys(d.versions || {}).sort()) vt.append(el('tr', {}, el('td', {}, k), el('td', {}, d.versions[k])))
   for (const l of d.links) $('links').append(el('li', {}, el('a', { href: l.href }, l.name)))
