@@ -28,8 +28,11 @@ type Result struct {
 	// Schedule is the caught run's first violation as a schedule, and how often it fails so (nil: the
 	// final measurement caught nothing, or did not run).
 	Schedule *ScheduleResult `json:"schedule,omitempty"`
-	Stopped  string          `json:"stopped,omitempty"` // budget or interrupted: the search ended early
-	Seconds  float64         `json:"seconds"`
+	Stopped  string          `json:"stopped,omitempty"` // budget, interrupted or runs never started: the search ended early
+	// Error is why the runs never started, when none gave a verdict (the search's first steps, or the
+	// final measurement): the smallest command was then never measured.
+	Error   string  `json:"error,omitempty"`
+	Seconds float64 `json:"seconds"`
 }
 
 // Write writes shrink.json and steps.txt (the table of steps, one line each) into dir.

@@ -18,8 +18,16 @@ type Trial struct {
 	CaughtDirs []string
 	Firsts     []time.Duration // their times to the signature's first violation
 	Other      string          // what the first run that was not caught did instead
-	Took       time.Duration
+	// NoVerdict counts the runs that ended without a verdict (they never started, or failed before the
+	// check), Error the first one's error line.
+	NoVerdict int
+	Error     string
+	Took      time.Duration
 }
+
+// NeverStarted says that every run of the trial ended without a verdict: it says nothing of the command
+// but why its runs do not start.
+func (t Trial) NeverStarted() bool { return t.Runs > 0 && t.NoVerdict == t.Runs }
 
 // Median is the median time to the first violation over the caught runs.
 func (t Trial) Median() time.Duration {
@@ -53,8 +61,10 @@ type Step struct {
 	Caught   int      `json:"caught"`
 	MedianNs int64    `json:"median_first_violation_ns,omitempty"`
 	Other    string   `json:"other,omitempty"`
-	Seconds  float64  `json:"seconds"`
-	Outcome  string   `json:"outcome"`
+	// NoVerdict runs ended without a verdict (they never started, or failed before the check).
+	NoVerdict int     `json:"no_verdict,omitempty"`
+	Seconds   float64 `json:"seconds"`
+	Outcome   string  `json:"outcome"`
 }
 
 // Line is the step as the progress line and the steps table print it.
@@ -83,8 +93,17 @@ type Search struct {
 	Best    Cmd
 	BestRun time.Duration // how long the best command's last trial took
 	Steps   []Step
-	Stopped string // budget or interrupted; "" when no reducer found anything more
+	Stopped string // budget, interrupted or not started; "" when no reducer found anything more
+	// Error is why no run started, when Stopped is NotStarted.
+	Error string
 }
+
+// NotStarted is a search stopped because its first steps' runs never started: no candidate can be
+// judged, and the rest of the budget would only say so again (issue 36, item 12).
+const NotStarted = "runs never started"
+
+// notStartedSteps is how many steps in a row, from the first, must have had no run start to stop.
+const notStartedSteps = 2
 
 // NextSeeds are n fresh seeds: no two runs of a shrink share one, so an accepted step is not one seed's luck.
 func (s *Search) NextSeeds(n int) []int64 {
@@ -134,6 +153,7 @@ func (s *Search) reduce(ctx context.Context, r Reducer, tried map[string]bool) b
 			Change: fmt.Sprintf("--%s %s -> %s", r.Flag, orNone(s.Best.Get(r.Flag)), v)}
 		t := s.Oracle(ctx, c, s.NextSeeds(s.Confirm), fmt.Sprintf("step-%03d", st.N))
 		st.Seeds, st.Runs, st.Caught, st.MedianNs, st.Other, st.Seconds = t.Seeds, t.Runs, len(t.Caught), int64(t.Median()), t.Other, t.Took.Seconds()
+		st.NoVerdict = t.NoVerdict
 		switch {
 		case ctx.Err() != nil:
 			st.Outcome = Interrupted
@@ -153,12 +173,26 @@ func (s *Search) reduce(ctx context.Context, r Reducer, tried map[string]bool) b
 		if st.Outcome == Interrupted {
 			return false
 		}
+		if t.NeverStarted() && len(s.Steps) == notStartedSteps && s.noneStarted() {
+			s.Stopped, s.Error = NotStarted, t.Error
+			return false
+		}
 		if st.Outcome == Accepted {
 			s.Best, s.BestRun = c, t.Took
 			return true
 		}
 	}
 	return false
+}
+
+// noneStarted says that no step so far had a run that gave a verdict.
+func (s *Search) noneStarted() bool {
+	for _, st := range s.Steps {
+		if st.Runs > st.NoVerdict {
+			return false
+		}
+	}
+	return true
 }
 
 func orNone(v string) string {

@@ -20,6 +20,7 @@ import (
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/report"
 	"github.com/lockcheck/lockcheck/runner"
+	"github.com/lockcheck/lockcheck/shrink"
 	"github.com/spf13/pflag"
 )
 
@@ -247,5 +248,31 @@ func TestScheduleMustBeTheOnePlayed(t *testing.T) {
 	}
 	if text, words := readReport(t, md); strings.Contains(text, "```yaml") || slices.Contains(words, "--schedule=schedule.yaml") || !strings.Contains(text, "not the sha256 "+playedSHA) {
 		t.Fatalf("an edited schedule.yaml was carried:\n%s", text)
+	}
+}
+
+// A shrink whose runs never start (an external deployment without $LOCKCHECK_EXTERNAL_PASSWORD) says so,
+// with the runs' error, instead of "fails in 0 of n runs": it stops after its first steps and exits 255
+// (issue 36, item 12). A stand-in for lockcheck fails every run at its start.
+func TestShrinkSaysItsRunsNeverStarted(t *testing.T) {
+	exe := filepath.Join(t.TempDir(), "lockcheck")
+	script := "#!/bin/sh\necho 'lockcheck: node n1 at 127.0.0.1:1: NOAUTH Authentication required.'\nexit 254\n"
+	if err := os.WriteFile(exe, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sig := shrink.Signature{Checker: "mutual-exclusion", Kind: "overlap"}
+	o := shrinkOracle{exe: exe, dir: t.TempDir(), sig: sig, parallel: 1}
+	start, err := shrink.FromRun([]string{"lockcheck", "run", "--lock=naive", "--time=3s", "--clients=4", "--threads=2"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = runShrink(context.Background(), "RUN", 3, start, sig, o, shrinkPlan{seeds: 1, repeats: 1, budget: 2 * time.Minute})
+	var ee exitError
+	if !errors.As(err, &ee) || ee.code != exitHarness {
+		t.Fatalf("shrink: %v, want exit %d", err, exitHarness)
+	}
+	r := readShrink(t, o.dir)
+	if r.Stopped != shrink.NotStarted || !strings.Contains(r.Error, "NOAUTH") || len(r.Steps) != 2 {
+		t.Fatalf("stopped %q with error %q after %d steps", r.Stopped, r.Error, len(r.Steps))
 	}
 }

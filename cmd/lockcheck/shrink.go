@@ -261,18 +261,21 @@ func runShrink(ctx context.Context, dir string, seed int64, start shrink.Cmd, si
 		dir, sig, p.seeds, p.budget, o.dir)
 	s.Run(ctx)
 	r := &shrink.Result{Run: dir, Signature: sig, Original: start.Line(seed), Args: s.Best.Args(), Confirm: p.seeds,
-		Steps: s.Steps, Stopped: s.Stopped}
+		Steps: s.Steps, Stopped: s.Stopped, Error: s.Error}
 	minimal := seed
 	for _, st := range s.Steps { // a seed the best command was caught on, if any step was kept
 		if st.Outcome == shrink.Accepted {
 			minimal = st.Seeds[0]
 		}
 	}
-	if s.Stopped != "interrupted" {
+	if s.Stopped != "interrupted" && s.Stopped != shrink.NotStarted {
 		o.final = true
 		t := o.trial(ctx, s.Best, s.NextSeeds(p.repeats), "final")
 		if t.Runs == len(t.Seeds) { // every repeat judged, even if the budget ended as the last one did
 			r.Repeats, r.Caught, r.MedianNs = t.Runs, len(t.Caught), int64(t.Median())
+			if t.NeverStarted() {
+				r.Error = t.Error
+			}
 			if len(t.Caught) > 0 {
 				minimal = t.Caught[0]
 				r.Schedule = o.asSchedule(parent, t.CaughtDirs[0], s.Best, s.NextSeeds(p.seeds))
@@ -300,7 +303,9 @@ func runShrink(ctx context.Context, dir string, seed int64, start shrink.Cmd, si
 	}
 	fmt.Printf("; steps in %s\n", filepath.Join(o.dir, "steps.txt"))
 	r.Schedule.Print(os.Stdout, sig)
-	if r.Repeats > 0 {
+	if r.Error != "" { // not "fails in 0 of n": the runs said nothing of the command
+		fmt.Printf("the runs never started (none gave a verdict), so nothing was measured: %s\nthe command they ran:\n", orText(r.Error, "no error line (see the runs' output.txt)"))
+	} else if r.Repeats > 0 {
 		fmt.Printf("the smallest command fails by %s in %d of %d runs, median first violation %.1fs:\n",
 			sig, r.Caught, r.Repeats, time.Duration(r.MedianNs).Seconds())
 	} else {
@@ -310,7 +315,17 @@ func runShrink(ctx context.Context, dir string, seed int64, start shrink.Cmd, si
 	if r.Stopped == "interrupted" {
 		return exitError{exitInterrupted}
 	}
+	if r.Error != "" {
+		return exitError{exitHarness}
+	}
 	return nil
+}
+
+func orText(s, d string) string {
+	if strings.TrimSpace(s) == "" {
+		return d
+	}
+	return s
 }
 
 // estimate is how long a run of c takes before any has been timed: its time, the quiet time and 10 s of
@@ -349,7 +364,7 @@ func (o shrinkOracle) trial(ctx context.Context, c shrink.Cmd, seeds []int64, na
 		for i, seed := range redo {
 			again[i] = seed + retrySeed
 		}
-		t.Seeds, t.Runs, t.Other = slices.Concat(t.Seeds, again), t.Runs-errored, ""
+		t.Seeds, t.Runs, t.NoVerdict, t.Other = slices.Concat(t.Seeds, again), t.Runs-errored, t.NoVerdict-errored, ""
 		o.runSeeds(ctx, c, again, filepath.Join(o.dir, name+"-again"), &t)
 	}
 	t.Took = time.Since(began)
@@ -378,6 +393,7 @@ func (o shrinkOracle) runSeeds(ctx context.Context, c shrink.Cmd, seeds []int64,
 	rep, err := suite.Run(runCtx, s, "", suite.Config{Exe: o.exe, Dir: dir, Parallel: o.parallel, Repeat: 1, UntilFail: !o.final, KeepAll: true})
 	if err != nil {
 		t.Other = oneLine(err)
+		t.Error = t.Other
 		return nil, 0
 	}
 	hung := ctx.Err() == nil && runCtx.Err() != nil && len(rep.Outcomes) < len(seeds)
@@ -392,6 +408,9 @@ func (o shrinkOracle) runSeeds(ctx context.Context, c shrink.Cmd, seeds []int64,
 		if err != nil || out.Verdict == "error" {
 			if t.Other == "" {
 				t.Other = "error: " + out.Violation
+			}
+			if t.NoVerdict++; t.Error == "" {
+				t.Error = out.Violation
 			}
 			if out.Exit == exitHarness {
 				redo, errored = append(redo, out.Seed), errored+1
