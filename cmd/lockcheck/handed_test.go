@@ -276,3 +276,47 @@ func TestShrinkSaysItsRunsNeverStarted(t *testing.T) {
 		t.Fatalf("stopped %q with error %q after %d steps", r.Stopped, r.Error, len(r.Steps))
 	}
 }
+
+// A schedule run keeps the file it played beside its history, with the hash it recorded; the report
+// carries it inline and names it in its command, and shrink plays that copy without being told.
+func TestScheduleRunKeepsTheFileItPlayed(t *testing.T) {
+	src := "../../examples/schedules/naive-stale-release.yaml"
+	code, dir := run(t, "run", "--schedule", src, "--quiet", "0s", "--seed", "1")
+	if code != exitInvalid {
+		t.Fatalf("exit %d, want %d", code, exitInvalid)
+	}
+	want, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := os.ReadFile(filepath.Join(dir, "schedule.yaml"))
+	if err != nil || !bytes.Equal(kept, want) {
+		t.Fatalf("the run's schedule.yaml (%v) is not the file it played", err)
+	}
+	res, _, start, err := readShrinkRun(dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(want)
+	if playedSHA(res) != hex.EncodeToString(sum[:]) {
+		t.Fatalf("recorded sha256 %s", playedSHA(res))
+	}
+	if start.Get("schedule") != "" || len(start.Recorded("schedule")) != 1 {
+		t.Fatalf("the recorded --schedule was taken: %q", start.Args())
+	}
+	c, err := giveAgain(newShrinkCmd(), dir, start, nil, nil, playedSHA(res))
+	if abs, _ := filepath.Abs(filepath.Join(dir, "schedule.yaml")); err != nil || c.Get("schedule") != abs {
+		t.Fatalf("shrink does not play the run's own copy: %v, %q", err, c.Args())
+	}
+	if err := sameSchedule(c, res); err != nil {
+		t.Fatal(err)
+	}
+	md := filepath.Join(t.TempDir(), "report.md")
+	if code := execute(context.Background(), []string{"report", "--out", md, dir}); code != 0 {
+		t.Fatalf("report: exit %d", code)
+	}
+	text, words := readReport(t, md)
+	if !strings.Contains(text, "```yaml\n"+string(want)) || !slices.Contains(words, "--schedule=schedule.yaml") || strings.Contains(text, "Left out") {
+		t.Fatalf("the report does not carry the schedule:\n%s", text)
+	}
+}
