@@ -21,8 +21,10 @@ type Flag struct{ Name, Value string }
 // Withheld are the recorded flags a file may not give (history.Withheld): FromRun leaves them out of Given,
 // and only Give puts one back, with the value the user named.
 type Cmd struct {
-	Given     []Flag
-	Withheld  []Flag
+	Given    []Flag
+	Withheld []Flag
+	// Secrets are the flags recorded as REDACTED: a run reads each from its environment.
+	Secrets   []string
 	effective map[string]string
 }
 
@@ -44,7 +46,11 @@ func FromRun(command []string, options json.RawMessage) (Cmd, error) {
 		if !ok || !strings.HasPrefix(a, "--") {
 			return Cmd{}, fmt.Errorf("the recorded command line has %q where lockcheck writes --name=value", a)
 		}
-		if name == "seed" || slices.Contains(history.NotReplayed, name) || value == redacted {
+		if value == redacted {
+			c.Secrets = append(c.Secrets, name)
+			continue
+		}
+		if name == "seed" || slices.Contains(history.NotReplayed, name) {
 			continue
 		}
 		if safe, _ := history.FromFile(name); !safe {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/internal/redact"
 	"github.com/lockcheck/lockcheck/internal/safefile"
 	"github.com/lockcheck/lockcheck/report"
 	"github.com/lockcheck/lockcheck/runner"
@@ -69,6 +70,15 @@ run played (its sha256).`,
 			}
 			if err := sameSchedule(start, res); err != nil {
 				return runner.UsageError{Err: err}
+			}
+			secrets := start.Secrets // its runs read them where the original did, or fail to start
+			if start.Get("backend") == runner.BackendExternal && !slices.Contains(secrets, "external-password") {
+				secrets = append(secrets, "external-password")
+			}
+			for _, name := range secrets {
+				if env := redact.Flags[name]; env != "" && os.Getenv(env) == "" {
+					fmt.Fprintf(os.Stderr, "lockcheck: shrink's runs read --%s from $%s, which is not set: a deployment that needs it will refuse them\n", name, env)
+				}
 			}
 			// Bad flags are said once, now, not as every candidate's run failing to start.
 			if err := dryRun(cmd, start.Args()); err != nil {
