@@ -304,7 +304,7 @@ func TestScheduleRunKeepsTheFileItPlayed(t *testing.T) {
 	if start.Get("schedule") != "" || len(start.Recorded("schedule")) != 1 {
 		t.Fatalf("the recorded --schedule was taken: %q", start.Args())
 	}
-	c, err := giveAgain(newShrinkCmd(), dir, start, nil, nil, playedSHA(res))
+	c, err := giveAgain(newShrinkCmd(), dir, start, nil, playedSHA(res))
 	if abs, _ := filepath.Abs(filepath.Join(dir, "schedule.yaml")); err != nil || c.Get("schedule") != abs {
 		t.Fatalf("shrink does not play the run's own copy: %v, %q", err, c.Args())
 	}
@@ -318,5 +318,31 @@ func TestScheduleRunKeepsTheFileItPlayed(t *testing.T) {
 	text, words := readReport(t, md)
 	if !strings.Contains(text, "```yaml\n"+string(want)) || !slices.Contains(words, "--schedule=schedule.yaml") || strings.Contains(text, "Left out") {
 		t.Fatalf("the report does not carry the schedule:\n%s", text)
+	}
+}
+
+// What the user names again replaces the recorded value (a path made absolute); --trust-recorded takes the
+// recorded one as it is, and prints it.
+func TestShrinkTakesWhatTheUserNamesAgain(t *testing.T) {
+	dir := handedRun(t, []string{"lockcheck", "run", "--lock=naive", "--client-cmd=sh -c 'touch x'", "--scripts=/planted", "--seed=3"}, nil)
+	_, _, start, err := readShrinkRun(dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := newShrinkCmd()
+	if err := cmd.ParseFlags([]string{"--client-cmd", "./my-worker --fast", "--scripts", "lua"}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := giveAgain(cmd, dir, start, nil, "")
+	abs, _ := filepath.Abs("lua")
+	if err != nil || c.Get("client-cmd") != "./my-worker --fast" || c.Get("scripts") != abs || len(c.Withheld) != 0 {
+		t.Fatalf("named again: %v, %q", err, c.Args())
+	}
+	c, err = giveAgain(newShrinkCmd(), dir, start, []string{"client-cmd", "scripts"}, "")
+	if err != nil || c.Get("client-cmd") != "sh -c 'touch x'" || c.Get("scripts") != "/planted" {
+		t.Fatalf("--trust-recorded: %v, %q", err, c.Args())
+	}
+	if _, err := giveAgain(newShrinkCmd(), dir, start, []string{"client-cmd"}, ""); err == nil || !strings.Contains(err.Error(), "--scripts=") {
+		t.Fatalf("--trust-recorded client-cmd alone: %v, want --scripts still refused", err)
 	}
 }

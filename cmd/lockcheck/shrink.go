@@ -31,7 +31,6 @@ func newShrinkCmd() *cobra.Command {
 		budget                   time.Duration
 		trust                    []string
 	)
-	again := map[string]*[]string{} // the withheld flags, named again on shrink's command line
 	cmd := &cobra.Command{
 		Use:   "shrink RUN_DIR",
 		Short: "Find a smaller run that fails the same way as an invalid one, by re-running candidates",
@@ -65,7 +64,7 @@ run played (its sha256).`,
 			if err != nil {
 				return runner.UsageError{Err: err}
 			}
-			if start, err = giveAgain(cmd, dir, start, again, trust, playedSHA(res)); err != nil {
+			if start, err = giveAgain(cmd, dir, start, trust, playedSHA(res)); err != nil {
 				return runner.UsageError{Err: err}
 			}
 			if err := sameSchedule(start, res); err != nil {
@@ -108,10 +107,8 @@ run played (its sha256).`,
 	f.IntVar(&parallel, "parallel", 3, "runs at a time")
 	f.StringVar(&checkerName, "checker", "", "the invalid checker to keep (default: the one whose violation came first)")
 	f.StringVar(&results, "results", "", "directory of the candidates' runs and shrink.json (default RUN_DIR/shrink/TIME)")
-	for _, name := range slices.Sorted(maps.Keys(history.Withheld)) {
-		v := new([]string)
-		again[name] = v
-		f.StringArrayVar(v, name, nil, fmt.Sprintf("lockcheck run's --%s, never taken from RUN_DIR (%s)", name, history.Withheld[name]))
+	for _, name := range slices.Sorted(maps.Keys(history.Withheld)) { // named again: read by giveAgain
+		f.StringArray(name, nil, fmt.Sprintf("lockcheck run's --%s, never taken from RUN_DIR (%s)", name, history.Withheld[name]))
 	}
 	f.StringSliceVar(&trust, "trust-recorded", nil, "take these withheld flags (names, comma-separated) from RUN_DIR's command as recorded: read them first")
 	return cmd
@@ -120,10 +117,10 @@ run played (its sha256).`,
 // giveAgain puts back the withheld flags of a run's command: those the user named again on shrink's
 // command line, and those --trust-recorded names, as recorded (printed as they are taken). Any other one
 // refuses the shrink, in one line naming each and why: a run directory someone hands you is data.
-func giveAgain(cmd *cobra.Command, dir string, c shrink.Cmd, again map[string]*[]string, trust []string, played string) (shrink.Cmd, error) {
-	for _, name := range slices.Sorted(maps.Keys(again)) {
+func giveAgain(cmd *cobra.Command, dir string, c shrink.Cmd, trust []string, played string) (shrink.Cmd, error) {
+	for _, name := range slices.Sorted(maps.Keys(history.Withheld)) {
 		if cmd.Flags().Changed(name) {
-			vals := slices.Clone(*again[name])
+			vals, _ := cmd.Flags().GetStringArray(name)
 			for i, v := range vals { // as lockcheck run records them: absolute, for the candidates and the lines printed
 				if abs, err := filepath.Abs(v); slices.Contains(pathFlags, name) && v != "" && err == nil {
 					vals[i] = abs
