@@ -256,9 +256,16 @@ func rwStep(state, input, output interface{}) []interface{} {
 	if out.Outcome == Unsure {
 		next = append(next, s) // it did not run: unchanged (as in mutexStep)
 	}
+	// A resent unlock's 1 may be the latch of a send that found the lock gone: Redisson's read and write
+	// unlocks store 1 in the latch before answering nil there, and a later send answers the latch.
+	gone := in.Resent && out.Outcome == Applied && out.Value == 1
 	for _, c := range cands {
 		if a, ok := rwApply(c, in, out); ok && (out.Outcome != Unsure || a != s) {
 			next = append(next, a)
+		} else if gone {
+			if _, ok := rwApply(c, in, Reply{Outcome: Refused}); ok {
+				next = append(next, c)
+			}
 		}
 	}
 	return next
@@ -314,6 +321,7 @@ func describeCommand(input, output interface{}) string {
 	if in.N != 0 {
 		f += fmt.Sprintf("(%d)", in.N)
 	}
+	f += resentNote(in)
 	var r string
 	switch out.Outcome {
 	case Unsure:
