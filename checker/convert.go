@@ -83,8 +83,8 @@ func (r resends) opened(at int, in Command) {
 // it did. A resend whose earlier sends never ran (left out) starts the request itself.
 func (r resends) join(ops []porcupine.Operation, attempt int64, in Command, out Reply) bool {
 	at, ok := r[[2]string{in.Key, in.Owner}]
-	if in.F != "release" || attempt <= 0 || !ok {
-		return false
+	if in.F != "release" || attempt <= 0 || !ok || ops[at].Output.(Reply).Outcome != Unsure {
+		return false // an answered request is sent no more: this is another unlock's, its first sends left out
 	}
 	op := &ops[at]
 	first := op.Input.(Command)
