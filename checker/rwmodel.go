@@ -174,15 +174,19 @@ func rwApply(s RWState, in Command, out Reply) (RWState, bool) {
 		r.holds--
 		s.Readers = withReader(s.Readers, r)
 		others := s.Readers != "" || s.Writer != ""
-		if s.Writer != "" { // the writer's own reads: its hash lives on, or as long as its reads; unknown here
+		if !others {
+			return RWState{}, out.Outcome != Applied || out.Value == 1
+		}
+		if s.Writer != "" || in.Volatile {
+			// The writer's own reads: its hash lives on, or as long as its reads. Where a failover can lose
+			// writes, the holds the model counts may not be the server's (an unacknowledged grant lost, a
+			// refusal from the old primary left out): the lock's lease may end at any time from here, and
+			// a 1 says it was the last.
 			if out.Outcome == Applied && out.Value == 1 {
 				return RWState{}, true
 			}
 			s.Lo = min(s.Lo, in.Call)
 			return s, true
-		}
-		if !others {
-			return RWState{}, out.Outcome != Applied || out.Value == 1
 		}
 		// The lock now keeps writers out as long as the longest remaining hold (Redisson sets the hash's
 		// pttl to it; a readers set's live scores do). If every remaining hold ran out before this release,
