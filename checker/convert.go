@@ -64,8 +64,8 @@ func Commands(h *history.History, fs ...string) []porcupine.Operation {
 // answers what that effect answered. Judged as separate releases (a repeat's answer taken as unknown), an
 // inner unlock whose first reply was lost and whose resend deleted the outer hold (a script without the
 // latch) had a legal order: the first send not applied, the resend as the one release. As one command,
-// from the first send's call to the last one's return, answering the last definite answer, it has none:
-// one release of a hold taken twice answers 0.
+// from the first send's call to the last one's return, answering what the send answered ok said, it has
+// none: one release of a hold taken twice answers 0.
 type resends map[[2]string]int // (key, owner) -> the index in ops of its latest unlock's first send
 
 // opened notes a command that is no resend: a release starts a request later sends may join; any other
@@ -80,7 +80,8 @@ func (r resends) opened(at int, in Command) {
 }
 
 // join folds a release sent again (attempt > 0) into its request's first send in ops, reporting whether
-// it did. A resend whose earlier sends never ran (left out) starts the request itself.
+// it did. A resend whose earlier sends never ran (left out) starts the request itself, as a repeat whose
+// answer proves nothing (Replay), as before.
 func (r resends) join(ops []porcupine.Operation, attempt int64, in Command, out Reply) bool {
 	at, ok := r[[2]string{in.Key, in.Owner}]
 	if in.F != "release" || attempt <= 0 || !ok || ops[at].Output.(Reply).Outcome != Unsure {
