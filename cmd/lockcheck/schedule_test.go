@@ -261,3 +261,27 @@ func TestRunRecordsFilesAbsolute(t *testing.T) {
 		t.Fatalf("recorded command %q: want --lock-spec=%s", h.Run.Command, want)
 	}
 }
+
+// On Sentinel an inner unlock whose reply is dropped is sent again with its request id; with a release
+// script that does not latch (Redisson before 3.24.0) the resend deletes the outer hold and another client
+// gets in. Both mutual exclusion and porcupine flag it: the model judges the sends as one unlock, which of
+// a hold taken twice answers 0, not the resend's 1 (checker.TestResentUnlockIsOneCall has the recorded
+// histories, with Redisson's own scripts valid).
+func TestResentUnlockWithoutLatchIsFlagged(t *testing.T) {
+	t.Parallel() // a 3 s schedule on Sentinel that mostly waits
+	dir := filepath.Join("..", "..", "checker", "testdata", "resend")
+	code, run := run(t, "run", "--schedule", filepath.Join(dir, "resend.yaml"), "--topology", "sentinel",
+		"--scripts", filepath.Join(dir, "no-latch"), "--quiet", "0s", "--seed", "1")
+	r := readResults(t, run)
+	if code != exitInvalid {
+		t.Fatalf("exit %d, want %d: %+v", code, exitInvalid, r.Checkers)
+	}
+	for _, ch := range r.Checkers {
+		if (ch.Checker == "porcupine" || ch.Checker == "mutual-exclusion") && ch.Valid != false {
+			t.Errorf("%s: %v, want invalid", ch.Checker, ch.Valid)
+		}
+		if ch.Checker == "porcupine" && !strings.Contains(ch.Violation, "sent again") {
+			t.Errorf("porcupine's violation does not name the resent unlock: %s", ch.Violation)
+		}
+	}
+}
