@@ -41,15 +41,66 @@ func Commands(h *history.History, fs ...string) []porcupine.Operation {
 		}
 	}
 	ops := make([]porcupine.Operation, 0, n) // once: a grown slice of a million leaves its old copies behind
-	eachCommand(h, nm, fs, func(_ int, in Command, out Reply) {
+	sends := resends{}
+	eachCommand(h, nm, fs, func(i int, in Command, out Reply) {
 		if in.Forced { // the model judges a refusal after a forceUnlock as any other: legal only for a non-holder
 			in.Replay, in.Forced = false, false
 		}
+		if sends.join(ops, h.Ops[i].Invoke.Args["attempt"], in, out) {
+			return
+		}
 		ops = append(ops, porcupine.Operation{ClientId: ids[in.Client], Input: in, Output: out,
 			Call: in.Call, Return: in.Return})
+		sends.opened(len(ops)-1, in)
 	})
 	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
 	return ops
+}
+
+// resends joins an unlock's resends to its first send, for the models. One unlock request is sent up to 5
+// times with one request id (Redisson resends a write whose reply timed out, on Sentinel and Cluster, and
+// repeats one answered NoSync): each send is recorded as its own release, attempt n. The unlock latch
+// keyed by the request id makes the sends one call that takes effect at most once, and every later send
+// answers what that effect answered. Judged as separate releases (a repeat's answer taken as unknown), an
+// inner unlock whose first reply was lost and whose resend deleted the outer hold (a script without the
+// latch) had a legal order: the first send not applied, the resend as the one release. As one command,
+// from the first send's call to the last one's return, answering what the send answered ok said, it has
+// none: one release of a hold taken twice answers 0.
+type resends map[[2]string]int // (key, owner) -> the index in ops of its latest unlock's first send
+
+// opened notes a command that is no resend: a release starts a request later sends may join; any other
+// command of the owner on the key ends the one before (a thread's calls follow each other).
+func (r resends) opened(at int, in Command) {
+	k := [2]string{in.Key, in.Owner}
+	if in.F == "release" {
+		r[k] = at
+		return
+	}
+	delete(r, k)
+}
+
+// join folds a release sent again (attempt > 0) into its request's first send in ops, reporting whether
+// it did. A resend whose earlier sends never ran (left out) starts the request itself, as a repeat whose
+// answer proves nothing (Replay), as before.
+func (r resends) join(ops []porcupine.Operation, attempt int64, in Command, out Reply) bool {
+	at, ok := r[[2]string{in.Key, in.Owner}]
+	if in.F != "release" || attempt <= 0 || !ok || ops[at].Output.(Reply).Outcome != Unsure {
+		return false // an answered request is sent no more: this is another unlock's, its first sends left out
+	}
+	op := &ops[at]
+	first := op.Input.(Command)
+	first.Resent, first.LastSend = true, in.Call
+	first.Return = max(first.Return, in.Return)
+	first.Volatile = first.Volatile || in.Volatile
+	op.Input, op.Return = first, first.Return
+	if out.Outcome == Applied {
+		op.Output = out // the last answer: the latch's, i.e. the one effect's
+	}
+	// A refused resend says less than it seems: besides "no send took effect and the owner holds
+	// nothing", it may be a replica's answer (the script ran there read-only and WAIT failed: "ERR WAIT
+	// cannot be used with replica instances", recorded as a failure with the script's value) after a
+	// failover. The request's answer stays what the sends before said.
+	return true
 }
 
 // eachCommand calls yield with each command named fs that the models read, in the history's order (not

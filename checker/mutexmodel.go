@@ -21,9 +21,15 @@ type Command struct {
 	Call   int64
 	Return int64 // math.MaxInt64 when the outcome is unknown
 	// Replay is set for a repeated unlock attempt: Redisson's unlock latch may answer it with the first
-	// attempt's result, so its answer says nothing certain; and for a worker's release whose depth
-	// lockcheck cannot know (args.uncertain).
+	// attempt's result, so its answer says nothing certain to the owner-by-owner checkers; and for a
+	// worker's release whose depth lockcheck cannot know (args.uncertain). The models see no repeated
+	// attempt alone: Commands joins it to its first (Resent).
 	Replay bool
+	// Resent is set on an unlock sent more than once with one request id (attempts 0..n), which Commands
+	// makes one command: called at the first send, returning at the last (whose call is LastSend),
+	// answering the last definite answer, taking effect at most once (the unlock latch).
+	Resent   bool
+	LastSend int64
 	// Forced marks a refused command of an owner whose hold a forceUnlock may have ended (convert.go,
 	// forcedSince): Replay is set with it, so the owner-by-owner checkers take the refusal as no proof of a
 	// loss; the model clears both.
@@ -235,7 +241,7 @@ var MutexModel = porcupine.NondeterministicModel{
 	},
 	DescribeOperation: func(input, output interface{}) string {
 		in, out := input.(Command), output.(Reply)
-		return html.EscapeString(fmt.Sprintf("%s %s %s", in.Client, in.F, describeOutcome(in, out)))
+		return html.EscapeString(fmt.Sprintf("%s %s%s %s", in.Client, in.F, resentNote(in), describeOutcome(in, out)))
 	},
 	DescribeState: func(state interface{}) string {
 		s := state.(MutexState)
@@ -248,6 +254,14 @@ var MutexModel = porcupine.NondeterministicModel{
 		}
 		return html.EscapeString(fmt.Sprintf("held by %s ×%d; lease ends in [%s, %s]", s.Owner, s.Holds, Secs(s.Lo), hi))
 	},
+}
+
+// resentNote says that a command is an unlock sent more than once (Command.Resent).
+func resentNote(in Command) string {
+	if in.Resent {
+		return fmt.Sprintf(" (sent again at %s, one request)", Secs(in.LastSend))
+	}
+	return ""
 }
 
 func describeOutcome(in Command, out Reply) string {

@@ -157,13 +157,25 @@ func (l *Linearizable) Proof(ctx context.Context, h *history.History, res Result
 	if len(keep) == len(ops) && !proves(keep) {
 		return Proof{}, false
 	}
-	at := map[[2]any]bool{} // (call, thread) of the kept commands
+	at := map[[2]any]bool{}           // (call, thread) of the kept commands
+	resent := map[string][][2]int64{} // thread -> the sends of its kept resent unlocks, first to last
 	for _, i := range keep {
 		c := ops[i].Input.(Command)
 		at[[2]any{c.Call, c.Client}] = true
+		if c.Resent {
+			resent[c.Client] = append(resent[c.Client], [2]int64{c.Call, c.LastSend})
+		}
 	}
 	for i := range h.Ops {
-		if inv := h.Ops[i].Invoke; nodeKey(inv) == key && at[[2]any{inv.Time, threadName(inv)}] {
+		inv := h.Ops[i].Invoke
+		if nodeKey(inv) != key {
+			continue
+		}
+		kept := at[[2]any{inv.Time, threadName(inv)}]
+		for _, r := range resent[threadName(inv)] {
+			kept = kept || inv.F == "release" && inv.Time >= r[0] && inv.Time <= r[1]
+		}
+		if kept {
 			p.Ops = append(p.Ops, i)
 		}
 	}

@@ -6,14 +6,20 @@ import (
 	"hash/fnv"
 	"html"
 	"math"
-	"strconv"
 	"strings"
 
 	"github.com/anishathalye/porcupine"
 )
 
-// RWState is a read-write lock: its writer and write holds, its readers (as "owner=holds;..." sorted, so
-// the state stays comparable), and the window in which the whole hash's lease surely ends.
+// RWState is a read-write lock: its writer and write holds, its readers, and the window in which the whole
+// hash's lease surely ends.
+//
+// Readers holds each reader's holds and its own lease window, sorted by owner so the state stays
+// comparable: per reader, the owner, a zero byte, then its holds (4 bytes) and the window [lo, hi] in which
+// its remaining holds' longest lease ends (8 bytes each). A read unlock that leaves others holding sets
+// the hash's lease to the longest remaining hold's (Redisson's rwlock_timeout keys; a readers set's
+// scores): without each reader's own window the model could only say "any time from now", and found a
+// writer's grant legal while a remaining reader was still well inside its lease.
 type RWState struct {
 	Writer  string
 	WHolds  int
@@ -23,56 +29,94 @@ type RWState struct {
 
 func (s RWState) free() bool { return s.Writer == "" && s.Readers == "" }
 
-// readerHolds is o's holds in a readers string. The model's step runs millions of times on a wide
-// history (porcupine and the frontier both): the readers are read and rewritten in place, with no map.
-func readerHolds(rs, o string) int {
-	for rs != "" {
-		var e string
-		e, rs, _ = strings.Cut(rs, ";")
-		if k, v, _ := strings.Cut(e, "="); k == o {
-			n, _ := strconv.Atoi(v)
-			return n
-		}
-	}
-	return 0
+// readerLen is the bytes after a reader's owner and its zero byte: holds, lo, hi.
+const readerLen = 4 + 8 + 8
+
+// reader is one entry of a readers string.
+type reader struct {
+	owner  string
+	holds  int
+	lo, hi int64
 }
 
-// withReader is the readers string with o's holds changed by d (an owner with none is left out), still
-// sorted by owner.
-func withReader(rs, o string, d int) string {
-	var b strings.Builder
-	b.Grow(len(rs) + len(o) + 4)
-	put := func(k string, n int) {
-		if n <= 0 {
-			return
-		}
-		if b.Len() > 0 {
-			b.WriteByte(';')
-		}
-		b.WriteString(k)
-		b.WriteByte('=')
-		b.WriteString(strconv.Itoa(n))
+// nextReader cuts the first entry off a readers string. The model's step runs millions of times on a wide
+// history (porcupine and the frontier both): the readers are read and rewritten in place, with no map.
+func nextReader(rs string) (reader, string) {
+	i := strings.IndexByte(rs, 0)
+	b := rs[i+1 : i+1+readerLen]
+	return reader{owner: rs[:i], holds: int(le(b[0:4])), lo: int64(le(b[4:12])), hi: int64(le(b[12:20]))}, rs[i+1+readerLen:]
+}
+
+// le reads a little-endian number from a string's bytes, without copying them.
+func le(b string) uint64 {
+	var v uint64
+	for i := len(b) - 1; i >= 0; i-- {
+		v = v<<8 | uint64(b[i])
 	}
+	return v
+}
+
+// readerOf is o's entry in a readers string (holds 0 when o holds none).
+func readerOf(rs, o string) reader {
+	for rs != "" {
+		var r reader
+		if r, rs = nextReader(rs); r.owner == o {
+			return r
+		}
+	}
+	return reader{owner: o}
+}
+
+// readerHolds is o's holds in a readers string.
+func readerHolds(rs, o string) int { return readerOf(rs, o).holds }
+
+func putReader(b *strings.Builder, r reader) {
+	var n [readerLen]byte
+	binary.LittleEndian.PutUint32(n[0:], uint32(r.holds))
+	binary.LittleEndian.PutUint64(n[4:], uint64(r.lo))
+	binary.LittleEndian.PutUint64(n[12:], uint64(r.hi))
+	b.WriteString(r.owner)
+	b.WriteByte(0)
+	b.Write(n[:])
+}
+
+// withReader is the readers string with r's entry put in its owner's place (an owner with no holds is
+// left out), still sorted by owner.
+func withReader(rs string, r reader) string {
+	var b strings.Builder
+	b.Grow(len(rs) + len(r.owner) + 1 + readerLen)
 	placed := false
 	for rs != "" {
-		var e string
-		e, rs, _ = strings.Cut(rs, ";")
-		k, v, _ := strings.Cut(e, "=")
-		n, _ := strconv.Atoi(v)
+		var e reader
+		e, rs = nextReader(rs)
 		switch {
-		case k == o:
-			n += d
-			placed = true
-		case !placed && k > o:
-			put(o, d)
+		case e.owner == r.owner:
+			e, placed = r, true
+		case !placed && e.owner > r.owner:
+			if r.holds > 0 {
+				putReader(&b, r)
+			}
 			placed = true
 		}
-		put(k, n)
+		if e.holds > 0 {
+			putReader(&b, e)
+		}
 	}
-	if !placed {
-		put(o, d)
+	if !placed && r.holds > 0 {
+		putReader(&b, r)
 	}
 	return b.String()
+}
+
+// longestReader is the window in which the longest of the readers' leases ends.
+func longestReader(rs string) (lo, hi int64) {
+	lo, hi = math.MinInt64, math.MinInt64
+	for rs != "" {
+		var r reader
+		r, rs = nextReader(rs)
+		lo, hi = max(lo, r.lo), max(hi, r.hi)
+	}
+	return lo, hi
 }
 
 // rwApply returns the state after a read-write command, and whether its reply is legal.
@@ -95,7 +139,14 @@ func rwApply(s RWState, in Command, out Reply) (RWState, bool) {
 		} else {
 			s.Lo, s.Hi = max(s.Lo, lo), max(s.Hi, hi)
 		}
-		s.Readers = withReader(s.Readers, o, 1)
+		r := readerOf(s.Readers, o)
+		if r.holds == 0 {
+			r.lo, r.hi = lo, hi
+		}
+		// A re-entry keeps the first hold's lo: a release takes the latest hold off (Redisson's timeout key
+		// n), so what remains lasts at least as long as the first hold, not surely as long as this one.
+		r.holds, r.hi = r.holds+1, max(r.hi, hi)
+		s.Readers = withReader(s.Readers, r)
 		return s, true
 	case in.F == "acquire":
 		fresh := s.free()
@@ -119,18 +170,33 @@ func rwApply(s RWState, in Command, out Reply) (RWState, bool) {
 		if mine == 0 {
 			return s, false
 		}
-		s.Readers = withReader(s.Readers, o, -1)
+		r := readerOf(s.Readers, o)
+		r.holds--
+		s.Readers = withReader(s.Readers, r)
 		others := s.Readers != "" || s.Writer != ""
-		if out.Outcome == Applied && out.Value == 1 {
-			return RWState{}, true // it was the last, or every other hold's timeout had run out
-		}
-		if out.Outcome == Applied && !others {
-			return s, false
-		}
 		if !others {
-			return RWState{}, true
+			return RWState{}, out.Outcome != Applied || out.Value == 1
 		}
-		s.Lo = min(s.Lo, in.Call) // the hash now lives as long as the longest remaining hold: unknown here
+		if s.Writer != "" || in.Volatile {
+			// The writer's own reads: its hash lives on, or as long as its reads. Where a failover can lose
+			// writes, the holds the model counts may not be the server's (an unacknowledged grant lost, a
+			// refusal from the old primary left out): the lock's lease may end at any time from here, and
+			// a 1 says it was the last.
+			if out.Outcome == Applied && out.Value == 1 {
+				return RWState{}, true
+			}
+			s.Lo = min(s.Lo, in.Call)
+			return s, true
+		}
+		// The lock now keeps writers out as long as the longest remaining hold (Redisson sets the hash's
+		// pttl to it; a readers set's live scores do). If every remaining hold ran out before this release,
+		// none is left and the release answers that it was the last. The upper end stays where it was: a
+		// readers set lives on with its TTL, and a lapsed reader's unlock may still find its entry there.
+		rlo, rhi := longestReader(s.Readers)
+		if out.Outcome == Applied && out.Value == 1 {
+			return RWState{}, rlo <= in.Return
+		}
+		s.Lo, s.Hi = rlo, max(s.Hi, rhi)
 		return s, true
 	case in.F == "release":
 		if out.Outcome == Refused {
@@ -160,6 +226,7 @@ func rwApply(s RWState, in Command, out Reply) (RWState, bool) {
 			return s, false
 		}
 		s.Lo, s.Hi = max(s.Lo, lo), max(s.Hi, hi)
+		s.Readers = withReader(s.Readers, reader{owner: o, holds: mine, lo: lo, hi: hi}) // each of its holds' timeouts
 		return s, true
 	case in.F == "renew":
 		if out.Outcome == Refused {
@@ -193,9 +260,16 @@ func rwStep(state, input, output interface{}) []interface{} {
 	if out.Outcome == Unsure {
 		next = append(next, s) // it did not run: unchanged (as in mutexStep)
 	}
+	// A resent unlock's 1 may be the latch of a send that found the lock gone: Redisson's read and write
+	// unlocks store 1 in the latch before answering nil there, and a later send answers the latch.
+	gone := in.Resent && out.Outcome == Applied && out.Value == 1
 	for _, c := range cands {
 		if a, ok := rwApply(c, in, out); ok && (out.Outcome != Unsure || a != s) {
 			next = append(next, a)
+		} else if gone {
+			if _, ok := rwApply(c, in, Reply{Outcome: Refused}); ok {
+				next = append(next, c)
+			}
 		}
 	}
 	return next
@@ -226,12 +300,14 @@ var RWModel = porcupine.NondeterministicModel{
 		if s.free() {
 			return "free"
 		}
-		hi := "never"
-		if s.Hi != math.MaxInt64 {
-			hi = Secs(s.Hi)
+		var rs []string
+		for left := s.Readers; left != ""; {
+			var r reader
+			r, left = nextReader(left)
+			rs = append(rs, fmt.Sprintf("%s×%d until [%s, %s]", r.owner, r.holds, Secs(r.lo), retText(r.hi)))
 		}
 		return html.EscapeString(fmt.Sprintf("writer %q ×%d, readers {%s}; lease ends in [%s, %s]", s.Writer, s.WHolds,
-			s.Readers, Secs(s.Lo), hi))
+			strings.Join(rs, "; "), Secs(s.Lo), retText(s.Hi)))
 	},
 }
 
@@ -249,6 +325,7 @@ func describeCommand(input, output interface{}) string {
 	if in.N != 0 {
 		f += fmt.Sprintf("(%d)", in.N)
 	}
+	f += resentNote(in)
 	var r string
 	switch out.Outcome {
 	case Unsure:

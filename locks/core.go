@@ -156,6 +156,18 @@ func (r *Redisson) leaseArg(lease time.Duration) time.Duration {
 	return lease
 }
 
+// leaseAfterUnlock is the lease a lock's next partial unlock sets after an unlock that answered res, err:
+// RedissonLock.cancelExpirationRenewal (the parent of the read and write locks too) resets
+// internalLockLeaseTime to the watchdog timeout unless the unlock was partial (false). Without it a hold
+// taken under the watchdog after one with a short lease, re-entered and partly released, was cut to the
+// old short lease.
+func (r *Redisson) leaseAfterUnlock(cur time.Duration, res int64, err error) time.Duration {
+	if err != nil || res != 0 {
+		return r.cfg.WatchdogTimeout
+	}
+	return cur
+}
+
 // variant names a primitive's script, or its negative control's (<script>_broken.lua).
 func variant(script string, broken bool) string {
 	if broken {

@@ -100,3 +100,39 @@ func TestReadUnlockCancelsWriteRenewal(t *testing.T) {
 		t.Fatal("the write lock is still renewed after the same thread's read unlock")
 	}
 }
+
+// Redisson 4.7 resets a lock's internalLockLeaseTime to the watchdog timeout after an unlock that is not
+// partial (RedissonLock.cancelExpirationRenewal, the read and write locks' parent), and a partial write
+// unlock (the `counter > 0` branch) pexpires the hash to it. So a write lock taken once with a short lease,
+// released, then taken twice under the watchdog, keeps the watchdog's lease after one unlock. Before, the
+// emulation kept the old short lease and the partial unlock cut the holder's lock to it.
+func TestPartialWriteUnlockAfterAShortLease(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	cfg := fast()
+	cfg.WatchdogTimeout = 20 * time.Second
+	w := f.client(t, "c1", cfg).WriteLock("wl", 1)
+	if ok, err := w.TryLock(ctx, 0, 300*time.Millisecond); !ok || err != nil {
+		t.Fatalf("write acquire with a lease: %v %v", ok, err)
+	}
+	if err := w.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ { // taken and re-entered under the watchdog
+		if ok, err := w.TryLock(ctx, 0, 0); !ok || err != nil {
+			t.Fatalf("write acquire %d under the watchdog: %v %v", i+1, ok, err)
+		}
+	}
+	if err := w.Unlock(ctx); err != nil { // partial: one hold left
+		t.Fatal(err)
+	}
+	if !f.admin.HExists(ctx, "wl", w.Owner()).Val() {
+		t.Fatal("the write lock is gone after a partial unlock")
+	}
+	if pttl := f.admin.PTTL(ctx, "wl").Val(); pttl < 10*time.Second {
+		t.Fatalf("pttl %v after the partial unlock, want the watchdog's %v (the earlier 300ms lease was kept)", pttl, cfg.WatchdogTimeout)
+	}
+	if err := w.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -111,9 +111,7 @@ func (l *RLock) Token() int64 { return l.token }
 // unlock latch makes every repeat answer what the first send did instead of unlocking twice.
 func (l *RLock) Unlock(ctx context.Context) error {
 	res, err := l.r.unlockRequest(ctx, l.unlockInner, func() { l.r.wd.remove(l.name, l.Owner()) })
-	if err != nil || res != 0 { // RedissonLock.cancelExpirationRenewal: unless a partial unlock (false)
-		l.internalLease = l.r.cfg.WatchdogTimeout
-	}
+	l.internalLease = l.r.leaseAfterUnlock(l.internalLease, res, err)
 	return err
 }
 

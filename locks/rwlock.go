@@ -110,13 +110,15 @@ func (l *ReadWriteLock) tryAcquire(ctx context.Context, lease time.Duration) (bo
 // A read unlock also takes one hold off the same thread's write-lock renewal: RedissonReadLock's
 // cancelExpirationRenewal calls its parent's, which cancels the LockTask entry of the name and thread, the
 // write lock's (a Redisson 4.7 bug: a writer that reads loses its write renewal).
+// Then the lease a later partial write unlock sets goes back to the watchdog's (leaseAfterUnlock).
 func (l *ReadWriteLock) Unlock(ctx context.Context) error {
-	_, err := l.r.unlockRequest(ctx, l.unlockInner, func() {
+	res, err := l.r.unlockRequest(ctx, l.unlockInner, func() {
 		l.r.wd.removeKind(l.name, l.Owner(), !l.write)
 		if !l.write {
 			l.r.wd.remove(l.name, l.Owner()+":write")
 		}
 	})
+	l.lease = l.r.leaseAfterUnlock(l.lease, res, err)
 	return err
 }
 

@@ -319,8 +319,8 @@ func agreement(s *Story, invalid func(string) bool) string {
 			break
 		}
 		if len(s.Owners) == 2 && s.leaseEnd > s.Owners[1].Entered {
-			// The model is lenient where it cannot follow each hold's own lease (a read-write lock's
-			// readers): the answers fit it, but the holder's own lease had not run out.
+			// The model is lenient where it cannot follow each hold's own lease (a writer's own reads, a
+			// worker's watchdog): the answers fit it, but the holder's own lease had not run out.
 			return fmt.Sprintf("The library's answers alone have a legal order in the lock's model, yet %s entered %s before %s's own lease could end: the lock let it in early",
 				s.Owners[1].Name, checker.Secs(s.leaseEnd-s.Owners[1].Entered), s.Owners[0].Name)
 		}
