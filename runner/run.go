@@ -398,6 +398,12 @@ func execute(ctx context.Context, t *Test, wk *workerRun, dir string, rec *histo
 	close(stop)
 	ncancel()
 	wg.Wait()
+	if stopped == nil && ctx.Err() == nil {
+		select { // a worker that hung (or died) while the workload waited for its last calls
+		case stopped = <-failed:
+		default:
+		}
+	}
 	return stopped
 }
 
