@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/internal/prose"
 	"github.com/lockcheck/lockcheck/kinds"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/report"
@@ -133,8 +134,9 @@ func analyze(ctx context.Context, path string, timeout time.Duration, own *kinds
 	}
 	if o := meta.Options; o.Schedule != "" {
 		note := fmt.Sprintf("the workload was the schedule %s (sha256 %.12s): its steps, not random draws", o.Schedule, o.ScheduleSHA256)
-		if o.ScheduleAbout != "" {
-			note += ": " + o.ScheduleAbout
+		// A handed history's about is not the schedule's (which was checked): said only if it would pass.
+		if about, err := prose.Line("about", o.ScheduleAbout, prose.Max); o.ScheduleAbout != "" && err == nil {
+			note += ": " + about
 		}
 		res.Notes = append(res.Notes, note)
 	}

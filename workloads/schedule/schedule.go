@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockcheck/lockcheck/internal/prose"
 	"github.com/lockcheck/lockcheck/internal/safefile"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/workloads"
@@ -143,21 +144,21 @@ type rawFile struct {
 }
 
 type rawStep struct {
-	Name    string   `yaml:"name"`
-	At      string   `yaml:"at"`
-	After   string   `yaml:"after"`
-	Delay   string   `yaml:"delay"`
-	Client  string   `yaml:"client"`
-	Thread  int64    `yaml:"thread"`
-	Key     string   `yaml:"key"`
-	Acquire string   `yaml:"acquire"`
-	Lease   *string  `yaml:"lease"`
-	Wait    *string  `yaml:"wait"`
-	Release *bool    `yaml:"release"`
-	Leave   *bool    `yaml:"leave"`
-	Fault   string   `yaml:"fault"`
-	Targets []string `yaml:"targets"`
-	For     string   `yaml:"for"`
+	Name    string    `yaml:"name"`
+	At      string    `yaml:"at"`
+	After   string    `yaml:"after"`
+	Delay   string    `yaml:"delay"`
+	Client  string    `yaml:"client"`
+	Thread  yaml.Node `yaml:"thread"` // read as a whole number here: yaml.v3 would play 1.5 as 1
+	Key     string    `yaml:"key"`
+	Acquire string    `yaml:"acquire"`
+	Lease   *string   `yaml:"lease"`
+	Wait    *string   `yaml:"wait"`
+	Release *bool     `yaml:"release"`
+	Leave   *bool     `yaml:"leave"`
+	Fault   string    `yaml:"fault"`
+	Targets []string  `yaml:"targets"`
+	For     string    `yaml:"for"`
 }
 
 // stepKeys are a step's keys, in the order Marshal writes them.
@@ -197,7 +198,11 @@ func parse(b []byte) (*Schedule, error) {
 	if r.Lock != "" && !nameRE.MatchString(r.Lock) {
 		return nil, fmt.Errorf("lock %q: want a lock's name (lockcheck locks lists them)", r.Lock)
 	}
-	s := &Schedule{About: r.About, Lock: r.Lock, Loop: r.Loop}
+	about, err := prose.Line("about", r.About, prose.Max) // printed by every run: a spec's about: is refused alike
+	if err != nil {
+		return nil, err
+	}
+	s := &Schedule{About: about, Lock: r.Lock, Loop: r.Loop}
 	for i := range r.Steps {
 		st, err := step(&r.Steps[i])
 		s.Steps = append(s.Steps, st)
@@ -228,8 +233,15 @@ func step(n *yaml.Node) (Step, error) {
 	if err := n.Decode(&r); err != nil {
 		return named, yamlError(err)
 	}
-	st := Step{Name: r.Name, After: r.After, Client: r.Client, Thread: r.Thread, Key: r.Key, Acquire: Op(r.Acquire),
+	st := Step{Name: r.Name, After: r.After, Client: r.Client, Key: r.Key, Acquire: Op(r.Acquire),
 		Fault: r.Fault, Targets: r.Targets}
+	if r.Thread.Kind != 0 && r.Thread.Tag != "!!null" {
+		n, perr := strconv.ParseInt(r.Thread.Value, 10, 64)
+		if r.Thread.Kind != yaml.ScalarNode || perr != nil {
+			return st, fmt.Errorf("thread %q: want a whole number, 1..%d", r.Thread.Value, MaxThreads)
+		}
+		st.Thread = n
+	}
 	if r.Release != nil {
 		if !*r.Release {
 			return st, errors.New("release: false: leave the key out, or say release: true")

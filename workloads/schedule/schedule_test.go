@@ -20,7 +20,17 @@ func TestParseRefusesBadFiles(t *testing.T) {
 		{"steps: []", "no steps"},
 		{"steps: [1]", "step 1 (unnamed): line 1: want a mapping"},
 		{"steps:\n  - {name: a, client: c1, acquire: lock, colour: red}", `step 1 (a): unknown key "colour"`},
-		{"steps:\n  - {name: a, client: c1, thread: x, acquire: lock}", "step 1 (a): line 2: cannot unmarshal"},
+		{"steps:\n  - {name: a, client: c1, thread: x, acquire: lock}", `step 1 (a): thread "x": want a whole number, 1..64`},
+		// Issue 36 item 10: yaml.v3 decoded 1.5 into the int thread as 1, and 2.9 as 2.
+		{"steps:\n  - {name: a, client: c1, thread: 1.5, acquire: lock}", `step 1 (a): thread "1.5": want a whole number`},
+		{"steps:\n  - {name: a, client: c1, thread: 2.9, acquire: lock}", `step 1 (a): thread "2.9": want a whole number`},
+		{"steps:\n  - {name: a, client: c1, thread: [1], acquire: lock}", `step 1 (a): thread "": want a whole number`},
+		// Issue 36 item 8: an about: with ESC, BEL, NUL or a bidi control reached the terminal (a spec's is
+		// refused for the same characters, by the same check).
+		{"about: \"\\e]0;title\\a\"\nsteps:\n  - {client: c1, acquire: lock}", `about: has the control character '\x1b'`},
+		{"about: \"bell\\a\"\nsteps:\n  - {client: c1, acquire: lock}", `about: has the control character '\a'`},
+		{"about: \"nul\\0\"\nsteps:\n  - {client: c1, acquire: lock}", `about: has the control character '\x00'`},
+		{"about: \"rtl\u202e\"\nsteps:\n  - {client: c1, acquire: lock}", `about: has the control character '\u202e'`},
 		{"steps:\n  - {name: a, client: c1, acquire: grab}", `step 1 (a): acquire "grab": want lock`},
 		{"steps:\n  - {name: a, client: c1}", "step 1 (a): want exactly one of acquire, leave, release and fault"},
 		{"steps:\n  - {name: a, client: c1, acquire: lock, release: true}", "want exactly one"},
