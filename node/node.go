@@ -307,6 +307,8 @@ func (n *Node) waitReady(ctx context.Context, exited <-chan struct{}) error {
 	defer c.Close()
 	began := time.Now()
 	listened := false // anything but a refused connection: something accepts on the port
+	// A container may start slower than a process binds: the listen bound is the process runtime's.
+	_, local := n.cfg.Runtime.(Processes)
 	for {
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
 		err := c.Ping(pctx).Err()
@@ -323,7 +325,7 @@ func (n *Node) waitReady(ctx context.Context, exited <-chan struct{}) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 		switch waited := time.Since(began); {
-		case !listened && waited > listenWait:
+		case !listened && waited > listenWait && local:
 			return NeverListened{Node: n.cfg.Name, Bin: n.cfg.Server.Bin(), Addr: n.Addr(), After: listenWait, Log: lastLogLine(n.LogPath())}
 		case waited > readyWait:
 			return fmt.Errorf("%s not ready after %s: %v", n.cfg.Name, readyWait, err)
