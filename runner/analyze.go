@@ -18,6 +18,7 @@ import (
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/report"
 	"github.com/lockcheck/lockcheck/report/page"
+	"github.com/lockcheck/lockcheck/workloads/schedule"
 )
 
 // ResolveHistory accepts a run directory or a history file.
@@ -139,6 +140,12 @@ func analyze(ctx context.Context, path string, timeout time.Duration, own *kinds
 			note += ": " + about
 		}
 		res.Notes = append(res.Notes, note)
+		for _, e := range h.Events { // a loop over its fault budget (schedule.FaultBurst, FaultRate)
+			if e.F == schedule.FaultsSkipped && e.Client == "nemesis" && e.Value != nil {
+				res.Notes = append(res.Notes, fmt.Sprintf("%d of the schedule's fault steps were not played: over the budget of %d at once and %d a second",
+					*e.Value, schedule.FaultBurst, schedule.FaultRate))
+			}
+		}
 	}
 	if why := checker.EveryAcquireRefused(h); why != "" && len(h.Sections) == 0 {
 		res.Verdict = why // the verdict line says why nothing was tested

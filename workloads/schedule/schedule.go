@@ -85,6 +85,16 @@ const (
 	MaxKeys    = 64 // lock-0..lock-63
 	MaxSteps   = 1000
 	MaxFile    = 1 << 20
+	// MinFor is the shortest fault a step may hold: a shorter one is nothing a node or client can feel,
+	// and in a loop it only floods the history (a 1 ns client-pause wrote 642 018 fault records in 3 s).
+	MinFor = 10 * time.Millisecond
+	// CycleFloor is the shortest cycle a loop plays: one that can play faster is slowed to it (Paced).
+	CycleFloor = 100 * time.Millisecond
+	// FaultBurst and FaultRate bound the faults a schedule plays, as a worker's events are bounded: FaultBurst
+	// at once, then FaultRate a second; a fault step over the budget is not played (nor recorded), and the
+	// run says how many were not.
+	FaultBurst = 1000
+	FaultRate  = 10
 )
 
 // Label is the step as error lines name it: its index from 1, and its name.
@@ -326,6 +336,8 @@ func (s *Schedule) validate() error {
 				return fail("fault %q: want a fault's name (lockcheck run --help lists them)", st.Fault)
 			case st.For <= 0:
 				return fail("fault %s: say how long it lasts (for: 2s)", st.Fault)
+			case st.For < MinFor:
+				return fail("fault %s: for %s: at least %s (a shorter fault is nothing a node or client can feel)", st.Fault, st.For, MinFor)
 			}
 			for _, t := range st.Targets {
 				if !targetRE.MatchString(t) {
@@ -438,6 +450,35 @@ func (s *Schedule) Check(c Caps) error {
 func (s *Schedule) Clients() int {
 	return max(1, s.highest(func(st Step) int { return clientIndex(st.Client) }))
 }
+
+// Shortest is the least time a cycle can take: steps start no sooner than their at, their actor's previous
+// step and their after's delay, and a cycle lasts until its faults have healed. Acquires may answer at once.
+func (s *Schedule) Shortest() time.Duration {
+	start := make([]time.Duration, len(s.Steps))
+	prev := map[string]int{} // an actor's latest step
+	index := map[string]int{}
+	var cycle time.Duration
+	for i, st := range s.Steps {
+		start[i] = st.At
+		if st.After != "" {
+			start[i] = max(start[i], start[index[st.After]]+st.Delay)
+		}
+		if st.Fault == "" {
+			if j, ok := prev[st.Actor()]; ok {
+				start[i] = max(start[i], start[j])
+			}
+			prev[st.Actor()] = i
+		}
+		if st.Name != "" {
+			index[st.Name] = i
+		}
+		cycle = max(cycle, start[i]+st.For)
+	}
+	return cycle
+}
+
+// Paced reports whether a loop's cycles are slowed to CycleFloor: its cycle can play faster.
+func (s *Schedule) Paced() bool { return s.Loop && s.Shortest() < CycleFloor }
 
 // Threads is the highest thread an actor names (at least 1).
 func (s *Schedule) Threads() int {
