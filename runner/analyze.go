@@ -56,21 +56,10 @@ func CheckProof(ctx context.Context, path string, timeout time.Duration, proof s
 		return nil, usagef("--proof %s: that is the history being checked", proof)
 	}
 	stem := strings.TrimSuffix(filepath.Base(path), ".jsonl")
-	type outcome struct {
-		res *report.Results
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		res, err := analyze(ctx, path, timeout, nil, stem+".check.json", stem+".check.html", proof)
-		done <- outcome{res, err}
-	}()
-	select {
-	case o := <-done:
-		return o.res, o.err
-	case <-ctx.Done(): // porcupine's search does not watch ctx: leave it, the process is about to exit
-		return nil, ErrCheckInterrupted
-	}
+	// porcupine's search does not watch ctx: a signal leaves it, the process is about to exit
+	return analyzeUnlessStopped(ctx, func() (*report.Results, error) {
+		return analyze(ctx, path, timeout, nil, stem+".check.json", stem+".check.html", proof)
+	})
 }
 
 // ErrCheckInterrupted is a check stopped by a signal before its verdict.
