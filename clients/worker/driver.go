@@ -122,21 +122,21 @@ type call struct {
 	req    sdk.Message
 	sent   time.Time
 	paused time.Duration // pausedTotal when sent: time frozen by lockcheck does not count
-	bound  HungBound
+	bound  hungBound
 	done   chan result
 }
 
-// HungBound is how long a worker may leave a request unanswered before it is declared hung and killed:
+// hungBound is how long a worker may leave a request unanswered before it is declared hung and killed:
 // the request's wait, the run's --lease (not a lease the watchdog's timeout stands in for: no reply waits
 // for a lease), 4 × --timeout and the slack; init gets Startup more.
-type HungBound struct {
+type hungBound struct {
 	Wait, Lease, Timeout, Slack, Startup time.Duration
 }
 
-// Bound is the bound of a request that waits up to wait, under the run's options (nil: none); slack 0 is
+// boundOf is the bound of a request that waits up to wait, under the run's options (nil: none); slack 0 is
 // Slack.
-func Bound(wait time.Duration, o *sdk.Options, slack time.Duration) HungBound {
-	b := HungBound{Wait: wait, Slack: cmp.Or(slack, Slack)}
+func boundOf(wait time.Duration, o *sdk.Options, slack time.Duration) hungBound {
+	b := hungBound{Wait: wait, Slack: cmp.Or(slack, Slack)}
 	if o != nil {
 		b.Lease, b.Timeout = time.Duration(o.LeaseMs)*time.Millisecond, time.Duration(o.TimeoutMs)*time.Millisecond
 	}
@@ -144,10 +144,10 @@ func Bound(wait time.Duration, o *sdk.Options, slack time.Duration) HungBound {
 }
 
 // Total is the bound.
-func (b HungBound) Total() time.Duration { return b.Wait + b.Lease + 4*b.Timeout + b.Slack + b.Startup }
+func (b hungBound) Total() time.Duration { return b.Wait + b.Lease + 4*b.Timeout + b.Slack + b.Startup }
 
 // String says the bound and how it is made: "22s: wait 5s + lease 0s + 4 × timeout 3s + 5s".
-func (b HungBound) String() string {
+func (b hungBound) String() string {
 	s := fmt.Sprintf("%s: wait %s + lease %s + 4 × timeout %s + %s", b.Total(), b.Wait, b.Lease, b.Timeout, b.Slack)
 	if b.Startup > 0 {
 		s += fmt.Sprintf(" + start-up %s", b.Startup)
@@ -320,7 +320,7 @@ func (c *Client) call(req sdk.Message, invoke func()) (sdk.Message, error) {
 	}
 	c.nextID++
 	req.MsgID = c.nextID
-	bound := Bound(time.Duration(req.WaitMs)*time.Millisecond, c.cfg.Init.Options, c.cfg.Slack)
+	bound := boundOf(time.Duration(req.WaitMs)*time.Millisecond, c.cfg.Init.Options, c.cfg.Slack)
 	if req.Type == sdk.TypeInit {
 		bound.Startup = c.cfg.Startup
 	}
