@@ -231,16 +231,18 @@ func TestClientCmdMissing(t *testing.T) {
 }
 
 // Issue 36 item 5: a worker that answers init and then nothing (a hung library call) is declared hung once
-// a request goes unanswered past the bound (here the defaults': wait 5 s + lease 0 + 4 × timeout 3 s + 5 s),
-// killed, and the run says so: a --time 5s run ends within 25 s. Before, the workload waited for the
-// request's old bound (57 s, the watchdog's 30 s counted as a lease), and the run said nothing of it.
+// a request goes unanswered past the bound (here wait 1 s + lease 0 + 4 × timeout 1 s + 5 s = 10 s; with the
+// defaults it is 22 s, and such a --time 5s run ends in about 23 s), killed, and the run says so: the run
+// ends within the issue's 25 s with room for a loaded machine. Before, the workload waited for the
+// request's old bound (45 s here, 57 s with the defaults: the watchdog's 30 s counted as a lease), and the
+// run said nothing of it.
 func TestSilentWorkerDeclaredHung(t *testing.T) {
 	// Sequential: must end within 25 s (the issue's bar).
 	p := start(t, exec.Command(buildBinary(t), "run", "--client-cmd", hostileScript(t, "silent.sh"), "--lock", "naive",
-		"--clients", "2", "--time", "5s", "--results", t.TempDir()))
+		"--clients", "2", "--time", "5s", "--wait", "1s", "--timeout", "1s", "--results", t.TempDir()))
 	code := p.exited(t, 25*time.Second, "a run whose worker never answers")
 	if msg := p.stderr.String(); code != exitHarness || !strings.Contains(msg, "worker hung") ||
-		!strings.Contains(msg, "wait 5s + lease 0s + 4 × timeout 3s + 5s") {
+		!strings.Contains(msg, "wait 1s + lease 0s + 4 × timeout 1s + 5s") {
 		t.Fatalf("exit %d, want %d with a line saying the worker hung and its bound; stderr:\n%s", code, exitHarness, msg)
 	}
 }
