@@ -10,7 +10,7 @@ import (
 // a lower layer, so no arrow runs back up and no cycle can form. A new package must be placed here.
 var layers = [][]string{
 	{"internal/redact", "internal/safefile"},
-	{"", "history", "internal/bounded", "internal/textfile", "topology/kind", "nemesis", "workers/sdk", "docker"},
+	{"", "history", "internal/bounded", "internal/prose", "internal/textfile", "topology/kind", "nemesis", "workers/sdk", "docker"},
 	{"history/outcome", "node/clockshift", "network/wire"},
 	{"node", "network"},
 	{"node/docker", "node/server"},

@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"sort"
@@ -230,20 +231,43 @@ func unknownDeadline(h *history.History) func(call, gaveUp int64) int64 {
 		return func(int64, int64) int64 { return math.MaxInt64 }
 	}
 	slack := int64(unknownSlack) + run.slack
-	var pauses []history.Window
+	var pauses spans
 	for _, w := range h.Windows() {
 		if w.Kind == "pause" {
-			pauses = append(pauses, w)
+			pauses = append(pauses, [2]int64{w.Start, w.End})
 		}
 	}
+	latest := pauses.index()
 	return func(call, gaveUp int64) int64 {
 		end := gaveUp
-		for _, p := range pauses {
-			if p.Start <= gaveUp && p.End >= call {
-				end = max(end, p.End)
-			}
+		if e, ok := latest(gaveUp); ok && e >= call { // the latest-ending pause begun by gaveUp overlaps the call
+			end = max(end, e)
 		}
 		return satAdd(end, slack)
+	}
+}
+
+// spans are intervals [start, end].
+type spans [][2]int64
+
+// index sorts the spans and returns a function that, for t, says the latest end among the spans begun by t
+// (false: none): a span meets [a, t] exactly when it began by t and that latest end is at least a. Each
+// question costs a binary search, not a scan of every span (a loop of faults writes many).
+func (s spans) index() func(t int64) (int64, bool) {
+	slices.SortFunc(s, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	most := make([]int64, len(s)) // most[i]: the latest end of s[:i+1]
+	for i, x := range s {
+		most[i] = x[1]
+		if i > 0 {
+			most[i] = max(most[i], most[i-1])
+		}
+	}
+	return func(t int64) (int64, bool) {
+		n := sort.Search(len(s), func(i int) bool { return s[i][0] > t })
+		if n == 0 {
+			return 0, false
+		}
+		return most[n-1], true
 	}
 }
 
@@ -314,21 +338,23 @@ const splitBrainGrace = 5 * time.Second
 // and then demoted: during a failover fault (and its grace) the clients it kept on the old primary may see
 // a branch of history that the failover throws away.
 func splitBrain(h *history.History) func(client string, t int64) bool {
-	type window struct{ start, end int64 }
-	kept := map[string][]window{}
+	kept := map[string]spans{}
 	for _, w := range h.Windows() {
 		if w.Kind != "failover" {
 			continue
 		}
 		for _, c := range nemesis.KeptClients(nemesis.ParseTargets(w.Targets)) {
-			kept[c] = append(kept[c], window{w.Start, w.End + int64(splitBrainGrace)})
+			kept[c] = append(kept[c], [2]int64{w.Start, w.End + int64(splitBrainGrace)})
 		}
 	}
+	latest := map[string]func(int64) (int64, bool){}
+	for c, s := range kept {
+		latest[c] = s.index()
+	}
 	return func(client string, t int64) bool {
-		for _, w := range kept[client] {
-			if t >= w.start && t <= w.end {
-				return true
-			}
+		if l := latest[client]; l != nil {
+			e, ok := l(t)
+			return ok && e >= t
 		}
 		return false
 	}

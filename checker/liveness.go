@@ -71,6 +71,9 @@ func pauses(h *history.History) map[string][][2]int64 {
 			frozen[f.Targets[0]] = append(frozen[f.Targets[0]], f.Time)
 		}
 	}
+	for _, ts := range frozen {
+		sort.Slice(ts, func(i, j int) bool { return ts[i] < ts[j] })
+	}
 	for _, w := range h.Windows() {
 		if !freezes[w.Kind] {
 			continue
@@ -79,11 +82,9 @@ func pauses(h *history.History) map[string][][2]int64 {
 			from := w.Start
 			if strings.HasPrefix(w.Detail, "armed") {
 				from = math.MaxInt64 // armed only: frozen when (if) its frozen record says so
-				for _, t := range frozen[c] {
-					if t >= w.Start && t <= w.End {
-						from = t
-						break
-					}
+				fs := frozen[c]      // in time order: found, not scanned, for each of many windows
+				if i := sort.Search(len(fs), func(i int) bool { return fs[i] >= w.Start }); i < len(fs) && fs[i] <= w.End {
+					from = fs[i]
 				}
 			}
 			if from < w.End {
@@ -98,6 +99,16 @@ func pauses(h *history.History) map[string][][2]int64 {
 func liveViews(h *history.History) []*liveView {
 	timeout, watchdog := liveSettings(h)
 	paused := pauses(h)
+	for c, ps := range paused { // only a freeze longer than --timeout can end a hold (expiry): the rest are left
+		long := ps[:0]
+		for _, p := range ps {
+			if p[1]-p[0] >= timeout {
+				long = append(long, p)
+			}
+		}
+		sort.Slice(long, func(i, j int) bool { return long[i][0] < long[j][0] })
+		paused[c] = long
+	}
 	byKey := map[string]*liveView{}
 	var keys []string
 	type thr struct {
@@ -219,7 +230,8 @@ func expiry(o *hold, lastSet int64, paused [][2]int64, timeout int64, renewals [
 		t := lastSet + o.lease + Epsilon(o.lease)
 		return t, fmt.Sprintf("%s's lease of %s, set at %s, ran out by %s", o.client, time.Duration(o.lease), Secs(lastSet), Secs(t))
 	}
-	for _, p := range paused {
+	first := sort.Search(len(paused), func(i int) bool { return paused[i][0] >= o.grant }) // paused is in order
+	for _, p := range paused[first:] {
 		t := p[0] + timeout + o.lease + Epsilon(o.lease)
 		if p[0] >= o.grant && t <= p[1] && !renewedIn(renewals, o, p[0]+timeout, t) {
 			return t, fmt.Sprintf("%s froze at %s holding it, so its watchdog (%s) stopped and the lease ran out by %s",

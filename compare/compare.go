@@ -342,9 +342,19 @@ func (s Scenario) Prediction(l Lock) string {
 
 // PerServer runs every row on each server (--server values): on the first under its own name, on each
 // other as NAME@S beside it, with the same predictions.
-func PerServer(ls []Lock, servers []string) []Lock {
+func PerServer(ls []Lock, servers []string) ([]Lock, error) {
 	if len(servers) == 0 {
-		return ls
+		return ls, nil
+	}
+	seen := map[string]bool{}
+	for _, srv := range servers { // each row would run twice on one server, or on the default one unasked
+		switch {
+		case strings.TrimSpace(srv) == "":
+			return nil, fmt.Errorf("--servers %s: an empty server name", strings.Join(servers, ","))
+		case seen[srv]:
+			return nil, fmt.Errorf("--servers %s: the server %s is given twice", strings.Join(servers, ","), srv)
+		}
+		seen[srv] = true
 	}
 	var out []Lock
 	for _, l := range ls {
@@ -357,7 +367,7 @@ func PerServer(ls []Lock, servers []string) []Lock {
 			out = append(out, r)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // Names lists the default rows (those of --quick, if quick; the named-only ones, if named), for help texts.

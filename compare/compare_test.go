@@ -88,7 +88,10 @@ func TestPerServerRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := PerServer(ls, []string{"redis", "valkey@8.1.8"})
+	rows, err := PerServer(ls, []string{"redis", "valkey@8.1.8"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var names []string
 	for _, r := range rows {
 		names = append(names, r.Name)
@@ -102,7 +105,13 @@ func TestPerServerRows(t *testing.T) {
 	if p, q := ss[0].Prediction(rows[2]), ss[0].Prediction(rows[3]); p != Violates || q != p {
 		t.Fatalf("S11 predicts %q for rlock-single and %q on Valkey", p, q)
 	}
-	if got := PerServer(ls, []string{"valkey@8.1.8"}); len(got) != len(ls) || got[0].Name != "naive" || !slices.Contains(got[0].Args, "valkey@8.1.8") {
+	if got, _ := PerServer(ls, []string{"valkey@8.1.8"}); len(got) != len(ls) || got[0].Name != "naive" || !slices.Contains(got[0].Args, "valkey@8.1.8") {
 		t.Fatalf("one server: rows %+v", got)
+	}
+	// Issue 36 item 11: a server named twice, or an empty name, ran every row twice on one server.
+	for _, servers := range [][]string{{"redis", "redis"}, {"", ""}, {"redis", " "}} {
+		if got, err := PerServer(ls, servers); err == nil {
+			t.Errorf("--servers %q: accepted, %d rows", servers, len(got))
+		}
 	}
 }

@@ -237,6 +237,12 @@ func (r *Recorder) Fault(kind, phase string, targets []string, detail string) {
 	}
 }
 
+// Event writes an event record, stamped with the clock as it is written (so the file stays in time order).
+func (r *Recorder) Event(rec Record) {
+	rec.Type = Event
+	r.write(rec, true)
+}
+
 // Counts returns the live totals.
 func (r *Recorder) Counts() Counts {
 	return Counts{Ok: r.ok.Load(), Fail: r.fail.Load(), Unknown: r.unknown.Load(),

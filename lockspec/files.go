@@ -6,9 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
-	"unicode"
 
+	"github.com/lockcheck/lockcheck/internal/prose"
 	"github.com/lockcheck/lockcheck/internal/safefile"
 )
 
@@ -55,20 +54,11 @@ func (f *scriptFiles) close() {
 }
 
 // maxProse bounds the spec's free texts (about:, control: why:), which every run prints and records.
-const maxProse = 1 << 10
+const maxProse = prose.Max
 
-// printable makes a free text of the spec one line (runs of white space, newlines too, become one space)
-// and refuses one that is too long or holds another control character: it is printed to the terminal,
-// where an escape sequence would act, and shown in pages.
-func printable(field string, s *string) error {
-	*s = strings.Join(strings.Fields(*s), " ")
-	if len(*s) > maxProse {
-		return fmt.Errorf("%s: %d bytes, more than the %s it may have", field, len(*s), safefile.Size(maxProse))
-	}
-	for _, r := range *s {
-		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
-			return fmt.Errorf("%s: has the control character %q", field, r)
-		}
-	}
-	return nil
+// printable makes a free text of the spec one line and refuses one that is too long or holds a control
+// character (prose.Line: a schedule's about: is refused alike).
+func printable(field string, s *string) (err error) {
+	*s, err = prose.Line(field, *s, maxProse)
+	return err
 }

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/lockcheck/lockcheck/node/clockshift"
@@ -169,6 +170,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		if lastErr = n.launch(ctx); lastErr == nil {
 			return n, nil
 		}
+		if errors.As(lastErr, new(NeverListened)) { // not a race for the port: the binary does not serve
+			break
+		}
 	}
 	return nil, lastErr
 }
@@ -273,11 +277,38 @@ func (n *Node) launch(ctx context.Context) error {
 	return nil
 }
 
+// readyWait bounds a node's start-up; listenWait bounds the time before anything listens on its port (a
+// redis-server binds it within milliseconds of its start, long before it has loaded its data).
+const (
+	readyWait  = 15 * time.Second
+	listenWait = 5 * time.Second
+)
+
+// NeverListened is a server binary that runs but never listened on its node's port: not a race for the
+// port, so the start is not tried again.
+type NeverListened struct {
+	Node, Bin, Addr string
+	After           time.Duration
+	Log             string
+}
+
+func (e NeverListened) Error() string {
+	log := "it wrote no log"
+	if e.Log != "no log" {
+		log = fmt.Sprintf("its log's last line: %q", e.Log)
+	}
+	return fmt.Sprintf("%s: the server binary %s never listened on %s: it still ran %s after it started, and no connection was accepted (%s)",
+		e.Node, e.Bin, e.Addr, e.After, log)
+}
+
 func (n *Node) waitReady(ctx context.Context, exited <-chan struct{}) error {
 	c := redis.NewClient(&redis.Options{Addr: n.Addr(), Password: n.cfg.Password, MaxRetries: -1,
 		DialTimeout: 200 * time.Millisecond, ReadTimeout: 500 * time.Millisecond, PoolSize: 1})
 	defer c.Close()
-	deadline := time.Now().Add(15 * time.Second)
+	began := time.Now()
+	listened := false // anything but a refused connection: something accepts on the port
+	// A container may start slower than a process binds: the listen bound is the process runtime's.
+	_, local := n.cfg.Runtime.(Processes)
 	for {
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
 		err := c.Ping(pctx).Err()
@@ -285,6 +316,7 @@ func (n *Node) waitReady(ctx context.Context, exited <-chan struct{}) error {
 		if err == nil {
 			return n.checkPort(ctx, c)
 		}
+		listened = listened || !errors.Is(err, syscall.ECONNREFUSED)
 		select {
 		case <-exited:
 			return fmt.Errorf("%s exited during start-up (see %s): %s", n.cfg.Name, n.LogPath(), lastLogLine(n.LogPath()))
@@ -292,8 +324,11 @@ func (n *Node) waitReady(ctx context.Context, exited <-chan struct{}) error {
 			return ctx.Err()
 		case <-time.After(20 * time.Millisecond):
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not ready after 15s: %v", n.cfg.Name, err)
+		switch waited := time.Since(began); {
+		case !listened && waited > listenWait && local:
+			return NeverListened{Node: n.cfg.Name, Bin: n.cfg.Server.Bin(), Addr: n.Addr(), After: listenWait, Log: lastLogLine(n.LogPath())}
+		case waited > readyWait:
+			return fmt.Errorf("%s not ready after %s: %v", n.cfg.Name, readyWait, err)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -42,7 +43,10 @@ type FaultCoverage struct {
 const MissedLock = "valid, but the faults missed the lock"
 
 // Coverage measures every fault window of the history on the clients' own records (a worker run's wire
-// records are the same calls' commands again, and one call's retries).
+// records are the same calls' commands again, and one call's retries). Its cost grows with the windows
+// times what each reaches, not times the whole history: the operations, sections and frozen records are
+// indexed once (a loop of tiny faults wrote 640 000 windows, and the scans of every record for each never
+// ended).
 func Coverage(h *history.History) []FaultCoverage {
 	h = h.OnlySrc("")
 	var out []FaultCoverage
@@ -51,29 +55,25 @@ func Coverage(h *history.History) []FaultCoverage {
 	for _, o := range h.Ops {
 		known[o.Invoke.Client] = true
 	}
+	ops, secs, frozen, held := opSpans(h, end), sectionSpans(h), frozenIndex(h), indexHolds(h)
 	for _, w := range h.Windows() {
 		c := FaultCoverage{Fault: w.Kind, Targets: w.Targets, Start: w.Start, End: w.End, InFlight: map[string]int{},
 			Unknown: map[string]int{}}
 		in, from := scope(w.Targets, known), w.Start
 		if w.Kind == "client-pause" {
-			c.Frozen, c.FrozenAt = frozenIn(h, w)
+			c.Frozen, c.FrozenAt = frozenIn(frozen[w.Kind], w)
 			if len(c.Frozen) == 0 { // armed, but granted nothing while armed: the client ran as usual
 				out = append(out, c)
 				continue
 			}
-			c.Keys = heldAt(h, c.Frozen, c.FrozenAt)
+			c.Keys = held.at(c.Frozen, c.FrozenAt)
 			in, from = pauseScope(c.Frozen, c.Keys), c.FrozenAt
 		}
-		for _, o := range h.Ops {
-			done := end
-			if o.Complete != nil {
-				done = o.Complete.Time
-			}
-			if o.Invoke.Time > w.End {
-				break // operations are in invoke order
-			}
-			if done < from || !in(o.Invoke.Client, o.Invoke.Node, o.Invoke.Key) {
-				continue
+		ops.each(from, w.End, func(i int) {
+			o := h.Ops[i]
+			done := ops.end[i]
+			if !in(o.Invoke.Client, o.Invoke.Node, o.Invoke.Key) {
+				return
 			}
 			c.InFlight[o.Invoke.F]++
 			if o.Outcome() == history.Unknown {
@@ -87,12 +87,13 @@ func Coverage(h *history.History) []FaultCoverage {
 					c.Releases++
 				}
 			}
-		}
-		for _, s := range h.Sections {
-			if s.Enter <= w.End && s.Exit >= from && in(s.Client, "", s.Key) && !slices.Contains(c.Holders, s.Client) {
+		})
+		secs.each(from, w.End, func(i int) {
+			s := h.Sections[i]
+			if in(s.Client, "", s.Key) && !slices.Contains(c.Holders, s.Client) {
 				c.Holders = append(c.Holders, s.Client)
 			}
-		}
+		})
 		for _, f := range c.Frozen { // frozen at its grant: a holder, inside its critical section or about to be
 			if !slices.Contains(c.Holders, f) {
 				c.Holders = append(c.Holders, f)
@@ -105,14 +106,102 @@ func Coverage(h *history.History) []FaultCoverage {
 	return out
 }
 
-// frozenIn is the clients a client-pause window froze at a grant (its "frozen" records), and when the
-// first froze.
-func frozenIn(h *history.History, w history.Window) ([]string, int64) {
+// spans indexes intervals [start, end] by start, so that those meeting a window are found without a scan
+// of all: the ones that start in it or before, back to the longest interval's length, and the few longer
+// ones (an operation never completed runs to the end of the history), which every window checks.
+type spans struct {
+	start, end []int64
+	order      []int // by start
+	longest    int64 // of the intervals in order
+	long       []int // the intervals over longCut, in no order
+}
+
+// longCut is the length over which an interval is kept apart: a window then looks back at most this far.
+const longCut = int64(60e9)
+
+func indexSpans(start, end []int64) spans {
+	s := spans{start: start, end: end}
+	for i := range start {
+		if end[i]-start[i] > longCut {
+			s.long = append(s.long, i)
+			continue
+		}
+		s.order = append(s.order, i)
+		s.longest = max(s.longest, end[i]-start[i])
+	}
+	slices.SortStableFunc(s.order, func(a, b int) int { return cmpInt(start[a], start[b]) })
+	return s
+}
+
+// each calls f, in index order, for every interval that meets [from, to].
+func (s spans) each(from, to int64, f func(i int)) {
+	var hit []int
+	lo, _ := slices.BinarySearchFunc(s.order, from-s.longest, func(i int, t int64) int { return cmpInt(s.start[i], t) })
+	for _, i := range s.order[lo:] {
+		if s.start[i] > to {
+			break
+		}
+		if s.end[i] >= from {
+			hit = append(hit, i)
+		}
+	}
+	for _, i := range s.long {
+		if s.start[i] <= to && s.end[i] >= from {
+			hit = append(hit, i)
+		}
+	}
+	slices.Sort(hit)
+	for _, i := range hit {
+		f(i)
+	}
+}
+
+func cmpInt(a, b int64) int { return cmp.Compare(a, b) }
+
+// opSpans are the operations from invoke to completion (the history's end for one never completed).
+func opSpans(h *history.History, end int64) spans {
+	start, stop := make([]int64, len(h.Ops)), make([]int64, len(h.Ops))
+	for i, o := range h.Ops {
+		start[i], stop[i] = o.Invoke.Time, end
+		if o.Complete != nil {
+			stop[i] = o.Complete.Time
+		}
+	}
+	return indexSpans(start, stop)
+}
+
+// sectionSpans are the critical sections from enter to exit.
+func sectionSpans(h *history.History) spans {
+	start, stop := make([]int64, len(h.Sections)), make([]int64, len(h.Sections))
+	for i, s := range h.Sections {
+		start[i], stop[i] = s.Enter, s.Exit
+	}
+	return indexSpans(start, stop)
+}
+
+// frozenIndex is each fault's "frozen" records, in time order.
+func frozenIndex(h *history.History) map[string][]history.Record {
+	out := map[string][]history.Record{}
+	for _, f := range h.Faults {
+		if f.Phase == "frozen" {
+			out[f.F] = append(out[f.F], f)
+		}
+	}
+	for _, fs := range out {
+		slices.SortStableFunc(fs, func(a, b history.Record) int { return cmpInt(a.Time, b.Time) })
+	}
+	return out
+}
+
+// frozenIn is the clients a client-pause window froze at a grant (its "frozen" records: frozen, the window's
+// fault's, in time order), and when the first froze; none if it never did.
+func frozenIn(frozen []history.Record, w history.Window) ([]string, int64) {
 	var clients []string
 	var at int64
-	for _, f := range h.Faults {
-		if f.F != w.Kind || f.Phase != "frozen" || f.Time < w.Start || f.Time > w.End {
-			continue
+	lo, _ := slices.BinarySearchFunc(frozen, w.Start, func(f history.Record, t int64) int { return cmpInt(f.Time, t) })
+	for _, f := range frozen[lo:] {
+		if f.Time > w.End {
+			break
 		}
 		for _, t := range f.Targets {
 			if slices.Contains(w.Targets, t) && !slices.Contains(clients, t) {
@@ -126,33 +215,50 @@ func frozenIn(h *history.History, w history.Window) ([]string, int64) {
 	return clients, at
 }
 
-// heldAt is the keys the clients held at t, owner by owner (a client's threads are owners of their own):
-// those whose owner's latest operation completed by t was a grant.
-func heldAt(h *history.History, clients []string, t int64) []string {
-	type latest struct {
-		at    int64
-		grant bool
-		key   string
-	}
-	last := map[[2]string]latest{} // (owner, key)
+// holds indexes each client's completed operations on a key, by owner and key, in completion order, so
+// that what a frozen client held is found without a scan of the whole history for each pause.
+type holds map[string]map[[2]string][]holdEnd // client, then (owner, key)
+
+type holdEnd struct {
+	at    int64
+	grant bool
+}
+
+func indexHolds(h *history.History) holds {
+	out := holds{}
 	for _, o := range h.Ops {
-		if !slices.Contains(clients, o.Invoke.Client) || o.Complete == nil || o.Complete.Time > t || o.Invoke.Key == "" {
+		if o.Complete == nil || o.Invoke.Key == "" {
 			continue
 		}
 		owner := o.Invoke.Owner
 		if owner == "" {
 			owner = fmt.Sprintf("%s/%d", o.Invoke.Client, o.Invoke.Thread)
 		}
+		if out[o.Invoke.Client] == nil {
+			out[o.Invoke.Client] = map[[2]string][]holdEnd{}
+		}
 		k := [2]string{owner, o.Invoke.Key}
-		if l, ok := last[k]; !ok || o.Complete.Time >= l.at {
-			grant := o.Complete.Type == history.Ok && slices.Contains(grants, o.Invoke.F)
-			last[k] = latest{o.Complete.Time, grant, o.Invoke.Key}
+		out[o.Invoke.Client][k] = append(out[o.Invoke.Client][k],
+			holdEnd{o.Complete.Time, o.Complete.Type == history.Ok && slices.Contains(grants, o.Invoke.F)})
+	}
+	for _, byKey := range out {
+		for _, l := range byKey { // stable: of two completed at once, the later operation counts
+			slices.SortStableFunc(l, func(a, b holdEnd) int { return cmpInt(a.at, b.at) })
 		}
 	}
+	return out
+}
+
+// at is the keys the clients held at t, owner by owner (a client's threads are owners of their own):
+// those whose owner's latest operation completed by t was a grant.
+func (hs holds) at(clients []string, t int64) []string {
 	var keys []string
-	for _, l := range last {
-		if l.grant && !slices.Contains(keys, l.key) {
-			keys = append(keys, l.key)
+	for _, c := range clients {
+		for k, l := range hs[c] {
+			n, _ := slices.BinarySearchFunc(l, t+1, func(e holdEnd, t int64) int { return cmpInt(e.at, t) })
+			if n > 0 && l[n-1].grant && !slices.Contains(keys, k[1]) {
+				keys = append(keys, k[1])
+			}
 		}
 	}
 	slices.Sort(keys)

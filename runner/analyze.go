@@ -13,10 +13,12 @@ import (
 
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/internal/prose"
 	"github.com/lockcheck/lockcheck/kinds"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/report"
 	"github.com/lockcheck/lockcheck/report/page"
+	"github.com/lockcheck/lockcheck/workloads/schedule"
 )
 
 // ResolveHistory accepts a run directory or a history file.
@@ -54,21 +56,10 @@ func CheckProof(ctx context.Context, path string, timeout time.Duration, proof s
 		return nil, usagef("--proof %s: that is the history being checked", proof)
 	}
 	stem := strings.TrimSuffix(filepath.Base(path), ".jsonl")
-	type outcome struct {
-		res *report.Results
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		res, err := analyze(ctx, path, timeout, nil, stem+".check.json", stem+".check.html", proof)
-		done <- outcome{res, err}
-	}()
-	select {
-	case o := <-done:
-		return o.res, o.err
-	case <-ctx.Done(): // porcupine's search does not watch ctx: leave it, the process is about to exit
-		return nil, ErrCheckInterrupted
-	}
+	// porcupine's search does not watch ctx: a signal leaves it, the process is about to exit
+	return analyzeUnlessStopped(ctx, func() (*report.Results, error) {
+		return analyze(ctx, path, timeout, nil, stem+".check.json", stem+".check.html", proof)
+	})
 }
 
 // ErrCheckInterrupted is a check stopped by a signal before its verdict.
@@ -133,10 +124,17 @@ func analyze(ctx context.Context, path string, timeout time.Duration, own *kinds
 	}
 	if o := meta.Options; o.Schedule != "" {
 		note := fmt.Sprintf("the workload was the schedule %s (sha256 %.12s): its steps, not random draws", o.Schedule, o.ScheduleSHA256)
-		if o.ScheduleAbout != "" {
-			note += ": " + o.ScheduleAbout
+		// A handed history's about is not the schedule's (which was checked): said only if it would pass.
+		if about, err := prose.Line("about", o.ScheduleAbout, prose.Max); o.ScheduleAbout != "" && err == nil {
+			note += ": " + about
 		}
 		res.Notes = append(res.Notes, note)
+		for _, e := range h.Events { // a loop over its fault budget (schedule.FaultBurst, FaultRate)
+			if e.F == schedule.FaultsSkipped && e.Client == "nemesis" && e.Value != nil {
+				res.Notes = append(res.Notes, fmt.Sprintf("%d of the schedule's fault steps were not played: over the budget of %d at once and %d a second",
+					*e.Value, schedule.FaultBurst, schedule.FaultRate))
+			}
+		}
 	}
 	if why := checker.EveryAcquireRefused(h); why != "" && len(h.Sections) == 0 {
 		res.Verdict = why // the verdict line says why nothing was tested

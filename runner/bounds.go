@@ -7,6 +7,7 @@ import (
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/topology"
 	"github.com/lockcheck/lockcheck/workloads"
+	"github.com/lockcheck/lockcheck/workloads/schedule"
 )
 
 // maxDuration bounds every duration flag: nothing in a run is meant to last longer than a day, and the
@@ -31,8 +32,10 @@ func (o Options) checkBounds() error {
 	inWholeMs := "it is sent to Redis in whole milliseconds"
 	for _, b := range []durationBound{
 		{flag: "--time", d: o.Time, max: maxDuration},
-		{flag: "--nemesis-interval", d: o.NemesisInterval, max: maxDuration},
-		{flag: "--nemesis-duration", d: o.NemesisDuration, max: maxDuration},
+		// A fault shorter than a schedule's shortest is nothing a node or client can feel, and faults that
+		// close together only flood the history with their records.
+		{flag: "--nemesis-interval", d: o.NemesisInterval, min: schedule.MinFor, max: maxDuration, why: "a plan of faults closer together floods the history"},
+		{flag: "--nemesis-duration", d: o.NemesisDuration, min: schedule.MinFor, max: maxDuration, why: "a shorter fault is nothing a node or client can feel"},
 		{flag: "--lease", d: o.Lease, to: o.LeaseTo, min: ms, max: maxDuration, zeroOK: true, why: inWholeMs},
 		{flag: "--watchdog", d: o.Watchdog, min: ms, max: maxDuration, why: "it is the lease, " + inWholeMs},
 		{flag: "--wait", d: o.Wait, to: o.WaitTo, max: maxDuration, zeroOK: true},

@@ -173,8 +173,13 @@ func (t *Test) Execute(ctx context.Context, stderr io.Writer) (*report.Results, 
 	if ctx.Err() != nil && timeout > interruptedCheck {
 		timeout = interruptedCheck
 	}
-	res, aerr := analyze(context.Background(), filepath.Join(dir, "history.jsonl"), timeout, t.Kind,
-		"results.json", "history.html", filepath.Join(dir, "proof.jsonl"))
+	res, aerr := analyzeUnlessStopped(ctx, func() (*report.Results, error) {
+		return analyze(context.Background(), filepath.Join(dir, "history.jsonl"), timeout, t.Kind,
+			"results.json", "history.html", filepath.Join(dir, "proof.jsonl"))
+	})
+	if errors.Is(aerr, ErrCheckInterrupted) { // a signal during the check: the history is whole, checkable later
+		return nil, fmt.Errorf("%w; the run's history is kept (lockcheck check %s judges it)", aerr, dir)
+	}
 	aerr = ownHistory(aerr)
 	if runErr != nil { // the run's own error comes first (a full disk), whatever became of its results
 		if aerr != nil {
@@ -186,6 +191,31 @@ func (t *Test) Execute(ctx context.Context, stderr io.Writer) (*report.Results, 
 		return nil, aerr
 	}
 	return res, noteRanOut(rec, res, dir) // runErr is nil here: a run's own error returned above
+}
+
+// analyzeUnlessStopped runs check, and returns ErrCheckInterrupted as soon as a signal comes during it (a
+// checker's cost on a huge history must not hold Ctrl-C or SIGTERM; the process is about to exit, so the
+// check is left). A run already stopped before its check gets its bounded check (interruptedCheck): a second
+// signal exits at once.
+func analyzeUnlessStopped(ctx context.Context, check func() (*report.Results, error)) (*report.Results, error) {
+	if ctx.Err() != nil {
+		return check()
+	}
+	type outcome struct {
+		res *report.Results
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := check()
+		done <- outcome{res, err}
+	}()
+	select {
+	case o := <-done:
+		return o.res, o.err
+	case <-ctx.Done():
+		return nil, ErrCheckInterrupted
+	}
 }
 
 // ownHistory is analyze's error on the history the run wrote itself: a refusal of it is lockcheck's fault
@@ -403,6 +433,12 @@ func execute(ctx context.Context, t *Test, wk *workerRun, dir string, rec *histo
 	close(stop)
 	ncancel()
 	wg.Wait()
+	if stopped == nil && ctx.Err() == nil {
+		select { // a worker that hung (or died) while the workload waited for its last calls
+		case stopped = <-failed:
+		default:
+		}
+	}
 	return stopped
 }
 

@@ -195,6 +195,10 @@ func Prepare(o Options) (*Test, error) {
 	}
 	if sched != nil {
 		faults = schedFaults
+		if sched.Paced() {
+			notes = append(notes, fmt.Sprintf("--schedule %s: a cycle of the loop can play in %s, under the floor of %s: each cycle starts at least %s after the last",
+				o.Schedule, sched.Shortest(), schedule.CycleFloor, schedule.CycleFloor))
+		}
 	}
 	var scripts *locks.Scripts
 	if kind.Scripts != "" {

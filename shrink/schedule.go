@@ -108,7 +108,7 @@ func AsSchedule(h *history.History, story *report.Story, lock, family string) (*
 		}
 		start := max(w.Start, from)
 		steps = append(steps, timedStep{start, schedule.Step{Fault: w.Kind, Targets: slices.Clone(w.Targets),
-			For: max(time.Duration(end-start), time.Millisecond).Round(time.Millisecond)}})
+			For: max(time.Duration(end-start), schedule.MinFor).Round(time.Millisecond)}}) // a shorter one is refused
 	}
 	sort.SliceStable(steps, func(i, j int) bool { return steps[i].at < steps[j].at })
 	s := &schedule.Schedule{About: "shrunk: " + story.Text, Lock: lock}

@@ -8,6 +8,7 @@ package worker
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,9 +37,10 @@ import (
 	"github.com/lockcheck/lockcheck/workers/sdk"
 )
 
-// Slack is the fixed part of the bound on an unanswered request (docs/protocol.md: wait + lease +
-// 4 × timeout + 10 s).
-const Slack = 10 * time.Second
+// Slack is the fixed part of the hung-worker bound, the time a request may go unanswered
+// (docs/protocol.md: the request's wait + --lease + 4 × --timeout + 5 s). 4 × timeout is a command and its
+// three retries (Redisson's default), the slack the retry delays between them and a loaded machine.
+const Slack = 5 * time.Second
 
 // Startup is what init gets beyond the bound of a request: the worker's runtime starts first (8 JVMs on a
 // loaded 2-core machine took over 20 s).
@@ -120,8 +122,37 @@ type call struct {
 	req    sdk.Message
 	sent   time.Time
 	paused time.Duration // pausedTotal when sent: time frozen by lockcheck does not count
-	bound  time.Duration
+	bound  hungBound
 	done   chan result
+}
+
+// hungBound is how long a worker may leave a request unanswered before it is declared hung and killed:
+// the request's wait, the run's --lease (not a lease the watchdog's timeout stands in for: no reply waits
+// for a lease), 4 × --timeout and the slack; init gets Startup more.
+type hungBound struct {
+	Wait, Lease, Timeout, Slack, Startup time.Duration
+}
+
+// boundOf is the bound of a request that waits up to wait, under the run's options (nil: none); slack 0 is
+// Slack.
+func boundOf(wait time.Duration, o *sdk.Options, slack time.Duration) hungBound {
+	b := hungBound{Wait: wait, Slack: cmp.Or(slack, Slack)}
+	if o != nil {
+		b.Lease, b.Timeout = time.Duration(o.LeaseMs)*time.Millisecond, time.Duration(o.TimeoutMs)*time.Millisecond
+	}
+	return b
+}
+
+// Total is the bound.
+func (b hungBound) Total() time.Duration { return b.Wait + b.Lease + 4*b.Timeout + b.Slack + b.Startup }
+
+// String says the bound and how it is made: "22s: wait 5s + lease 0s + 4 × timeout 3s + 5s".
+func (b hungBound) String() string {
+	s := fmt.Sprintf("%s: wait %s + lease %s + 4 × timeout %s + %s", b.Total(), b.Wait, b.Lease, b.Timeout, b.Slack)
+	if b.Startup > 0 {
+		s += fmt.Sprintf(" + start-up %s", b.Startup)
+	}
+	return s
 }
 
 type result struct {
@@ -289,13 +320,9 @@ func (c *Client) call(req sdk.Message, invoke func()) (sdk.Message, error) {
 	}
 	c.nextID++
 	req.MsgID = c.nextID
-	opts := c.cfg.Init.Options
-	bound := c.cfg.Slack + time.Duration(req.WaitMs+req.LeaseMs)*time.Millisecond
-	if opts != nil {
-		bound += 4 * time.Duration(opts.TimeoutMs) * time.Millisecond
-	}
+	bound := boundOf(time.Duration(req.WaitMs)*time.Millisecond, c.cfg.Init.Options, c.cfg.Slack)
 	if req.Type == sdk.TypeInit {
-		bound += c.cfg.Startup
+		bound.Startup = c.cfg.Startup
 	}
 	cl := &call{req: req, bound: bound, done: make(chan result, 1)}
 	c.pending[req.MsgID] = cl
@@ -327,6 +354,9 @@ func (c *Client) call(req sdk.Message, invoke func()) (sdk.Message, error) {
 	}
 	select {
 	case r := <-cl.done:
+		if r.err != nil && stop != nil && c.cfg.Ctx.Err() != nil { // the run's stop killed it (watch)
+			return sdk.Message{}, fmt.Errorf("client %s: stopped while waiting for the worker's init_ok: %w", c.cfg.Client, context.Cause(c.cfg.Ctx))
+		}
 		return r.m, r.err
 	case <-stop:
 		c.fail(nil) // killed now, and not reported as a failure of the worker: the run was stopped
@@ -590,13 +620,22 @@ func granted(m sdk.Message) bool {
 	return false
 }
 
-// watch kills a worker that leaves a request unanswered past its bound, not counting time frozen.
+// watch kills a worker that leaves a request unanswered past its bound, not counting time frozen (it is
+// hung), and kills the worker when the run is stopped (Ctrl-C, SIGTERM): a worker that answers nothing or
+// never reads its stdin must not hold the run, and its pending calls end unknown.
 func (c *Client) watch() {
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
+	var stopped <-chan struct{}
+	if c.cfg.Ctx != nil {
+		stopped = c.cfg.Ctx.Done()
+	}
 	for {
 		select {
 		case <-c.readDone:
+			return
+		case <-stopped:
+			c.end(fmt.Errorf("client %s: worker stopped with the run (%v)", c.cfg.Client, context.Cause(c.cfg.Ctx)), false)
 			return
 		case now := <-t.C:
 			c.mu.Lock()
@@ -604,14 +643,14 @@ func (c *Client) watch() {
 			var active time.Duration
 			paused := c.pausedLocked(now)
 			for _, cl := range c.pending {
-				if a := now.Sub(cl.sent) - (paused - cl.paused); a > cl.bound {
+				if a := now.Sub(cl.sent) - (paused - cl.paused); a > cl.bound.Total() {
 					late, active = cl, a
 					break
 				}
 			}
 			c.mu.Unlock()
 			if late != nil {
-				c.fail(fmt.Errorf("client %s: worker left %s (msg_id %d, thread %d) unanswered for %s (bound %s)",
+				c.fail(fmt.Errorf("client %s: worker hung: it left %s (msg_id %d, thread %d) unanswered for %s (bound %s)",
 					c.cfg.Client, late.req.Type, late.req.MsgID, late.req.Thread, active.Round(100*time.Millisecond), late.bound))
 				return
 			}
@@ -631,7 +670,10 @@ func (c *Client) lostError() error {
 
 // fail ends the worker once: SIGKILL to its whole tree (tree.go), every pending call completes with an
 // indefinite error, and OnFail hears why (err nil: a normal close).
-func (c *Client) fail(err error) {
+func (c *Client) fail(err error) { c.end(err, err != nil) }
+
+// end is fail; report says whether OnFail hears of it (not when the run itself stopped the worker).
+func (c *Client) end(err error, report bool) {
 	c.mu.Lock()
 	if c.dead != nil {
 		c.mu.Unlock()
@@ -649,7 +691,7 @@ func (c *Client) fail(err error) {
 	for _, cl := range pending {
 		cl.done <- result{err: &Error{Client: c.cfg.Client, Code: -1, Text: c.dead.Error()}}
 	}
-	if err != nil && c.cfg.OnFail != nil {
+	if report && c.cfg.OnFail != nil {
 		c.cfg.OnFail(err)
 	}
 }

@@ -219,7 +219,7 @@ func TestUnansweredRequestKillsWorker(t *testing.T) {
 	}
 	select {
 	case ferr := <-failed:
-		if !strings.Contains(ferr.Error(), "client c1: worker left acquire") || !strings.Contains(ferr.Error(), "unanswered") {
+		if !strings.Contains(ferr.Error(), "client c1: worker hung: it left acquire") || !strings.Contains(ferr.Error(), "unanswered") {
 			t.Fatalf("OnFail: %v", ferr)
 		}
 	case <-time.After(5 * time.Second):
@@ -367,7 +367,7 @@ func TestInitBound(t *testing.T) {
 	}
 	begin := time.Now()
 	_, _, _, err := startWorker(t, "mute", 200*time.Millisecond, 300*time.Millisecond)
-	if err == nil || !strings.Contains(err.Error(), "client c1: worker left init") || time.Since(begin) > 5*time.Second {
+	if err == nil || !strings.Contains(err.Error(), "client c1: worker hung: it left init") || time.Since(begin) > 5*time.Second {
 		t.Fatalf("a worker that never answers init: %v after %s", err, time.Since(begin))
 	}
 }
@@ -405,5 +405,69 @@ func TestGroupOutcomeClaimsNoMember(t *testing.T) {
 	}
 	if ops := checker.MutexOps(h); len(ops) != 2 {
 		t.Fatalf("%d commands reach the model, want the grant and the one-key refusal", len(ops))
+	}
+}
+
+// Issue 36 item 5: the hung bound counts the run's --lease, not the lease an acquire sends for a worker
+// without a watchdog (the watchdog's timeout, 60 s here): no reply waits for a lease. Before, this worker was
+// given 60.5 s.
+func TestHungBoundLeavesOutSentLease(t *testing.T) {
+	t.Setenv("LOCKCHECK_TEST_WORKER", "1")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := make(chan error, 1)
+	c, err := Start(Config{Client: "c1", Argv: []string{exe}, Dir: t.TempDir(), Rec: history.NewRecorder(&bytes.Buffer{}, history.NewClock()),
+		Init:  sdk.Message{Lock: &sdk.Lock{Kind: "naive", Family: "mutex"}, Options: &sdk.Options{WatchdogMs: 60000, TimeoutMs: 10}},
+		Slack: 300 * time.Millisecond, OnFail: func(err error) { failed <- err }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	go func() { _, _ = c.Mutex([]string{"hang"}, 1).TryLock(context.Background(), 0, 0) }()
+	select {
+	case err := <-failed:
+		if !strings.Contains(err.Error(), "worker hung") || !strings.Contains(err.Error(), "lease 0s") {
+			t.Fatalf("OnFail: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the worker was not declared hung within 10 s")
+	}
+}
+
+// Issue 36 item 5: when the run is stopped (its context cancelled: Ctrl-C) a worker's pending calls end
+// unknown at once, the worker is killed, and OnFail hears nothing (the worker did not fail). Before, a call
+// waited for its bound.
+func TestStoppedRunEndsPendingCalls(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	c, _, failed, err := startWorkerCtx(t, ctx, "1", time.Minute, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Mutex([]string{"hang"}, 1).TryLock(context.Background(), 0, 0)
+		done <- err
+	}()
+	time.Sleep(200 * time.Millisecond) // the request is out
+	cancel()
+	select {
+	case err := <-done:
+		if err == nil || locks.Definite(err) {
+			t.Fatalf("the pending call ended with %v, want an indefinite error", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the pending call still waits 5 s after the run stopped")
+	}
+	select {
+	case <-c.exited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the worker still runs 5 s after the run stopped")
+	}
+	select {
+	case err := <-failed:
+		t.Fatalf("OnFail heard of a stopped run: %v", err)
+	default:
 	}
 }

@@ -48,7 +48,9 @@ func newCompareCmd() *cobra.Command {
 				name := strings.TrimSuffix(filepath.Base(p), filepath.Ext(p))
 				ls = append(ls, compare.Lock{Name: name, Args: []string{"--lock-spec", p}, Lease: []string{"--lease", "2s"}, What: "--lock-spec " + p})
 			}
-			ls = compare.PerServer(ls, servers)
+			if ls, err = compare.PerServer(ls, servers); err != nil {
+				return runner.UsageError{Err: fmt.Errorf("compare: %v", err)}
+			}
 			seen := map[string]bool{}
 			for _, l := range ls { // two rows of one name would share a run directory
 				if seen[l.Name] {

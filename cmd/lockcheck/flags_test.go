@@ -92,6 +92,9 @@ func TestRefusedInputs(t *testing.T) {
 		{"15", []string{"--clock-bump", "-1m"}, "--clock-bump must be positive"},
 		{"15", []string{"--watchdog", "1ns"}, "--watchdog must be at least 1ms"},
 		{"15", []string{"--lease", "1ns"}, "--lease must be at least 1ms"},
+		// Issue 36 item 4: a plan of 1 ns faults floods the history as a schedule's loop of them did.
+		{"15", []string{"--nemesis", "client-pause", "--nemesis-duration", "1ns"}, "--nemesis-duration must be at least 10ms"},
+		{"15", []string{"--nemesis", "client-pause", "--nemesis-interval", "1ms"}, "--nemesis-interval must be at least 10ms"},
 		{"15", []string{"--topology", "sentinel", "--nodes", "7"}, "only --topology redlock takes it"},
 		{"15", []string{"--nodes", "7"}, "only --topology redlock takes it"},
 		{"15", []string{"--lock", "redlock", "--nodes", "0"}, "--nodes must be at least 1"},

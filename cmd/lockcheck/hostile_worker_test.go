@@ -229,3 +229,50 @@ func TestClientCmdMissing(t *testing.T) {
 		}
 	}
 }
+
+// Issue 36 item 5: a worker that answers init and then nothing (a hung library call) is declared hung once
+// a request goes unanswered past the bound (here wait 1 s + lease 0 + 4 × timeout 1 s + 5 s = 10 s; with the
+// defaults it is 22 s, and such a --time 5s run ends in about 23 s), killed, and the run says so: the run
+// ends within the issue's 25 s with room for a loaded machine. Before, the workload waited for the
+// request's old bound (45 s here, 57 s with the defaults: the watchdog's 30 s counted as a lease), and the
+// run said nothing of it.
+func TestSilentWorkerDeclaredHung(t *testing.T) {
+	// Sequential: must end within 25 s (the issue's bar).
+	p := start(t, exec.Command(buildBinary(t), "run", "--client-cmd", hostileScript(t, "silent.sh"), "--lock", "naive",
+		"--clients", "2", "--time", "5s", "--wait", "1s", "--timeout", "1s", "--results", t.TempDir()))
+	code := p.exited(t, 25*time.Second, "a run whose worker never answers")
+	if msg := p.stderr.String(); code != exitHarness || !strings.Contains(msg, "worker hung") ||
+		!strings.Contains(msg, "wait 1s + lease 0s + 4 × timeout 1s + 5s") {
+		t.Fatalf("exit %d, want %d with a line saying the worker hung and its bound; stderr:\n%s", code, exitHarness, msg)
+	}
+}
+
+// Issue 36 item 5: SIGINT ends a run within 2 s whatever its workers do, with a history `check` judges: a
+// worker that answers nothing, and one that floods events and never reads its stdin again (the writes
+// of its requests block on the full pipe). Before, both held the run until their requests' bound (57 s),
+// and the flooding one did not end 30 s after SIGINT.
+func TestHungWorkersInterrupted(t *testing.T) {
+	// Sequential: SIGINT must end each run within 2 s.
+	bin := buildBinary(t)
+	for _, cmd := range []string{hostileScript(t, "silent.sh"), eventsCmd(t, "EARLY=0 FLOOD=renewed NOREAD=1")} {
+		r := startRun(t, bin, "--client-cmd", cmd, "--lock", "naive", "--clients", "2", "--time", "60s")
+		var dir string
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			dir, _ = filepath.EvalSymlinks(filepath.Join(r.root, "latest"))
+			if hist, _ := os.ReadFile(filepath.Join(dir, "history.jsonl")); strings.Count(string(hist), `"invoke"`) >= 4 {
+				break // every thread has a request out
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the run never sent its requests; stderr:\n%s", cmd, r.all)
+			}
+		}
+		time.Sleep(time.Second) // the pipe of the worker that never reads fills
+		if err := r.cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		if code := r.wait(t, 2*time.Second); code != exitUnknown {
+			t.Fatalf("%s: exit %d after SIGINT, want %d (unknown); stderr:\n%s", cmd, code, exitUnknown, r.all)
+		}
+		checkable(t, dir)
+	}
+}

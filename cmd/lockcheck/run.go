@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -73,6 +74,10 @@ func newRunCmd() *cobra.Command {
 			res, err := t.Execute(cmd.Context(), os.Stderr)
 			if res != nil {
 				res.Table(os.Stdout)
+			}
+			if errors.Is(err, runner.ErrCheckInterrupted) { // the run ended; its check was stopped
+				fmt.Fprintln(os.Stderr, "lockcheck:", err)
+				return exitError{exitUnknown}
 			}
 			if err != nil {
 				return err

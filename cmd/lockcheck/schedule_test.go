@@ -7,8 +7,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/workloads/schedule"
 )
 
 // The shipped schedules (examples/schedules) give the verdicts their files and docs/schedules.md state, on
@@ -164,6 +166,36 @@ steps:
 	}
 }
 
+// Issue 36 item 4: a loop whose cycle plays in under the floor (one 10 ms fault) is slowed to a cycle per
+// schedule.CycleFloor, said in one line, and ends with a verdict and a small history. Before, it played a
+// cycle every 10 ms (and, with for: 1ns, wrote 642 018 fault records in 3 s and never ended its check).
+func TestScheduleFastLoopPaced(t *testing.T) {
+	// Sequential: swaps os.Stderr (captureStderr).
+	file := filepath.Join(t.TempDir(), "fast.yaml")
+	if err := os.WriteFile(file, []byte("loop: true\nsteps:\n  - {fault: client-pause, targets: [c1], for: 10ms}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stderr := captureStderr(t)
+	code, dir := run(t, "run", "--schedule", file, "--time", "3s", "--quiet", "1s", "--seed", "1")
+	out := stderr()
+	if code != exitValid && code != exitUnknown || !strings.Contains(out, "under the floor of 100ms") {
+		t.Fatalf("exit %d, want a verdict and the line saying the loop is slowed; stderr:\n%s", code, out)
+	}
+	h, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	starts := 0
+	for _, f := range h.Faults {
+		if f.Phase == "start" {
+			starts++
+		}
+	}
+	if limit := int(3*time.Second/schedule.CycleFloor) + 1; starts == 0 || starts > limit {
+		t.Fatalf("%d faults started in a 3 s run, want 1 to %d (a cycle per %s)", starts, limit, schedule.CycleFloor)
+	}
+}
+
 // An actor whose last step is an acquire keeps the lock while the others act ("A takes the lock" in a
 // report): c2, asking after it with a short wait, is refused, and c1 releases once c2 is done. A new
 // user's schedule of a bug report read otherwise when an actor let go as soon as its own steps ended.
@@ -232,6 +264,8 @@ func TestScheduleBadInput(t *testing.T) {
 		{"--schedule", ok, "--nemesis", "kill"},
 		{"--schedule", ok, "--lock", "semaphore"},
 		{"--schedule", write("two.yaml", "steps:\n  - {client: c2, acquire: lock}\n"), "--clients", "1"},
+		// Issue 36 item 4: a loop of 1 ns client pauses wrote 642 018 fault records in a 3 s run.
+		{"--schedule", write("ns.yaml", "loop: true\nsteps:\n  - {fault: client-pause, targets: [c1], for: 1ns}\n"), "--time", "3s", "--quiet", "1s"},
 	} {
 		code, _ := run(t, append([]string{"run"}, args...)...)
 		if code != exitUsage {

@@ -104,6 +104,7 @@ function init(m) {
     // lease_ms 0: the run's --lease, else its watchdog period, as a fixed TTL.
     defaultLease: o.lease_ms > 0 ? o.lease_ms : (o.watchdog_ms > 0 ? o.watchdog_ms : 30000),
     watchdog: o.watchdog_ms > 0 ? o.watchdog_ms : 30000, // using()'s duration
+    runLease: o.lease_ms > 0 ? o.lease_ms : 0, // the run's --lease, in lockcheck's hung bound (deadline)
     // tryLock with a wait: redlock retries retryCount times, retryDelay (± retryJitter) apart; an explicit
     // retryCount wins over wait_ms.
     retriesFor: (waitMs) => settings.retryCount ?? Math.floor(Math.max(0, waitMs || 0) / Math.max(1, retryDelay)),
@@ -165,14 +166,15 @@ function slot(m) {
 
 function validMs(lock) { const v = lock.expiration - Date.now(); return v > 0 ? v : undefined; }
 
-// lockcheck kills a worker that leaves a request unanswered past wait + lease + 4 × timeout + 10 s, and
+// lockcheck kills a worker that leaves a request unanswered past its hung bound, wait + the run's lease
+// (init's lease_ms, 0 with the watchdog) + 4 × timeout + 5 s (docs/protocol.md), and
 // redlock has no deadline of its own: each of its retries can wait a timeout for a node that does not
 // answer. So a call gets about the time its retries take when the nodes answer, and one still running
 // then is answered error 0 (it may yet take effect); onLate gets its result if it comes.
 function deadline(m, retries) {
   const delay = cfg.settings.retryDelay ?? 200, jitter = cfg.settings.retryJitter ?? 100;
   const natural = retries < 0 ? Infinity : retries * (delay + jitter) + 2 * cfg.timeout + 1000;
-  const kill = (m.wait_ms || 0) + (m.lease_ms || 0) + 4 * cfg.timeout + 10000;
+  const kill = (m.wait_ms || 0) + cfg.runLease + 4 * cfg.timeout + 5000;
   return Math.max(1000, Math.min(natural, kill - 2000));
 }
 

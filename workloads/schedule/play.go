@@ -3,6 +3,7 @@ package schedule
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -37,22 +38,57 @@ func (s *Schedule) Play(ctx context.Context, stop <-chan struct{}, clients []loc
 		}
 	}
 	res := workloads.NewResource(rec)
+	budget := &faultBudget{tokens: FaultBurst, at: time.Now()}
+	defer func() {
+		if budget.skipped > 0 { // one record says what was not played
+			rec.Event(history.Record{Client: "nemesis", F: FaultsSkipped, Value: history.Int64(budget.skipped),
+				Detail: fmt.Sprintf("%d fault steps were not played: over the budget of %d at once and %d a second", budget.skipped, FaultBurst, FaultRate)})
+		}
+	}()
 	n := 0
 	for ctx.Err() == nil {
-		if !s.cycle(ctx, byName, rec, res, env, d) {
+		began := time.Now()
+		if !s.cycle(ctx, byName, rec, res, env, d, budget) {
 			break
 		}
 		n++
 		if !s.Loop {
 			break
 		}
+		workloads.Sleep(ctx, CycleFloor-time.Since(began)) // a cycle that plays faster is slowed (Paced)
 	}
 	return n
 }
 
+// FaultsSkipped is the event that counts the fault steps a schedule did not play (over its budget).
+const FaultsSkipped = "faults-skipped"
+
+// faultBudget is a token bucket of fault steps: FaultBurst at once, FaultRate a second.
+type faultBudget struct {
+	mu      sync.Mutex
+	tokens  float64
+	at      time.Time
+	skipped int64
+}
+
+// take reports whether one more fault may be played now, counting it skipped if not.
+func (b *faultBudget) take() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := time.Now()
+	b.tokens = min(FaultBurst, b.tokens+now.Sub(b.at).Seconds()*FaultRate)
+	b.at = now
+	if b.tokens < 1 {
+		b.skipped++
+		return false
+	}
+	b.tokens--
+	return true
+}
+
 // cycle plays every step once; false when ctx ended first.
 func (s *Schedule) cycle(ctx context.Context, clients map[string]locks.Client, rec *history.Recorder,
-	res *workloads.Resource, env *nemesis.Env, d Defaults) bool {
+	res *workloads.Resource, env *nemesis.Env, d Defaults, budget *faultBudget) bool {
 	start := time.Now()
 	done := make([]chan struct{}, len(s.Steps))
 	index := map[string]int{}
@@ -119,6 +155,10 @@ func (s *Schedule) cycle(ctx context.Context, clients map[string]locks.Client, r
 		go func() {
 			defer wg.Done()
 			if !ready(i) || env == nil {
+				return
+			}
+			if !budget.take() { // not played: the steps after it go on
+				close(done[i])
 				return
 			}
 			heal := nemesis.Apply(ctx, env, rec, st.Fault, s.aimed[i])

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockcheck/lockcheck/internal/prose"
 	"github.com/lockcheck/lockcheck/internal/safefile"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/workloads"
@@ -85,6 +86,16 @@ const (
 	MaxKeys    = 64 // lock-0..lock-63
 	MaxSteps   = 1000
 	MaxFile    = 1 << 20
+	// MinFor is the shortest fault a step may hold: a shorter one is nothing a node or client can feel,
+	// and in a loop it only floods the history (a 1 ns client-pause wrote 642 018 fault records in 3 s).
+	MinFor = 10 * time.Millisecond
+	// CycleFloor is the shortest cycle a loop plays: one that can play faster is slowed to it (Paced).
+	CycleFloor = 100 * time.Millisecond
+	// FaultBurst and FaultRate bound the faults a schedule plays, as a worker's events are bounded: FaultBurst
+	// at once, then FaultRate a second; a fault step over the budget is not played (nor recorded), and the
+	// run says how many were not.
+	FaultBurst = 1000
+	FaultRate  = 10
 )
 
 // Label is the step as error lines name it: its index from 1, and its name.
@@ -144,21 +155,21 @@ type rawFile struct {
 }
 
 type rawStep struct {
-	Name    string   `yaml:"name"`
-	At      string   `yaml:"at"`
-	After   string   `yaml:"after"`
-	Delay   string   `yaml:"delay"`
-	Client  string   `yaml:"client"`
-	Thread  int64    `yaml:"thread"`
-	Key     string   `yaml:"key"`
-	Acquire string   `yaml:"acquire"`
-	Lease   *string  `yaml:"lease"`
-	Wait    *string  `yaml:"wait"`
-	Release *bool    `yaml:"release"`
-	Leave   *bool    `yaml:"leave"`
-	Fault   string   `yaml:"fault"`
-	Targets []string `yaml:"targets"`
-	For     string   `yaml:"for"`
+	Name    string    `yaml:"name"`
+	At      string    `yaml:"at"`
+	After   string    `yaml:"after"`
+	Delay   string    `yaml:"delay"`
+	Client  string    `yaml:"client"`
+	Thread  yaml.Node `yaml:"thread"` // read as a whole number here: yaml.v3 would play 1.5 as 1
+	Key     string    `yaml:"key"`
+	Acquire string    `yaml:"acquire"`
+	Lease   *string   `yaml:"lease"`
+	Wait    *string   `yaml:"wait"`
+	Release *bool     `yaml:"release"`
+	Leave   *bool     `yaml:"leave"`
+	Fault   string    `yaml:"fault"`
+	Targets []string  `yaml:"targets"`
+	For     string    `yaml:"for"`
 }
 
 // stepKeys are a step's keys, in the order Marshal writes them.
@@ -198,7 +209,11 @@ func parse(b []byte) (*Schedule, error) {
 	if r.Lock != "" && !nameRE.MatchString(r.Lock) {
 		return nil, fmt.Errorf("lock %q: want a lock's name (lockcheck locks lists them)", r.Lock)
 	}
-	s := &Schedule{About: r.About, Lock: r.Lock, Loop: r.Loop}
+	about, err := prose.Line("about", r.About, prose.Max) // printed by every run: a spec's about: is refused alike
+	if err != nil {
+		return nil, err
+	}
+	s := &Schedule{About: about, Lock: r.Lock, Loop: r.Loop}
 	for i := range r.Steps {
 		st, err := step(&r.Steps[i])
 		s.Steps = append(s.Steps, st)
@@ -229,8 +244,15 @@ func step(n *yaml.Node) (Step, error) {
 	if err := n.Decode(&r); err != nil {
 		return named, yamlError(err)
 	}
-	st := Step{Name: r.Name, After: r.After, Client: r.Client, Thread: r.Thread, Key: r.Key, Acquire: Op(r.Acquire),
+	st := Step{Name: r.Name, After: r.After, Client: r.Client, Key: r.Key, Acquire: Op(r.Acquire),
 		Fault: r.Fault, Targets: r.Targets}
+	if r.Thread.Kind != 0 && r.Thread.Tag != "!!null" {
+		n, perr := strconv.ParseInt(r.Thread.Value, 10, 64)
+		if r.Thread.Kind != yaml.ScalarNode || perr != nil {
+			return st, fmt.Errorf("thread %q: want a whole number, 1..%d", r.Thread.Value, MaxThreads)
+		}
+		st.Thread = n
+	}
 	if r.Release != nil {
 		if !*r.Release {
 			return st, errors.New("release: false: leave the key out, or say release: true")
@@ -315,6 +337,8 @@ func (s *Schedule) validate() error {
 				return fail("fault %q: want a fault's name (lockcheck run --help lists them)", st.Fault)
 			case st.For <= 0:
 				return fail("fault %s: say how long it lasts (for: 2s)", st.Fault)
+			case st.For < MinFor:
+				return fail("fault %s: for %s: at least %s (a shorter fault is nothing a node or client can feel)", st.Fault, st.For, MinFor)
 			}
 			for _, t := range st.Targets {
 				if !targetRE.MatchString(t) {
@@ -427,6 +451,35 @@ func (s *Schedule) Check(c Caps) error {
 func (s *Schedule) Clients() int {
 	return max(1, s.highest(func(st Step) int { return clientIndex(st.Client) }))
 }
+
+// Shortest is the least time a cycle can take: steps start no sooner than their at, their actor's previous
+// step and their after's delay, and a cycle lasts until its faults have healed. Acquires may answer at once.
+func (s *Schedule) Shortest() time.Duration {
+	start := make([]time.Duration, len(s.Steps))
+	prev := map[string]int{} // an actor's latest step
+	index := map[string]int{}
+	var cycle time.Duration
+	for i, st := range s.Steps {
+		start[i] = st.At
+		if st.After != "" {
+			start[i] = max(start[i], start[index[st.After]]+st.Delay)
+		}
+		if st.Fault == "" {
+			if j, ok := prev[st.Actor()]; ok {
+				start[i] = max(start[i], start[j])
+			}
+			prev[st.Actor()] = i
+		}
+		if st.Name != "" {
+			index[st.Name] = i
+		}
+		cycle = max(cycle, start[i]+st.For)
+	}
+	return cycle
+}
+
+// Paced reports whether a loop's cycles are slowed to CycleFloor: its cycle can play faster.
+func (s *Schedule) Paced() bool { return s.Loop && s.Shortest() < CycleFloor }
 
 // Threads is the highest thread an actor names (at least 1).
 func (s *Schedule) Threads() int {

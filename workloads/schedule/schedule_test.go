@@ -20,7 +20,17 @@ func TestParseRefusesBadFiles(t *testing.T) {
 		{"steps: []", "no steps"},
 		{"steps: [1]", "step 1 (unnamed): line 1: want a mapping"},
 		{"steps:\n  - {name: a, client: c1, acquire: lock, colour: red}", `step 1 (a): unknown key "colour"`},
-		{"steps:\n  - {name: a, client: c1, thread: x, acquire: lock}", "step 1 (a): line 2: cannot unmarshal"},
+		{"steps:\n  - {name: a, client: c1, thread: x, acquire: lock}", `step 1 (a): thread "x": want a whole number, 1..64`},
+		// Issue 36 item 10: yaml.v3 decoded 1.5 into the int thread as 1, and 2.9 as 2.
+		{"steps:\n  - {name: a, client: c1, thread: 1.5, acquire: lock}", `step 1 (a): thread "1.5": want a whole number`},
+		{"steps:\n  - {name: a, client: c1, thread: 2.9, acquire: lock}", `step 1 (a): thread "2.9": want a whole number`},
+		{"steps:\n  - {name: a, client: c1, thread: [1], acquire: lock}", `step 1 (a): thread "": want a whole number`},
+		// Issue 36 item 8: an about: with ESC, BEL, NUL or a bidi control reached the terminal (a spec's is
+		// refused for the same characters, by the same check).
+		{"about: \"\\e]0;title\\a\"\nsteps:\n  - {client: c1, acquire: lock}", `about: has the control character '\x1b'`},
+		{"about: \"bell\\a\"\nsteps:\n  - {client: c1, acquire: lock}", `about: has the control character '\a'`},
+		{"about: \"nul\\0\"\nsteps:\n  - {client: c1, acquire: lock}", `about: has the control character '\x00'`},
+		{"about: \"rtl\u202e\"\nsteps:\n  - {client: c1, acquire: lock}", `about: has the control character '\u202e'`},
 		{"steps:\n  - {name: a, client: c1, acquire: grab}", `step 1 (a): acquire "grab": want lock`},
 		{"steps:\n  - {name: a, client: c1}", "step 1 (a): want exactly one of acquire, leave, release and fault"},
 		{"steps:\n  - {name: a, client: c1, acquire: lock, release: true}", "want exactly one"},
@@ -37,6 +47,8 @@ func TestParseRefusesBadFiles(t *testing.T) {
 		{"steps:\n  - {name: a, client: c1, key: lock-64, acquire: lock}", `key "lock-64"`},
 		{"steps:\n  - {name: a, client: c1, key: other, acquire: lock}", `key "other"`},
 		{"steps:\n  - {name: f, fault: kill}", "step 1 (f): fault kill: say how long it lasts"},
+		// Issue 36 item 4: a loop of 1 ns faults flooded the history.
+		{"loop: true\nsteps:\n  - {name: f, fault: client-pause, targets: [c1], for: 1ns}", "step 1 (f): fault client-pause: for 1ns: at least 10ms"},
 		{"steps:\n  - {name: f, fault: kill, client: c1, for: 1s}", "a fault step takes targets and for"},
 		{"steps:\n  - {name: a, client: c1, acquire: lock, for: 1s}", "targets and for belong to a fault step"},
 		{"steps:\n  - {name: a, client: c1, release: false}", "release: false"},
@@ -187,5 +199,37 @@ func TestAimFaults(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "--nemesis") {
 			t.Errorf("%q: %v, want %q", text, err, want)
 		}
+	}
+}
+
+// Issue 36 item 4: a loop whose cycle can play in under CycleFloor is paced, one whose steps take longer is
+// not; the fault budget gives FaultBurst at once and counts the rest.
+func TestLoopFloorAndFaultBudget(t *testing.T) {
+	for _, c := range []struct {
+		text     string
+		shortest time.Duration
+		paced    bool
+	}{
+		{"loop: true\nsteps:\n  - {fault: client-pause, targets: [c1], for: 10ms}", 10 * time.Millisecond, true},
+		{"loop: true\nsteps:\n  - {client: c1, acquire: lock}\n  - {client: c1, release: true}", 0, true},
+		{"steps:\n  - {client: c1, acquire: lock}", 0, false},
+		{"loop: true\nsteps:\n  - {name: a, client: c1, acquire: lock}\n  - {client: c1, after: a, delay: 150ms, release: true}", 150 * time.Millisecond, false},
+		{"loop: true\nsteps:\n  - {name: a, fault: kill, for: 50ms}\n  - {client: c1, after: a, delay: 60ms, acquire: lock}", 60 * time.Millisecond, true},
+	} {
+		s, err := Parse([]byte(c.text), "x.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Shortest(); got != c.shortest || s.Paced() != c.paced {
+			t.Errorf("%q: shortest %s paced %v, want %s %v", c.text, got, s.Paced(), c.shortest, c.paced)
+		}
+	}
+	b := &faultBudget{tokens: FaultBurst, at: time.Now()}
+	n := 0
+	for b.take() {
+		n++
+	}
+	if n != FaultBurst || b.skipped != 1 {
+		t.Fatalf("%d faults taken at once, %d skipped: want %d and 1", n, b.skipped, FaultBurst)
 	}
 }

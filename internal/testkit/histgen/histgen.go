@@ -19,6 +19,9 @@ type Spec struct {
 	Keys    int   // lock keys the rounds spread over
 	Clients int   // clients (c1...), 8 when zero
 	Seed    int64 // the same seed gives the same history
+	// Pauses, when above 0, adds a client-pause of c1 every Pauses rounds (its start, a frozen record and its
+	// stop, inside the round): a history heavy with fault windows, as a loop of short faults writes.
+	Pauses int
 }
 
 // Rounds are 1 ms apart on every key at once; a round's records stay inside it, so rounds never overlap.
@@ -54,6 +57,12 @@ func Write(w io.Writer, s Spec) (int, error) {
 		}
 		if r%10000 == 5100 {
 			g.fault(t0, "stop")
+		}
+		if s.Pauses > 0 && r%int64(s.Pauses) == 0 {
+			for i, phase := range []string{"start", "frozen", "stop"} {
+				g.pending = append(g.pending, history.Record{Type: history.Fault, Time: t0 + int64(i)*roundNs, Client: "nemesis",
+					F: "client-pause", Phase: phase, Targets: []string{"c1"}})
+			}
 		}
 		for k := range keys {
 			if g.ops >= s.Ops {
