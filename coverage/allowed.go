@@ -188,7 +188,8 @@ func latchAllowed(name string) []Transition {
 		set := []string{Refused, Unknown}
 		wait := []string{No, Unknown}
 		if b == Open {
-			set, wait = []string{Ok, Unknown}, []string{Yes, Unknown}
+			// An await that gave up is placed at its return: the count may have reached zero since it last looked.
+			set, wait = []string{Ok, Unknown}, []string{Yes, No, Unknown}
 		}
 		a.add(b, SetCount, set, noLease, never)
 		a.add(b, CountDown, []string{Ok, Unknown}, noLease, never)

@@ -263,3 +263,26 @@ func dump(m *Map) string {
 	}
 	return b.String()
 }
+
+// Overlapping commands are placed in an order the model allows: a grant whose reply came before the
+// reply of the release it followed, and a refusal answered before a release whose reply came first.
+func TestOverlapsPlacedAsTheModelAllows(t *testing.T) {
+	b := newHB(t, history.Checks{Family: "mutex"})
+	b.op("c1", "acquire", 0, 5, history.Ok, nil, lease(10000))
+	b.op("c1", "release", 100, 300, history.Ok, history.Int64(1), lease(30000))
+	b.op("c2", "acquire", 150, 200, history.Ok, nil, lease(10000))
+	b.op("c3", "acquire", 90, 400, history.Fail, history.Int64(9000), lease(10000))
+	m := Of(b.history())
+	for _, want := range []Transition{
+		{Family: "mutex", Before: HeldOnce, Op: Release, Outcome: Released, Lease: None, Waiting: true},
+		{Family: "mutex", Before: Free, Op: Acquire, Outcome: Granted, Lease: None, Waiting: true},
+		{Family: "mutex", Before: HeldOnce, Op: Acquire, Outcome: Refused, Lease: Equal},
+	} {
+		if !m.Has(want) {
+			t.Errorf("no %s in:\n%s", want, dump(m))
+		}
+	}
+	if m.Len() != 4 {
+		t.Errorf("want 4 transitions (the first grant and the three above), got:\n%s", dump(m))
+	}
+}

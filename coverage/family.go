@@ -382,7 +382,7 @@ func semFamily(name string, expirable bool) family {
 
 func semClassify(expirable bool) func(s *keyState, c *cmd, _ int) (string, string) {
 	return func(s *keyState, c *cmd, _ int) (string, string) {
-		if !s.set && s.total > 0 { // the run's --permits, before its trySetPermits is seen
+		if !s.set && s.total > 0 && c.in.F != "setPermits" { // the run's --permits: set before this run's record of it
 			s.avail, s.set = s.total, true
 		}
 		before := semBefore(s)
@@ -392,7 +392,7 @@ func semClassify(expirable bool) func(s *keyState, c *cmd, _ int) (string, strin
 		case "acquire":
 			return before, Acquire
 		case "release":
-			if _, mine := s.permits[c.in.Owner]; expirable && !mine {
+			if _, mine := s.permits[c.who]; expirable && !mine {
 				return before, StrayRelease // not issued, or reclaimed after its lease
 			}
 			return before, Release
@@ -416,10 +416,10 @@ func semApply(expirable bool) func(s *keyState, c *cmd, op string) {
 				if s.permits == nil {
 					s.permits = map[string]int64{}
 				}
-				s.permits[c.in.Owner] = leaseEnd(c)
+				s.permits[c.who] = leaseEnd(c) // by thread: a thread holds one permit at a time
 			}
 		case Release:
-			delete(s.permits, c.in.Owner)
+			delete(s.permits, c.who)
 			s.avail += n
 		case StrayRelease:
 			if !expirable {

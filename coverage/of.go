@@ -2,8 +2,10 @@ package coverage
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
@@ -30,15 +32,17 @@ type cmd struct {
 	attempt int64  // earlier sends of this unlock (its request id), 0 for a first send
 	script  string // on the wire: shape→reply class
 	seq     int
+	placed  bool // placed early, as what makes a later command legal (place)
 }
 
 // event kinds, in the order they are taken at one instant: what returned is no longer in flight, a fault
-// that starts then is in force, the command is placed, then what is called then starts, then faults stop.
+// that starts then is in force, a command is placed, then what is called then starts, then faults stop.
 const (
 	evEnd = iota
 	evFaultStart
 	evPlace
 	evInvoke
+	evCall
 	evFaultStop
 )
 
@@ -46,7 +50,7 @@ type event struct {
 	t    int64
 	kind int
 	seq  int
-	c    *cmd   // evPlace
+	c    *cmd   // evPlace, evCall
 	key  string // evInvoke, evEnd: the raw key of an application's acquire
 	who  string
 	name string // evFaultStart, evFaultStop: the fault's kind
@@ -54,14 +58,15 @@ type event struct {
 
 // walk replays h's judged commands through its family's abstract lock, in the order they are placed,
 // and calls yield with each command and its transition. One sort of the events and one pass: linear in
-// the history but for the sort.
+// the history but for the sort (and a look back over the few commands in flight where a placement
+// contradicts the model: see place).
 func walk(h *history.History, yield func(c *cmd, t Transition)) {
 	fam := familyOf(h)
 	cmds := commandsOf(h, fam)
 	var evs []event
 	for i, c := range cmds {
 		c.seq = i
-		evs = append(evs, event{t: c.at, kind: evPlace, seq: i, c: c})
+		evs = append(evs, event{t: c.at, kind: evPlace, seq: i, c: c}, event{t: c.in.Call, kind: evCall, seq: i, c: c})
 	}
 	n := len(cmds)
 	for i := range h.Ops { // the applications' acquires: who is waiting (Src "": the callers' own records)
@@ -90,7 +95,7 @@ func walk(h *history.History, yield func(c *cmd, t Transition)) {
 		return a.seq < b.seq
 	})
 	r := replay{fam: fam, keys: map[string]*keyState{}, flying: map[string]map[string]int{},
-		faults: map[string]int{}, permits: permitsOf(h)}
+		faults: map[string]int{}, permits: permitsOf(h), legal: legalSet(fam.name), yield: yield}
 	for i := range evs {
 		e := &evs[i]
 		switch e.kind {
@@ -104,8 +109,12 @@ func walk(h *history.History, yield func(c *cmd, t Transition)) {
 		case evFaultStop:
 			r.faults[e.name]--
 			r.fault = ""
+		case evCall:
+			if e.c.at > e.c.in.Call && e.c.out.Outcome == checker.Applied {
+				r.state(e.c.in.Key).pending = append(r.state(e.c.in.Key).pending, e.c)
+			}
 		case evPlace:
-			yield(e.c, r.place(e.c))
+			r.place(e.c)
 		}
 	}
 }
@@ -180,7 +189,7 @@ func newCmd(o *history.Operation, in checker.Command, out checker.Reply) *cmd {
 	c := &cmd{in: in, out: out, raw: o.Invoke.Key, who: identity(&o.Invoke), at: in.Call,
 		attempt: o.Invoke.Args["attempt"]}
 	if out.Outcome != checker.Unsure && in.Return != math.MaxInt64 {
-		c.at = in.Return
+		c.at = in.Return // placed at its return (see place); an unknown outcome, at its call
 	}
 	if o.Invoke.Src == history.WireSrc {
 		c.script = scriptOf(o)
@@ -281,6 +290,48 @@ type keyState struct {
 	total   int64
 	permits map[string]int64 // an expirable semaphore's issued permits: id → when its lease surely ends
 	count   int64
+	// pending are the commands called and not yet placed that took effect; maybe, the latest whose
+	// outcome is unknown (at most maxMaybe): either may explain a later command (place).
+	pending []*cmd
+	maybe   []*cmd
+	past    []snapshot // the lock before each of the latest changes (at most maxPast)
+}
+
+// snapshot is a key's lock before a change placed at at.
+type snapshot struct {
+	at int64
+	s  *keyState
+}
+
+const maxPast = 4
+
+const maxMaybe = 4
+
+// clone is a copy of s's lock (not its pending and maybe commands) to try a placement on.
+func (s *keyState) clone() *keyState {
+	c := *s
+	c.pending, c.maybe, c.past = nil, nil, nil
+	if s.readers != nil {
+		c.readers = make(map[string]*reader, len(s.readers))
+		for o, rd := range s.readers {
+			x := *rd
+			c.readers[o] = &x
+		}
+	}
+	if s.permits != nil {
+		c.permits = make(map[string]int64, len(s.permits))
+		for id, end := range s.permits {
+			c.permits[id] = end
+		}
+	}
+	return &c
+}
+
+// lockOf copies the lock of c into s, keeping s's pending and maybe commands.
+func (s *keyState) lockOf(c *keyState) {
+	p, m, past := s.pending, s.maybe, s.past
+	*s = *c
+	s.pending, s.maybe, s.past = p, m, past
 }
 
 type reader struct {
@@ -298,6 +349,17 @@ type replay struct {
 	faults  map[string]int
 	fault   string // the faults in force, "" when to be recomputed
 	permits int64  // the run's --permits (a semaphore's total before its trySetPermits is seen)
+	legal   map[Transition]bool
+	yield   func(c *cmd, t Transition)
+}
+
+func (r *replay) state(key string) *keyState {
+	s := r.keys[key]
+	if s == nil {
+		s = &keyState{total: r.permits}
+		r.keys[key] = s
+	}
+	return s
 }
 
 func (r *replay) fly(key, who string, d int) {
@@ -341,21 +403,126 @@ func (r *replay) faultText() string {
 	return r.fault
 }
 
-// place takes c's effect on its key and returns its transition.
-func (r *replay) place(c *cmd) Transition {
-	s := r.keys[c.in.Key]
-	if s == nil {
-		s = &keyState{total: r.permits}
-		r.keys[c.in.Key] = s
+// place takes c's effect on its key and yields its transition. Commands overlap: each is placed at its
+// return (an unknown outcome at its call), and where that order contradicts the model (a grant placed
+// before the release it followed, whose reply came later; a release answering "still held" after a
+// re-entry whose reply was lost; a refusal answered before a release whose reply came first), the one
+// command in flight or of unknown outcome that explains it is placed first, or a command that changes
+// nothing is read against the lock as it was before a change placed since its call: a look back, not
+// porcupine's search, so the replay stays linear and deterministic. What nothing explains is yielded as
+// it is: a transition the model does not allow.
+func (r *replay) place(c *cmd) {
+	if c.placed {
+		return
 	}
+	s := r.state(c.in.Key)
+	s.pending = slices.DeleteFunc(s.pending, func(p *cmd) bool { return p == c || p.placed })
+	t, op := r.transition(s, c)
+	if !r.legal[t.Core()] {
+		if then, ok := r.earlier(s, c); ok {
+			r.yield(c, then)
+			return
+		}
+		if r.explain(s, c) {
+			t, op = r.transition(s, c)
+		}
+	}
+	r.change(s, c, op)
+	if c.out.Outcome == checker.Unsure {
+		if s.maybe = append(s.maybe, c); len(s.maybe) > maxMaybe {
+			s.maybe = s.maybe[1:]
+		}
+	}
+	r.yield(c, t)
+}
+
+// changes reports whether c may change its key's lock: it took effect (or may have), and is no read.
+func changes(c *cmd) bool {
+	return c.out.Outcome != checker.Refused && !reads[c.in.F]
+}
+
+// reads are the commands that read a lock's state and change nothing.
+var reads = map[string]bool{"held": true, "is_locked": true, "available": true, "getCount": true, "await": true}
+
+// change applies c to s, remembering s as it was before.
+func (r *replay) change(s *keyState, c *cmd, op string) {
+	if changes(c) && c.out.Outcome == checker.Applied {
+		r.remember(s, c)
+	}
+	r.fam.apply(s, c, op)
+}
+
+// remember keeps s's lock as it is before c changes it.
+func (r *replay) remember(s *keyState, c *cmd) {
+	if s.past = append(s.past, snapshot{at: c.at, s: s.clone()}); len(s.past) > maxPast {
+		s.past = s.past[1:]
+	}
+}
+
+// earlier is c's transition on the lock as it was before a change placed after c's call, for a command
+// that changes nothing (a refusal, a read): it may have been answered before that change took effect.
+func (r *replay) earlier(s *keyState, c *cmd) (Transition, bool) {
+	if changes(c) {
+		return Transition{}, false
+	}
+	for i := len(s.past) - 1; i >= 0 && s.past[i].at >= c.in.Call; i-- {
+		if t, _ := r.transition(s.past[i].s.clone(), c); r.legal[t.Core()] {
+			return t, true
+		}
+	}
+	return Transition{}, false
+}
+
+// transition is c's transition on s, which it first brings up to c's call (the leases surely run out).
+func (r *replay) transition(s *keyState, c *cmd) (Transition, string) {
 	lapse(s, c.in.Call)
 	w := r.waiting(c)
 	before, op := r.fam.classify(s, c, w)
 	t := Transition{Family: r.fam.name, Before: before, Op: op, Lease: leaseRel(s, c), Waiting: w > 0,
 		Fault: r.faultText(), Script: c.script}
 	t.Outcome = outcomeOf(c, op, r.fam)
-	r.fam.apply(s, c, op)
-	return t
+	return t, op
+}
+
+// explain looks for the command that makes c legal on s: one called before c and not yet placed that
+// took effect (placed now, its own transition yielded first), else one of unknown outcome taken to have
+// taken effect. It changes s and reports true when it found one.
+func (r *replay) explain(s *keyState, c *cmd) bool {
+	for _, p := range s.pending {
+		if p == c || p.placed || p.in.Call > c.at {
+			continue
+		}
+		try := s.clone()
+		tp, opp := r.transition(try, p)
+		if !r.legal[tp.Core()] {
+			continue
+		}
+		r.fam.apply(try, p, opp)
+		if t, _ := r.transition(try.clone(), c); !r.legal[t.Core()] {
+			continue
+		}
+		r.remember(s, p)
+		s.lockOf(try)
+		p.placed = true
+		s.pending = slices.DeleteFunc(s.pending, func(x *cmd) bool { return x == p })
+		r.yield(p, tp)
+		return true
+	}
+	for i := len(s.maybe) - 1; i >= 0; i-- {
+		m := *s.maybe[i]
+		m.out = checker.Reply{Outcome: checker.Applied, Value: guess(s, &m)}
+		try := s.clone()
+		_, opm := r.transition(try, &m)
+		r.fam.apply(try, &m, opm)
+		if t, _ := r.transition(try.clone(), c); !r.legal[t.Core()] {
+			continue
+		}
+		r.remember(s, &m)
+		s.lockOf(try)
+		s.maybe = slices.Delete(s.maybe, i, i+1)
+		return true
+	}
+	return false
 }
 
 // lapse ends the holds whose lease surely ran out before now (the model's "surely expired": its call is
@@ -493,4 +660,38 @@ func permitsOf(h *history.History) int64 {
 		return 0
 	}
 	return h.Run.Checks.Permits
+}
+
+// guess is the reply a command of unknown outcome would have given had it taken effect on s.
+func guess(s *keyState, c *cmd) int64 {
+	switch c.in.F {
+	case "release":
+		if rd := s.readers[c.in.Owner]; c.in.Read && rd != nil && rd.holds > 1 || !c.in.Read && s.holder == c.in.Owner && s.holds > 1 {
+			return 0 // still held: a re-entry's release
+		}
+		return 1
+	case "countDown":
+		return max(s.count-1, 0)
+	}
+	return 0
+}
+
+var (
+	legalMu   sync.Mutex
+	legalSets = map[string]map[Transition]bool{}
+)
+
+// legalSet is Allowed(family) as a set, made once per family.
+func legalSet(family string) map[Transition]bool {
+	legalMu.Lock()
+	defer legalMu.Unlock()
+	if m, ok := legalSets[family]; ok {
+		return m
+	}
+	m := map[Transition]bool{}
+	for _, t := range Allowed(family) {
+		m[t] = true
+	}
+	legalSets[family] = m
+	return m
 }
