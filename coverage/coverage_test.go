@@ -286,3 +286,85 @@ func TestOverlapsPlacedAsTheModelAllows(t *testing.T) {
 		t.Errorf("want 4 transitions (the first grant and the three above), got:\n%s", dump(m))
 	}
 }
+
+// Every family's transitions, each on a hand-built history: the state classes, the operations relative to
+// the caller, and for a fair lock its queue.
+func TestFamilies(t *testing.T) {
+	read := func(l int64) map[string]int64 { return map[string]int64{"lease_ms": l, "read": 1} }
+	n := func(k string, v int64) map[string]int64 { return map[string]int64{k: v} }
+	cases := []struct {
+		name   string
+		checks history.Checks
+		build  func(b *hb)
+		want   []Transition
+	}{
+		{"rwlock: a second reader with a shorter lease while a writer waits, and the writer let in under the first",
+			history.Checks{Family: "rwlock"}, func(b *hb) {
+				b.op("c1", "acquire", 0, 5, history.Ok, nil, read(10000))
+				b.op("c3", "tryLock", 50, 2000, history.Ok, nil, lease(2000))
+				b.op("c3", "acquire", 50, 55, history.Fail, history.Int64(9900), lease(2000))
+				b.op("c2", "acquire", 100, 105, history.Ok, nil, read(300))
+				b.op("c3", "acquire", 1500, 1505, history.Ok, nil, lease(2000))
+			}, []Transition{
+				{Family: "rwlock", Before: Readers1, Op: ReadAcquire, Outcome: Granted, Lease: Shorter, Waiting: true},
+				{Family: "rwlock", Before: Readers1, Op: WriteAcquire, Outcome: Refused, Lease: Shorter},
+				{Family: "rwlock", Before: Readers1, Op: WriteAcquire, Outcome: Granted, Lease: Shorter},
+			}},
+		{"fair: the queue's length is the state's",
+			history.Checks{Family: "mutex", Fair: true}, func(b *hb) {
+				b.op("c1", "acquire", 0, 5, history.Ok, nil, lease(10000))
+				b.op("c2", "tryLock", 10, 900, history.Ok, nil, lease(1000))
+				b.op("c3", "tryLock", 10, 900, history.Ok, nil, lease(1000))
+				b.op("c4", "acquire", 20, 25, history.Fail, history.Int64(9000), lease(10000))
+				b.op("c1", "release", 100, 105, history.Ok, history.Int64(1), lease(30000))
+			}, []Transition{
+				{Family: "mutex/fair", Before: HeldOnce + "/queue-many", Op: Acquire, Outcome: Refused, Lease: Equal, Waiting: true},
+				{Family: "mutex/fair", Before: HeldOnce + "/queue-many", Op: Release, Outcome: Released, Lease: None, Waiting: true},
+			}},
+		{"semaphore: permits all, some, none",
+			history.Checks{Family: "semaphore", Permits: 2}, func(b *hb) {
+				b.op("c1", "setPermits", 0, 5, history.Ok, nil, n("permits", 2))
+				b.op("c1", "acquire", 10, 15, history.Ok, nil, n("permits", 1))
+				b.op("c2", "acquire", 20, 25, history.Ok, nil, n("permits", 1))
+				b.op("c3", "acquire", 30, 35, history.Fail, history.Int64(0), n("permits", 1))
+				b.op("c1", "release", 40, 45, history.Ok, history.Int64(1), n("permits", 1))
+			}, []Transition{
+				{Family: "semaphore", Before: Unset, Op: SetPermits, Outcome: Ok, Lease: None},
+				{Family: "semaphore", Before: PermitsAll, Op: Acquire, Outcome: Granted, Lease: None},
+				{Family: "semaphore", Before: PermitsSome, Op: Acquire, Outcome: Granted, Lease: None},
+				{Family: "semaphore", Before: Permits0, Op: Acquire, Outcome: Refused, Lease: None},
+				{Family: "semaphore", Before: Permits0, Op: Release, Outcome: Ok, Lease: None},
+			}},
+		{"expirable semaphore: a permit's release after its lease ran out is a stray one",
+			history.Checks{Family: "expirable-semaphore", Permits: 1}, func(b *hb) {
+				b.op("c1", "setPermits", 0, 5, history.Ok, nil, n("permits", 1))
+				b.op("c1", "acquire", 10, 15, history.Ok, nil, lease(300))
+				b.op("c1", "release", 1000, 1005, history.Fail, history.Int64(0), nil)
+			}, []Transition{
+				{Family: "expirable-semaphore", Before: PermitsAll, Op: Acquire, Outcome: Granted, Lease: None},
+				{Family: "expirable-semaphore", Before: PermitsAll, Op: StrayRelease, Outcome: Refused, Lease: None},
+			}},
+		{"latch: counted down to open",
+			history.Checks{Family: "latch"}, func(b *hb) {
+				b.op("c1", "setCount", 0, 5, history.Ok, nil, n("count", 2))
+				b.op("c1", "countDown", 10, 15, history.Ok, history.Int64(1), nil)
+				b.op("c2", "countDown", 20, 25, history.Ok, history.Int64(0), nil)
+				b.op("c2", "getCount", 30, 35, history.Ok, history.Int64(0), nil)
+			}, []Transition{
+				{Family: "latch", Before: Open, Op: SetCount, Outcome: Ok, Lease: None},
+				{Family: "latch", Before: CountMany, Op: CountDown, Outcome: Ok, Lease: None},
+				{Family: "latch", Before: Count1, Op: CountDown, Outcome: Ok, Lease: None},
+				{Family: "latch", Before: Open, Op: Read, Outcome: Ok, Lease: None},
+			}},
+	}
+	for _, c := range cases {
+		b := newHB(t, c.checks)
+		c.build(b)
+		m := Of(b.history())
+		for _, want := range c.want {
+			if !m.Has(want) {
+				t.Errorf("%s: no %s in:\n%s", c.name, want, dump(m))
+			}
+		}
+	}
+}

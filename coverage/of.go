@@ -33,6 +33,16 @@ type cmd struct {
 	script  string // on the wire: shape→reply class
 	seq     int
 	placed  bool // placed early, as what makes a later command legal (place)
+	api     bool // a worker's call to its library, which may wait long before it takes effect
+}
+
+// now is the time up to which c surely finds the leases that ran out gone: its call, or a library's
+// call's return (it may have waited seconds, and took effect at its end).
+func (c *cmd) now() int64 {
+	if c.api && c.at != math.MaxInt64 {
+		return c.at
+	}
+	return c.in.Call
 }
 
 // event kinds, in the order they are taken at one instant: what returned is no longer in flight, a fault
@@ -170,7 +180,9 @@ func commandsOf(h *history.History, fam family) []*cmd {
 		if checker.APIYesNo(f) && o.Outcome == checker.Applied && o.Value == 0 {
 			o.Outcome = checker.Refused
 		}
-		out = append(out, newCmd(&api.Ops[i], in, o))
+		c := newCmd(&api.Ops[i], in, o)
+		c.api = true
+		out = append(out, c)
 	})
 	return out
 }
@@ -282,13 +294,13 @@ func replyClass(o *history.Operation) string {
 type keyState struct {
 	holder  string
 	holds   int
-	end     int64
+	lease   span
 	readers map[string]*reader
 	lapsed  bool // the last hold ended by its lease running out, not by a release
 	set     bool
 	avail   int64
 	total   int64
-	permits map[string]int64 // an expirable semaphore's issued permits: id → when its lease surely ends
+	permits map[string]span // an expirable semaphore's issued permits, by thread: their leases
 	count   int64
 	// pending are the commands called and not yet placed that took effect; maybe, the latest whose
 	// outcome is unknown (at most maxMaybe): either may explain a later command (place).
@@ -319,7 +331,7 @@ func (s *keyState) clone() *keyState {
 		}
 	}
 	if s.permits != nil {
-		c.permits = make(map[string]int64, len(s.permits))
+		c.permits = make(map[string]span, len(s.permits))
 		for id, end := range s.permits {
 			c.permits[id] = end
 		}
@@ -336,8 +348,14 @@ func (s *keyState) lockOf(c *keyState) {
 
 type reader struct {
 	holds int
-	end   int64
+	lease span
 }
+
+// span is when a lease ends: surely not before lo, surely by hi (the model's window, mutexmodel.go's
+// leased); math.MaxInt64 for a lease its watchdog keeps.
+type span struct{ lo, hi int64 }
+
+func (a span) longest(b span) span { return span{max(a.lo, b.lo), max(a.hi, b.hi)} }
 
 func (s *keyState) free() bool { return s.holder == "" && len(s.readers) == 0 }
 
@@ -475,7 +493,7 @@ func (r *replay) earlier(s *keyState, c *cmd) (Transition, bool) {
 
 // transition is c's transition on s, which it first brings up to c's call (the leases surely run out).
 func (r *replay) transition(s *keyState, c *cmd) (Transition, string) {
-	lapse(s, c.in.Call)
+	lapse(s, c.now())
 	w := r.waiting(c)
 	before, op := r.fam.classify(s, c, w)
 	t := Transition{Family: r.fam.name, Before: before, Op: op, Lease: leaseRel(s, c), Waiting: w > 0,
@@ -484,12 +502,13 @@ func (r *replay) transition(s *keyState, c *cmd) (Transition, string) {
 	return t, op
 }
 
-// explain looks for the command that makes c legal on s: one called before c and not yet placed that
-// took effect (placed now, its own transition yielded first), else one of unknown outcome taken to have
-// taken effect. It changes s and reports true when it found one.
+// explain looks for what makes c legal on s: a command called before c and not yet placed that took
+// effect (placed now, its own transition yielded first), else one of unknown outcome taken to have taken
+// effect, else the leases that may have run out by c's return taken to have. It changes s and reports
+// true when it found one.
 func (r *replay) explain(s *keyState, c *cmd) bool {
 	for _, p := range s.pending {
-		if p == c || p.placed || p.in.Call > c.at {
+		if p == c || p.placed || p.now() > c.at {
 			continue
 		}
 		try := s.clone()
@@ -522,53 +541,69 @@ func (r *replay) explain(s *keyState, c *cmd) bool {
 		s.maybe = slices.Delete(s.maybe, i, i+1)
 		return true
 	}
+	try := s.clone()
+	if mayLapse(try, c.at); try.free() != s.free() || try.avail != s.avail || try.holder != s.holder || len(try.readers) != len(s.readers) {
+		if t, _ := r.transition(try.clone(), c); r.legal[t.Core()] {
+			r.remember(s, c)
+			s.lockOf(try)
+			return true
+		}
+	}
 	return false
 }
 
 // lapse ends the holds whose lease surely ran out before now (the model's "surely expired": its call is
 // after the lease's latest end).
-func lapse(s *keyState, now int64) {
-	if s.holder != "" && s.end < now {
+func lapse(s *keyState, now int64) { lapseBy(s, func(l span) bool { return l.hi < now }) }
+
+// mayLapse ends the holds whose lease may have run out before now: what explains a grant the surely
+// expired leases do not (an expirable semaphore's permit reclaimed by the next acquire's clock).
+func mayLapse(s *keyState, now int64) { lapseBy(s, func(l span) bool { return l.lo < now }) }
+
+func lapseBy(s *keyState, over func(span) bool) {
+	if s.holder != "" && over(s.lease) {
 		s.holder, s.holds = "", 0
 		s.lapsed = len(s.readers) == 0
 	}
 	for o, rd := range s.readers {
-		if rd.end < now {
+		if over(rd.lease) {
 			delete(s.readers, o)
 			if s.free() {
 				s.lapsed = true
 			}
 		}
 	}
-	for id, end := range s.permits {
-		if end < now {
+	for id, l := range s.permits {
+		if over(l) {
 			delete(s.permits, id)
 			s.avail++
 		}
 	}
 }
 
-// leaseEnd is when a lease set by c surely ends: its return, the lease and the model's slack; never for
-// a hold its library's watchdog keeps, or a lease of 0 (the watchdog's).
-func leaseEnd(c *cmd) int64 {
+// leaseOf is the lease c sets: from its call plus the lease less the model's slack to its return plus
+// the lease and the slack (checker.Epsilon); endless for a hold its library's watchdog keeps, or a lease of
+// 0 (the watchdog's).
+func leaseOf(c *cmd) span {
 	if c.in.Watchdog || c.in.Lease <= 0 || c.at == math.MaxInt64 {
-		return math.MaxInt64
+		return span{math.MaxInt64, math.MaxInt64}
 	}
-	e := c.in.Lease + checker.Epsilon(c.in.Lease)
-	if c.at > math.MaxInt64-e {
-		return math.MaxInt64
+	e := checker.Epsilon(c.in.Lease)
+	hi := int64(math.MaxInt64)
+	if c.at <= math.MaxInt64-c.in.Lease-e {
+		hi = c.at + c.in.Lease + e
 	}
-	return c.at + e
+	return span{c.in.Call + c.in.Lease - e, hi}
 }
 
 // left is how long the key's holds surely last from now, and whether anything holds it.
 func left(s *keyState, now int64) (int64, bool) {
 	end, held := int64(-1), false
 	if s.holder != "" {
-		end, held = s.end, true
+		end, held = s.lease.hi, true
 	}
 	for _, rd := range s.readers {
-		end, held = max(end, rd.end), true
+		end, held = max(end, rd.lease.hi), true
 	}
 	if !held {
 		return 0, false
