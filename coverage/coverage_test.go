@@ -368,3 +368,40 @@ func TestFamilies(t *testing.T) {
 		}
 	}
 }
+
+// Breaking on porcupine's verdict names its culprit, the command no legal order places: on recorded
+// invalid runs, RedLock's grant to a second owner under a clock fault, and the lying-permits worker's
+// release of a lapsed permit answered "released".
+func TestBreakingNamesPorcupinesCulprit(t *testing.T) {
+	es, err := corpus.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Transition{
+		"redlock-clock": {Family: "mutex/redlock", Before: HeldOnce, Op: Acquire, Outcome: Granted, Lease: Equal,
+			Waiting: true, Fault: "clock"},
+		"expirable-semaphore-lying-permits": {Family: "expirable-semaphore", Before: Permits0, Op: StrayRelease,
+			Outcome: Released, Lease: None, Waiting: true},
+	}
+	for _, e := range es {
+		w, ok := want[e.Name]
+		if !ok {
+			continue
+		}
+		delete(want, e.Name)
+		res, _, err := e.Judge(context.Background(), time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := e.History()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := Breaking(h, []checker.Result{res}); !ok || got != w {
+			t.Errorf("%s: Breaking = %s, %v; want %s (porcupine: %s)", e.Name, got, ok, w, res.Violation)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("not in the corpus: %v", want)
+	}
+}

@@ -1,6 +1,7 @@
 package coverage
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"sort"
@@ -56,15 +57,16 @@ const (
 	evFaultStop
 )
 
+// event is one thing that happens at t, small so that a million of them sort fast: idx is the command's
+// (evPlace, evCall), the application's acquire's (evInvoke, evEnd) or the fault window's index.
 type event struct {
 	t    int64
-	kind int
-	seq  int
-	c    *cmd   // evPlace, evCall
-	key  string // evInvoke, evEnd: the raw key of an application's acquire
-	who  string
-	name string // evFaultStart, evFaultStop: the fault's kind
+	kind int32
+	idx  int32
 }
+
+// waiter is an application's acquire: while it is in flight its caller waits on the key.
+type waiter struct{ key, who string }
 
 // walk replays h's judged commands through its family's abstract lock, in the order they are placed,
 // and calls yield with each command and its transition. One sort of the events and one pass: linear in
@@ -73,58 +75,61 @@ type event struct {
 func walk(h *history.History, yield func(c *cmd, t Transition)) {
 	fam := familyOf(h)
 	cmds := commandsOf(h, fam)
-	var evs []event
+	windows := h.Windows()
+	var waiters []waiter
+	for i := range h.Ops { // the applications' acquires: who is waiting (Src "": the callers' own records)
+		if o := &h.Ops[i]; o.Invoke.Src == "" && intents[o.Invoke.F] {
+			waiters = append(waiters, waiter{o.Invoke.Key, identity(&o.Invoke)})
+		}
+	}
+	evs := make([]event, 0, 2*len(cmds)+2*len(waiters)+2*len(windows))
 	for i, c := range cmds {
 		c.seq = i
-		evs = append(evs, event{t: c.at, kind: evPlace, seq: i, c: c}, event{t: c.in.Call, kind: evCall, seq: i, c: c})
+		evs = append(evs, event{c.at, evPlace, int32(i)}, event{c.in.Call, evCall, int32(i)})
 	}
-	n := len(cmds)
-	for i := range h.Ops { // the applications' acquires: who is waiting (Src "": the callers' own records)
-		o := &h.Ops[i]
-		if o.Invoke.Src != "" || !intents[o.Invoke.F] {
-			continue
-		}
-		who := identity(&o.Invoke)
-		evs = append(evs, event{t: o.Invoke.Time, kind: evInvoke, seq: n + i, key: o.Invoke.Key, who: who})
-		if o.Complete != nil {
-			evs = append(evs, event{t: o.Complete.Time, kind: evEnd, seq: n + i, key: o.Invoke.Key, who: who})
+	n := 0
+	for i := range h.Ops {
+		if o := &h.Ops[i]; o.Invoke.Src == "" && intents[o.Invoke.F] {
+			evs = append(evs, event{o.Invoke.Time, evInvoke, int32(n)})
+			if o.Complete != nil {
+				evs = append(evs, event{o.Complete.Time, evEnd, int32(n)})
+			}
+			n++
 		}
 	}
-	for i, w := range h.Windows() {
-		evs = append(evs, event{t: w.Start, kind: evFaultStart, seq: i, name: w.Kind},
-			event{t: w.End, kind: evFaultStop, seq: i, name: w.Kind})
+	for i, w := range windows {
+		evs = append(evs, event{w.Start, evFaultStart, int32(i)}, event{w.End, evFaultStop, int32(i)})
 	}
-	sort.Slice(evs, func(i, j int) bool {
-		a, b := &evs[i], &evs[j]
-		if a.t != b.t {
-			return a.t < b.t
+	slices.SortFunc(evs, func(a, b event) int {
+		switch {
+		case a.t != b.t:
+			return cmp.Compare(a.t, b.t)
+		case a.kind != b.kind:
+			return cmp.Compare(a.kind, b.kind)
 		}
-		if a.kind != b.kind {
-			return a.kind < b.kind
-		}
-		return a.seq < b.seq
+		return cmp.Compare(a.idx, b.idx)
 	})
 	r := replay{fam: fam, keys: map[string]*keyState{}, flying: map[string]map[string]int{},
 		faults: map[string]int{}, permits: permitsOf(h), legal: legalSet(fam.name), yield: yield}
-	for i := range evs {
-		e := &evs[i]
+	for _, e := range evs {
 		switch e.kind {
 		case evInvoke:
-			r.fly(e.key, e.who, 1)
+			r.fly(waiters[e.idx].key, waiters[e.idx].who, 1)
 		case evEnd:
-			r.fly(e.key, e.who, -1)
+			r.fly(waiters[e.idx].key, waiters[e.idx].who, -1)
 		case evFaultStart:
-			r.faults[e.name]++
+			r.faults[windows[e.idx].Kind]++
 			r.fault = ""
 		case evFaultStop:
-			r.faults[e.name]--
+			r.faults[windows[e.idx].Kind]--
 			r.fault = ""
 		case evCall:
-			if e.c.at > e.c.in.Call && e.c.out.Outcome == checker.Applied {
-				r.state(e.c.in.Key).pending = append(r.state(e.c.in.Key).pending, e.c)
+			if c := cmds[e.idx]; c.at > c.in.Call && c.out.Outcome == checker.Applied {
+				s := r.state(c.in.Key)
+				s.pending = append(s.pending, c)
 			}
 		case evPlace:
-			r.place(e.c)
+			r.place(cmds[e.idx])
 		}
 	}
 }
