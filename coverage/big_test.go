@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/internal/testkit/corpus"
 	"github.com/lockcheck/lockcheck/internal/testkit/histgen"
 )
 
@@ -47,5 +49,42 @@ func BenchmarkOf(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(h.Ops)), "ns/operation")
 		})
+	}
+}
+
+// The recorded runs (checker/testdata/corpus): how many distinct transitions each reached, of how many its
+// model allows, and how faithful the replay is: in a run porcupine judged valid, a transition the model
+// does not allow is the replay's misreading (a hold it lost track of), and stays rare.
+func TestCorpusCoverage(t *testing.T) {
+	es, err := corpus.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%-42s %-20s %7s %8s %14s %10s", "run", "family", "commands", "distinct", "reached/allowed", "disallowed")
+	for _, e := range es {
+		h, err := e.History()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fam := FamilyOf(h)
+		legal := legalSet(fam)
+		m := Of(h)
+		core := m.Core()
+		total, bad, reached := 0, 0, 0
+		for _, x := range core.Transitions() {
+			total += core.Count(x)
+			if legal[x] {
+				reached++
+			} else {
+				bad += core.Count(x)
+			}
+		}
+		t.Logf("%-42s %-20s %7d %8d %8d/%-6d %9.1f%%", e.Name, fam, total, m.Len(), reached, len(legal), 100*float64(bad)/float64(max(total, 1)))
+		if e.Want == checker.Valid && bad*50 > total {
+			t.Errorf("%s (valid): %d of %d commands read as transitions the model does not allow", e.Name, bad, total)
+		}
+		if m.Len() < 5 {
+			t.Errorf("%s: only %d distinct transitions", e.Name, m.Len())
+		}
 	}
 }

@@ -38,9 +38,9 @@ type cmd struct {
 }
 
 // now is the time up to which c surely finds the leases that ran out gone: its call, or a library's
-// call's return (it may have waited seconds, and took effect at its end).
+// acquire's return (it may have waited seconds for a permit, and took effect at its end).
 func (c *cmd) now() int64 {
-	if c.api && c.at != math.MaxInt64 {
+	if c.api && c.in.F == "acquire" && c.at != math.MaxInt64 {
 		return c.at
 	}
 	return c.in.Call
@@ -176,13 +176,20 @@ func commandsOf(h *history.History, fam family) []*cmd {
 		out = append(out, newCmd(&j.Ops[i], in, o))
 	})
 	api := h.OnlySrc("")
+	var grants map[int]checker.Outcome // made on the first acquire_permit
 	checker.EachCommand(api, apiFs, func(i int, in checker.Command, o checker.Reply) {
 		if seen[in.Key] {
 			return
 		}
 		f := in.F
 		in.F = checker.APICommand(f)
-		if checker.APIYesNo(f) && o.Outcome == checker.Applied && o.Value == 0 {
+		switch {
+		case f == history.UnseenPrefix+"acquire_permit" && o.Outcome == checker.Applied:
+			if grants == nil {
+				grants = checker.PermitGrants(api)
+			}
+			o.Outcome = grants[i]
+		case checker.APIYesNo(f) && o.Outcome == checker.Applied && o.Value == 0:
 			o.Outcome = checker.Refused
 		}
 		c := newCmd(&api.Ops[i], in, o)
