@@ -236,6 +236,8 @@ func scriptOf(o *history.Operation) string {
 			shape = wire.FairAcquireWait.String()
 		case ok && o.Complete.Value != nil:
 			shape = wire.FencedAcquire.String()
+		case o.Complete != nil && o.Complete.Type == history.Fail && o.Complete.Value != nil && *o.Complete.Value == -2:
+			shape = "set-nx" // a plain SET NX PX, refused (granted, its OK reads as RLock's nil: acquire→nil)
 		default:
 			shape = wire.RLockAcquire.String()
 		}

@@ -46,3 +46,27 @@ func TestModelCoverageOfASchedule(t *testing.T) {
 		t.Errorf("the page's coverage table: %.2000s", rows)
 	}
 }
+
+// Where the run recorded the wire, a transition names the script that answered and its reply's class: the
+// naive-safe worker's SET NX grant, and its compare-and-delete answering c1's late release "not held" on
+// c2's lock (examples/schedules/naive-stale-release.yaml).
+func TestModelCoverageOnTheWire(t *testing.T) {
+	t.Parallel()
+	useWorkerCache(t)
+	code, dir := run(t, "run", "--schedule", "../../examples/schedules/naive-stale-release.yaml", "--client", "naive-safe",
+		"--quiet", "0s", "--seed", "1")
+	if code != exitValid {
+		t.Fatalf("exit %d, want %d", code, exitValid)
+	}
+	m := readResultsStory(t, dir).ModelCoverage
+	for _, want := range []coverage.Transition{
+		{Family: "mutex", Before: coverage.Free, Op: coverage.Acquire, Outcome: coverage.Granted, Lease: coverage.None,
+			Script: "acquire→nil"},
+		{Family: "mutex", Before: coverage.HeldOnce, Op: coverage.StrayRelease, Outcome: coverage.Refused,
+			Lease: coverage.None, Script: "compare-delete→nil"},
+	} {
+		if !m.Has(want) {
+			t.Errorf("no %s in %v", want, m.Transitions())
+		}
+	}
+}
