@@ -406,3 +406,24 @@ func TestBreakingNamesPorcupinesCulprit(t *testing.T) {
 		t.Errorf("not in the corpus: %v", want)
 	}
 }
+
+// Breaking on lost-lock's verdict names the command that found the lock gone: on a recorded multi lock
+// run, c3's release refused on the key it held (a list of losses in its details, read back or not).
+func TestBreakingNamesTheLoss(t *testing.T) {
+	h := corpusHistory(t, "multi-partition-halves-clock-strobe")
+	r := checker.LostLock{}.Check(context.Background(), h.OnlySrc(""))
+	if r.Valid != checker.Invalid {
+		t.Fatalf("lost-lock: %v, want invalid", r.Valid)
+	}
+	want := Transition{Family: "mutex/multi", Before: HeldOnce, Op: Release, Outcome: Refused, Lease: None}
+	b, _ := json.Marshal(r)
+	var back checker.Result
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range []checker.Result{r, back} {
+		if got, ok := Breaking(h, []checker.Result{res}); !ok || got != want {
+			t.Errorf("Breaking = %s, %v; want %s", got, ok, want)
+		}
+	}
+}
