@@ -427,3 +427,18 @@ func TestBreakingNamesTheLoss(t *testing.T) {
 		}
 	}
 }
+
+// A Map's zero value is ready: Add into it, and Len, Count and Transitions of a nil one.
+func TestZeroMap(t *testing.T) {
+	var nilMap *Map
+	if nilMap.Len() != 0 || nilMap.Count(Transition{}) != 0 || nilMap.Transitions() != nil {
+		t.Error("a nil map is not empty")
+	}
+	var m Map
+	x := Transition{Family: "latch", Before: Open, Op: Read, Outcome: Ok, Lease: None}
+	o := NewMap()
+	o.add(x, 2)
+	if added := m.Add(o); len(added) != 1 || m.Count(x) != 2 {
+		t.Errorf("Add into a zero Map: %v, count %d", added, m.Count(x))
+	}
+}
