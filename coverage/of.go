@@ -23,18 +23,30 @@ func Of(h *history.History) *Map {
 	return m
 }
 
-// cmd is one judged command with what the walk needs besides the model's view of it.
+// cmd is one judged command with what the walk needs besides the model's view of it. A million of them
+// are held at once: small, in one slice.
 type cmd struct {
-	in      checker.Command
+	in      command
 	out     checker.Reply
 	raw     string // the record's key, without its node: what an application's acquire names
 	who     string // client/thread: the caller, as the application's records name it
 	at      int64  // when it is placed: its return, or its call when its outcome is unknown
 	attempt int64  // earlier sends of this unlock (its request id), 0 for a first send
 	script  string // on the wire: shape→reply class
-	seq     int
-	placed  bool // placed early, as what makes a later command legal (place)
-	api     bool // a worker's call to its library, which may wait long before it takes effect
+	placed  bool   // placed early, as what makes a later command legal (place)
+	api     bool   // a worker's call to its library, which may wait long before it takes effect
+}
+
+// command is what the replay reads of the model's checker.Command.
+type command struct {
+	Key, Owner, F                 string
+	Lease, Call, Return, N        int64
+	Read, Watchdog, NoCount, Fair bool
+}
+
+func commandOf(c checker.Command) command {
+	return command{Key: c.Key, Owner: c.Owner, F: c.F, Lease: c.Lease, Call: c.Call, Return: c.Return, N: c.N,
+		Read: c.Read, Watchdog: c.Watchdog, NoCount: c.NoCount, Fair: c.Fair}
 }
 
 // now is the time up to which c surely finds the leases that ran out gone: its call, or a library's
@@ -74,17 +86,18 @@ type waiter struct{ key, who string }
 // contradicts the model: see place).
 func walk(h *history.History, yield func(c *cmd, t Transition)) {
 	fam := familyOf(h)
-	cmds := commandsOf(h, fam)
+	who := callers{}
+	cmds := commandsOf(h, fam, who)
 	windows := h.Windows()
 	var waiters []waiter
 	for i := range h.Ops { // the applications' acquires: who is waiting (Src "": the callers' own records)
 		if o := &h.Ops[i]; o.Invoke.Src == "" && intents[o.Invoke.F] {
-			waiters = append(waiters, waiter{o.Invoke.Key, identity(&o.Invoke)})
+			waiters = append(waiters, waiter{o.Invoke.Key, who.of(&o.Invoke)})
 		}
 	}
 	evs := make([]event, 0, 2*len(cmds)+2*len(waiters)+2*len(windows))
-	for i, c := range cmds {
-		c.seq = i
+	for i := range cmds {
+		c := &cmds[i]
 		evs = append(evs, event{c.at, evPlace, int32(i)}, event{c.in.Call, evCall, int32(i)})
 	}
 	n := 0
@@ -124,12 +137,12 @@ func walk(h *history.History, yield func(c *cmd, t Transition)) {
 			r.faults[windows[e.idx].Kind]--
 			r.fault = ""
 		case evCall:
-			if c := cmds[e.idx]; c.at > c.in.Call && c.out.Outcome == checker.Applied {
+			if c := &cmds[e.idx]; c.at > c.in.Call && c.out.Outcome == checker.Applied {
 				s := r.state(c.in.Key)
 				s.pending = append(s.pending, c)
 			}
 		case evPlace:
-			r.place(cmds[e.idx])
+			r.place(&cmds[e.idx])
 		}
 	}
 }
@@ -167,13 +180,19 @@ func itoa(n int64) string {
 
 // commandsOf converts the commands the models judge: the judged records (kinds.Judged: the wire's when
 // complete, else the clients'), and a worker's API calls on the keys those leave out.
-func commandsOf(h *history.History, fam family) []*cmd {
-	var out []*cmd
-	seen := map[string]bool{}
+func commandsOf(h *history.History, fam family, who callers) []cmd {
 	j := kinds.Judged(h)
+	n := 0
+	for i := range j.Ops {
+		if slices.Contains(fam.commands, j.Ops[i].Invoke.F) {
+			n++
+		}
+	}
+	out := make([]cmd, 0, n) // once: an upper bound (a command surely not run is left out)
+	seen := map[string]bool{}
 	checker.EachCommand(j, fam.commands, func(i int, in checker.Command, o checker.Reply) {
 		seen[in.Key] = true
-		out = append(out, newCmd(&j.Ops[i], in, o))
+		out = append(out, newCmd(&j.Ops[i], in, o, who))
 	})
 	api := h.OnlySrc("")
 	var grants map[int]checker.Outcome // made on the first acquire_permit
@@ -192,11 +211,30 @@ func commandsOf(h *history.History, fam family) []*cmd {
 		case checker.APIYesNo(f) && o.Outcome == checker.Applied && o.Value == 0:
 			o.Outcome = checker.Refused
 		}
-		c := newCmd(&api.Ops[i], in, o)
+		c := newCmd(&api.Ops[i], in, o, who)
 		c.api = true
 		out = append(out, c)
 	})
 	return out
+}
+
+// callers names each client thread once (identity), so that a million commands share a few strings.
+type callers map[struct {
+	client string
+	thread int64
+}]string
+
+func (cs callers) of(c *history.Call) string {
+	k := struct {
+		client string
+		thread int64
+	}{c.Client, c.Thread}
+	s, ok := cs[k]
+	if !ok {
+		s = identity(c)
+		cs[k] = s
+	}
+	return s
 }
 
 // apiFs are a worker's API requests the models read (checker.APICommand).
@@ -209,8 +247,8 @@ var apiFs = func() []string {
 	return fs
 }()
 
-func newCmd(o *history.Operation, in checker.Command, out checker.Reply) *cmd {
-	c := &cmd{in: in, out: out, raw: o.Invoke.Key, who: identity(&o.Invoke), at: in.Call,
+func newCmd(o *history.Operation, in checker.Command, out checker.Reply, who callers) cmd {
+	c := cmd{in: commandOf(in), out: out, raw: o.Invoke.Key, who: who.of(&o.Invoke), at: in.Call,
 		attempt: o.Invoke.Args["attempt"]}
 	if out.Outcome != checker.Unsure && in.Return != math.MaxInt64 {
 		c.at = in.Return // placed at its return (see place); an unknown outcome, at its call
@@ -461,9 +499,10 @@ func (r *replay) place(c *cmd) {
 	}
 	r.change(s, c, op)
 	if c.out.Outcome == checker.Unsure {
-		if s.maybe = append(s.maybe, c); len(s.maybe) > maxMaybe {
-			s.maybe = s.maybe[1:]
+		if len(s.maybe) == maxMaybe { // the oldest goes, in place
+			s.maybe = s.maybe[:copy(s.maybe, s.maybe[1:])]
 		}
+		s.maybe = append(s.maybe, c)
 	}
 	r.yield(c, t)
 }
@@ -486,9 +525,10 @@ func (r *replay) change(s *keyState, c *cmd, op string) {
 
 // remember keeps s's lock as it is before c changes it.
 func (r *replay) remember(s *keyState, c *cmd) {
-	if s.past = append(s.past, snapshot{at: c.at, s: s.clone()}); len(s.past) > maxPast {
-		s.past = s.past[1:]
+	if len(s.past) == maxPast { // the oldest goes, in place: no new array per change
+		s.past = s.past[:copy(s.past, s.past[1:])]
 	}
+	s.past = append(s.past, snapshot{at: c.at, s: s.clone()})
 }
 
 // earlier is c's transition on the lock as it was before a change placed after c's call, for a command
