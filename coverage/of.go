@@ -374,9 +374,10 @@ const maxPast = 4
 
 const maxMaybe = 4
 
-// maxPending bounds the commands in flight a look back tries: a hundred clients' at once on one key,
-// and linear work whatever a crafted history holds in flight.
-const maxPending = 128
+// maxPending bounds the commands in flight a look back tries: only what took effect waits there (a
+// grant, a release, a renewal; never a refusal), a few at a time on one key in a real run, and the work
+// stays linear whatever a crafted history holds in flight.
+const maxPending = 16
 
 // clone is a copy of s's lock (not its pending and maybe commands) to try a placement on.
 func (s *keyState) clone() *keyState {
