@@ -42,6 +42,7 @@ type Results struct {
 	ReadyMs    int64             `json:"ready_ms,omitempty"`
 	WorkloadNs int64             `json:"workload_start_ns,omitempty"`
 	Story      *Story            `json:"story,omitempty"` // the run in one or two sentences (story.go)
+	Known      *Known            `json:"known,omitempty"` // an invalid run against the catalog (known.go)
 	Files      map[string]string `json:"files"`
 }
 

@@ -4,9 +4,9 @@ package repro
 
 import (
 	"bytes"
-	"embed"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"path"
 	"slices"
@@ -19,12 +19,12 @@ import (
 	"github.com/lockcheck/lockcheck/suite"
 )
 
-//go:embed catalog/*.yaml
-var catalog embed.FS
+// catalog is the catalog's files (the module root embeds them: the known package reads them too).
+var catalog, _ = fs.Sub(lockcheck.Catalog, "repro")
 
 // List returns every catalog entry, by name.
 func List() ([]*suite.Suite, error) {
-	files, err := catalog.ReadDir("catalog")
+	files, err := fs.ReadDir(catalog, "catalog")
 	if err != nil {
 		return nil, err
 	}
@@ -56,10 +56,10 @@ func Quick() ([]*suite.Suite, error) {
 
 // Get loads one entry.
 func Get(name string) (*suite.Suite, error) {
-	b, err := catalog.ReadFile(path.Join("catalog", name+".yaml"))
+	b, err := fs.ReadFile(catalog, path.Join("catalog", name+".yaml"))
 	if err != nil {
 		var names []string
-		files, _ := catalog.ReadDir("catalog")
+		files, _ := fs.ReadDir(catalog, "catalog")
 		for _, f := range files {
 			names = append(names, strings.TrimSuffix(f.Name(), ".yaml"))
 		}
