@@ -207,7 +207,7 @@ func (in *Input) subject() string {
 	if c := in.Meta.Client; c != nil && c.Library != "" {
 		return fmt.Sprintf("%s, %s lock", in.library(), in.Meta.Lock)
 	}
-	if in.Meta.Spec != "" {
+	if in.Meta.Spec != "" || in.Meta.Options.Scripts != "" {
 		return in.library()
 	}
 	return fmt.Sprintf("The %s lock (lockcheck's Go emulation)", in.Meta.Lock)
@@ -220,6 +220,10 @@ func (in *Input) library() string {
 	}
 	if in.Meta.Spec != "" {
 		return "the lock spec " + filepath.Base(in.Meta.Spec)
+	}
+	if sc := in.Meta.Options.Scripts; sc != "" { // the user's scripts replaced some of the set's: theirs ran
+		return fmt.Sprintf("the %s lock running the scripts in %s (--scripts) in place of %s's own", in.Meta.Lock,
+			filepath.Base(sc), orDefault(in.Meta.ScriptSet, "its set"))
 	}
 	return "lockcheck's Go emulation of the " + in.Meta.Lock + " lock"
 }
@@ -239,6 +243,7 @@ func (in *Input) Write(w io.Writer) error {
 	r := in.Results
 	b.WriteString(report.ReportMarker)
 	fmt.Fprintf(&b, "# %s\n\n", in.Title())
+	in.writeKnown(&b)
 	if t := r.StoryText(); t != "" {
 		fmt.Fprintf(&b, "%s\n\n", t)
 	}
@@ -271,7 +276,7 @@ func (in *Input) Write(w io.Writer) error {
 	if r.Story != nil {
 		kind = r.Story.Kind
 	}
-	if e, ok := expected[kind]; ok {
+	if e, ok := in.expected(kind); ok {
 		b.WriteString(e + "\n\n")
 	} else {
 		b.WriteString("Every checker of the lock's family finds the history valid.\n\n")

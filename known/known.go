@@ -260,6 +260,17 @@ func runLibrary(run history.RunMeta) (lib, version string) {
 	return run.Lock, ""
 }
 
+// As is the entry a catalog entry's runs are known as: itself, or the entry it plays (match: as:).
+func As(name string) string {
+	rs, _ := load()
+	for _, r := range rs {
+		if r.entry.Name == name && r.as != "" {
+			return r.as
+		}
+	}
+	return name
+}
+
 // Match finds the catalog entry a finding is, for a run: the most specific entry whose rule it meets.
 func Match(s Signature, run history.RunMeta) (Entry, bool) {
 	rs, err := load()

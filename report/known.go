@@ -34,3 +34,18 @@ func (r *Results) KnownText() string {
 	}
 	return r.Known.Text
 }
+
+// KnownLines are the run's known-or-new line and, where they apply, how to confirm it on the real library
+// and whose scripts ran: every output that tells the story prints them under it.
+func (r *Results) KnownLines() []string {
+	if r.Known == nil {
+		return nil
+	}
+	var out []string
+	for _, l := range []string{r.Known.Text, r.Known.Scripts, r.Known.Confirm} {
+		if l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}

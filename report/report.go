@@ -111,6 +111,9 @@ func (r *Results) Table(w io.Writer) {
 	if t := r.StoryText(); t != "" {
 		fmt.Fprintf(w, "%s\n", t)
 	}
+	for _, l := range r.KnownLines() {
+		fmt.Fprintf(w, "%s\n", l)
+	}
 	fmt.Fprintf(w, "(%s)\n", r.ClockText())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHECKER\tVERDICT\tSUMMARY")

@@ -1,0 +1,48 @@
+package bugreport
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/report"
+)
+
+// A report of a run the catalog knows names the entry in its title block; a lease lock's Expected says the
+// promise holds within the lease and which side of it this run fell on; a --scripts run says whose scripts
+// ran, not "lockcheck's Go emulation".
+func TestReportKnownAndLease(t *testing.T) {
+	k := &report.Known{Entry: &report.KnownEntry{Name: "kleppmann-pause", Design: true},
+		Text:    "known: `kleppmann-pause`, a design limit of every lease lock; mitigation: fencing tokens",
+		Confirm: "confirm on the real library with the same command and --client redisson@VERSION"}
+	st := &report.Story{Kind: report.Overlap, Checker: "mutual-exclusion", Key: "lock-0", Lease: report.PastLease,
+		Owners: []report.StoryOwner{{Name: "c1/1"}, {Name: "c2/1"}}, Text: "Two owners held lock-0 at once."}
+	in := &Input{Dir: "/r", Results: &report.Results{Valid: checker.Invalid, Lock: "reentrant", Topology: "single",
+		Story: st, Known: k}, Meta: history.RunMeta{Lock: "reentrant", Command: []string{"lockcheck", "run"}}}
+	var b strings.Builder
+	if err := in.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	title := out[:strings.Index(out, "## Affected")]
+	for _, want := range []string{k.Text, "--client redisson@VERSION"} {
+		if !strings.Contains(title, want) {
+			t.Errorf("title block lacks %q:\n%s", want, title)
+		}
+	}
+	exp := out[strings.Index(out, "## Expected"):strings.Index(out, "## Actual")]
+	if !strings.Contains(exp, "within the lease") || !strings.Contains(exp, "This run fell past the lease: c2/1 was let in after c1/1's lease had ended") {
+		t.Errorf("expected:\n%s", exp)
+	}
+	st.Lease = report.WithinLease
+	b.Reset()
+	_ = in.Write(&b)
+	if !strings.Contains(b.String(), "This run fell within the lease") {
+		t.Errorf("within:\n%s", b.String())
+	}
+	in.Meta.Options.Scripts, in.Meta.ScriptSet = "/home/u/mine", "redisson"
+	if s := in.subject() + " / " + in.library(); strings.Contains(s, "Go emulation") || !strings.Contains(s, "mine") {
+		t.Errorf("--scripts: %s", s)
+	}
+}
