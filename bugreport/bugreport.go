@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/history"
@@ -361,7 +362,7 @@ func (in *Input) Command() string {
 func (in *Input) Workload() string {
 	o := in.Meta.Options
 	threads := max(o.Threads, 1)
-	who := fmt.Sprintf("%d clients", o.Clients)
+	who := checker.Count(o.Clients, "client")
 	if threads > 1 {
 		who += fmt.Sprintf(" of %d threads each (one client instance shared by its threads)", threads)
 	}
@@ -382,7 +383,7 @@ func (in *Input) Workload() string {
 		if o.Lease != "" && o.Lease != "0s" {
 			act += ", lease " + o.Lease
 		} else if o.Watchdog > 0 {
-			act += ", no lease: the watchdog renews every " + (o.Watchdog.D() / 3).String()
+			act += ", no lease: the watchdog renews every " + (o.Watchdog.D() / 3).Round(time.Millisecond).String()
 		}
 		act += fmt.Sprintf("), hold it %s inside a critical section, then unlock", o.Hold)
 	}

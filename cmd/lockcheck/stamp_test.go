@@ -1,6 +1,9 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/lockcheck/lockcheck/runner"
@@ -17,5 +20,23 @@ func TestRunsRecordTheStampedVersion(t *testing.T) {
 	v := runner.Versions()
 	if v["lockcheck"] != "v9.8.7-test" || v["lockcheck"] != ver || v["lockcheck-commit"] != rev {
 		t.Fatalf("runner's versions %v, lockcheck version says %s %s", v, ver, rev)
+	}
+}
+
+// shrink --help and docs/shrink.md say the same default for --checker: the kind the story leads with, the
+// earliest among equals (the help said "the one whose violation came first").
+func TestShrinkCheckerDefaultAsDocumented(t *testing.T) {
+	usage := newShrinkCmd().Flags().Lookup("checker").Usage
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "shrink.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"overlap", "lost", "not told", "legal order", "earliest"} {
+		if !strings.Contains(usage, want) || !strings.Contains(string(doc), want) {
+			t.Errorf("--checker's default: %q in the help %v, in docs/shrink.md %v", want, strings.Contains(usage, want), strings.Contains(string(doc), want))
+		}
+	}
+	if strings.Contains(usage, "came first") {
+		t.Errorf("help: %s", usage)
 	}
 }
