@@ -361,6 +361,9 @@ func (in *Input) Command() string {
 // Workload says what the clients did, in words, from the run's options.
 func (in *Input) Workload() string {
 	o := in.Meta.Options
+	if o.Schedule != "" { // its steps ran, not the random workload its flags would describe
+		return in.scheduleWorkload()
+	}
 	threads := max(o.Threads, 1)
 	who := checker.Count(o.Clients, "client")
 	if threads > 1 {

@@ -46,3 +46,20 @@ func TestReportKnownAndLease(t *testing.T) {
 		t.Errorf("--scripts: %s", s)
 	}
 }
+
+// A schedule run's report says the schedule's steps ran, not the random workload its flags describe ("2
+// clients, for 30s, each in a loop") nor a fault plan ("one every 5s, each lasting 3s").
+func TestScheduleRunWorkload(t *testing.T) {
+	in := &Input{Results: &report.Results{Nemesis: []string{"client-pause"}}, Meta: history.RunMeta{Checks: history.Checks{Family: "mutex"},
+		Options: history.Options{Clients: 2, Hold: "10ms-200ms", Schedule: "/home/u/reentry-lease.yaml",
+			ScheduleSHA256: "34f145cc2796abcdef", ScheduleAbout: "c1 re-enters with a 500 ms lease"}}}
+	w := in.Workload()
+	for _, bad := range []string{"2 clients", "in a loop", "10ms-200ms", "one every"} {
+		if strings.Contains(w, bad) {
+			t.Errorf("a schedule run's workload says %q: %s", bad, w)
+		}
+	}
+	if !strings.Contains(w, "reentry-lease.yaml") || !strings.Contains(w, "34f145cc2796") || !strings.Contains(w, "500 ms lease") {
+		t.Errorf("workload: %s", w)
+	}
+}
