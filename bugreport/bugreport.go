@@ -268,6 +268,7 @@ func (in *Input) Write(w io.Writer) error {
 	b.WriteString("\n## Steps to reproduce\n\n")
 	fmt.Fprintf(&b, "```sh\n%s\n```\n\n", in.Command())
 	fmt.Fprintf(&b, "What the application does: %s\n\n", in.Workload())
+	in.writeSteps(&b)
 	if in.FoundIn != "" {
 		fmt.Fprintf(&b, "This is the minimal command `lockcheck shrink` found (%s) from the run in `%s`.\n\n", in.ShrinkDir, in.FoundIn)
 	}

@@ -1,6 +1,7 @@
 package bugreport
 
 import (
+	"bytes"
 	"fmt"
 	"path/filepath"
 )
@@ -17,4 +18,18 @@ func (in *Input) scheduleWorkload() string {
 		s += ": " + o.ScheduleAbout
 	}
 	return s + ". Each step ran once, in order, its faults among them; no random workload or fault plan ran."
+}
+
+// writeSteps lists what each step of a schedule run did, with its outcome and time, so that a reader sees
+// the step that mattered happened.
+func (in *Input) writeSteps(b *bytes.Buffer) {
+	lines := in.Results.StepLines()
+	if len(lines) == 0 {
+		return
+	}
+	b.WriteString("What each step did:\n\n")
+	for _, l := range lines {
+		fmt.Fprintf(b, "- %s\n", l)
+	}
+	b.WriteString("\n")
 }

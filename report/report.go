@@ -43,6 +43,7 @@ type Results struct {
 	WorkloadNs int64             `json:"workload_start_ns,omitempty"`
 	Story      *Story            `json:"story,omitempty"` // the run in one or two sentences (story.go)
 	Known      *Known            `json:"known,omitempty"` // an invalid run against the catalog (known.go)
+	Steps      []StepOutcome     `json:"steps,omitempty"` // a schedule run's steps, each with its outcome (steps.go)
 	Files      map[string]string `json:"files"`
 }
 
@@ -113,6 +114,12 @@ func (r *Results) Table(w io.Writer) {
 	}
 	for _, l := range r.KnownLines() {
 		fmt.Fprintf(w, "%s\n", l)
+	}
+	if len(r.Steps) > 0 {
+		fmt.Fprintf(w, "steps:\n")
+		for _, l := range r.StepLines() {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
 	}
 	fmt.Fprintf(w, "(%s)\n", r.ClockText())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
