@@ -314,17 +314,17 @@ func (t *Table) setup(w io.Writer, md bool) {
 	}
 	fmt.Fprintf(w, "Settings passed to every cell: %s; %d seed(s) per cell.\n\n", set, t.Seeds)
 	if md {
-		fmt.Fprint(w, "| lock | topology | what |\n| --- | --- | --- |\n")
+		fmt.Fprint(w, "| lock | topology | server | what |\n| --- | --- | --- | --- |\n")
 		for _, l := range t.Locks {
-			fmt.Fprintf(w, "| %s | %s | %s |\n", l.Name, l.Topology(), l.What)
+			fmt.Fprintf(w, "| %s | %s | %s | %s |\n", l.Name, l.Topology(), serverName(l.Server()), l.What)
 		}
 		fmt.Fprintln(w)
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "LOCK\tTOPOLOGY\tWHAT")
+	fmt.Fprintln(tw, "LOCK\tTOPOLOGY\tSERVER\tWHAT")
 	for _, l := range t.Locks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", l.Name, l.Topology(), l.What)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", l.Name, l.Topology(), serverName(l.Server()), l.What)
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
