@@ -44,6 +44,7 @@ type Results struct {
 	Story      *Story            `json:"story,omitempty"` // the run in one or two sentences (story.go)
 	Known      *Known            `json:"known,omitempty"` // an invalid run against the catalog (known.go)
 	Steps      []StepOutcome     `json:"steps,omitempty"` // a schedule run's steps, each with its outcome (steps.go)
+	Ran        string            `json:"ran,omitempty"`   // what ran, in words (WhatRan): every output says this one
 	Files      map[string]string `json:"files"`
 }
 

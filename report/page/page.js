@@ -25,6 +25,7 @@
   banner.append(el('div', { class: 'verdict' }, d.verdict.toUpperCase()))
   if (d.story) banner.append(el('div', { class: 'story', id: 'story' }, d.story))
   for (const k of d.known || []) banner.append(el('div', { class: 'known' }, k))
+  if (d.ran) banner.append(el('div', { class: 'note', id: 'ran' }, 'what ran: ' + d.ran))
   if (d.steps && d.steps.length) {
     const ul = el('ul', { class: 'steps', id: 'steps' })
     for (const s of d.steps) ul.append(el('li', {}, s))
