@@ -71,6 +71,9 @@ func SignatureOf(h *history.History, r *report.Results) (Signature, bool) {
 		return Signature{}, false
 	}
 	s := Signature{Kind: st.Kind, Checker: st.Checker, Lease: st.Lease, Shortened: st.Shortened}
+	if r.Breaking != nil { // the transition at the first violation (package coverage)
+		s.Shape = r.Breaking.String()
+	}
 	if h != nil && h.Run != nil {
 		s.Family = h.Run.Checks.Family
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/coverage"
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/kinds"
 	"github.com/lockcheck/lockcheck/report"
@@ -115,6 +116,11 @@ func TestOf(t *testing.T) {
 	res.Story.Lease = report.WithinLease
 	if k := Of(h, res); k.Entry != nil || !strings.HasPrefix(k.Text, "new: nothing in lockcheck's catalog matches") {
 		t.Errorf("within the lease: %+v", k)
+	}
+	// The breaking transition (package coverage) is the signature's shape.
+	res.Breaking = &coverage.Transition{Family: "mutex", Before: "held-once", Op: "acquire", Outcome: "granted", Lease: "none"}
+	if k := Of(h, res); !strings.Contains(k.Signature, ", at "+res.Breaking.String()) {
+		t.Errorf("signature without the breaking transition: %s", k.Signature)
 	}
 	res.Valid = checker.Valid
 	if k := Of(h, res); k != nil {
