@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockcheck/lockcheck/suite"
 )
@@ -288,5 +289,16 @@ func TestDocsQuoteTheAnswer(t *testing.T) {
 	}
 	if !strings.Contains(string(doc), "\n> "+got+"\n") {
 		t.Errorf("docs/compare.md does not quote the answer for its table's cells:\n%s", got)
+	}
+}
+
+// compare.md says what ran in each scenario in a run's own words (report.WhatRan), beside its flags.
+func TestMarkdownSaysWhatRan(t *testing.T) {
+	tab := table(Settings{}, map[string][]string{"naive": {"S1:1/1"}})
+	tab.Cells[0].Ran = "4 clients, for 8s, each in a loop: tryLock lock-0."
+	var b bytes.Buffer
+	tab.Markdown(&b, time.Time{})
+	if !strings.Contains(b.String(), "what ran in naive's cell: 4 clients, for 8s, each in a loop: tryLock lock-0.") {
+		t.Errorf("compare.md:\n%s", b.String())
 	}
 }
