@@ -89,6 +89,18 @@ func TestMatch(t *testing.T) {
 	if e, ok := Match(lost, old); !ok || e.Name != "redisson-3194-watchdog-stops-after-error" || e.Fixed != "3.44.0" {
 		t.Errorf("3.43.0 under a partition: %+v %v", e, ok)
 	}
+	// redsync v4.0.3's Extend answering ok on a lost lock is porcupine's finding, beside the pause's overlap
+	// the story leads with: the library's bug, not only the design limit (a real repro run found this).
+	extend := pause
+	extend.Also = []string{"porcupine", "told-of-loss"}
+	redsync := history.RunMeta{Lock: "reentrant", Client: &history.Client{Name: "redsync", Library: "redsync", Version: "v4.0.3"}}
+	if e, ok := Match(extend, redsync); !ok || e.Name != "redsync-extend-lost-lock" {
+		t.Errorf("redsync v4.0.3's extend: %+v %v", e, ok)
+	}
+	redsync.Client.Version = "v4.0.4"
+	if e, ok := Match(extend, redsync); !ok || e.Name != "kleppmann-pause" {
+		t.Errorf("redsync v4.0.4 (fixed): %+v %v, want the pause's design limit", e, ok)
+	}
 	fixed := old
 	fixed.Client = &history.Client{Name: "redisson", Library: "redisson", Version: "3.44.0"}
 	if e, ok := Match(lost, fixed); ok {
