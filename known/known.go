@@ -208,6 +208,7 @@ func ruleOf(name string, b []byte) (rule, error) {
 	}
 	if m := rp.Match; m != nil {
 		r.kind, r.lease, r.shortened, r.as = report.ViolationKind(m.Kind), report.LeaseSide(m.Lease), m.Shortened, m.As
+		r.checkers = append(r.checkers, m.Checkers...)
 		if m.Faults != nil {
 			r.faults = *m.Faults
 		}
