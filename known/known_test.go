@@ -79,6 +79,11 @@ func TestMatch(t *testing.T) {
 			t.Errorf("text: %s", got)
 		}
 	}
+	naive := Signature{Kind: report.Overlap, Checker: "mutual-exclusion", Family: "mutex", Faults: []string{"failover"}}
+	if e, ok := Match(naive, history.RunMeta{Lock: "naive"}); !ok || e.Name != "design-failover-single-node" ||
+		Text(e) != "known: `design-failover-single-node`, a design limit of every lock that trusts one primary's reply; mitigation: WAIT after the grant" {
+		t.Errorf("the naive lock under a failover: %q %v", Text(e), ok)
+	}
 	early := pause
 	early.Lease = report.WithinLease
 	if e, ok := Match(early, emulation); ok {
