@@ -24,6 +24,7 @@ var layers = [][]string{
 	{"report"},
 	{"report/page", "report/store"},
 	{"suite"},
+	{"known"},
 	{"runner", "repro", "compare", "bisect", "shrink"},
 	{"bugreport"},
 	// programs and test kits: nothing imports them but tests (and the kits only from tests)

@@ -266,7 +266,7 @@ func (in *Input) subject() string {
 	if c := in.Meta.Client; c != nil && c.Library != "" {
 		return fmt.Sprintf("%s, %s lock", in.library(), in.Meta.Lock)
 	}
-	if in.Meta.Spec != "" {
+	if in.Meta.Spec != "" || in.Meta.Options.Scripts != "" {
 		return in.library()
 	}
 	return fmt.Sprintf("The %s lock (lockcheck's Go emulation)", in.Meta.Lock)
@@ -279,6 +279,10 @@ func (in *Input) library() string {
 	}
 	if in.Meta.Spec != "" {
 		return "the lock spec " + filepath.Base(in.Meta.Spec)
+	}
+	if sc := in.Meta.Options.Scripts; sc != "" { // the user's scripts replaced some of the set's: theirs ran
+		return fmt.Sprintf("the %s lock running the scripts in %s (--scripts) in place of %s's own", in.Meta.Lock,
+			filepath.Base(sc), orDefault(in.Meta.ScriptSet, "its set"))
 	}
 	return "lockcheck's Go emulation of the " + in.Meta.Lock + " lock"
 }
@@ -298,6 +302,7 @@ func (in *Input) Write(w io.Writer) error {
 	r := in.Results
 	b.WriteString(report.ReportMarker)
 	fmt.Fprintf(&b, "# %s\n\n", md(in.Title()))
+	in.writeKnown(&b)
 	if t := r.StoryText(); t != "" {
 		fmt.Fprintf(&b, "%s\n\n", md(t))
 	}
@@ -334,6 +339,7 @@ func (in *Input) Write(w io.Writer) error {
 		fmt.Fprintf(&b, "Left out of the command above, because a command rebuilt from a run directory never names what lockcheck would run, connect to or read (add them yourself once you have read them): %s.\n\n", strings.Join(words, ", "))
 	}
 	fmt.Fprintf(&b, "What the application does: %s\n\n", md(in.Workload()))
+	in.writeSteps(&b)
 	if in.FoundIn != "" {
 		fmt.Fprintf(&b, "This is the minimal command `lockcheck shrink` found (%s) from the run in %s.\n\n", code(in.ShrinkDir), code(in.FoundIn))
 	}
@@ -343,7 +349,7 @@ func (in *Input) Write(w io.Writer) error {
 	if r.Story != nil {
 		kind = r.Story.Kind
 	}
-	if e, ok := expected[kind]; ok {
+	if e, ok := in.expected(kind); ok {
 		b.WriteString(e + "\n\n")
 	} else {
 		b.WriteString("Every checker of the lock's family finds the history valid.\n\n")
@@ -442,52 +448,13 @@ func (in *Input) command() (string, []shrink.Flag) {
 	return c.Line(seed), left
 }
 
-// Workload says what the clients did, in words, from the run's options.
+// Workload says what ran, in words: results.json's description (report.WhatRan), or for results written
+// before it, the same made from the run's meta record.
 func (in *Input) Workload() string {
-	o := in.Meta.Options
-	threads := max(o.Threads, 1)
-	who := fmt.Sprintf("%d clients", o.Clients)
-	if threads > 1 {
-		who += fmt.Sprintf(" of %d threads each (one client instance shared by its threads)", threads)
+	if in.Results.Ran != "" {
+		return in.Results.Ran
 	}
-	keys := "lock-0"
-	if o.Keys > 1 {
-		keys = fmt.Sprintf("one of lock-0 … lock-%d", o.Keys-1)
-	}
-	var act string
-	switch in.Meta.Checks.Family {
-	case "semaphore":
-		act = fmt.Sprintf("acquire one of %d permits of %s, hold it %s, release it", max(o.Permits, 1), keys, o.Hold)
-	case "rwlock":
-		act = fmt.Sprintf("take the read or the write lock of %s, hold it %s, release it", keys, o.Hold)
-	case "latch":
-		act = fmt.Sprintf("set, count down and await %s", keys)
-	default:
-		act = fmt.Sprintf("tryLock %s (wait up to %s", keys, orDefault(o.Wait, "0s"))
-		if o.Lease != "" && o.Lease != "0s" {
-			act += ", lease " + o.Lease
-		} else if o.Watchdog > 0 {
-			act += ", no lease: the watchdog renews every " + (o.Watchdog.D() / 3).String()
-		}
-		act += fmt.Sprintf("), hold it %s inside a critical section, then unlock", o.Hold)
-	}
-	if o.Reentry > 0 && in.Meta.Checks.Family == "mutex" { // only the mutex family's workload re-enters
-		act += fmt.Sprintf("; re-enter a held lock with probability %.2f", o.Reentry)
-	}
-	s := fmt.Sprintf("%s, for %s, each in a loop: %s.", who, o.Time.D(), act)
-	if len(in.Results.Nemesis) > 0 && in.Results.Nemesis[0] != "none" {
-		f := fmt.Sprintf(" Faults (%s)", strings.Join(in.Results.Nemesis, ", "))
-		if o.NemesisTargets != "" {
-			f += " on " + o.NemesisTargets
-		}
-		if o.NemesisTrigger {
-			f += ", each fired by the lock's own events (a grant)"
-		} else {
-			f += fmt.Sprintf(", one every %s", o.NemesisInterval.D())
-		}
-		s += f + fmt.Sprintf(", each lasting %s and healed; the last %s is fault-free.", o.NemesisDuration.D(), o.Quiet.D())
-	}
-	return s
+	return report.WhatRan(in.Meta, in.Results.Nemesis)
 }
 
 // serverOf names the server the run's nodes ran: "Redis server v=7.0.15" of the host's redis-server
