@@ -16,7 +16,7 @@ func (in *Input) writeKnown(b *bytes.Buffer) {
 		return
 	}
 	for _, l := range lines {
-		fmt.Fprintf(b, "> %s\n>\n", md(l)) // results.json is a file: escaped as every string from one
+		fmt.Fprintf(b, "> %s\n>\n", spans(l)) // results.json is a file: escaped as every string from one
 	}
 	b.Truncate(b.Len() - 2)
 	b.WriteString("\n")

@@ -16,7 +16,7 @@ import (
 func TestReportKnownAndLease(t *testing.T) {
 	k := &report.Known{Entry: &report.KnownEntry{Name: "kleppmann-pause", Design: true},
 		Text:    "known: `kleppmann-pause`, a design limit of every lease lock; mitigation: fencing tokens",
-		Confirm: "confirm on the real library with the same command and --client redisson@VERSION"}
+		Confirm: "confirm on the real library with the same command and `--client redisson@VERSION`"}
 	st := &report.Story{Kind: report.Overlap, Checker: "mutual-exclusion", Key: "lock-0", Lease: report.PastLease,
 		Owners: []report.StoryOwner{{Name: "c1/1"}, {Name: "c2/1"}}, Text: "Two owners held lock-0 at once."}
 	in := &Input{Dir: "/r", Results: &report.Results{Valid: checker.Invalid, Lock: "reentrant", Topology: "single",

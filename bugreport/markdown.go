@@ -92,3 +92,26 @@ func longestRun(s string, c byte) int {
 	}
 	return best
 }
+
+// spans is s, a line lockcheck wrote with `code` spans in it (a known-or-new line) but read back from a
+// file: the text between backticks as md, each span as code, so its spans survive and nothing else renders.
+func spans(s string) string {
+	parts := strings.Split(s, "`")
+	if len(parts)%2 == 0 { // an unpaired backtick: not a line lockcheck wrote
+		return md(s)
+	}
+	for i, p := range parts {
+		if i%2 == 1 {
+			parts[i] = code(p)
+		} else { // md folds the spaces that join a part to its spans: kept
+			parts[i] = md(p)
+			if strings.HasPrefix(p, " ") && i > 0 {
+				parts[i] = " " + parts[i]
+			}
+			if strings.HasSuffix(p, " ") && i < len(parts)-1 && parts[i] != " " {
+				parts[i] += " "
+			}
+		}
+	}
+	return strings.Join(parts, "")
+}

@@ -422,7 +422,7 @@ func confirm(run history.RunMeta, m rule, matched bool) string {
 	if matched && strings.HasPrefix(m.client, run.ScriptSet+"@") {
 		client = m.client
 	}
-	return fmt.Sprintf("lockcheck's Go emulation of %s's scripts ran: confirm on the real library with the same command and --client %s", run.ScriptSet, client)
+	return fmt.Sprintf("lockcheck's Go emulation of %s's scripts ran: confirm on the real library with the same command and `--client %s`", run.ScriptSet, client)
 }
 
 // scriptsOf says whose scripts ran where they were not the library's own: a --lock-spec file's, or a
