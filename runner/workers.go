@@ -168,7 +168,7 @@ func (p *workerRun) factory(o Options, kind *kinds.Kind, topo *topology.Topology
 	start := func(client string) (*worker.Client, error) {
 		return worker.Start(worker.Config{Client: client, Argv: p.argv, Dir: dir, ClockLib: clockLib,
 			Init: p.initFor(o, kind, topo, client), Rec: rec, Gate: gates[client], OnFail: fail, Readers: readers, Ctx: p.ctx,
-			Events: p.events})
+			Events: p.events, Slack: hungSlack(o)})
 	}
 	return func(e locks.Env) (locks.Client, error) {
 		abandon := func() { // the run ends here: nobody will close the workers not handed out
@@ -230,6 +230,16 @@ func (p *workerRun) factory(o Options, kind *kinds.Kind, topo *topology.Topology
 
 // initFor is client's init request: its own proxies, the map from announced addresses to them, and the
 // run's options. A nil kind leaves lock out: the kind probe (ProbeKinds).
+// hungSlack is the fixed part of a worker's hung bound: worker.Slack, and with planned faults their
+// duration too, since a library may block a call for as long as a partition or failover lasts (Redisson's
+// resends under a failover) before its own timeouts count.
+func hungSlack(o Options) time.Duration {
+	if o.Nemesis == "" || o.Nemesis == "none" {
+		return worker.Slack
+	}
+	return worker.Slack + o.NemesisDuration
+}
+
 func (p *ClientProvider) initFor(o Options, kind *kinds.Kind, topo *topology.Topology, client string) sdk.Message {
 	addrs := topo.Addrs(client)
 	t := &sdk.Topology{Kind: o.Topology, NAT: topo.NAT(client)}
