@@ -324,6 +324,8 @@ func init() {
 		About: "redis-py's Lock (Python): SET NX PX, Lua release and extend; single and sentinel"})
 	Register(Spec{Name: "pottery", Folder: "pottery", Language: "python", ClientClock: true, Lock: "mutex", Releases: PyPI("pottery"),
 		About: "pottery's Redlock (Python) over the masters; single and redlock"})
+	Register(Spec{Name: "python-redis-lock", Folder: "python-redis-lock", Language: "python", ClientClock: true, Lock: "mutex",
+		Releases: PyPI("python-redis-lock"), About: "python-redis-lock's Lock (Python): SET NX EX, BLPOP wake-up, Lua release, extend and reset; single and sentinel"})
 	Register(Spec{Name: "node-redlock", Folder: "node-redlock", Language: "node", ClientClock: true, Lock: "mutex", Releases: NPM("redlock"),
 		About: "npm redlock (Node.js), 4.x and 5.x APIs over ioredis; single, redlock, sentinel, cluster"})
 	// The Go libraries' workers are static binaries (one per library version): no client-clock.

@@ -178,6 +178,22 @@ func TestWorkerCheckReferenceWorkers(t *testing.T) {
 	}
 }
 
+// The libraries issue 39 added pass worker-check on their default (latest) version and on an older one, each
+// built once into the test binary's worker cache (a first venv or npm install takes 10-60 s).
+func TestWorkerCheckAddedLibraries(t *testing.T) {
+	t.Parallel() // builds and fault-free runs: not timing-sensitive
+	useWorkerCache(t)
+	for _, client := range []string{"python-redis-lock", "python-redis-lock@3.7.0"} {
+		t.Run(client, func(t *testing.T) {
+			t.Parallel()
+			code, out := workerCheck(t, "--client", client)
+			if code != exitValid || strings.Count(out, "✓") < 5 || strings.Contains(out, "✗") {
+				t.Fatalf("exit %d, want %d with every item ✓ (lease and extend too):\n%s", code, exitValid, out)
+			}
+		})
+	}
+}
+
 // worker-check names what a deliberately broken worker gets wrong, item by item.
 func TestWorkerCheckNamesTheFlaw(t *testing.T) {
 	t.Parallel() // builds and fault-free runs: not timing-sensitive

@@ -1,7 +1,8 @@
 #!/bin/sh
 # build-venv.sh NAME PACKAGE MODULE FOLDER VERSION OUTDIR: the build of a Python library's worker (redis-py,
-# pottery): installs PACKAGE==VERSION ("" or "default": FOLDER/DEFAULT_VERSION) from PyPI into a virtualenv in
-# OUTDIR, checks that MODULE imports, and leaves OUTDIR/run, which starts FOLDER/worker.py (docs/protocol.md).
+# pottery, python-redis-lock, aioredlock): installs PACKAGE==VERSION ("" or "default": FOLDER/DEFAULT_VERSION) from PyPI into a virtualenv in
+# OUTDIR, checks that MODULE imports, and leaves OUTDIR/run, which starts FOLDER/worker.py (docs/protocol.md) beside
+# lcp.py and redisconn.py.
 # pip's own output goes to OUTDIR/build.log; a failure is one line on stderr and a non-zero exit: 4 for a
 # version PyPI does not have (lockcheck's bad input).
 set -eu
@@ -51,7 +52,7 @@ if ! "$out/venv/bin/python" -c "import $module" >>"$log" 2>&1; then
 	echo "build.sh: $lib $version installed but does not import on $("$out/venv/bin/python" -V 2>&1): $(tail -1 "$log")" >&2
 	exit 1
 fi
-cp "$here/worker.py" "$here/../lcp-python/lcp.py" "$out/"
+cp "$here/worker.py" "$here/../lcp-python/lcp.py" "$here/../lcp-python/redisconn.py" "$out/"
 echo "$version" >"$out/VERSION"
 # run last, through a rename: its presence means the build is complete.
 cat >"$out/run.tmp" <<'RUN'
