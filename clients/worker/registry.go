@@ -326,6 +326,10 @@ func init() {
 		About: "pottery's Redlock (Python) over the masters; single and redlock"})
 	Register(Spec{Name: "python-redis-lock", Folder: "python-redis-lock", Language: "python", ClientClock: true, Lock: "mutex",
 		Releases: PyPI("python-redis-lock"), About: "python-redis-lock's Lock (Python): SET NX EX, BLPOP wake-up, Lua release, extend and reset; single and sentinel"})
+	Register(Spec{Name: "aioredlock", Folder: "aioredlock", Language: "python", ClientClock: true, Lock: "mutex",
+		Releases: PyPI("aioredlock"), About: "aioredlock (Python asyncio): Redlock over the masters, extend, auto-extend; single and redlock"})
+	Register(Spec{Name: "redis-semaphore", Folder: "redis-semaphore", Language: "node", ClientClock: true, Lock: "mutex", Releases: NPM("redis-semaphore"),
+		About: "npm redis-semaphore (Node.js): Mutex, RedlockMutex on redlock, its refresh and onLockLost; single, sentinel, redlock"})
 	Register(Spec{Name: "node-redlock", Folder: "node-redlock", Language: "node", ClientClock: true, Lock: "mutex", Releases: NPM("redlock"),
 		About: "npm redlock (Node.js), 4.x and 5.x APIs over ioredis; single, redlock, sentinel, cluster"})
 	// The Go libraries' workers are static binaries (one per library version): no client-clock.

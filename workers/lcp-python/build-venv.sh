@@ -1,5 +1,5 @@
 #!/bin/sh
-# build-venv.sh NAME PACKAGE MODULE FOLDER VERSION OUTDIR: the build of a Python library's worker (redis-py,
+# build-venv.sh NAME PACKAGE MODULE FOLDER [--with=REQ] VERSION OUTDIR: the build of a Python library's worker (redis-py,
 # pottery, python-redis-lock, aioredlock): installs PACKAGE==VERSION ("" or "default": FOLDER/DEFAULT_VERSION) from PyPI into a virtualenv in
 # OUTDIR, checks that MODULE imports, and leaves OUTDIR/run, which starts FOLDER/worker.py (docs/protocol.md) beside
 # lcp.py and redisconn.py.
@@ -8,6 +8,14 @@
 set -eu
 name=$1 lib=$2 module=$3 here=$4
 shift 4
+# --with=REQ: one more requirement installed beside the library (aioredlock's releases before 0.7.3 do not pin
+# aioredis below 2, whose API they do not speak).
+extra=
+case ${1:-} in --with=*)
+	extra=${1#--with=}
+	shift
+	;;
+esac
 if [ $# -ne 2 ] || [ -z "$2" ]; then
 	echo "usage: build.sh VERSION OUTDIR" >&2
 	exit 2
@@ -34,7 +42,7 @@ if [ ! -x "$out/venv/bin/python" ] && ! "$py" -m venv "$out/venv" >>"$log" 2>&1;
 	exit 1
 fi
 # --no-deps is not used: the library's own dependencies (async-timeout etc.) come at the versions pip picks.
-if ! "$out/venv/bin/python" -m pip install --disable-pip-version-check --no-input -q "$lib==$version" >>"$log" 2>&1; then
+if ! "$out/venv/bin/python" -m pip install --disable-pip-version-check --no-input -q "$lib==$version" ${extra:+"$extra"} >>"$log" 2>&1; then
 	# pip lists the versions it found: "(from versions: none)" is also what an unreachable index gives.
 	if grep -qi "could not find a version" "$log" && ! grep -qi "from versions: none" "$log"; then
 		newest=$(sed -n 's/.*(from versions: \(.*, \)*\([^,]*\)).*/\2/p' "$log" | head -n 1)
