@@ -322,7 +322,7 @@ func init() {
 		About: "Redisson (Java): the real library, built with Maven per version"})
 	Register(Spec{Name: "spring-integration", Folder: "spring-integration", Language: "java", ClientClock: true, Lock: "mutex",
 		Releases: MavenCentral("org.springframework.integration", "spring-integration-redis"),
-		About: "Spring Integration's RedisLockRegistry (Java): obtain(key).tryLock(wait)/unlock(), renewLock, SPIN_LOCK or PUB_SUB_LOCK; single"})
+		About:    "Spring Integration's RedisLockRegistry (Java): obtain(key).tryLock(wait)/unlock(), renewLock, SPIN_LOCK or PUB_SUB_LOCK; single"})
 	Register(Spec{Name: "redis-py", Folder: "redis-py", Language: "python", ClientClock: true, Lock: "mutex", Releases: PyPI("redis"),
 		About: "redis-py's Lock (Python): SET NX PX, Lua release and extend; single and sentinel"})
 	Register(Spec{Name: "pottery", Folder: "pottery", Language: "python", ClientClock: true, Lock: "mutex", Releases: PyPI("pottery"),
