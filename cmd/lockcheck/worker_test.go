@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -390,20 +389,9 @@ func TestWorkerRecordsReadersAndSetup(t *testing.T) {
 // worker that fails both starts ends the run as before (TestMisbehavingWorkers' exits end after init).
 func TestWorkerStartRetriedOnce(t *testing.T) {
 	// Sequential: swaps os.Stderr (captureStderr).
-	useWorkerCache(t)
-	s, version, err := worker.Lookup("naive-safe")
-	if err != nil {
-		t.Fatal(err)
-	}
-	argv, err := worker.Build(t.Context(), s, version, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	script := filepath.Join(dir, "flaky.sh")
+	script := filepath.Join(t.TempDir(), "flaky.sh")
 	body := "#!/bin/sh\n# Fails the first start of the run (it leaves a mark), then runs the naive-safe worker.\n" +
-		"if mkdir \"$0.failed\" 2>/dev/null; then echo 'first start: giving up' >&2; exit 3; fi\nexec " +
-		strings.Join(quoteAll(argv), " ") + "\n"
+		"if mkdir \"$0.failed\" 2>/dev/null; then echo 'first start: giving up' >&2; exit 3; fi\nexec " + naiveCmd(t) + "\n"
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}

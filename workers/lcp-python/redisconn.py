@@ -23,6 +23,15 @@ def client(msg, kw, redis_class, via_sentinel):
     raise lcp.Error(lcp.NOT_SUPPORTED, "topology %r: this worker runs on single or sentinel" % kind)
 
 
+def disconnect(client):
+    """Closes a sync client's pool at the worker's end; nothing it raises matters any more."""
+    try:
+        if client is not None:
+            client.connection_pool.disconnect()
+    except Exception:
+        pass
+
+
 def split(addr):
     host, _, port = addr.rpartition(":")
     return host, int(port)

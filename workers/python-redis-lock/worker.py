@@ -154,11 +154,7 @@ class PythonRedisLock(lcp.Backend):
         return lcp.CRASH, text
 
     def close(self):
-        try:
-            if self.client is not None:
-                self.client.connection_pool.disconnect()
-        except Exception:
-            pass
+        redisconn.disconnect(self.client)
 
 
 if __name__ == "__main__":

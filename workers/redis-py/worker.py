@@ -174,11 +174,7 @@ class RedisPy(lcp.Backend):
         return lcp.CRASH, text
 
     def close(self):
-        try:
-            if self.client is not None:
-                self.client.connection_pool.disconnect()
-        except Exception:
-            pass
+        redisconn.disconnect(self.client)
 
 
 class RedisPyAsync(RedisPy):
