@@ -41,7 +41,7 @@ if [ "$got" != "$version" ]; then
 	echo "build.sh: npm installed redis-semaphore $got for '$version': give an exact version" >&2
 	exit 1
 fi
-cp "$here/worker.js" "$out/worker.js"
+cp "$here/worker.js" "$here/../node-lcp/lcp.js" "$out/"
 echo "$version" >"$out/VERSION"
 # run last, through a rename: its presence means the build is complete. exec: the worker process is node itself,
 # so SIGSTOP/SIGCONT and SIGKILL reach it; LD_PRELOAD (the clock fault) passes through.
