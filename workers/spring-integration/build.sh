@@ -1,8 +1,8 @@
 #!/bin/sh
 # build.sh VERSION OUTDIR: builds the lockcheck Spring Integration worker (RedisLockRegistry) against
 # org.springframework.integration:spring-integration-redis VERSION ("" or "default": DEFAULT_VERSION) with Maven
-# and leaves OUTDIR/run, which starts it (docs/protocol.md). It shares the Redisson worker's JSON helper
-# (../redisson/src/main/java/lockcheck/Json.java). Maven's output goes to OUTDIR/build.log; a failure is one line
+# and leaves OUTDIR/run, which starts it (docs/protocol.md). It shares the Redisson worker's JSON and output helpers
+# (../redisson/src/main/java/lockcheck/Json.java, Lcp.java). Maven's output goes to OUTDIR/build.log; a failure is one line
 # on stderr and a non-zero exit: 4 for a version Maven Central does not have (lockcheck's bad input).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,7 +25,7 @@ rm -f "$out/run"
 work=$(mktemp -d "${TMPDIR:-/tmp}/lockcheck-spring-build.XXXXXX")
 trap 'rm -rf "$work"' EXIT INT TERM
 cp -R "$here/pom.xml" "$here/src" "$work/"
-cp "$here/../redisson/src/main/java/lockcheck/Json.java" "$work/src/main/java/lockcheck/"
+cp "$here/../redisson/src/main/java/lockcheck/Json.java" "$here/../redisson/src/main/java/lockcheck/Lcp.java" "$work/src/main/java/lockcheck/"
 log=$out/build.log
 maven() { "${MVN:-mvn}" -B -q -f "$work/pom.xml" -Dspring.integration.version="$version" "$@"; }
 # Offline first, so a cached version builds with no network; online only for what is missing. The first pass

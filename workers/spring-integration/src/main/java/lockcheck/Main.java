@@ -1,10 +1,7 @@
 package lockcheck;
 
 import java.io.BufferedReader;
-import java.io.FileDescriptor;
-import java.io.FileOutputStream;
 import java.io.InputStreamReader;
-import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ConcurrentModificationException;
@@ -33,7 +30,6 @@ import org.springframework.scheduling.concurrent.ThreadPoolTaskScheduler;
 public final class Main {
     static final int TIMEOUT = 0, NOT_SUPPORTED = 10, UNAVAILABLE = 11, MALFORMED = 12, CRASH = 13, NOT_HELD = 40;
 
-    private static PrintStream out;
     private static RedisLockRegistry registry;
     private static LettuceConnectionFactory factory;
     private static ThreadPoolTaskScheduler renewer;
@@ -51,30 +47,6 @@ public final class Main {
             super(text);
             this.code = code;
         }
-    }
-
-    static synchronized void send(Map<String, Object> m) {
-        out.print(Json.write(m));
-        out.print('\n');
-        out.flush();
-    }
-
-    static Map<String, Object> reply(String type, Object inReplyTo) {
-        Map<String, Object> m = new LinkedHashMap<>();
-        m.put("type", type);
-        m.put("in_reply_to", inReplyTo);
-        return m;
-    }
-
-    static void sendError(Object inReplyTo, int code, String text) {
-        Map<String, Object> m = reply("error", inReplyTo);
-        m.put("code", code);
-        m.put("text", text == null ? "" : text);
-        send(m);
-    }
-
-    static void log(String s) {
-        System.err.println("lockcheck-worker: " + s);
     }
 
     @SuppressWarnings("unchecked")
@@ -157,7 +129,7 @@ public final class Main {
         }
         // Connect and warm up here, not in the first acquire: a PING on the factory's shared connection.
         factory.getConnection().ping();
-        Map<String, Object> ok = reply("init_ok", msg.get("msg_id"));
+        Map<String, Object> ok = Lcp.reply("init_ok", msg.get("msg_id"));
         ok.put("library", "spring-integration-redis");
         ok.put("version", version());
         ok.put("runtime", "java " + System.getProperty("java.version") + ", " + type + (renew ? ", renewal" : ""));
@@ -180,7 +152,7 @@ public final class Main {
         }
         String key = (String) ((List<?>) keys).get(0);
         Lock lock = registry.obtain(key);
-        Map<String, Object> r = reply(type + "_ok", msg.get("msg_id"));
+        Map<String, Object> r = Lcp.reply(type + "_ok", msg.get("msg_id"));
         switch (type) {
             case "acquire":
                 sameLease(num(msg, "lease_ms"));
@@ -212,19 +184,19 @@ public final class Main {
         }
         String text = t.getClass().getSimpleName() + ": " + t.getMessage();
         if (t instanceof Failure) {
-            sendError(id, ((Failure) t).code, t.getMessage());
+            Lcp.sendError(id, ((Failure) t).code, t.getMessage());
         } else if (t instanceof ConcurrentModificationException) {
             // unlock(): the key in Redis was no longer this process's ("released in the store due to expiration").
-            sendError(id, NOT_HELD, text);
+            Lcp.sendError(id, NOT_HELD, text);
         } else if (t instanceof IllegalStateException || t instanceof IllegalMonitorStateException) {
             // unlock() by a thread that does not hold the local lock, or renewLock() of a lock not held here.
             String m = String.valueOf(t.getMessage());
-            sendError(id, m.contains("own") || m.contains("not") || m.contains("held") ? NOT_HELD : CRASH, text);
+            Lcp.sendError(id, m.contains("own") || m.contains("not") || m.contains("held") ? NOT_HELD : CRASH, text);
         } else if (text.contains("Timeout") || text.contains("timed out")) {
-            sendError(id, TIMEOUT, text);
+            Lcp.sendError(id, TIMEOUT, text);
         } else {
-            log(type(e) + ": " + text);
-            sendError(id, CRASH, text);
+            Lcp.log(type(e) + ": " + text);
+            Lcp.sendError(id, CRASH, text);
         }
     }
 
@@ -233,8 +205,7 @@ public final class Main {
     }
 
     public static void main(String[] args) throws Exception {
-        out = new PrintStream(new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8);
-        System.setOut(System.err);
+        Lcp.claimStdout();
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         String line;
         boolean ready = false;
@@ -247,22 +218,22 @@ public final class Main {
             try {
                 msg = map(Json.parse(line));
             } catch (IllegalArgumentException e) {
-                log("ignored a line that is not a JSON object (" + e.getMessage() + ")");
+                Lcp.log("ignored a line that is not a JSON object (" + e.getMessage() + ")");
                 continue;
             }
             Object id = msg.get("msg_id");
             Object type = msg.get("type");
             if (!(id instanceof Long)) {
-                log("ignored a message without an integer msg_id");
+                Lcp.log("ignored a message without an integer msg_id");
                 continue;
             }
             if ("init".equals(type)) {
                 if (ready) {
-                    sendError(id, MALFORMED, "init: already initialised");
+                    Lcp.sendError(id, MALFORMED, "init: already initialised");
                     continue;
                 }
                 try {
-                    send(init(msg));
+                    Lcp.send(init(msg));
                     ready = true;
                 } catch (Exception e) {
                     answer(id, e);
@@ -272,20 +243,20 @@ public final class Main {
                 continue;
             }
             if (!ready) {
-                sendError(id, MALFORMED, type + " before init");
+                Lcp.sendError(id, MALFORMED, type + " before init");
                 continue;
             }
             if ("shutdown".equals(type)) {
-                send(reply("shutdown_ok", id));
+                Lcp.send(Lcp.reply("shutdown_ok", id));
                 break;
             }
             if (!List.of("acquire", "release", "extend").contains(type)) {
-                sendError(id, NOT_SUPPORTED, type + ": not supported by this worker (family mutex)");
+                Lcp.sendError(id, NOT_SUPPORTED, type + ": not supported by this worker (family mutex)");
                 continue;
             }
             Object th = msg.get("thread");
             if (!(th instanceof Long) || (Long) th <= 0) {
-                sendError(id, MALFORMED, type + " needs thread: a positive integer");
+                Lcp.sendError(id, MALFORMED, type + " needs thread: a positive integer");
                 continue;
             }
             // Each protocol thread is one Java thread, for the run: the registry's local lock is owned by it.
@@ -295,13 +266,13 @@ public final class Main {
                 return x;
             })).execute(() -> {
                 try {
-                    send(handle((String) type, msg));
+                    Lcp.send(handle((String) type, msg));
                 } catch (Exception e) {
                     answer(id, e);
                 }
             });
         }
-        System.out.flush();
+        Lcp.flush();
         // Threads may be blocked in the library (a frozen node): do not wait for them, nor unlock anything.
         Runtime.getRuntime().halt(rc);
     }
