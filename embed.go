@@ -15,6 +15,7 @@ import "embed"
 //
 //go:embed go.mod go.sum workers/*/*.sh workers/*/*.go workers/*/*.py workers/*/*.js workers/*/DEFAULT_VERSION
 //go:embed workers/*/README.md workers/redisson/pom.xml workers/redisson/src workers/node-redlock/test
+//go:embed workers/spring-integration/pom.xml workers/spring-integration/src
 var Sources embed.FS
 
 // Schedules holds the shipped schedules (examples/schedules), which catalog entries of lockcheck repro

@@ -22,7 +22,7 @@ func init() {
 	Register(Kind{Name: "reentrant", About: "Redisson RLock: reentrant hash lock, watchdog, pub/sub wake-up",
 		Family: Mutex, Reentrant: true, Watchdog: true, Scripts: "redisson", Topology: topology.Single,
 		New: redisson(locks.VariantLock)})
-	Register(Kind{Name: "mutex", About: "a library's own lock (redsync, redislock, node-redlock, redis-py, pottery): through its worker, --client",
+	Register(Kind{Name: "mutex", About: "a library's own lock (every --client library but Redisson): through its worker, --client",
 		Family: Mutex, Topology: topology.Single, WorkerOnly: true, AppExtends: true, New: func(locks.Env) (locks.Client, error) {
 			return nil, errors.New("lock mutex has no Go client: drive it with --client")
 		}})

@@ -394,7 +394,10 @@ func agreement(s *Story, invalid func(string) bool) string {
 			also = append(also, "no acknowledged lock was found gone")
 		}
 		if len(also) == 2 {
-			return "No two owners overlapped and no acknowledged lock was found gone yet: the lock's state in Redis was not what the library told its clients"
+			// A refusal the library answered may have come from Redis or from a lock the library keeps in its own
+			// process in front of Redis (a JVM-local lock): the history cannot tell which, so the sentence says both.
+			return "No two owners overlapped and no acknowledged lock was found gone yet: the library's answers fit no order of one lock's " +
+				"state in Redis (a refused acquire or release may have been refused by Redis or by a lock inside the library's process)"
 		}
 	}
 	return ""

@@ -94,7 +94,7 @@ func TestStoryWhenCheckersDiffer(t *testing.T) {
 			LockLost, "lock-2", "n1", "c3/1", "lost silently"},
 		{"porcupine alone", []checker.Result{{Checker: "porcupine", Valid: checker.Invalid, At: 13 * sec,
 			Details: map[string]any{"culprit": cu}}, valid("mutual-exclusion"), valid("lost-lock")},
-			NoLegalOrder, "lock-1", "", "c7/watchdog", "not what the library told"},
+			NoLegalOrder, "lock-1", "", "c7/watchdog", "or by a lock inside the library's process"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

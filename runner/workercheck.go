@@ -115,7 +115,13 @@ func leaseItem(ctx context.Context, holds string, o Options, stderr io.Writer) C
 		return CheckItem{name, false, runError(err)}
 	}
 	excl, lin := result(res.Checkers, checker.Exclusion{}.Name()), result(res.Checkers, "porcupine")
+	told := result(res.Checkers, checker.ToldOfLoss{}.Name())
 	switch {
+	case lin.Valid != checker.Valid && told.Valid != checker.Valid:
+		// The worker honoured the lease, but its library answered ok to a holder that had lost the lock (a
+		// release or extend after another owner's grant): the library's finding, which no worker can hide.
+		return CheckItem{name, false, fmt.Sprintf("%s, never extended: the library answered ok to a holder that had lost the lock "+
+			"(told-of-loss %s: %s; porcupine %s)", holds, told.Valid, told.Summary, lin.Valid)}
 	case lin.Valid != checker.Valid:
 		return CheckItem{name, false, fmt.Sprintf("%s, never extended: porcupine %s: %s", holds, lin.Valid, lin.Summary)}
 	case excl.Valid != checker.Invalid:

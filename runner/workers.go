@@ -49,6 +49,8 @@ type workerRun struct {
 	ctx context.Context
 	// events holds the workers' events until the meta record is written (begun).
 	events *worker.Events
+	// say hears a worker start that failed and is tried once more.
+	say io.Writer
 }
 
 // planWorker checks the worker flags against the faults and resolves the worker, starting nothing: a
@@ -128,7 +130,7 @@ func (o Options) planWorker(kind *kinds.Kind, faults []string) (*ClientProvider,
 // startWorker builds a registered worker if it is not cached (writing the build's progress to stderr)
 // and readies p for one run; ctx is the run's. A worker run by its command needs no build.
 func (p *ClientProvider) startWorker(ctx context.Context, stderr io.Writer) (*workerRun, error) {
-	r := &workerRun{ClientProvider: p, argv: p.Command, ctx: ctx}
+	r := &workerRun{ClientProvider: p, argv: p.Command, ctx: ctx, say: stderr}
 	if p.Command != nil {
 		return r, nil
 	}
@@ -165,10 +167,47 @@ func (p *workerRun) factory(o Options, kind *kinds.Kind, topo *topology.Topology
 	results := map[string]chan started{}
 	readers := worker.NewReaders()
 	p.events = worker.NewEvents(rec)
-	start := func(client string) (*worker.Client, error) {
-		return worker.Start(worker.Config{Client: client, Argv: p.argv, Dir: dir, ClockLib: clockLib,
-			Init: p.initFor(o, kind, topo, client), Rec: rec, Gate: gates[client], OnFail: fail, Readers: readers, Ctx: p.ctx,
+	try := func(client string) (*worker.Client, error) {
+		// A failure before Start returns is Start's error (and may be tried again); only a started worker's
+		// failure is the run's. One lock makes the hand-over race-free.
+		var fmu sync.Mutex
+		up, early := false, error(nil)
+		onFail := func(err error) {
+			fmu.Lock()
+			defer fmu.Unlock()
+			if !up {
+				early = err
+				return
+			}
+			fail(err)
+		}
+		c, err := worker.Start(worker.Config{Client: client, Argv: p.argv, Dir: dir, ClockLib: clockLib,
+			Init: p.initFor(o, kind, topo, client), Rec: rec, Gate: gates[client], OnFail: onFail, Readers: readers, Ctx: p.ctx,
 			Events: p.events, Slack: hungSlack(o)})
+		if err == nil {
+			fmu.Lock()
+			up = true
+			if early != nil {
+				fail(early)
+			}
+			fmu.Unlock()
+		}
+		return c, err
+	}
+	start := func(client string) (*worker.Client, error) {
+		c, err := try(client)
+		if err == nil || errors.As(err, new(worker.RefusedError)) || p.ctx.Err() != nil {
+			return c, err // a refusal is the user's settings: the same again would be refused too
+		}
+		// Several runtimes starting at once (three JVMs) can miss one init: one more try, said in one line.
+		if p.say != nil {
+			fmt.Fprintf(p.say, "lockcheck: client %s: its worker failed to start (%v); starting it once more\n", client, err)
+		}
+		c, again := try(client)
+		if again != nil {
+			return nil, fmt.Errorf("%w (a second start failed too: %v; its stderr: %s)", err, again, filepath.Join(dir, "clients", client, "stderr.log"))
+		}
+		return c, nil
 	}
 	return func(e locks.Env) (locks.Client, error) {
 		abandon := func() { // the run ends here: nobody will close the workers not handed out

@@ -323,10 +323,19 @@ func init() {
 	Register(Spec{Name: "redisson", Folder: "redisson", Language: "java", ClientClock: true, Lock: "reentrant",
 		Emulated: "Redisson 4.7", Releases: MavenCentral("org.redisson", "redisson"),
 		About: "Redisson (Java): the real library, built with Maven per version"})
+	Register(Spec{Name: "spring-integration", Folder: "spring-integration", Language: "java", ClientClock: true, Lock: "mutex",
+		Releases: MavenCentral("org.springframework.integration", "spring-integration-redis"),
+		About:    "Spring Integration's RedisLockRegistry (Java): obtain(key).tryLock(wait)/unlock(), renewLock, SPIN_LOCK or PUB_SUB_LOCK; single"})
 	Register(Spec{Name: "redis-py", Folder: "redis-py", Language: "python", ClientClock: true, Lock: "mutex", Releases: PyPI("redis"),
 		About: "redis-py's Lock (Python): SET NX PX, Lua release and extend; single and sentinel"})
 	Register(Spec{Name: "pottery", Folder: "pottery", Language: "python", ClientClock: true, Lock: "mutex", Releases: PyPI("pottery"),
 		About: "pottery's Redlock (Python) over the masters; single and redlock"})
+	Register(Spec{Name: "python-redis-lock", Folder: "python-redis-lock", Language: "python", ClientClock: true, Lock: "mutex",
+		Releases: PyPI("python-redis-lock"), About: "python-redis-lock's Lock (Python): SET NX EX, BLPOP wake-up, Lua release, extend and reset; single and sentinel"})
+	Register(Spec{Name: "aioredlock", Folder: "aioredlock", Language: "python", ClientClock: true, Lock: "mutex",
+		Releases: PyPI("aioredlock"), About: "aioredlock (Python asyncio): Redlock over the masters, extend, auto-extend; single and redlock"})
+	Register(Spec{Name: "redis-semaphore", Folder: "redis-semaphore", Language: "node", ClientClock: true, Lock: "mutex", Releases: NPM("redis-semaphore"),
+		About: "npm redis-semaphore (Node.js): Mutex, RedlockMutex on redlock, its refresh and onLockLost; single, sentinel, redlock"})
 	Register(Spec{Name: "node-redlock", Folder: "node-redlock", Language: "node", ClientClock: true, Lock: "mutex", Releases: NPM("redlock"),
 		About: "npm redlock (Node.js), 4.x and 5.x APIs over ioredis; single, redlock, sentinel, cluster"})
 	// The Go libraries' workers are static binaries (one per library version): no client-clock.

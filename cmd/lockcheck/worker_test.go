@@ -383,3 +383,25 @@ func TestWorkerRecordsReadersAndSetup(t *testing.T) {
 		t.Fatal("no set_permits succeeded")
 	}
 }
+
+// A worker whose start fails (it exits before answering init: a runtime that missed its start among several)
+// is started once more, saying which client and why, and the run goes on with the second start: valid. A
+// worker that fails both starts ends the run as before (TestMisbehavingWorkers' exits end after init).
+func TestWorkerStartRetriedOnce(t *testing.T) {
+	// Sequential: swaps os.Stderr (captureStderr).
+	script := filepath.Join(t.TempDir(), "flaky.sh")
+	body := "#!/bin/sh\n# Fails the first start of the run (it leaves a mark), then runs the naive-safe worker.\n" +
+		"if mkdir \"$0.failed\" 2>/dev/null; then echo 'first start: giving up' >&2; exit 3; fi\nexec " + naiveCmd(t) + "\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stderr := captureStderr(t)
+	code, _ := run(t, "run", "--client-cmd", script, "--lock", "naive", "--time", "2s", "--quiet", "1s", "--clients", "2", "--seed", "1")
+	out := stderr()
+	if code != exitValid {
+		t.Fatalf("exit %d, want %d (the second start runs); stderr:\n%s", code, exitValid, out)
+	}
+	if n := strings.Count(out, "its worker failed to start"); n != 1 || !strings.Contains(out, "starting it once more") {
+		t.Fatalf("want one line naming the client whose first start failed, got %d; stderr:\n%s", n, out)
+	}
+}

@@ -55,12 +55,15 @@ func overtaken(h *history.History, margin time.Duration) map[string]string {
 func TestWorkerThreadsConcurrent(t *testing.T) {
 	useWorkerCache(t)
 	for name, args := range map[string][]string{
-		"redis-py":         {"--client", "redis-py"},
-		"redis-py-asyncio": {"--client", "redis-py", "--client-option", "asyncio=true"},
-		"pottery":          {"--client", "pottery"},
-		"node-redlock":     {"--client", "node-redlock"},
-		"redsync":          {"--client", "redsync"},
-		"redislock":        {"--client", "redislock"},
+		"redis-py":           {"--client", "redis-py"},
+		"redis-py-asyncio":   {"--client", "redis-py", "--client-option", "asyncio=true"},
+		"pottery":            {"--client", "pottery"},
+		"python-redis-lock":  {"--client", "python-redis-lock"},
+		"aioredlock-asyncio": {"--client", "aioredlock"},
+		"redis-semaphore":    {"--client", "redis-semaphore"},
+		"node-redlock":       {"--client", "node-redlock"},
+		"redsync":            {"--client", "redsync"},
+		"redislock":          {"--client", "redislock"},
 	} {
 		asyncio := strings.HasSuffix(name, "-asyncio")
 		t.Run(name, func(t *testing.T) {

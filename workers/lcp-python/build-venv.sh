@@ -1,12 +1,21 @@
 #!/bin/sh
-# build-venv.sh NAME PACKAGE MODULE FOLDER VERSION OUTDIR: the build of a Python library's worker (redis-py,
-# pottery): installs PACKAGE==VERSION ("" or "default": FOLDER/DEFAULT_VERSION) from PyPI into a virtualenv in
-# OUTDIR, checks that MODULE imports, and leaves OUTDIR/run, which starts FOLDER/worker.py (docs/protocol.md).
+# build-venv.sh NAME PACKAGE MODULE FOLDER [--with=REQ] VERSION OUTDIR: the build of a Python library's worker (redis-py,
+# pottery, python-redis-lock, aioredlock): installs PACKAGE==VERSION ("" or "default": FOLDER/DEFAULT_VERSION) from PyPI into a virtualenv in
+# OUTDIR, checks that MODULE imports, and leaves OUTDIR/run, which starts FOLDER/worker.py (docs/protocol.md) beside
+# lcp.py and redisconn.py.
 # pip's own output goes to OUTDIR/build.log; a failure is one line on stderr and a non-zero exit: 4 for a
 # version PyPI does not have (lockcheck's bad input).
 set -eu
 name=$1 lib=$2 module=$3 here=$4
 shift 4
+# --with=REQ: one more requirement installed beside the library (aioredlock's releases before 0.7.3 do not pin
+# aioredis below 2, whose API they do not speak).
+extra=
+case ${1:-} in --with=*)
+	extra=${1#--with=}
+	shift
+	;;
+esac
 if [ $# -ne 2 ] || [ -z "$2" ]; then
 	echo "usage: build.sh VERSION OUTDIR" >&2
 	exit 2
@@ -33,7 +42,7 @@ if [ ! -x "$out/venv/bin/python" ] && ! "$py" -m venv "$out/venv" >>"$log" 2>&1;
 	exit 1
 fi
 # --no-deps is not used: the library's own dependencies (async-timeout etc.) come at the versions pip picks.
-if ! "$out/venv/bin/python" -m pip install --disable-pip-version-check --no-input -q "$lib==$version" >>"$log" 2>&1; then
+if ! "$out/venv/bin/python" -m pip install --disable-pip-version-check --no-input -q "$lib==$version" ${extra:+"$extra"} >>"$log" 2>&1; then
 	# pip lists the versions it found: "(from versions: none)" is also what an unreachable index gives.
 	if grep -qi "could not find a version" "$log" && ! grep -qi "from versions: none" "$log"; then
 		newest=$(sed -n 's/.*(from versions: \(.*, \)*\([^,]*\)).*/\2/p' "$log" | head -n 1)
@@ -51,7 +60,7 @@ if ! "$out/venv/bin/python" -c "import $module" >>"$log" 2>&1; then
 	echo "build.sh: $lib $version installed but does not import on $("$out/venv/bin/python" -V 2>&1): $(tail -1 "$log")" >&2
 	exit 1
 fi
-cp "$here/worker.py" "$here/../lcp-python/lcp.py" "$out/"
+cp "$here/worker.py" "$here/../lcp-python/lcp.py" "$here/../lcp-python/redisconn.py" "$out/"
 echo "$version" >"$out/VERSION"
 # run last, through a rename: its presence means the build is complete.
 cat >"$out/run.tmp" <<'RUN'

@@ -68,7 +68,8 @@ class Backend(object):
 
     # Optional, answered only when the Backend defines them and lists cap reads (docs/protocol.md, "Caps"):
     #   held(thread, keys) -> True when the calling protocol thread holds the lock;
-    #   is_locked(thread, keys) -> True when anyone holds it.
+    #   is_locked(thread, keys) -> True when anyone holds it;
+    # and, with cap force-unlock, force_unlock(thread, keys) -> True when it deleted someone's hold.
 
     def classify(self, exc):
         """Maps a library exception onto (code, text). The default, crash, is the indefinite one."""
@@ -161,6 +162,8 @@ class _Server(object):
             return b.held(msg["thread"], keys), lambda r: {"held": bool(r)}
         if t == "is_locked":
             return b.is_locked(msg["thread"], keys), lambda r: {"locked": bool(r)}
+        if t == "force_unlock":
+            return b.force_unlock(msg["thread"], keys), lambda r: {"released": bool(r)}
         return b.extend(msg["thread"], keys, _ms(msg, "lease_ms")), lambda r: {"extended": bool(r)}
 
     def answer(self, msg, reply=None, exc=None):
@@ -259,7 +262,7 @@ class _Server(object):
             elif t == "shutdown":
                 self.send({"type": "shutdown_ok", "in_reply_to": mid})
                 return 0
-            elif t in ("acquire", "release", "extend", "held", "is_locked"):
+            elif t in ("acquire", "release", "extend", "held", "is_locked", "force_unlock"):
                 if not _offers(self.backend, t):
                     self.error(mid, NOT_SUPPORTED, "%s: not supported by this worker" % t)
                     continue
@@ -270,7 +273,7 @@ class _Server(object):
 
 
 # The cap an optional request needs, and whether a Backend defines its method (the reads are not on Backend).
-_OPTIONAL = {"extend": "extend", "held": "reads", "is_locked": "reads"}
+_OPTIONAL = {"extend": "extend", "held": "reads", "is_locked": "reads", "force_unlock": "force-unlock"}
 
 
 def _offers(backend, t):

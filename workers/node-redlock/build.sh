@@ -62,7 +62,7 @@ case $got in
 	exit 1
 	;;
 esac
-cp "$here/worker.js" "$out/worker.js"
+cp "$here/worker.js" "$here/../node-lcp/lcp.js" "$out/"
 echo "$version" >"$out/VERSION"
 # run last, through a rename: its presence means the build is complete.
 cat >"$out/run.tmp" <<'RUN'

@@ -4,21 +4,12 @@
 // API (lock/extend/unlock) or the 5.x API (acquire/extend/release, and optionally using()), chosen by the
 // major version of the redlock package installed next to it.
 
-const fs = require('fs');
-const path = require('path');
-const readline = require('readline');
-
-// stdout is the protocol's: anything a library prints goes to stderr instead.
-console.log = console.info = console.warn = console.debug = console.error;
-
-function log(...a) { process.stderr.write(new Date().toISOString() + ' ' + a.join(' ') + '\n'); }
+const lcp = require('./lcp'); // the protocol's codes, reply loop and ioredis clients, shared with redis-semaphore
+const { TIMEOUT, NOT_SUPPORTED, UNAVAILABLE, MALFORMED, CRASH, NOT_HELD, log, send, ProtoError, slot } = lcp;
 
 // The version comes from the installed package's metadata (5.x does not export its package.json, hence
 // the path). 5.0.0-beta.2's says "v5.0.0-beta.2": the "v" is dropped so that it reads as npm's version.
-function installed(name) {
-  const j = JSON.parse(fs.readFileSync(path.join(__dirname, 'node_modules', name, 'package.json'), 'utf8'));
-  return String(j.version).replace(/^v/, '');
-}
+const installed = (name) => lcp.installed(__dirname, name);
 const VERSION = installed('redlock');
 const MAJOR = parseInt(VERSION, 10);
 if (!(MAJOR >= 4)) {
@@ -29,8 +20,6 @@ const mod = require('redlock');
 const Redlock = V5 ? mod.default : mod;
 const Redis = require('ioredis');
 
-// Codes of docs/protocol.md.
-const TIMEOUT = 0, NOT_SUPPORTED = 10, UNAVAILABLE = 11, MALFORMED = 12, CRASH = 13, NOT_HELD = 40;
 const KINDS = ['node-redlock', 'mutex'];
 
 // library_options this worker understands: redlock's settings (numbers) and using (5.x: "true" drives
@@ -38,20 +27,12 @@ const KINDS = ['node-redlock', 'mutex'];
 const NUMERIC = ['driftFactor', 'retryCount', 'retryDelay', 'retryJitter'];
 if (V5) NUMERIC.push('automaticExtensionThreshold');
 
-function send(m) { process.stdout.write(JSON.stringify(m) + '\n'); }
-
-class ProtoError extends Error {
-  constructor(code, text) { super(text); this.code = code; }
-}
-
 let cfg = null; // set by init
 const held = new Map(); // `${thread}\n${key}` -> {lock} or {using: {...}}
 
 function init(m) {
-  if (m.protocol !== undefined && m.protocol !== 1) throw new ProtoError(NOT_SUPPORTED, `protocol ${m.protocol}: this worker speaks LCP/1`);
   if (MAJOR < 4) throw new ProtoError(NOT_SUPPORTED, `redlock ${VERSION}: only the 4.x and 5.x APIs are driven`);
-  const t = m.topology, o = m.options || {}, lk = m.lock || {};
-  if (!t || !Array.isArray(t.nodes) || t.nodes.length === 0) throw new ProtoError(MALFORMED, 'init without topology nodes');
+  const o = m.options || {}, lk = m.lock || {};
   if (lk.family && lk.family !== 'mutex') throw new ProtoError(NOT_SUPPORTED, `lock family ${lk.family}: redlock is a mutex`);
   if (lk.kind && !KINDS.includes(lk.kind)) throw new ProtoError(NOT_SUPPORTED, `lock kind ${lk.kind}: this worker drives ${KINDS.join(', ')}`);
   const settings = {};
@@ -69,35 +50,8 @@ function init(m) {
     settings[k] = n;
   }
   const timeout = o.timeout_ms > 0 ? o.timeout_ms : 3000;
-  // ioredis as the redlock READMEs set it up, plus lockcheck's timeout for each command and dial: without
-  // one a command queued while a link is cut waits for as long as ioredis reconnects.
-  const redisOpts = { password: m.password || undefined, connectTimeout: timeout, commandTimeout: timeout };
-  const hp = (addr) => { const i = addr.lastIndexOf(':'); return { host: addr.slice(0, i), port: Number(addr.slice(i + 1)) }; };
-  const natMap = {};
-  for (const [from, to] of Object.entries(t.nat || {})) natMap[from] = hp(to);
-  let clients;
-  switch (t.kind) {
-    case 'single':
-      clients = [new Redis({ ...hp(t.nodes[0].addr), ...redisOpts })];
-      break;
-    case 'redlock': // every node an independent master: one client each, as the README's example
-      clients = t.nodes.map((n) => new Redis({ ...hp(n.addr), ...redisOpts }));
-      break;
-    case 'sentinel': // ioredis maps the master Sentinel announces through natMap; only the given Sentinels are asked
-      if (!Array.isArray(t.sentinels) || t.sentinels.length === 0) throw new ProtoError(MALFORMED, 'sentinel topology without sentinels');
-      clients = [new Redis({ sentinels: t.sentinels.map(hp), name: t.master_name, sentinelPassword: m.password || undefined,
-        natMap, updateSentinels: false, ...redisOpts })];
-      break;
-    case 'cluster':
-      clients = [new Redis.Cluster(t.nodes.map((n) => hp(n.addr)), { natMap, redisOptions: redisOpts })];
-      break;
-    default:
-      throw new ProtoError(NOT_SUPPORTED, `topology ${t.kind}: this worker runs on single, redlock, sentinel or cluster`);
-  }
-  for (const [i, c] of clients.entries()) {
-    let last = '';
-    c.on('error', (e) => { if (e.message !== last) log(`client ${i}: ${e.message}`); last = e.message; });
-  }
+  // ioredis as the redlock READMEs set it up (one client per master on redlock), with lockcheck's timeout.
+  const clients = lcp.clientsFor(Redis, m, timeout, ['single', 'redlock', 'sentinel', 'cluster']);
   const retryDelay = settings.retryDelay ?? 200;
   cfg = {
     clients, settings, using, timeout,
@@ -109,7 +63,11 @@ function init(m) {
     // retryCount wins over wait_ms.
     retriesFor: (waitMs) => settings.retryCount ?? Math.floor(Math.max(0, waitMs || 0) / Math.max(1, retryDelay)),
   };
-  return clients;
+  return {
+    clients,
+    ok: { library: 'redlock', version: VERSION, runtime: `node ${process.versions.node}, ioredis ${installed('ioredis')}`,
+      kinds: KINDS, caps: using ? ['watchdog', 'events'] : ['extend'] },
+  };
 }
 
 // A Redlock instance per call over the shared connections: its error events (4.x: clientError, 5.x:
@@ -154,14 +112,6 @@ async function failure(err, errs) {
   if (kinds.includes('replied')) return new ProtoError(UNAVAILABLE, `${err.message}: ${first('replied')}`);
   if (kinds.includes('unsent')) return new ProtoError(UNAVAILABLE, `${err.message}: ${first('unsent')}`);
   return null;
-}
-
-function slot(m) {
-  if (!Number.isInteger(m.thread) || m.thread <= 0) throw new ProtoError(MALFORMED, 'thread must be a positive integer');
-  if (!Array.isArray(m.keys) || m.keys.length !== 1 || typeof m.keys[0] !== 'string') {
-    throw new ProtoError(NOT_SUPPORTED, 'keys: this worker locks one key per request');
-  }
-  return `${m.thread}\n${m.keys[0]}`;
 }
 
 function validMs(lock) { const v = lock.expiration - Date.now(); return v > 0 ? v : undefined; }
@@ -313,60 +263,4 @@ async function extend(m) {
   }
 }
 
-const handlers = { acquire, release, extend };
-let clients = null;
-let exiting = false;
-
-function exit(code = 0) {
-  if (exiting) return;
-  exiting = true;
-  // Release nothing: close the connections and go.
-  for (const c of clients || []) c.disconnect();
-  process.exit(code);
-}
-
-async function handle(m) {
-  const reply = (body) => send({ type: `${m.type}_ok`, in_reply_to: m.msg_id, ...body });
-  const error = (e) => {
-    const code = e instanceof ProtoError ? e.code : CRASH;
-    if (!(e instanceof ProtoError)) log(`${m.type} ${m.msg_id}: ${e.stack || e}`);
-    send({ type: 'error', in_reply_to: m.msg_id, code, text: e.message || String(e) });
-  };
-  if (m.type === 'init') {
-    if (cfg) { error(new ProtoError(MALFORMED, 'init twice')); return; }
-    try {
-      clients = init(m);
-      // Reachable with this password? One PING each, bounded: a worker that cannot start says so at init.
-      const pings = await Promise.allSettled(clients.map((c) => c.ping()));
-      const ok = pings.filter((p) => p.status === 'fulfilled').length;
-      if (ok === 0) throw new ProtoError(UNAVAILABLE, `no node answered PING: ${pings[0].reason && pings[0].reason.message}`);
-      for (const [i, p] of pings.entries()) if (p.status === 'rejected') log(`node ${i}: ${p.reason.message}`);
-      reply({ library: 'redlock', version: VERSION, runtime: `node ${process.versions.node}, ioredis ${installed('ioredis')}`,
-        kinds: KINDS, caps: cfg.using ? ['watchdog', 'events'] : ['extend'] });
-    } catch (e) {
-      error(e);
-      exit(1);
-    }
-    return;
-  }
-  // After the replies already decided (setImmediate), so that a quick answer is not cut off.
-  if (m.type === 'shutdown') { reply({}); setImmediate(() => exit(0)); return; }
-  if (!cfg) { error(new ProtoError(MALFORMED, 'no init yet')); return; }
-  const h = handlers[m.type];
-  if (!h) { error(new ProtoError(NOT_SUPPORTED, `request ${m.type}: this worker drives the mutex family (acquire, release, extend)`)); return; }
-  try { reply(await h(m)); } catch (e) { error(e); }
-}
-
-// A library promise nobody awaits must not take the worker down (Node's default): log it. A request it
-// leaves unanswered is lockcheck's to time out.
-process.on('unhandledRejection', (e) => log(`unhandled rejection: ${(e && e.stack) || e}`));
-
-const rlines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
-rlines.on('line', (line) => {
-  if (!line.trim()) return;
-  let m;
-  try { m = JSON.parse(line); } catch (e) { log(`malformed request: ${e.message}`); return; }
-  if (!m || typeof m !== 'object' || typeof m.type !== 'string') { log('malformed request: not an object with a type'); return; }
-  handle(m).catch((e) => log(`unhandled: ${e.stack || e}`));
-});
-rlines.on('close', () => exit(0));
+lcp.serve({ init, handlers: { acquire, release, extend } });

@@ -15,6 +15,7 @@ import platform
 import sys
 
 import lcp
+import redisconn
 
 import redis
 import redis.lock
@@ -99,7 +100,7 @@ class RedisPy(lcp.Backend):
     def init(self, msg):
         kw = self.configure(msg)
         self.lock_class = _lock_class(msg.get("library_options") or {})
-        self.client = _client(msg, kw, redis.StrictRedis, _sentinel_client)
+        self.client = redisconn.client(msg, kw, redis.StrictRedis, redisconn.sentinel_client)
         self.client.ping()  # a bad address or password fails the start, in one line
         self.supports_replace_ttl = "replace_ttl" in inspect.signature(self.lock_class.extend).parameters
         self.caps = _caps(self.lock_class)
@@ -173,11 +174,7 @@ class RedisPy(lcp.Backend):
         return lcp.CRASH, text
 
     def close(self):
-        try:
-            if self.client is not None:
-                self.client.connection_pool.disconnect()
-        except Exception:
-            pass
+        redisconn.disconnect(self.client)
 
 
 class RedisPyAsync(RedisPy):
@@ -191,7 +188,7 @@ class RedisPyAsync(RedisPy):
         if (msg.get("library_options") or {}).get("lock_class", "") not in ("", "Lock", "lock"):
             raise lcp.Error(lcp.NOT_SUPPORTED, "library option lock_class: redis.asyncio has Lock only")
         self.lock_class = redis.asyncio.lock.Lock
-        self.client = _client(msg, kw, redis.asyncio.StrictRedis, _async_sentinel_client)
+        self.client = redisconn.client(msg, kw, redis.asyncio.StrictRedis, redisconn.async_sentinel_client)
         await self.client.ping()
         self.supports_replace_ttl = "replace_ttl" in inspect.signature(self.lock_class.extend).parameters
         self.caps = _caps(self.lock_class)
@@ -247,79 +244,6 @@ def _caps(lock_class):
     unlocked lock") or LockNotOwnedError, both classified not-held (40), so a stray release is refused."""
     reads = ("reads",) if hasattr(lock_class, "owned") and hasattr(lock_class, "locked") else ()
     return ("extend",) + reads + ("thread-bound",)
-
-
-def _client(msg, kw, redis_class, sentinel_client):
-    """The one client of the worker, of redis_class (sync or asyncio), on the run's topology."""
-    topo = msg.get("topology") or {}
-    nodes = topo.get("nodes") or []
-    kind = topo.get("kind", "single")
-    if kind == "single":
-        if not nodes:
-            raise lcp.Error(lcp.MALFORMED, "init: topology single needs one node")
-        host, port = _split(nodes[0]["addr"])
-        return redis_class(host=host, port=port, **kw)
-    if kind == "sentinel":
-        return sentinel_client(topo, msg.get("password") or None, kw)
-    # redis-py's Lock talks to one server: Redlock over independent masters is pottery's job, and
-    # Cluster (RedisCluster, address_remap from 5.0) is not wired here.
-    raise lcp.Error(lcp.NOT_SUPPORTED, "topology %r: the redis-py worker runs on single or sentinel" % kind)
-
-
-def _split(addr):
-    host, _, port = addr.rpartition(":")
-    return host, int(port)
-
-
-def _sentinel_client(topo, password, kw):
-    """A master client found through the Sentinels, with every announced address mapped through nat.
-
-    redis-py's Sentinel has no address_remap (Cluster has, from 5.0), so this subclass remaps what
-    discover_master returns: the one place redis-py turns a Sentinel answer into an address to dial."""
-    import redis.sentinel
-
-    nat = _nat(topo)
-
-    class RemappedSentinel(redis.sentinel.Sentinel):
-        def discover_master(self, service_name):
-            return nat(redis.sentinel.Sentinel.discover_master(self, service_name))
-
-    return _master(RemappedSentinel, topo, password, kw, redis.StrictRedis)
-
-
-def _async_sentinel_client(topo, password, kw):
-    """_sentinel_client's twin for redis.asyncio, whose discover_master is a coroutine."""
-    import redis.asyncio
-    import redis.asyncio.sentinel
-
-    nat = _nat(topo)
-
-    class RemappedSentinel(redis.asyncio.sentinel.Sentinel):
-        async def discover_master(self, service_name):
-            return nat(await redis.asyncio.sentinel.Sentinel.discover_master(self, service_name))
-
-    return _master(RemappedSentinel, topo, password, kw, redis.asyncio.StrictRedis)
-
-
-def _nat(topo):
-    """Maps a (host, port) a Sentinel announced through init's nat."""
-    table = dict(topo.get("nat") or {})
-
-    def remap(hp):
-        mapped = table.get("%s:%s" % hp)
-        return _split(mapped) if mapped else hp
-
-    return remap
-
-
-def _master(sentinel_class, topo, password, kw, redis_class):
-    sentinels = [_split(a) for a in topo.get("sentinels") or []]
-    if not sentinels:
-        raise lcp.Error(lcp.MALFORMED, "init: topology sentinel needs sentinels")
-    skw = dict(password=password, socket_timeout=kw["socket_timeout"],
-               socket_connect_timeout=kw["socket_connect_timeout"])
-    s = sentinel_class(sentinels, sentinel_kwargs=skw, **kw)
-    return s.master_for(topo.get("master_name") or "lockcheck", redis_class=redis_class)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,8 @@
 package lockcheck;
 
 import java.io.BufferedReader;
-import java.io.FileDescriptor;
-import java.io.FileOutputStream;
 import java.io.InputStreamReader;
-import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
-import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
@@ -14,40 +10,11 @@ import java.util.Map;
  * object a line; logs on stderr.
  */
 public final class Main {
-    /** The protocol's stdout. System.out is pointed at stderr so that nothing else can write here. */
-    private static PrintStream out;
-
     private Main() {
     }
 
-    /** Writes one message; synchronized because every request thread replies through it. */
-    static synchronized void send(Map<String, Object> m) {
-        out.print(Json.write(m));
-        out.print('\n');
-        out.flush();
-    }
-
-    static Map<String, Object> reply(String type, Object inReplyTo) {
-        Map<String, Object> m = new LinkedHashMap<>();
-        m.put("type", type);
-        m.put("in_reply_to", inReplyTo);
-        return m;
-    }
-
-    static void sendError(Object inReplyTo, int code, String text) {
-        Map<String, Object> m = reply("error", inReplyTo);
-        m.put("code", code);
-        m.put("text", text == null ? "" : text);
-        send(m);
-    }
-
-    static void log(String s) {
-        System.err.println("lockcheck-worker: " + s);
-    }
-
     public static void main(String[] args) throws Exception {
-        out = new PrintStream(new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8);
-        System.setOut(System.err);
+        Lcp.claimStdout();
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         Worker w = null;
         String line;
@@ -66,42 +33,42 @@ public final class Main {
                 msg = m;
             } catch (IllegalArgumentException e) {
                 // Nothing to reply to: an error needs the msg_id this line did not give.
-                log("ignored a line that is not a JSON object (" + e.getMessage() + ")");
+                Lcp.log("ignored a line that is not a JSON object (" + e.getMessage() + ")");
                 continue;
             }
             Object id = msg.get("msg_id");
             if (!(id instanceof Long)) {
-                log("ignored a message without an integer msg_id: " + line);
+                Lcp.log("ignored a message without an integer msg_id: " + line);
                 continue;
             }
             Object type = msg.get("type");
             if (!(type instanceof String)) {
-                sendError(id, Worker.MALFORMED, "no type");
+                Lcp.sendError(id, Worker.MALFORMED, "no type");
                 continue;
             }
             if (w == null) {
                 if (!"init".equals(type)) {
-                    sendError(id, Worker.MALFORMED, "the first message must be init");
+                    Lcp.sendError(id, Worker.MALFORMED, "the first message must be init");
                     continue;
                 }
                 try {
                     w = Worker.init(msg);
                 } catch (Worker.Failure f) {
-                    sendError(id, f.code, f.getMessage());
-                    log("init failed: " + f.getMessage());
+                    Lcp.sendError(id, f.code, f.getMessage());
+                    Lcp.log("init failed: " + f.getMessage());
                     exit(null, 1);
                 }
-                Map<String, Object> ok = reply("init_ok", id);
+                Map<String, Object> ok = Lcp.reply("init_ok", id);
                 ok.putAll(w.hello());
-                send(ok);
+                Lcp.send(ok);
                 continue;
             }
             switch ((String) type) {
                 case "init":
-                    sendError(id, Worker.MALFORMED, "init was already received");
+                    Lcp.sendError(id, Worker.MALFORMED, "init was already received");
                     break;
                 case "shutdown":
-                    send(reply("shutdown_ok", id));
+                    Lcp.send(Lcp.reply("shutdown_ok", id));
                     exit(w, 0);
                     break;
                 default:
@@ -123,10 +90,10 @@ public final class Main {
                 Thread.currentThread().interrupt();
             }
             if (t.isAlive()) {
-                log("the Redisson clients did not shut down within 3 s; exiting anyway");
+                Lcp.log("the Redisson clients did not shut down within 3 s; exiting anyway");
             }
         }
-        out.flush();
+        Lcp.flush();
         System.err.flush();
         // halt, not exit: no shutdown hook or non-daemon library thread may hold the process.
         Runtime.getRuntime().halt(code);

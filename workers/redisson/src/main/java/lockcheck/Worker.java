@@ -352,7 +352,7 @@ final class Worker {
     void dispatch(Map<String, Object> msg, Object id, String type) {
         Object th = msg.get("thread");
         if (!(th instanceof Long) || (Long) th <= 0) {
-            Main.sendError(id, MALFORMED, "thread must be a positive integer");
+            Lcp.sendError(id, MALFORMED, "thread must be a positive integer");
             return;
         }
         ExecutorService ex = threads.computeIfAbsent((Long) th, t -> Executors.newSingleThreadExecutor(r -> {
@@ -380,10 +380,10 @@ final class Worker {
                 text += " (after " + tookMs + " ms: Redisson may have resent an unlock that had applied)";
             }
             if (code == CRASH) {
-                Main.log(type + " " + id + " failed:");
+                Lcp.log(type + " " + id + " failed:");
                 e.printStackTrace();
             }
-            Main.sendError(id, code, text);
+            Lcp.sendError(id, code, text);
             return;
         }
         long tookMs = (System.nanoTime() - start) / 1_000_000;
@@ -391,13 +391,13 @@ final class Worker {
         if (said != null && Boolean.FALSE.equals(res.get(said)) && tookMs >= notHeldWithinMs) {
             // The same doubt as a late not-held: a resent tryRelease / trySetPermits / trySetCount / forceUnlock
             // whose first copy applied answers false.
-            Main.sendError(id, CRASH, type + " answered " + said + "=false after " + tookMs
+            Lcp.sendError(id, CRASH, type + " answered " + said + "=false after " + tookMs
                     + " ms: Redisson may have resent a call that had applied");
             return;
         }
-        Map<String, Object> ok = Main.reply(type + "_ok", id);
+        Map<String, Object> ok = Lcp.reply(type + "_ok", id);
         ok.putAll(res);
-        Main.send(ok);
+        Lcp.send(ok);
     }
 
     /** Requests whose false answer means "it did not apply", and the reply field that carries it. */
@@ -657,7 +657,7 @@ final class Worker {
                 try {
                     c.shutdown(0, 2, TimeUnit.SECONDS);
                 } catch (Throwable e) {
-                    Main.log("shutdown: " + text(e));
+                    Lcp.log("shutdown: " + text(e));
                 }
             }, "lockcheck-close");
             t.setDaemon(true);
