@@ -1,0 +1,311 @@
+// Package explore is `lockcheck explore`: a search over schedules (the genome) guided by the coverage of the
+// lock's model. Runs whose schedule reached a transition no earlier run did are kept in a corpus and mutated,
+// as a coverage-guided fuzzer keeps and mutates inputs; every invalid run is filed under its finding's
+// signature, so that many runs of one bug are one finding. The package holds the search alone: how a run is
+// played, how its coverage and signature are read, and what becomes of a finding are the caller's functions
+// (cmd/lockcheck/explore.go), so that the search is tested without a process. docs/explore.md says more.
+package explore
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/lockcheck/lockcheck/workloads/schedule"
+)
+
+// Caps are what the lock under test can play, for the generator and the mutators.
+type Caps struct {
+	Lock      string // its name, for the schedule's lock line and messages
+	Family    string // "mutex" or "rwlock": the families a schedule plays
+	Reentrant bool   // an actor may acquire again what it holds
+	Watchdog  bool   // a lease of 0 is kept by a watchdog; --watchdog is worth varying
+	// Faults are those a schedule step may start on this deployment, each with the targets it takes.
+	Faults []Fault
+}
+
+// Fault is a fault a step may start: its name, and how it is aimed.
+type Fault struct {
+	Name   string
+	Client bool // aimed at one of the schedule's clients (targets: [cN]); otherwise the fault's own draw
+}
+
+// Setting is one run flag explore varies beside the schedule (--watchdog), as --name=value.
+type Setting struct{ Flag, Value string }
+
+// Genome is what one run plays: a schedule and the run settings varied with it.
+type Genome struct {
+	Schedule *schedule.Schedule
+	Settings []Setting
+	// Origin says how it was made: "generated", or the mutators applied and the corpus entry they started from.
+	Origin string
+	names  int // the next step name's number
+}
+
+// Args are the settings as run arguments.
+func (g *Genome) Args() []string {
+	out := make([]string, len(g.Settings))
+	for i, s := range g.Settings {
+		out[i] = "--" + s.Flag + "=" + s.Value
+	}
+	return out
+}
+
+// Setting is the value of a varied flag, "" when it is the run's own.
+func (g *Genome) Setting(flag string) string {
+	for _, s := range g.Settings {
+		if s.Flag == flag {
+			return s.Value
+		}
+	}
+	return ""
+}
+
+func (g *Genome) set(flag, value string) {
+	g.Settings = slices.DeleteFunc(g.Settings, func(s Setting) bool { return s.Flag == flag })
+	if value != "" {
+		g.Settings = append(g.Settings, Setting{flag, value})
+		slices.SortFunc(g.Settings, func(a, b Setting) int {
+			if a.Flag < b.Flag {
+				return -1
+			}
+			return 1
+		})
+	}
+}
+
+// clone is a deep copy: a mutator changes its copy, never the corpus entry.
+func (g *Genome) clone() *Genome {
+	s := *g.Schedule
+	s.Steps = make([]schedule.Step, len(g.Schedule.Steps))
+	for i, st := range g.Schedule.Steps {
+		if st.Lease != nil {
+			l := *st.Lease
+			st.Lease = &l
+		}
+		if st.Wait != nil {
+			w := *st.Wait
+			st.Wait = &w
+		}
+		st.Targets = slices.Clone(st.Targets)
+		s.Steps[i] = st
+	}
+	return &Genome{Schedule: &s, Settings: slices.Clone(g.Settings), Origin: g.Origin, names: g.names}
+}
+
+// The menus the generator and the mutators draw from. Leases span a retry delay (100 ms) to longer than a
+// whole run, so that a short one can meet a long one (the shapes a lease shrinks a hold's TTL in); waits run
+// from a refusal at once to longer than most holds, so that some acquires give up before the holder lets go
+// and some outwait it (a slow wake-up shows); holds are the release's delay after its acquire.
+var (
+	leases    = durs(100*time.Millisecond, 300*time.Millisecond, time.Second, 3*time.Second, 10*time.Second)
+	waits     = durs(0, 100*time.Millisecond, 500*time.Millisecond, 2*time.Second, 4*time.Second)
+	holds     = durs(0, 50*time.Millisecond, 200*time.Millisecond, 500*time.Millisecond, time.Second, 2*time.Second)
+	gaps      = durs(0, 20*time.Millisecond, 100*time.Millisecond, 300*time.Millisecond)
+	faultFors = durs(200*time.Millisecond, 500*time.Millisecond, time.Second, 2*time.Second)
+	watchdogs = []string{"", "600ms", "1500ms"} // "": the run's own --watchdog
+)
+
+func durs(d ...time.Duration) []time.Duration { return d }
+
+func pick[T any](rng *rand.Rand, s []T) T { return s[rng.IntN(len(s))] }
+
+// Limits of a generated or mutated schedule: small enough that a run costs seconds.
+const (
+	maxActors = 4
+	maxSteps  = 24
+	// maxSpan bounds a schedule's chained delays and holds; runs get --time maxSpan+.
+	maxSpan = 15 * time.Second
+)
+
+// ops are the acquires the family plays.
+func (c Caps) ops() []schedule.Op {
+	if c.Family == "rwlock" {
+		return []schedule.Op{schedule.Read, schedule.Read, schedule.Write}
+	}
+	return []schedule.Op{schedule.Lock}
+}
+
+func (c Caps) lease(rng *rand.Rand) *time.Duration {
+	d := pick(rng, leases)
+	if c.Watchdog && rng.IntN(5) == 0 {
+		d = 0 // the watchdog keeps it
+	}
+	return &d
+}
+
+func wait(rng *rand.Rand) *time.Duration {
+	d := pick(rng, waits)
+	return &d
+}
+
+// name is the next unused step name.
+func (g *Genome) name() string {
+	g.names++
+	return "s" + strconv.Itoa(g.names)
+}
+
+// Generate draws a fresh genome: two or three actors, each acquiring (one may re-enter) and releasing, the
+// steps chained by event to a recent step so that actors overlap, and sometimes a fault after an event.
+func Generate(rng *rand.Rand, c Caps) *Genome {
+	for range 100 {
+		if g := generate(rng, c); g.Check(c) == nil {
+			return g
+		}
+	}
+	// never seen: the smallest schedule, one actor's acquire and release
+	g := &Genome{Schedule: &schedule.Schedule{Lock: c.Lock}, Origin: "generated"}
+	g.Schedule.Steps = []schedule.Step{{Name: g.name(), Client: "c1", Acquire: c.ops()[0]}}
+	g.Schedule.Steps = append(g.Schedule.Steps, schedule.Step{Name: g.name(), After: "s1", Client: "c1", Release: true})
+	return g
+}
+
+func generate(rng *rand.Rand, c Caps) *Genome {
+	g := &Genome{Schedule: &schedule.Schedule{Lock: c.Lock}, Origin: "generated"}
+	actors := 2 + rng.IntN(2)
+	for a := 1; a <= actors; a++ {
+		act := actor{client: "c" + strconv.Itoa(a)}
+		if a > 1 && rng.IntN(4) == 0 { // a second thread of the first client: another owner, the same instance
+			act = actor{client: "c1", thread: 2}
+		}
+		g.addActor(rng, c, act, g.anchor(rng))
+	}
+	if len(c.Faults) > 0 && rng.IntN(3) == 0 {
+		g.addFault(rng, c, g.anchor(rng))
+	}
+	g.Schedule.About = fmt.Sprintf("explore: %d steps, generated", len(g.Schedule.Steps))
+	return g
+}
+
+type actor struct {
+	client string
+	thread int64
+}
+
+// anchor is a recent step to follow ("" for the first step).
+func (g *Genome) anchor(rng *rand.Rand) string {
+	n := len(g.Schedule.Steps)
+	if n == 0 {
+		return ""
+	}
+	return g.Schedule.Steps[max(0, n-1-rng.IntN(min(n, 3)))].Name
+}
+
+// addActor appends an actor's acquire after the anchor, maybe a re-entry, and its release.
+func (g *Genome) addActor(rng *rand.Rand, c Caps, a actor, after string) {
+	op := pick(rng, c.ops())
+	acq := schedule.Step{Name: g.name(), After: after, Client: a.client, Thread: a.thread, Acquire: op,
+		Lease: c.lease(rng), Wait: wait(rng)}
+	if after != "" {
+		acq.Delay = pick(rng, gaps)
+	}
+	g.Schedule.Steps = append(g.Schedule.Steps, acq)
+	last := acq.Name
+	if c.Reentrant && rng.IntN(4) == 0 {
+		last = g.addReentry(rng, c, len(g.Schedule.Steps)-1)
+	}
+	rel := schedule.Step{Name: g.name(), After: last, Delay: pick(rng, holds), Client: a.client, Thread: a.thread, Release: true}
+	if rng.IntN(5) == 0 { // the work ends in time, the release comes late
+		leave := schedule.Step{Name: g.name(), After: last, Delay: pick(rng, holds), Client: a.client, Thread: a.thread, Leave: true}
+		g.Schedule.Steps = append(g.Schedule.Steps, leave)
+		rel.After, rel.Delay = leave.Name, pick(rng, holds)
+	}
+	g.Schedule.Steps = append(g.Schedule.Steps, rel)
+}
+
+// addReentry inserts after step i (an acquire) a re-entry by its actor with a lease of its own and that
+// re-entry's release; it returns the release's name.
+func (g *Genome) addReentry(rng *rand.Rand, c Caps, i int) string {
+	outer := g.Schedule.Steps[i]
+	in := schedule.Step{Name: g.name(), After: outer.Name, Delay: pick(rng, gaps), Client: outer.Client,
+		Thread: outer.Thread, Acquire: outer.Acquire, Lease: c.lease(rng), Wait: wait(rng)}
+	out := schedule.Step{Name: g.name(), After: in.Name, Delay: pick(rng, holds), Client: outer.Client,
+		Thread: outer.Thread, Release: true}
+	g.Schedule.Steps = slices.Insert(g.Schedule.Steps, i+1, in, out)
+	return out.Name
+}
+
+// addFault appends a fault started after the anchor.
+func (g *Genome) addFault(rng *rand.Rand, c Caps, after string) {
+	f := pick(rng, c.Faults)
+	st := schedule.Step{Name: g.name(), After: after, Fault: f.Name, For: pick(rng, faultFors)}
+	if after == "" {
+		st.At = pick(rng, holds)
+	}
+	if f.Client {
+		st.Targets = []string{pick(rng, g.clients())}
+	}
+	g.Schedule.Steps = append(g.Schedule.Steps, st)
+}
+
+// clients are the clients the steps name, in order of first use.
+func (g *Genome) clients() []string {
+	var out []string
+	for _, st := range g.Schedule.Steps {
+		if st.Client != "" && !slices.Contains(out, st.Client) {
+			out = append(out, st.Client)
+		}
+	}
+	if len(out) == 0 {
+		out = []string{"c1"}
+	}
+	return out
+}
+
+// actors are the actors the steps name, in order of first use.
+func (g *Genome) actors() []actor {
+	var out []actor
+	for _, st := range g.Schedule.Steps {
+		a := actor{st.Client, st.Thread}
+		if st.Client != "" && !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// Check parses the genome's schedule back from its text (every rule a file obeys) and checks it against the
+// lock: what fails is never run.
+func (g *Genome) Check(c Caps) error {
+	if len(g.Schedule.Steps) == 0 || len(g.Schedule.Steps) > maxSteps {
+		return fmt.Errorf("%d steps", len(g.Schedule.Steps))
+	}
+	if len(g.actors()) > maxActors+1 {
+		return fmt.Errorf("%d actors", len(g.actors()))
+	}
+	s, err := schedule.Parse(g.Schedule.Marshal(), "explore")
+	if err != nil {
+		return err
+	}
+	if span(s) > maxSpan {
+		return fmt.Errorf("spans %s", span(s))
+	}
+	return s.Check(schedule.Caps{Lock: c.Lock, Family: c.Family, Reentrant: c.Reentrant})
+}
+
+// span is an upper bound on how long the steps take: the longest chain of at, delays, holds, waits and
+// faults, each step counted from what it follows.
+func span(s *schedule.Schedule) time.Duration {
+	end := map[string]time.Duration{}
+	var top time.Duration
+	for _, st := range s.Steps {
+		t := st.At
+		if st.After != "" {
+			t = max(t, end[st.After]+st.Delay)
+		}
+		if st.Wait != nil {
+			t += *st.Wait
+		}
+		t += st.For
+		if st.Name != "" {
+			end[st.Name] = t
+		}
+		top = max(top, t)
+	}
+	return top
+}
+
+// Span is how long the genome's steps can take at most, for the run's --time.
+func (g *Genome) Span() time.Duration { return span(g.Schedule) }
