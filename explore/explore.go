@@ -108,8 +108,8 @@ type Explorer struct {
 	Parallel int
 	// MaxRuns and MaxFindings stop the search early (0: no bound); the budget is the ctx's deadline.
 	MaxRuns, MaxFindings int
-	// Progress is told the status after every run; NewFinding and NewEntry as they happen (under the
-	// explorer's lock: keep them short). Growth lines ("+3 transitions at run 12") go to Progress's caller.
+	// Progress is told the status after every run (outside the explorer's lock); NewFinding and NewEntry
+	// as they happen (under it: keep them short, and call neither Status nor View).
 	Progress   func(Status, Outcome)
 	NewFinding func(*Finding)
 	NewEntry   func(*Entry)
@@ -219,7 +219,11 @@ func (e *Explorer) Search(ctx context.Context) {
 					e.Stopped = "max-findings"
 					stop()
 				}
+				st := e.status
 				e.mu.Unlock()
+				if e.Progress != nil { // outside the lock: it may write what View shows
+					e.Progress(st, out)
+				}
 			}
 		}()
 	}
@@ -286,9 +290,6 @@ func (e *Explorer) record(t Trial, out Outcome) {
 		f.Runs = append(f.Runs, t.N)
 	}
 	s.Coverage, s.Corpus, s.Findings = len(e.Coverage), len(e.Corpus), len(e.Findings)
-	if e.Progress != nil {
-		e.Progress(*s, out)
-	}
 }
 
 // Status is the figures so far.
@@ -296,6 +297,18 @@ func (e *Explorer) Status() Status {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.status
+}
+
+// View calls f with the figures while no run's outcome is being recorded: f may read Coverage, Corpus,
+// Findings and Growth (and must not call Status).
+func (e *Explorer) View(f func(Status)) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := e.status
+	if !e.began.IsZero() {
+		s.Elapsed = time.Since(e.began)
+	}
+	f(s)
 }
 
 // FromSchedule makes a genome of a schedule read from a file (a corpus to merge): its step names stay, and

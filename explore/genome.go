@@ -267,7 +267,7 @@ func (g *Genome) actors() []actor {
 }
 
 // Check parses the genome's schedule back from its text (every rule a file obeys) and checks it against the
-// lock: what fails is never run.
+// lock, and that every holder's work fits its lease: what fails is never run.
 func (g *Genome) Check(c Caps) error {
 	if len(g.Schedule.Steps) == 0 || len(g.Schedule.Steps) > maxSteps {
 		return fmt.Errorf("%d steps", len(g.Schedule.Steps))
@@ -279,33 +279,121 @@ func (g *Genome) Check(c Caps) error {
 	if err != nil {
 		return err
 	}
-	if span(s) > maxSpan {
-		return fmt.Errorf("spans %s", span(s))
+	if err := s.Check(schedule.Caps{Lock: c.Lock, Family: c.Family, Reentrant: c.Reentrant}); err != nil {
+		return err
 	}
-	return s.Check(schedule.Caps{Lock: c.Lock, Family: c.Family, Reentrant: c.Reentrant})
+	tm := timesOf(s)
+	if tm.end > maxSpan {
+		return fmt.Errorf("spans %s", tm.end)
+	}
+	return tm.holdsFit(s)
 }
 
-// span is an upper bound on how long the steps take: the longest chain of at, delays, holds, waits and
-// faults, each step counted from what it follows.
-func span(s *schedule.Schedule) time.Duration {
-	end := map[string]time.Duration{}
-	var top time.Duration
-	for _, st := range s.Steps {
-		t := st.At
+// times are when each step can start and be done at the earliest (lo) and at the latest (hi): a step
+// starts at its at, after the step it follows (and its delay) and after its actor's previous step; an
+// acquire is done within its wait (and a little more: the answer's way back).
+type times struct {
+	lo, hi []time.Duration // lo: start and done alike; hi: done
+	start  []time.Duration // latest start
+	end    time.Duration   // the latest any step is done
+	anc    []uint64        // the steps each waits for, directly or through others (a bit per step)
+}
+
+// answerSlack is how long past its wait an acquire's answer may take on a loaded machine.
+const answerSlack = 300 * time.Millisecond
+
+func timesOf(s *schedule.Schedule) times {
+	n := len(s.Steps)
+	t := times{lo: make([]time.Duration, n), hi: make([]time.Duration, n), start: make([]time.Duration, n), anc: make([]uint64, n)}
+	index, prev := map[string]int{}, map[string]int{}
+	for i, st := range s.Steps {
+		lo, hi := st.At, st.At
 		if st.After != "" {
-			t = max(t, end[st.After]+st.Delay)
+			j := index[st.After]
+			lo, hi = max(lo, t.lo[j]+st.Delay), max(hi, t.hi[j]+st.Delay)
+			t.anc[i] |= t.anc[j] | 1<<j
 		}
-		if st.Wait != nil {
-			t += *st.Wait
+		if st.Client != "" {
+			if j, ok := prev[st.Actor()]; ok {
+				lo, hi = max(lo, t.lo[j]), max(hi, t.hi[j])
+				t.anc[i] |= t.anc[j] | 1<<j
+			}
+			prev[st.Actor()] = i
 		}
-		t += st.For
+		t.start[i] = hi
+		if st.Acquire != "" {
+			hi += answerSlack
+			if st.Wait != nil {
+				hi += *st.Wait
+			} else {
+				hi += 5 * time.Second // the run's --wait
+			}
+		}
+		t.lo[i], t.hi[i] = lo, hi
+		t.end = max(t.end, hi)
 		if st.Name != "" {
-			end[st.Name] = t
+			index[st.Name] = i
 		}
-		top = max(top, t)
 	}
-	return top
+	return t
+}
+
+// holdsFit refuses a schedule in which a holder may still be working when its own lease has run out: the
+// time from an outermost acquire (its earliest grant) to the end of its critical section (its actor's next
+// leave, or the release that gives the key back; the end of the steps when none does) must stay a margin
+// inside its lease. A holder that outlives its lease breaks any lease lock, by design: explore looks for the
+// lock's own faults (a late release after a leave is the application's right, and stays).
+func (t times) holdsFit(s *schedule.Schedule) error {
+	for i, st := range s.Steps {
+		if st.Acquire == "" || st.Lease == nil || *st.Lease == 0 || outerHeld(s, i) {
+			continue
+		}
+		end, endAt := t.end, -1
+		depth := 0
+		for j := i; j < len(s.Steps); j++ {
+			o := s.Steps[j]
+			if o.Actor() != st.Actor() || o.Client == "" || o.KeyName() != st.KeyName() {
+				continue
+			}
+			switch {
+			case o.Acquire != "":
+				depth++
+			case o.Release:
+				depth--
+			}
+			if o.Leave || depth == 0 {
+				end, endAt = t.start[j], j
+				break
+			}
+		}
+		margin := max(100*time.Millisecond, *st.Lease/4)
+		hold := end - t.lo[i]
+		if endAt >= 0 && t.anc[endAt]&(1<<i) != 0 {
+			hold = end - t.hi[i] // the section's end waits for the grant: counted from it
+		}
+		if hold > *st.Lease-margin {
+			return fmt.Errorf("%s: %s may hold for %s on a %s lease", s.Label(i), st.Actor(), hold, *st.Lease)
+		}
+	}
+	return nil
+}
+
+// outerHeld says whether step i's actor already holds its key: a re-entry, whose lease is free to differ.
+func outerHeld(s *schedule.Schedule, i int) bool {
+	st, depth := s.Steps[i], 0
+	for _, o := range s.Steps[:i] {
+		if o.Client == "" || o.Actor() != st.Actor() || o.KeyName() != st.KeyName() {
+			continue
+		}
+		switch {
+		case o.Acquire != "":
+			depth++
+		case o.Release:
+			depth--
+		}
+	}
+	return depth > 0
 }
 
 // Span is how long the genome's steps can take at most, for the run's --time.
-func (g *Genome) Span() time.Duration { return span(g.Schedule) }
+func (g *Genome) Span() time.Duration { return timesOf(g.Schedule).end }
