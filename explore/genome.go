@@ -170,7 +170,11 @@ func generate(rng *rand.Rand, c Caps) *Genome {
 		if a > 1 && rng.IntN(4) == 0 { // a second thread of the first client: another owner, the same instance
 			act = actor{client: "c1", thread: 2}
 		}
-		g.addActor(rng, c, act, g.anchor(rng))
+		after := g.anchor(rng)
+		if i, ok := g.pickStep(rng, isAcquire); ok && rng.IntN(5) < 3 { // mostly while another holds
+			after = g.Schedule.Steps[i].Name
+		}
+		g.addActor(rng, c, act, after)
 	}
 	if len(c.Faults) > 0 && rng.IntN(3) == 0 {
 		g.addFault(rng, c, g.anchor(rng))
@@ -206,13 +210,29 @@ func (g *Genome) addActor(rng *rand.Rand, c Caps, a actor, after string) {
 	if c.Reentrant && rng.IntN(4) == 0 {
 		last = g.addReentry(rng, c, len(g.Schedule.Steps)-1)
 	}
-	rel := schedule.Step{Name: g.name(), After: last, Delay: pick(rng, holds), Client: a.client, Thread: a.thread, Release: true}
+	hold := holdFor(rng, *acq.Lease)
+	rel := schedule.Step{Name: g.name(), After: last, Delay: hold, Client: a.client, Thread: a.thread, Release: true}
 	if rng.IntN(5) == 0 { // the work ends in time, the release comes late
-		leave := schedule.Step{Name: g.name(), After: last, Delay: pick(rng, holds), Client: a.client, Thread: a.thread, Leave: true}
+		leave := schedule.Step{Name: g.name(), After: last, Delay: hold, Client: a.client, Thread: a.thread, Leave: true}
 		g.Schedule.Steps = append(g.Schedule.Steps, leave)
 		rel.After, rel.Delay = leave.Name, pick(rng, holds)
 	}
 	g.Schedule.Steps = append(g.Schedule.Steps, rel)
+}
+
+// holdFor is a hold that fits the lease (Check's margin kept): a holder that outlives its lease is no
+// finding. A lease of 0 (the watchdog's) takes any.
+func holdFor(rng *rand.Rand, lease time.Duration) time.Duration {
+	var fit []time.Duration
+	for _, h := range holds {
+		if lease == 0 || h <= lease-max(100*time.Millisecond, lease/4)-answerSlack {
+			fit = append(fit, h)
+		}
+	}
+	if len(fit) == 0 {
+		return 0
+	}
+	return pick(rng, fit)
 }
 
 // addReentry inserts after step i (an acquire) a re-entry by its actor with a lease of its own and that
