@@ -20,7 +20,7 @@ var layers = [][]string{
 	{"workloads/schedule"},
 	{"checker"},
 	{"kinds"},
-	{"clients/worker", "lockspec"},
+	{"clients/worker", "lockspec", "coverage"},
 	{"report"},
 	{"report/page", "report/store"},
 	{"suite"},

@@ -77,7 +77,7 @@ func (f *Family) Accepts(c locks.Client) bool {
 // Checkers composes the family's checkers for a run: porcupine on its commands, its promises, statistics.
 func (f *Family) Checkers(c Checks, timeout time.Duration) (*checker.Linearizable, []checker.Checker) {
 	lin := &checker.Linearizable{Label: "porcupine", Timeout: timeout, Model: f.Model,
-		Convert: func(h *history.History) []porcupine.Operation { return f.Commands(judged(h)) },
+		Convert: func(h *history.History) []porcupine.Operation { return f.Commands(Judged(h)) },
 		Level:   RecordLevel}
 	out := []checker.Checker{lin}
 	for _, p := range append(f.Promises(c), checker.Stats{}) {
@@ -105,9 +105,9 @@ func RecordLevel(h *history.History) string {
 	return history.WireSrc
 }
 
-// judged is the history porcupine judges: its wire records (Src "wire") or the clients' own (Src ""),
+// Judged is the history porcupine judges: its wire records (Src "wire") or the clients' own (Src ""),
 // per client in a mixed run.
-func judged(h *history.History) *history.History {
+func Judged(h *history.History) *history.History {
 	switch {
 	case !h.WireComplete(): // keys a worker changed unseen are left out (history.WithoutUnseenKeys)
 		return h.OnlySrc("").WithoutUnseenKeys()
