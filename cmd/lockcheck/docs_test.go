@@ -263,7 +263,7 @@ func docLockcheck(t *testing.T, root string, args []string) error {
 		return err
 	case "run":
 		return dryRun(rootCmd, rest)
-	case "suite", "compare":
+	case "suite", "compare", "explore":
 		return stoppedAtResults(args)
 	case "serve": // it stops at --results before it binds; the address is checked as serve would, unbound
 		if err := stoppedAtResults(args); err != nil {

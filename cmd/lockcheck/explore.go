@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/bugreport"
+	"github.com/lockcheck/lockcheck/coverage"
 	"github.com/lockcheck/lockcheck/explore"
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/internal/safefile"
@@ -247,6 +248,10 @@ type exploration struct {
 	mu      sync.Mutex
 	keep    map[int]bool // runs whose directory stays: corpus entries and findings
 	printed time.Time
+	// cov is every run's coverage added up, for the map (the explorer keeps the keys alone);
+	// covFamily is the coverage family of the runs' lock (coverage.FamilyOf).
+	cov       *coverage.Map
+	covFamily string
 }
 
 // Explore is explore.json.
@@ -348,7 +353,14 @@ func (x *exploration) trial(ctx context.Context, t explore.Trial) explore.Outcom
 		out.Verdict, out.Note = "error", err.Error()
 		return out
 	}
-	out.Transitions = coverageOf(h)
+	var m *coverage.Map
+	out.Transitions, m = coverageOf(h)
+	x.mu.Lock()
+	if x.cov == nil {
+		x.cov, x.covFamily = coverage.NewMap(), coverage.FamilyOf(h)
+	}
+	x.cov.Add(m)
+	x.mu.Unlock()
 	if o.Verdict == "invalid" {
 		if res, err := report.ReadResults(out.Dir); err == nil {
 			out.Signature = signatureOf(h, res)
@@ -495,7 +507,7 @@ func (x *exploration) write() error {
 	var err error
 	x.e.View(func(st explore.Status) {
 		if err = x.explore(st).write(x.dir); err == nil {
-			err = writeCoverage(x.dir, x.caps.Family, x.e.Coverage)
+			err = writeCoverage(x.dir, x.covFamily, x.cov)
 		}
 	})
 	return err
@@ -516,19 +528,20 @@ func (ex *Explore) write(dir string) error {
 }
 
 // CoverageMap is coverage.json: every transition seen with how often, and those the lock's model allows
-// that no run reached.
+// that no run reached (faults and scripts aside).
 type CoverageMap struct {
-	Family    string         `json:"family"`
-	Seen      map[string]int `json:"seen"`
-	Unreached []string       `json:"unreached"`
+	Family    string                `json:"family"`
+	Seen      *coverage.Map         `json:"seen"`
+	Unreached []coverage.Transition `json:"unreached"`
 }
 
-func writeCoverage(dir, family string, seen map[string]int) error {
-	m := CoverageMap{Family: family, Seen: seen, Unreached: []string{}}
-	for _, t := range allowedOf(family) {
-		if seen[t] == 0 {
-			m.Unreached = append(m.Unreached, t)
-		}
+func writeCoverage(dir, family string, seen *coverage.Map) error {
+	if seen == nil {
+		seen = coverage.NewMap()
+	}
+	m := CoverageMap{Family: family, Seen: seen, Unreached: seen.Unreached(family)}
+	if m.Unreached == nil {
+		m.Unreached = []coverage.Transition{}
 	}
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
@@ -543,8 +556,8 @@ func writeCoverage(dir, family string, seen map[string]int) error {
 // summary prints the growth of the map and the findings, each with its k of n, known or new, and report.
 func (x *exploration) summary(w io.Writer) {
 	st := x.e.Status()
-	fmt.Fprintf(w, "explore %s: %d runs in %s, coverage %d transitions (%d unreached of what the model allows), %d finding(s)\n",
-		x.caps.Lock, st.Runs, time.Since(x.began).Round(time.Second), len(x.e.Coverage), unreached(x.caps.Family, x.e.Coverage), len(x.e.Findings))
+	fmt.Fprintf(w, "explore %s: %d runs in %s, coverage %d transitions (%d of what the model allows still unreached), %d finding(s)\n",
+		x.caps.Lock, st.Runs, time.Since(x.began).Round(time.Second), len(x.e.Coverage), len(x.cov.Unreached(x.covFamily)), len(x.e.Findings))
 	if len(x.e.Growth) > 0 {
 		var pts []string
 		for _, p := range x.e.Growth {
@@ -577,16 +590,6 @@ func printFindings(w io.Writer, dir string, fs []*explore.Finding) {
 			fmt.Fprintf(w, "  %s%s\n", suite.StoryPrefix, f.Story)
 		}
 	}
-}
-
-func unreached(family string, seen map[string]int) int {
-	n := 0
-	for _, t := range allowedOf(family) {
-		if seen[t] == 0 {
-			n++
-		}
-	}
-	return n
 }
 
 func orNone(s string) string {
@@ -652,7 +655,7 @@ func mergeExplores(dirs []string, out string) error {
 		}
 	}
 	m := &Explore{Started: time.Now(), Corpus: []*explore.Entry{}, Findings: []*explore.Finding{}}
-	seen := map[string]int{}
+	seen, family := coverage.NewMap(), ""
 	for i, dir := range dirs {
 		ex, err := readExplore(dir)
 		if err != nil {
@@ -665,10 +668,9 @@ func mergeExplores(dirs []string, out string) error {
 		}
 		m.Merged = append(m.Merged, dir)
 		m.Runs, m.Invalid, m.Errors, m.Seconds = m.Runs+ex.Runs, m.Invalid+ex.Invalid, m.Errors+ex.Errors, max(m.Seconds, ex.Seconds)
-		if cm, err := readCoverage(dir); err == nil {
-			for k, n := range cm.Seen {
-				seen[k] += n
-			}
+		if cm, err := readCoverage(dir); err == nil && cm.Seen != nil {
+			seen.Add(cm.Seen)
+			family = cm.Family
 		}
 		prefix := fmt.Sprintf("m%d-", i+1)
 		for _, e := range ex.Corpus {
@@ -700,14 +702,14 @@ func mergeExplores(dirs []string, out string) error {
 			m.Findings = append(m.Findings, f)
 		}
 	}
-	m.Coverage = len(seen)
+	m.Coverage = seen.Len()
 	for i, f := range m.Findings {
 		f.ID = "f" + strconv.Itoa(i+1)
 	}
 	if err := m.write(out); err != nil {
 		return err
 	}
-	if err := writeCoverage(out, m.Family, seen); err != nil {
+	if err := writeCoverage(out, family, seen); err != nil {
 		return err
 	}
 	fmt.Printf("explore merge: %d explores of %s, %d runs, coverage %d transitions, %d finding(s), corpus %d\n",
