@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/lockcheck
 APT     := DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: image-official image-full test-image-full release all build demo smoke repro bisect shrink-campaign test test-all-seeds bench differential falsealarms lagging-decides compare-servers deps vet clean images docker-engine compose-up compose-down
+.PHONY: image-official image-full test-image-full release all build install demo smoke repro bisect shrink-campaign test test-all-seeds bench differential falsealarms lagging-decides compare-servers deps vet clean images docker-engine compose-up compose-down
 
 all: build
 
@@ -26,6 +26,14 @@ STAMP      = -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
 build: bin/libclockshift.so
 	$(GO) build -ldflags "$(STAMP)" -o $(BIN) ./cmd/lockcheck
+
+# make install: the stamped binary on PATH as `lockcheck`, so that every command lockcheck prints (repro
+# lines, shrink's minimal command, a report's steps, the summary page) runs as printed.
+PREFIX ?= $(HOME)/.local
+install: build
+	install -d $(PREFIX)/bin
+	install -m 0755 $(BIN) $(PREFIX)/bin/lockcheck
+	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; *) echo "$(PREFIX)/bin is not on PATH: add it (export PATH=\"$(PREFIX)/bin:\$$PATH\")";; esac
 
 # The LD_PRELOAD library that shifts a node's wall clock (the clock fault). lockcheck also compiles the
 # same embedded source into each run directory when a run asks for clock faults.

@@ -22,3 +22,9 @@ var Sources embed.FS
 //
 //go:embed examples/schedules/*.yaml
 var Schedules embed.FS
+
+// Catalog holds lockcheck repro's catalog (repro/catalog): the repro package plays its entries, and the
+// known package matches an invalid run against them, so both read the one copy.
+//
+//go:embed repro/catalog/*.yaml
+var Catalog embed.FS

@@ -24,6 +24,7 @@ var layers = [][]string{
 	{"report"},
 	{"report/page", "report/store"},
 	{"suite"},
+	{"known"},
 	{"runner", "repro", "compare", "bisect", "shrink"},
 	{"bugreport"},
 	{"explore"},

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/history"
@@ -207,7 +208,7 @@ func (in *Input) subject() string {
 	if c := in.Meta.Client; c != nil && c.Library != "" {
 		return fmt.Sprintf("%s, %s lock", in.library(), in.Meta.Lock)
 	}
-	if in.Meta.Spec != "" {
+	if in.Meta.Spec != "" || in.Meta.Options.Scripts != "" {
 		return in.library()
 	}
 	return fmt.Sprintf("The %s lock (lockcheck's Go emulation)", in.Meta.Lock)
@@ -220,6 +221,10 @@ func (in *Input) library() string {
 	}
 	if in.Meta.Spec != "" {
 		return "the lock spec " + filepath.Base(in.Meta.Spec)
+	}
+	if sc := in.Meta.Options.Scripts; sc != "" { // the user's scripts replaced some of the set's: theirs ran
+		return fmt.Sprintf("the %s lock running the scripts in %s (--scripts) in place of %s's own", in.Meta.Lock,
+			filepath.Base(sc), orDefault(in.Meta.ScriptSet, "its set"))
 	}
 	return "lockcheck's Go emulation of the " + in.Meta.Lock + " lock"
 }
@@ -239,6 +244,7 @@ func (in *Input) Write(w io.Writer) error {
 	r := in.Results
 	b.WriteString(report.ReportMarker)
 	fmt.Fprintf(&b, "# %s\n\n", in.Title())
+	in.writeKnown(&b)
 	if t := r.StoryText(); t != "" {
 		fmt.Fprintf(&b, "%s\n\n", t)
 	}
@@ -271,7 +277,7 @@ func (in *Input) Write(w io.Writer) error {
 	if r.Story != nil {
 		kind = r.Story.Kind
 	}
-	if e, ok := expected[kind]; ok {
+	if e, ok := in.expected(kind); ok {
 		b.WriteString(e + "\n\n")
 	} else {
 		b.WriteString("Every checker of the lock's family finds the history valid.\n\n")
@@ -355,8 +361,11 @@ func (in *Input) Command() string {
 // Workload says what the clients did, in words, from the run's options.
 func (in *Input) Workload() string {
 	o := in.Meta.Options
+	if o.Schedule != "" { // its steps ran, not the random workload its flags would describe
+		return in.scheduleWorkload()
+	}
 	threads := max(o.Threads, 1)
-	who := fmt.Sprintf("%d clients", o.Clients)
+	who := checker.Count(o.Clients, "client")
 	if threads > 1 {
 		who += fmt.Sprintf(" of %d threads each (one client instance shared by its threads)", threads)
 	}
@@ -377,7 +386,7 @@ func (in *Input) Workload() string {
 		if o.Lease != "" && o.Lease != "0s" {
 			act += ", lease " + o.Lease
 		} else if o.Watchdog > 0 {
-			act += ", no lease: the watchdog renews every " + (o.Watchdog.D() / 3).String()
+			act += ", no lease: the watchdog renews every " + (o.Watchdog.D() / 3).Round(time.Millisecond).String()
 		}
 		act += fmt.Sprintf("), hold it %s inside a critical section, then unlock", o.Hold)
 	}

@@ -117,4 +117,12 @@ func checkOne(ctx context.Context, h *history.History, c Checker) (r Result) {
 // Secs formats a run-clock time (ns) as seconds for people.
 func Secs(t int64) string { return fmt.Sprintf("%.3fs", time.Duration(t).Seconds()) }
 
+// Count is n things in words, singular for one: "1 critical section", "3 critical sections".
+func Count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
+}
+
 var _ json.Marshaler = Valid

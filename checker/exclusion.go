@@ -119,7 +119,7 @@ func (x Exclusion) Check(_ context.Context, h *history.History) Result {
 		details["first"] = bad[0]
 		return Result{Valid: Invalid, Details: details, Violation: bad[0].String(), At: bad[0].Entered,
 			End:     min(bad[0].HeldTo, bad[0].IntruderOut),
-			Summary: fmt.Sprintf("%d overlapping pairs among %d critical sections", len(bad), n)}
+			Summary: fmt.Sprintf("%d overlapping pairs among %s", len(bad), Count(n, "critical section"))}
 	}
 	if len(caught) > 0 {
 		rejected := 0
@@ -129,13 +129,13 @@ func (x Exclusion) Check(_ context.Context, h *history.History) Result {
 			}
 		}
 		return Result{Valid: Valid, Details: details, Summary: fmt.Sprintf("the lease was overrun: %d overlapping pairs "+
-			"among %d critical sections, and fencing held: the resource refused all %d stale writes", len(caught), n, rejected)}
+			"among %s, and fencing held: the resource refused all %d stale writes", len(caught), Count(n, "critical section"), rejected)}
 	}
 	if nforced > 0 {
-		return Result{Valid: Valid, Details: details, Summary: fmt.Sprintf("%d critical sections, none overlapping "+
-			"but %d pairs whose earlier holder a forceUnlock removed before the later grant", n, nforced)}
+		return Result{Valid: Valid, Details: details, Summary: fmt.Sprintf("%s, none overlapping "+
+			"but %d pairs whose earlier holder a forceUnlock removed before the later grant", Count(n, "critical section"), nforced)}
 	}
-	return Result{Valid: Valid, Summary: fmt.Sprintf("%d critical sections, none overlapping", n), Details: details}
+	return Result{Valid: Valid, Summary: Count(n, "critical section") + ", none overlapping", Details: details}
 }
 
 // forcedOut reports whether an overlap's earlier holder may have lost its hold to a forceUnlock before the

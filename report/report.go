@@ -42,6 +42,7 @@ type Results struct {
 	ReadyMs    int64             `json:"ready_ms,omitempty"`
 	WorkloadNs int64             `json:"workload_start_ns,omitempty"`
 	Story      *Story            `json:"story,omitempty"` // the run in one or two sentences (story.go)
+	Known      *Known            `json:"known,omitempty"` // an invalid run against the catalog (known.go)
 	Files      map[string]string `json:"files"`
 }
 
@@ -109,6 +110,9 @@ func (r *Results) Table(w io.Writer) {
 	fmt.Fprintf(w, "\nlockcheck: lock %s on %s, nemesis %s, seed %d\n", r.Lock, on, nemesisText(r.Nemesis), r.Seed)
 	if t := r.StoryText(); t != "" {
 		fmt.Fprintf(w, "%s\n", t)
+	}
+	for _, l := range r.KnownLines() {
+		fmt.Fprintf(w, "%s\n", l)
 	}
 	fmt.Fprintf(w, "(%s)\n", r.ClockText())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

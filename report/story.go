@@ -66,11 +66,26 @@ type Story struct {
 	Told    string        `json:"told,omitempty"`   // what the library told the first owner
 	// Agree says how the other checkers' verdicts fit this one, in words ("" when they all agree).
 	Agree string `json:"agree,omitempty"`
-	Text  string `json:"text"`
+	// Lease is, for an overlap, which side of the first owner's lease the second owner entered on: within
+	// it (the lock let it in early) or past it (the first owner worked on after its lease ended).
+	Lease LeaseSide `json:"lease,omitempty"`
+	// Shortened is set where a re-entry of the first owner had replaced its lease with a shorter one
+	// (Redisson's re-entry sets the lease anew) before the second owner entered.
+	Shortened bool   `json:"shortened,omitempty"`
+	Text      string `json:"text"`
 	// leaseEnd is, for an overlap, the earliest the first holder's own lease could end (its granting
 	// call plus the lease it asked for; 0: no fixed lease): an intruder before it was let in early.
 	leaseEnd int64
 }
+
+// LeaseSide is where a violation fell against the first owner's lease.
+type LeaseSide string
+
+// The sides of a lease.
+const (
+	WithinLease LeaseSide = "within" // the promise a lease lock makes was broken
+	PastLease   LeaseSide = "past"   // the lock kept its promise; the holder outlived its lease
+)
 
 // StoryOwner is one owner in a story: who, when it was granted (-1: not in the history), when it entered
 // its critical section and when it left (0: not a section's owner).
@@ -169,13 +184,22 @@ func (s *Story) overlap(h *history.History, c checker.Result, byName map[string]
 		return
 	}
 	s.Kind, s.Key, s.For = Overlap, o.Key, min(o.HeldTo, o.IntruderOut)-o.Entered
-	granted, leaseEnd := grantBefore(h, o.Holder, o.Key, o.HeldFrom)
-	intruded, _ := grantBefore(h, o.Intruder, o.Key, o.Entered)
+	granted, _, _ := grantBefore(h, o.Holder, o.Key, o.HeldFrom)
+	// Its lease as it stood when the intruder entered: a re-entry inside the section may have replaced it.
+	_, leaseEnd, shortened := grantBefore(h, o.Holder, o.Key, o.Entered)
+	intruded, _, _ := grantBefore(h, o.Intruder, o.Key, o.Entered)
 	first := StoryOwner{Name: o.Holder, Granted: granted, Entered: o.HeldFrom, Left: o.HeldTo}
 	second := StoryOwner{Name: o.Intruder, Granted: intruded, Entered: o.Entered,
 		Left: o.IntruderOut}
 	s.Owners = []StoryOwner{first, second}
 	s.leaseEnd = leaseEnd
+	switch {
+	case leaseEnd > o.Entered:
+		s.Lease = WithinLease
+	case leaseEnd > 0 || byName["porcupine"].Valid == checker.Valid: // the model's lease had ended
+		s.Lease = PastLease
+		s.Shortened = shortened && leaseEnd > 0
+	}
 	s.Faults = faultsBetween(ws, min(s.from(), o.HeldFrom), s.At)
 	s.Told = told(h, byName["told-of-loss"], lib, o)
 	g1, r1 := s.grantText(first)
@@ -348,7 +372,8 @@ func agreement(s *Story, invalid func(string) bool) string {
 // answered, latest before t (-1 when the history has none), and the earliest that grant's lease could end:
 // its hold's call plus the lease it asked for, or a re-entry's since, where that is sooner (Redisson's
 // re-entry sets the lease anew; a renewal only lengthens it); 0 when it asked for none (a watchdog keeps it).
-func grantBefore(h *history.History, owner, key string, t int64) (granted, leaseEnd int64) {
+// shortened is set when a re-entry made that end sooner.
+func grantBefore(h *history.History, owner, key string, t int64) (granted, leaseEnd int64, shortened bool) {
 	granted = -1
 	for _, o := range h.Ops {
 		if o.Invoke.Time > t {
@@ -366,10 +391,14 @@ func grantBefore(h *history.History, owner, key string, t int64) (granted, lease
 		case o.Invoke.Args["nested"] == 0:
 			leaseEnd = 0
 		case leaseEnd > 0 && l > 0:
+			shortened = shortened || o.Invoke.Time+l < leaseEnd
 			leaseEnd = min(leaseEnd, o.Invoke.Time+l)
 		}
+		if o.Invoke.Args["nested"] == 0 {
+			shortened = false
+		}
 	}
-	return granted, leaseEnd
+	return granted, leaseEnd, shortened
 }
 
 // forText is how long an overlap lasted: "0.000s" would read as none, so under a millisecond says so.

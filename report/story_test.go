@@ -171,3 +171,28 @@ func TestFirstViolationIsTheStorys(t *testing.T) {
 		t.Fatalf("without a story: %d ns", got)
 	}
 }
+
+// A re-entry inside the holder's section that replaced its 10 s lease with 500 ms: the intruder came after
+// that shorter lease, so the story says the holder worked past its lease (shortened by the re-entry), not
+// that the lock let the intruder in early (the lease as it stood at the hold's entry).
+func TestStoryReentryShortensTheLease(t *testing.T) {
+	hold := grant("c1", 1, "lock-0", 0, sec/100)
+	hold.Invoke.Args = map[string]int64{"lease_ms": 10000}
+	re := grant("c1", 1, "lock-0", sec/5, sec/5+sec/100)
+	re.Invoke.Args = map[string]int64{"lease_ms": 500, "nested": 1}
+	o := checker.Overlap{Key: "lock-0", Holder: "c1/1", Intruder: "c2/1", HeldFrom: sec / 50, HeldTo: 1800 * sec / 1000,
+		Entered: 1200 * sec / 1000, IntruderOut: 2 * sec}
+	h := &history.History{Ops: []history.Operation{hold, re, grant("c2", 1, "lock-0", 1190*sec/1000, 1200*sec/1000)}}
+	r := &Results{Valid: checker.Invalid, Checkers: []checker.Result{valid("porcupine"),
+		{Checker: "mutual-exclusion", Valid: checker.Invalid, At: o.Entered, Violation: o.String(), Details: map[string]any{"first": o}}}}
+	s := TellStory(h, r, "redisson")
+	if s.Lease != PastLease || !s.Shortened || !strings.Contains(s.Text, "worked on past its lease") {
+		t.Fatalf("lease %q, shortened %v: %s", s.Lease, s.Shortened, s.Text)
+	}
+	hold.Invoke.Args["lease_ms"] = 500 // no re-entry shortened it: past, not shortened
+	re.Invoke.Args["lease_ms"] = 20000
+	h.Ops[0], h.Ops[1] = hold, re
+	if s := TellStory(h, r, "redisson"); s.Lease != PastLease || s.Shortened {
+		t.Fatalf("without a shorter re-entry: lease %q, shortened %v", s.Lease, s.Shortened)
+	}
+}

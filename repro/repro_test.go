@@ -39,3 +39,28 @@ func TestPrintTellsTheStory(t *testing.T) {
 		t.Fatalf("printed:\n%s", b.String())
 	}
 }
+
+// A caught run of the buggy side that the catalog does not know as its entry fails the side: the entry's
+// rule (package known) must describe what its own buggy side finds.
+func TestTallyKnowsItsOwnRuns(t *testing.T) {
+	out := func(as string) suite.Outcome {
+		return suite.Outcome{Case: suite.Case{Entry: "buggy"}, Verdict: "invalid", FirstNs: 1e9, KnownAs: as,
+			Known: "known: `" + as + "`"}
+	}
+	rep := &suite.Report{Name: "kleppmann-pause", Outcomes: []suite.Outcome{out("kleppmann-pause"), out("kleppmann-pause")}}
+	if s := Tally(rep); !s[0].Passed || s[0].Strays != 0 {
+		t.Fatalf("known as itself: %+v", s[0])
+	}
+	rep.Outcomes[1] = out("")
+	s := Tally(rep)
+	var b strings.Builder
+	Print(&b, s, true)
+	if s[0].Passed || s[0].Strays != 1 || !strings.Contains(b.String(), "not known as this entry") {
+		t.Fatalf("a stray: %+v\n%s", s[0], b.String())
+	}
+	// A variant is known as the entry it plays.
+	rep = &suite.Report{Name: "design-stale-release-steps", Outcomes: []suite.Outcome{out("design-unconditional-unlock")}}
+	if s := Tally(rep); !s[0].Passed {
+		t.Fatalf("a variant: %+v", s[0])
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/kinds"
+	"github.com/lockcheck/lockcheck/known"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/report"
 	"github.com/lockcheck/lockcheck/report/page"
@@ -156,6 +157,7 @@ func analyze(ctx context.Context, path string, timeout time.Duration, own *kinds
 	res.NoteCoverage(h) // after every cap on the verdict: only a valid verdict can have missed
 	res.WorkloadNs = h.WorkloadStart()
 	res.Story = report.TellStory(h, res, libraryOf(meta))
+	res.Known = known.Of(h, res)
 	if h.Truncated {
 		res.Notes = append(res.Notes, "the history's last line was cut short (the run died mid-write, or its disk filled); the prefix was checked")
 	}

@@ -450,6 +450,14 @@ func newRunDir(root, lock, nem string) (string, error) {
 	return makeRunDir(root, name)
 }
 
+// stamp is the program's version and commit (Stamp): package main has them from the build's -ldflags,
+// which cannot reach this package.
+var stamp struct{ version, commit string }
+
+// Stamp records the version and commit `lockcheck version` prints, for every run's meta record and
+// results.json to say.
+func Stamp(version, commit string) { stamp.version, stamp.commit = version, commit }
+
 // Versions names what produced a run.
 func Versions() map[string]string {
 	v := map[string]string{"go": runtime.Version(), "lockcheck": "dev"}
@@ -459,11 +467,18 @@ func Versions() map[string]string {
 				v["lockcheck"] = s.Value
 			}
 		}
+
 		for _, d := range bi.Deps {
 			switch d.Path {
 			case "github.com/anishathalye/porcupine", "github.com/redis/go-redis/v9", "github.com/Shopify/toxiproxy/v2":
 				v[filepath.Base(strings.TrimSuffix(strings.TrimSuffix(d.Path, "/v9"), "/v2"))] = d.Version
 			}
+		}
+	}
+	if stamp.version != "" { // what `lockcheck version` says: the build's stamp, its commit beside it
+		v["lockcheck"] = stamp.version
+		if stamp.commit != "" && stamp.commit != "unknown" {
+			v["lockcheck-commit"] = stamp.commit
 		}
 	}
 	if out, err := exec.Command("redis-server", "--version").Output(); err == nil {

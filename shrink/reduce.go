@@ -55,8 +55,21 @@ func halveDuration(flag string, floor time.Duration) func(Cmd) []string {
 		if err != nil || d <= floor {
 			return nil
 		}
-		return []string{max(d/2, floor).String()}
+		return []string{max(roundDuration(d/2), floor).String()} // never rounded below the floor
 	}
+}
+
+// roundDuration keeps two significant digits of a halved value, so that a minimal command reads as a person
+// would write it: 16ms, not 15.9375ms; 330ms, not 333.333333ms; 1.9s, not 1.875s.
+func roundDuration(d time.Duration) time.Duration {
+	unit := time.Millisecond
+	for unit*100 <= d {
+		unit *= 10
+	}
+	if r := d.Round(unit); r > 0 {
+		return r
+	}
+	return d
 }
 
 // halveTime halves --time down to 2 s, never below what the fault plan needs (nemesis.Schedule's
@@ -173,7 +186,10 @@ func narrow(flag string) func(Cmd) []string {
 		if err != nil || r.Max-r.Min <= max(r.Min/4, 10*time.Millisecond) {
 			return nil
 		}
-		mid := (r.Min + r.Max) / 2
+		mid := roundDuration((r.Min + r.Max) / 2)
+		if mid <= r.Min || mid >= r.Max {
+			return nil
+		}
 		return []string{workloads.Span(r.Min, mid).Text(), workloads.Span(mid, r.Max).Text()}
 	}
 }

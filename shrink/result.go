@@ -79,6 +79,13 @@ func (r *ScheduleResult) Print(w io.Writer, sig Signature) {
 	case r.File == "":
 		fmt.Fprintf(w, "no schedule of the caught run %s: %s\n", r.Run, r.Note)
 		return
+	case r.Caught == 0: // it showed nothing: one line, the file kept, before the command that matters
+		fmt.Fprintf(w, "as a schedule (%s), the caught run's steps did not reproduce it: 0 of %d runs failed", r.File, r.Runs)
+		if r.Note != "" {
+			fmt.Fprintf(w, " (%s)", r.Note)
+		}
+		fmt.Fprintln(w)
+		return
 	}
 	fmt.Fprintf(w, "as a schedule, the steps that led to the first violation of %s at their times (%s):\n", r.Run, r.File)
 	if b, err := os.ReadFile(r.File); err == nil {

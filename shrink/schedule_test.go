@@ -1,6 +1,8 @@
 package shrink
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -98,11 +100,33 @@ func TestReducersLeaveASchedulesStepsAlone(t *testing.T) {
 	}
 }
 
+<<<<<<< HEAD
 // TestSelectorTargetsOfLinks: a link fault's recorded targets (c1->n1) become the clients and nodes a
 // schedule step names, each once, so that the schedule reads back.
 func TestSelectorTargetsOfLinks(t *testing.T) {
 	got := selectorTargets([]string{"c1->n1", "c2->n1", "n2"})
 	if want := []string{"c1", "n1", "c2", "n2"}; !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
+=======
+// A schedule that failed 0 of its runs is said in one line (the file kept), not printed at full length
+// before the command that matters; one that failed prints its steps and its command.
+func TestScheduleResultThatDidNotReproduce(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "schedule.yaml")
+	if err := os.WriteFile(file, []byte("steps:\n  - {client: c1, acquire: lock}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := &ScheduleResult{Run: "/r/run", File: file, Runs: 3, Command: "lockcheck run --schedule " + file}
+	var b strings.Builder
+	r.Print(&b, Signature{})
+	if out := b.String(); strings.Count(out, "\n") != 1 || !strings.Contains(out, "0 of 3") || !strings.Contains(out, file) ||
+		strings.Contains(out, "acquire") {
+		t.Fatalf("0 of 3:\n%s", out)
+	}
+	r.Caught = 2
+	b.Reset()
+	r.Print(&b, Signature{})
+	if out := b.String(); !strings.Contains(out, "acquire: lock") || !strings.Contains(out, r.Command) {
+		t.Fatalf("2 of 3:\n%s", out)
+>>>>>>> refs/heads/report
 	}
 }

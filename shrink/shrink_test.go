@@ -90,6 +90,9 @@ func TestReducersStepDown(t *testing.T) {
 		{"hold", c, []string{"400ms-700ms", "700ms-1s"}},
 		{"hold", c.With("hold", "400ms-475ms"), nil}, // a quarter of its low end wide
 		{"lease", c, nil},
+		// Halves read as a person writes them: 16ms, not 15.9375ms; 330ms, not 333.333333ms.
+		{"hold", c.With("hold", "10ms-21.875ms"), []string{"10ms-16ms", "16ms-21.875ms"}},
+		{"quiet", c.With("quiet", "6.666666666s"), []string{"3.3s"}},
 	} {
 		if got := next(tc.flag, tc.c); !slices.Equal(got, tc.want) {
 			t.Errorf("--%s from %s: %q, want %q", tc.flag, tc.c.Get(tc.flag), got, tc.want)

@@ -51,6 +51,9 @@ func PrintOutcome(w io.Writer, o Outcome) {
 	if o.Story != "" {
 		fmt.Fprintf(w, "  %s%s\n", StoryPrefix, o.Story)
 	}
+	if o.Known != "" { // "known: `NAME`, ..." or "new: ...", as the run's results.json says it
+		fmt.Fprintf(w, "  %s\n", o.Known)
+	}
 }
 
 // Outcome is one case's run, as suite.json keeps it.
@@ -62,6 +65,8 @@ type Outcome struct {
 	Met        bool    `json:"met"`
 	Violation  string  `json:"violation,omitempty"` // the first violation (the run's story), or the run's error line
 	Story      string  `json:"story,omitempty"`     // the run's story (report.Story), whatever its verdict
+	Known      string  `json:"known,omitempty"`     // an invalid run's known-or-new line (report.Known)
+	KnownAs    string  `json:"known_as,omitempty"`  // the catalog entry it matched, if one did
 	FirstNs    int64   `json:"first_violation_ns,omitempty"`
 	Seconds    float64 `json:"seconds"`
 	Dir        string  `json:"dir,omitempty"` // the run's directory, relative to the suite's; empty when not kept
@@ -260,6 +265,10 @@ func runCase(ctx context.Context, cfg Config, root *os.Root, o Outcome) Outcome 
 		o.ClientName = res.Versions["client"]
 		o.Violation, o.FirstNs = firstViolation(res)
 		o.Story = res.StoryText()
+		o.Known = res.KnownText()
+		if res.Known != nil && res.Known.Entry != nil {
+			o.KnownAs = res.Known.Entry.Name
+		}
 		o.Dir = filepath.Join(rel, runDir)
 	}
 	if o.Verdict == "error" || o.Exit > 2 {

@@ -56,6 +56,21 @@ type Repro struct {
 	// Quick marks an entry that decides both sides in seconds on one seed: `lockcheck repro --quick`
 	// (part of make test) runs these.
 	Quick bool `yaml:"quick"`
+	// Match says what an invalid run's finding looks like when it is this entry (package known); unset
+	// fields take the buggy side's own.
+	Match *Match `yaml:"match"`
+}
+
+// Match is what a catalog entry's finding looks like, beyond what its buggy side already says (the
+// checkers in checker:, the buggy side's faults, lock family and library), which it may widen or narrow.
+type Match struct {
+	Kind      string    `yaml:"kind"`      // the story's kind of violation (overlap, lost-lock, ...)
+	Faults    *[]string `yaml:"faults"`    // faults in force at the violation, all of them; [] for any
+	Lease     string    `yaml:"lease"`     // past or within: the side of the first owner's lease it fell on
+	Shortened bool      `yaml:"shortened"` // a re-entry had shortened the first owner's lease
+	AnyLock   bool      `yaml:"any-lock"`  // a limit of every lock of its family, whatever the library
+	Limit     string    `yaml:"limit"`     // what a design limit is a limit of, in words
+	As        string    `yaml:"as"`        // this entry plays another's bug: its runs are named as that one
 }
 
 // FixRelease is the release that fixed the bug when the catalog names one (its fixed: starts with a

@@ -20,6 +20,7 @@ func newCompareCmd() *cobra.Command {
 		seeds, parallel           int
 		quick                     bool
 		clients, specs, servers   []string
+		server                    string
 		set                       compare.Settings
 	)
 	cmd := &cobra.Command{
@@ -47,6 +48,9 @@ func newCompareCmd() *cobra.Command {
 			for _, p := range specs {
 				name := strings.TrimSuffix(filepath.Base(p), filepath.Ext(p))
 				ls = append(ls, compare.Lock{Name: name, Args: []string{"--lock-spec", p}, Lease: []string{"--lease", "2s"}, What: "--lock-spec " + p})
+			}
+			if servers, err = withServer(server, servers); err != nil {
+				return runner.UsageError{Err: err}
 			}
 			ls = compare.PerServer(ls, servers)
 			seen := map[string]bool{}
@@ -119,6 +123,7 @@ func newCompareCmd() *cobra.Command {
 	f.BoolVar(&quick, "quick", false, compare.Names(true, false)+" over "+compare.IDs(true)+", one seed (unless --seeds)")
 	f.StringSliceVar(&clients, "client", nil, "add a worker's lock as a row (NAME[@VERSION]; repeatable)")
 	f.StringSliceVar(&specs, "lock-spec", nil, "add a spec lock as a row (repeatable)")
+	f.StringVar(&server, "server", "", "run every row on this server (lockcheck run --server NAME[@VERSION]), e.g. valkey@8.1.8")
 	f.StringSliceVar(&servers, "servers", nil, "run every row on each of these servers (--server values, comma-separated: redis,valkey@8.1.8), a row per lock and server")
 	// A compare run mostly waits (holds, fault windows, failovers): one more than the cores keeps the full
 	// table under its 45 minutes on two (33 min measured with 3, load average under 2 on the emulated rows).

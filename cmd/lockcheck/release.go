@@ -21,6 +21,14 @@ var version = "dev"
 // commit is set by the release build too, for builds without VCS stamping (-buildvcs=false, a tarball).
 var commit = "unknown"
 
+// Every run records the version this binary reports (results.json's "lockcheck"), not "dev".
+func init() { stampRunner() }
+
+func stampRunner() {
+	ver, rev, _ := buildFacts()
+	runner.Stamp(ver, rev)
+}
+
 // buildFacts are the version, the commit (with "+dirty" for a modified tree) and the Go that built this
 // binary, from -ldflags and the build info go stamps in.
 func buildFacts() (ver, rev, goVersion string) {

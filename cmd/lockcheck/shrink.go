@@ -70,7 +70,7 @@ whole; Ctrl-C stops at once and keeps the best command found so far.`,
 	f.IntVar(&seeds, "seeds", 3, "fresh seeds each step must all fail on to be kept")
 	f.IntVar(&repeats, "repeats", 5, "runs of the smallest command at the end, to say how often it fails")
 	f.IntVar(&parallel, "parallel", 3, "runs at a time")
-	f.StringVar(&checkerName, "checker", "", "the invalid checker to keep (default: the one whose violation came first)")
+	f.StringVar(&checkerName, "checker", "", "the invalid checker to keep (default: the one the story leads with: an overlap, then a lost lock, a holder not told, no legal order, any other; the earliest among equals, as docs/shrink.md says)")
 	f.StringVar(&results, "results", "", "directory of the candidates' runs and shrink.json (default RUN_DIR/shrink/TIME)")
 	return cmd
 }

@@ -24,6 +24,7 @@
   banner.classList.add(d.verdict)
   banner.append(el('div', { class: 'verdict' }, d.verdict.toUpperCase()))
   if (d.story) banner.append(el('div', { class: 'story', id: 'story' }, d.story))
+  for (const k of d.known || []) banner.append(el('div', { class: 'known' }, k))
   banner.append(el('div', {}, `lock ${d.lock} on ${d.topology}` + (d.client ? `, client ${d.client}` : '') +
     `, nemesis ${d.nemesis && d.nemesis.length ? d.nemesis.join(',') : 'none'}, seed ${d.seed}, ${fmt(d.duration)}`))
   if (d.first) {

@@ -595,8 +595,13 @@ func TestActionSteps(t *testing.T) {
 		if w, ok := c.with["upload"]; !ok || !strings.HasPrefix(w["path"], "out/invalid\n") {
 			t.Fatalf("the results of a failed job must still be uploaded; upload step: %v %v", ok, w)
 		}
-		// The run's story leads the job's error, its step summary and the JUnit failure's message.
+		// The run's story leads the job's error, its step summary and the JUnit failure's message, and the
+		// summary says whether the catalog knows the finding.
 		story := storyOf(t, res("out/invalid"))
+		if summary, _ := os.ReadFile(filepath.Join(temp, "summary.md")); !strings.Contains(string(summary), story+" (known: `") &&
+			!strings.Contains(string(summary), story+" (new: ") {
+			t.Fatalf("no known-or-new line after the story in the step summary:\n%s", summary)
+		}
 		summary, _ := os.ReadFile(filepath.Join(temp, "summary.md"))
 		junitXML, _ := os.ReadFile(res("out/invalid/junit.xml"))
 		if !strings.Contains(c.stdout["run"], "::error::lockcheck: naive/default/none/1 got invalid (want valid or unknown): "+story) ||

@@ -236,7 +236,8 @@ decide() {
 }
 
 # The log's lines, as lockcheck suite and merge print them: "ok   ID VERDICT (want ...) 4.2s" for each run
-# (FAIL when it missed its expected verdict) and, under it, "  story: ..." (its first violation, in words).
+# (FAIL when it missed its expected verdict) and, under it, "  story: ..." (its first violation, in words)
+# and, for an invalid run, "  known: `ENTRY`, ..." or "  new: ..." (the catalog entry its finding is, or none).
 progress='($1 == "ok" || $1 == "FAIL") && NF >= 3'
 
 # missed_of LOG: the ids of the runs that missed their expected verdict, on one line.
@@ -246,13 +247,14 @@ missed_of() {
 }
 
 # missed_lines LOG FORMAT: a line for each run that missed its expected verdict, FORMAT (printf's) given its
-# id and what it got, wanted and its story: "got invalid (want valid): STORY". A workflow command's FORMAT
+# id and what it got, wanted and its story: "got invalid (want valid): STORY (known: ...)". A workflow command's FORMAT
 # starts with "::", and then a % in the message is escaped.
 missed_lines() {
 	awk -v fmt="$2" 'function flush() { if (pending) { if (fmt ~ /^::/) gsub(/%/, "%25", line); printf fmt "\n", id, line }; pending = 0 }
 		'"$progress"' { flush(); if ($1 == "FAIL") { want = $0; sub(/.*\(want /, "", want); sub(/\).*/, "", want)
 			id = $2; line = sprintf("got %s (want %s)", $3, want); pending = 1 }; next }
-		/^  story: / && pending { sub(/^  story: /, ""); line = line ": " $0; flush() }
+		/^  story: / && pending { sub(/^  story: /, ""); line = line ": " $0 }
+		/^  (known|new): / && pending { sub(/^  /, ""); line = line " (" $0 ")" }
 		END { flush() }' "$1"
 }
 
@@ -351,7 +353,8 @@ summary() {
 		printf '\n'
 		# The story of each run that met its expectation (those that missed are above).
 		awk "$progress"' { mark = $1; id = $2 }
-			/^  story: / && mark == "ok" { sub(/^  story: /, ""); printf "- ✓ `%s`: %s\n", id, $0 }' "$1"
+			/^  story: / && mark == "ok" { sub(/^  story: /, ""); printf "- ✓ `%s`: %s\n", id, $0 }
+			/^  (known|new): / && mark == "ok" { sub(/^  /, ""); printf "  - %s\n", $0 }' "$1"
 		printf '\n'
 		grep -E '^(suite |missed: )' "$1" | sed 's/^/    /'
 		printf '\nThe suite page (index.html), the pages of the runs kept and junit.xml are in the artifact "%s".\n' "$artifact"

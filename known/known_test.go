@@ -1,0 +1,123 @@
+package known
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/kinds"
+	"github.com/lockcheck/lockcheck/report"
+)
+
+// runOf is the meta record the buggy side of a rule writes: its lock, and its worker (--client lib@v) or
+// the script set lockcheck's Go clients run.
+func runOf(t *testing.T, r rule) history.RunMeta {
+	lock := r.lock
+	if lock == "" {
+		lock = "reentrant"
+	}
+	run := history.RunMeta{Lock: lock}
+	if r.client != "" {
+		lib, v, _ := strings.Cut(r.client, "@")
+		run.Client = &history.Client{Name: lib, Library: lib, Version: v}
+		return run
+	}
+	k, err := kinds.Lookup(lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run.ScriptSet = k.Scripts
+	return run
+}
+
+// Every catalog entry is matched by the finding its buggy side's runs show (its checker, faults, lock
+// family, library and version, and its match: block), and by no other entry ahead of it: a new entry that
+// shadows an older one, or one its own runs cannot meet, fails here. `lockcheck repro` checks the same on
+// real runs: a caught run of the buggy side must be known as its entry.
+func TestEveryEntryIsMatchable(t *testing.T) {
+	rs, err := load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) < 20 {
+		t.Fatalf("%d catalog rules", len(rs))
+	}
+	for _, r := range rs {
+		for _, c := range r.checkers {
+			s := Signature{Kind: report.KindOf(c), Checker: c, Family: r.family, Faults: r.faults, Lease: r.lease,
+				Shortened: r.shortened}
+			if r.kind != "" {
+				s.Kind = r.kind
+			}
+			want := r.entry.Name
+			if r.as != "" {
+				want = r.as
+			}
+			if e, ok := Match(s, runOf(t, r)); !ok || e.Name != want {
+				t.Errorf("%s's buggy side (%s): matched %q (%v), want %s", r.entry.Name, s, e.Name, ok, want)
+			}
+		}
+	}
+}
+
+// The finding the issue started from: RLock frozen past its 1 s watchdog lease by a client pause is the
+// catalog's kleppmann-pause, on lockcheck's emulation or on Redisson itself; the same overlap within the
+// lease is new; a Redisson release that fixed a bug is not that bug.
+func TestMatch(t *testing.T) {
+	pause := Signature{Kind: report.Overlap, Checker: "mutual-exclusion", Family: "mutex", Faults: []string{"client-pause"},
+		Lease: report.PastLease}
+	emulation := history.RunMeta{Lock: "reentrant", ScriptSet: "redisson"}
+	worker := history.RunMeta{Lock: "reentrant", Client: &history.Client{Name: "redisson", Library: "redisson", Version: "3.52.0"}}
+	for _, run := range []history.RunMeta{emulation, worker} {
+		e, ok := Match(pause, run)
+		if !ok || e.Name != "kleppmann-pause" || !e.Design {
+			t.Fatalf("pause past the lease: %+v %v", e, ok)
+		}
+		if got := Text(e); got != "known: `kleppmann-pause`, a design limit of every lease lock; mitigation: fencing tokens" {
+			t.Errorf("text: %s", got)
+		}
+	}
+	early := pause
+	early.Lease = report.WithinLease
+	if e, ok := Match(early, emulation); ok {
+		t.Errorf("an overlap within the lease matched %s", e.Name)
+	}
+	lost := Signature{Kind: report.Overlap, Checker: "mutual-exclusion", Family: "mutex", Faults: []string{"partition"}}
+	old := history.RunMeta{Lock: "reentrant", Client: &history.Client{Name: "redisson", Library: "redisson", Version: "3.43.0"}}
+	if e, ok := Match(lost, old); !ok || e.Name != "redisson-3194-watchdog-stops-after-error" || e.Fixed != "3.44.0" {
+		t.Errorf("3.43.0 under a partition: %+v %v", e, ok)
+	}
+	fixed := old
+	fixed.Client = &history.Client{Name: "redisson", Library: "redisson", Version: "3.44.0"}
+	if e, ok := Match(lost, fixed); ok {
+		t.Errorf("3.44.0 matched %s, fixed in 3.44.0", e.Name)
+	}
+}
+
+// Of makes results.json's known line: the entry or "new", how to confirm an emulation's finding on the
+// library, and whose scripts ran where the user replaced them.
+func TestOf(t *testing.T) {
+	o := checker.Overlap{Key: "lock-0", Holder: "c1/1", Intruder: "c2/1", HeldFrom: 1, HeldTo: 3e9, Entered: 2e9, IntruderOut: 4e9}
+	res := &report.Results{Valid: checker.Invalid, Story: &report.Story{Kind: report.Overlap, Checker: "mutual-exclusion",
+		Faults: []report.StoryFault{{Fault: "client-pause"}}, Lease: report.PastLease}, Checkers: []checker.Result{
+		{Checker: "mutual-exclusion", Valid: checker.Invalid, At: o.Entered, Details: map[string]any{"first": o}}}}
+	h := &history.History{Run: &history.RunMeta{Lock: "reentrant", ScriptSet: "redisson", Checks: history.Checks{Family: "mutex"}}}
+	k := Of(h, res)
+	if k == nil || k.Entry == nil || k.Entry.Name != "kleppmann-pause" || !strings.Contains(k.Confirm, "--client redisson@") {
+		t.Fatalf("%+v", k)
+	}
+	h.Run.Options.Scripts = "/home/u/my-scripts"
+	k = Of(h, res)
+	if k.Confirm != "" || !strings.Contains(k.Scripts, "my-scripts") || !strings.Contains(k.Scripts, "not redisson's own") {
+		t.Errorf("--scripts: confirm %q, scripts %q", k.Confirm, k.Scripts)
+	}
+	res.Story.Lease = report.WithinLease
+	if k := Of(h, res); k.Entry != nil || !strings.HasPrefix(k.Text, "new: nothing in lockcheck's catalog matches") {
+		t.Errorf("within the lease: %+v", k)
+	}
+	res.Valid = checker.Valid
+	if k := Of(h, res); k != nil {
+		t.Errorf("a valid run: %+v", k)
+	}
+}
