@@ -119,7 +119,7 @@ type Explorer struct {
 	began    time.Time
 	runs     int
 	status   Status
-	Coverage map[string]int // transition -> runs that showed it
+	Coverage map[string]int // transition -> how many runs showed it
 	Corpus   []*Entry
 	Findings []*Finding
 	Growth   []Point
@@ -168,12 +168,18 @@ func (e *Explorer) next() Trial {
 	return t
 }
 
-// choose draws a corpus entry, weighted by (1 + transitions it reached first) / (1 + times picked).
+// choose draws a corpus entry, weighted toward the rare: each transition it reached first counts 1/(runs
+// that have shown it since), so an entry whose news every run now shows fades and one that still holds a
+// rarity stays likely (AFL's favoured entries, in a sum); divided by 1 + the times it was picked.
 func (e *Explorer) choose() *Entry {
 	w := make([]float64, len(e.Corpus))
 	sum := 0.0
 	for i, c := range e.Corpus {
-		w[i] = float64(1+len(c.New)) / float64(1+c.picks)
+		rare := 0.0
+		for _, t := range c.New {
+			rare += 1 / float64(max(e.Coverage[t], 1))
+		}
+		w[i] = (0.1 + rare) / float64(1+c.picks)
 		sum += w[i]
 	}
 	x := e.rng.Float64() * sum
@@ -255,11 +261,11 @@ func (e *Explorer) record(t Trial, out Outcome) {
 		s.Invalid++
 	}
 	var added []string
-	for k, n := range out.Transitions {
+	for k := range out.Transitions {
 		if e.Coverage[k] == 0 {
 			added = append(added, k)
 		}
-		e.Coverage[k] += max(n, 1)
+		e.Coverage[k]++ // runs that showed it: how rare it is
 	}
 	slices.Sort(added)
 	s.LastNew = len(added)

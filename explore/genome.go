@@ -151,7 +151,16 @@ func (g *Genome) name() string {
 // steps chained by event to a recent step so that actors overlap, and sometimes a fault after an event.
 func Generate(rng *rand.Rand, c Caps) *Genome {
 	for range 100 {
-		if g := generate(rng, c); g.Check(c) == nil {
+		gen := generate
+		if rng.IntN(2) == 0 { // half of them in one of the shapes
+			sh := pick(rng, Shapes)
+			gen = func(rng *rand.Rand, c Caps) *Genome {
+				g := &Genome{Schedule: &schedule.Schedule{Lock: c.Lock}, Origin: "shape " + sh.Name}
+				sh.Make(rng, c, g)
+				return g
+			}
+		}
+		if g := gen(rng, c); g.Check(c) == nil {
 			return g
 		}
 	}
@@ -164,7 +173,7 @@ func Generate(rng *rand.Rand, c Caps) *Genome {
 
 func generate(rng *rand.Rand, c Caps) *Genome {
 	g := &Genome{Schedule: &schedule.Schedule{Lock: c.Lock}, Origin: "generated"}
-	actors := 2 + rng.IntN(2)
+	actors := pick(rng, []int{2, 3, 3, 4})
 	for a := 1; a <= actors; a++ {
 		act := actor{client: "c" + strconv.Itoa(a)}
 		if a > 1 && rng.IntN(4) == 0 { // a second thread of the first client: another owner, the same instance
@@ -176,11 +185,78 @@ func generate(rng *rand.Rand, c Caps) *Genome {
 		}
 		g.addActor(rng, c, act, after)
 	}
-	if len(c.Faults) > 0 && rng.IntN(3) == 0 {
+	if len(c.Faults) > 0 && rng.IntN(5) == 0 {
 		g.addFault(rng, c, g.anchor(rng))
 	}
 	g.Schedule.About = fmt.Sprintf("explore: %d steps, generated", len(g.Schedule.Steps))
 	return g
+}
+
+// Shape is a skeleton of the steps that line up the bugs of lease locks, which a fresh genome may start from
+// (as a fuzzer starts from seed inputs): its leases, holds, waits and faults are still drawn, and the
+// mutators take it from there. A new shape is one value in Shapes.
+type Shape struct {
+	Name string
+	Make func(rng *rand.Rand, c Caps, g *Genome)
+}
+
+// Shapes are the skeletons: a joiner with a shorter lease beside a long holder while a waiter asks (a
+// re-entry or second reader whose lease shrinks the whole lock's); a release that comes late, after the
+// work ended in time, while others take the lock (a stale release deleting another's hold); a fault aimed
+// at the holder while another waits (a renewal or unlock lost on the way).
+var Shapes = []Shape{
+	{"short-joins-long", func(rng *rand.Rand, c Caps, g *Genome) {
+		long, short := pick(rng, leases[3:]), pick(rng, leases[:3])
+		hold := pick(rng, holds[3:])
+		op := pick(rng, c.ops())
+		a := schedule.Step{Name: g.name(), Client: "c1", Acquire: op, Lease: &long, Wait: wait(rng)}
+		g.Schedule.Steps = append(g.Schedule.Steps, a)
+		joiner := actor{client: "c2"}
+		if c.Reentrant && (c.Family == "mutex" || rng.IntN(3) == 0) {
+			joiner = actor{client: "c1"} // a re-entry by the holder
+		} else if c.Family == "rwlock" {
+			op = schedule.Read
+			g.Schedule.Steps[0].Acquire = schedule.Read
+		}
+		b := schedule.Step{Name: g.name(), After: a.Name, Delay: pick(rng, gaps), Client: joiner.client, Acquire: op,
+			Lease: &short, Wait: wait(rng)}
+		g.Schedule.Steps = append(g.Schedule.Steps, b,
+			schedule.Step{Name: g.name(), After: b.Name, Delay: holdFor(rng, short), Client: joiner.client, Release: true})
+		w := pick(rng, waits[2:])
+		wop := schedule.Lock
+		if c.Family == "rwlock" {
+			wop = schedule.Write
+		}
+		cw := schedule.Step{Name: g.name(), After: b.Name, Delay: pick(rng, gaps), Client: "c3", Acquire: wop,
+			Lease: c.lease(rng), Wait: &w}
+		g.Schedule.Steps = append(g.Schedule.Steps, cw,
+			schedule.Step{Name: g.name(), After: cw.Name, Delay: pick(rng, holds[:3]), Client: "c3", Release: true})
+		if joiner.client == "c1" { // the holder's own release after its re-entry's
+			g.Schedule.Steps = append(g.Schedule.Steps, schedule.Step{Name: g.name(), After: a.Name, Delay: hold, Client: "c1", Release: true})
+		} else {
+			g.Schedule.Steps = slices.Insert(g.Schedule.Steps, 1, schedule.Step{Name: g.name(), After: a.Name, Delay: hold, Client: "c1", Release: true})
+		}
+	}},
+	{"late-release", func(rng *rand.Rand, c Caps, g *Genome) {
+		lease := pick(rng, leases[:3])
+		op := pick(rng, c.ops())
+		a := schedule.Step{Name: g.name(), Client: "c1", Acquire: op, Lease: &lease, Wait: wait(rng)}
+		leave := schedule.Step{Name: g.name(), After: a.Name, Delay: holdFor(rng, lease), Client: "c1", Leave: true}
+		rel := schedule.Step{Name: g.name(), After: leave.Name, Delay: lease + pick(rng, holds[1:]), Client: "c1", Release: true}
+		g.Schedule.Steps = append(g.Schedule.Steps, a, leave, rel)
+		for i, after := range []string{a.Name, rel.Name} {
+			w := pick(rng, waits[2:])
+			g.Schedule.Steps[g.addActor(rng, c, actor{client: "c" + strconv.Itoa(i+2)}, after)].Wait = &w
+		}
+	}},
+	{"fault-on-holder", func(rng *rand.Rand, c Caps, g *Genome) {
+		g.addActor(rng, c, actor{client: "c1"}, "")
+		if len(c.Faults) > 0 {
+			g.addFault(rng, c, g.Schedule.Steps[0].Name)
+		}
+		w := pick(rng, waits[2:])
+		g.Schedule.Steps[g.addActor(rng, c, actor{client: "c2"}, g.Schedule.Steps[0].Name)].Wait = &w
+	}},
 }
 
 type actor struct {
@@ -197,15 +273,21 @@ func (g *Genome) anchor(rng *rand.Rand) string {
 	return g.Schedule.Steps[max(0, n-1-rng.IntN(min(n, 3)))].Name
 }
 
-// addActor appends an actor's acquire after the anchor, maybe a re-entry, and its release.
-func (g *Genome) addActor(rng *rand.Rand, c Caps, a actor, after string) {
+// addActor appends an actor's acquire after the anchor, maybe a re-entry, and its release; it returns the
+// acquire's index.
+func (g *Genome) addActor(rng *rand.Rand, c Caps, a actor, after string) int {
 	op := pick(rng, c.ops())
 	acq := schedule.Step{Name: g.name(), After: after, Client: a.client, Thread: a.thread, Acquire: op,
 		Lease: c.lease(rng), Wait: wait(rng)}
+	if op == schedule.Write && rng.IntN(2) == 0 { // a writer that outwaits the readers: a grant beside one shows
+		w := pick(rng, waits[2:])
+		acq.Wait = &w
+	}
 	if after != "" {
 		acq.Delay = pick(rng, gaps)
 	}
 	g.Schedule.Steps = append(g.Schedule.Steps, acq)
+	at := len(g.Schedule.Steps) - 1
 	last := acq.Name
 	if c.Reentrant && rng.IntN(4) == 0 {
 		last = g.addReentry(rng, c, len(g.Schedule.Steps)-1)
@@ -218,6 +300,7 @@ func (g *Genome) addActor(rng *rand.Rand, c Caps, a actor, after string) {
 		rel.After, rel.Delay = leave.Name, pick(rng, holds)
 	}
 	g.Schedule.Steps = append(g.Schedule.Steps, rel)
+	return at
 }
 
 // holdFor is a hold that fits the lease (Check's margin kept): a holder that outlives its lease is no

@@ -62,7 +62,11 @@ var Mutators = []Mutator{
 		if slices.Contains(g.actors(), a) || len(g.actors()) >= maxActors {
 			return false
 		}
-		g.addActor(rng, c, a, g.Schedule.Steps[rng.IntN(len(g.Schedule.Steps))].Name)
+		after := g.Schedule.Steps[rng.IntN(len(g.Schedule.Steps))].Name
+		if i, ok := g.pickStep(rng, isAcquire); ok && rng.IntN(2) == 0 { // while another holds
+			after = g.Schedule.Steps[i].Name
+		}
+		g.addActor(rng, c, a, after)
 		return true
 	}},
 	{"fault-on-event", func(rng *rand.Rand, c Caps, g, _ *Genome) bool {

@@ -363,7 +363,9 @@ func (x *exploration) trial(ctx context.Context, t explore.Trial) explore.Outcom
 	x.mu.Unlock()
 	if o.Verdict == "invalid" {
 		if res, err := report.ReadResults(out.Dir); err == nil {
-			out.Signature = signatureOf(h, res)
+			if sig, ok := signatureOf(h, res); ok {
+				out.Signature = sig.String()
+			}
 		}
 	}
 	return out

@@ -3,8 +3,8 @@ package main
 import (
 	"github.com/lockcheck/lockcheck/coverage"
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/known"
 	"github.com/lockcheck/lockcheck/report"
-	"github.com/lockcheck/lockcheck/shrink"
 )
 
 // The places explore reads a run through the lock's model and the catalog: a run's coverage, an invalid
@@ -20,19 +20,27 @@ func coverageOf(h *history.History) (map[string]int, *coverage.Map) {
 	return out, m
 }
 
-// signatureOf is an invalid run's finding signature. Interim, until package known: shrink's (checker and
-// kind) and the breaking transition's shape.
-func signatureOf(h *history.History, res *report.Results) string {
-	sig, err := shrink.SignatureOf(res, "")
-	if err != nil {
-		return ""
+// signatureOf is an invalid run's finding signature (package known), its shape the transition that broke
+// (coverage.Breaking); false for a run that is not invalid.
+func signatureOf(h *history.History, res *report.Results) (known.Signature, bool) {
+	sig, ok := known.SignatureOf(h, res)
+	if !ok {
+		return sig, false
 	}
-	s := sig.String()
 	if t, ok := coverage.Breaking(h, res.Checkers); ok {
-		s += " at " + t.String()
+		sig.Shape = t.String()
 	}
-	return s
+	return sig, true
 }
 
-// knownOf is the catalog entry an invalid run matches ("" for none) and its summary.
-func knownOf(_ *history.History, _ *report.Results) (string, string) { return "", "" }
+// knownOf is the catalog entry an invalid run matches (its name "" for none) and its summary.
+func knownOf(h *history.History, res *report.Results) (string, string) {
+	sig, ok := signatureOf(h, res)
+	if !ok || h.Run == nil {
+		return "", ""
+	}
+	if e, ok := known.Match(sig, *h.Run); ok {
+		return e.Name, e.Summary
+	}
+	return "", ""
+}
