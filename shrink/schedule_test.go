@@ -100,14 +100,15 @@ func TestReducersLeaveASchedulesStepsAlone(t *testing.T) {
 	}
 }
 
-<<<<<<< HEAD
 // TestSelectorTargetsOfLinks: a link fault's recorded targets (c1->n1) become the clients and nodes a
 // schedule step names, each once, so that the schedule reads back.
 func TestSelectorTargetsOfLinks(t *testing.T) {
 	got := selectorTargets([]string{"c1->n1", "c2->n1", "n2"})
 	if want := []string{"c1", "n1", "c2", "n2"}; !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
-=======
+	}
+}
+
 // A schedule that failed 0 of its runs is said in one line (the file kept), not printed at full length
 // before the command that matters; one that failed prints its steps and its command.
 func TestScheduleResultThatDidNotReproduce(t *testing.T) {
@@ -127,6 +128,5 @@ func TestScheduleResultThatDidNotReproduce(t *testing.T) {
 	r.Print(&b, Signature{})
 	if out := b.String(); !strings.Contains(out, "acquire: lock") || !strings.Contains(out, r.Command) {
 		t.Fatalf("2 of 3:\n%s", out)
->>>>>>> refs/heads/report
 	}
 }
