@@ -72,8 +72,8 @@ func TestExploreFindsTheZsetTwin(t *testing.T) {
 // TestExploreRwlockFindsNothingNew: on Redisson's read-write lock, unbroken, a short explore finds nothing
 // the catalog does not know.
 func TestExploreRwlockFindsNothingNew(t *testing.T) {
-	ex, _, _ := runExplore(t, "--lock", "rwlock", "--seed", "1", "--max-runs", "15", "--settle-budget", "20s", "--confirm", "2")
-	if ex.Runs < 15 || ex.Coverage == 0 || len(ex.Corpus) == 0 {
+	ex, _, _ := runExplore(t, "--lock", "rwlock", "--seed", "1", "--max-runs", "10", "--settle-budget", "20s", "--confirm", "2")
+	if ex.Runs < 10 || ex.Coverage == 0 || len(ex.Corpus) == 0 {
 		t.Fatalf("%d runs, coverage %d, corpus %d", ex.Runs, ex.Coverage, len(ex.Corpus))
 	}
 	for _, f := range ex.Findings {
@@ -147,5 +147,18 @@ func TestExploreMerge(t *testing.T) {
 	// and the merged corpus seeds a later explore
 	if gs, err := readCorpus(out, explore.Caps{Lock: "rwlock", Family: "rwlock"}); err != nil || len(gs) != 2 {
 		t.Fatalf("corpus of the merge: %d, %v", len(gs), err)
+	}
+}
+
+// TestExploreFindsTheNaiveFlaw: the naive control's plain DEL, which deletes whoever holds the key, is found
+// within a few runs: a release by an actor that holds nothing (its acquire refused) takes another's lock.
+func TestExploreFindsTheNaiveFlaw(t *testing.T) {
+	ex, _, _ := runExplore(t, "--lock", "naive", "--seed", "2", "--max-findings", "1", "--max-runs", "10",
+		"--settle-budget", "10s", "--confirm", "1")
+	if len(ex.Findings) != 1 || !strings.Contains(ex.Findings[0].Signature, "on a mutex") {
+		t.Fatalf("%d runs, findings %+v", ex.Runs, ex.Findings)
+	}
+	if s := ex.Findings[0].Settled; s == nil || s.Of != 1 || s.Report == "" {
+		t.Fatalf("settled %+v", s)
 	}
 }
