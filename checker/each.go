@@ -16,3 +16,10 @@ func APICommand(f string) string { return apiCommands[f] }
 
 // APIYesNo reports whether a worker's request f answers yes or no as 1 or 0, a 0 being a refusal.
 func APIYesNo(f string) bool { return apiYesNo[f] }
+
+// PermitGrants is, by index in h.Ops, whether each worker's acquire_permit brought a permit: its reply
+// does not say, the workload's tryAcquire around it does (as APIOps reads it).
+func PermitGrants(h *history.History) map[int]Outcome {
+	g, _ := permitGrants(h)
+	return g
+}

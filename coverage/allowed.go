@@ -130,11 +130,9 @@ func rwAllowed(name string) []Transition {
 			a.add(b, ReadAcquire, []string{Granted, Unknown}, leases, anyWait)
 			a.add(b, ReadReenter, []string{Granted, Unknown}, leases, anyWait)
 			a.add(b, WriteAcquire, []string{Refused, Unknown}, leases, anyWait) // no upgrade, nor a writer beside readers
-			out := []string{Kept, Released, Unknown}                            // 1 once every other reader's timeout has run out
-			if b == Readers1 {
-				out = []string{Released, Unknown}
-			}
-			a.add(b, ReadRelease, resent(out...), noLease, anyWait)
+			// kept: the caller re-entered its read hold, or others still read; released (1) once every other
+			// reader's timeout has run out
+			a.add(b, ReadRelease, resent(Kept, Released, Unknown), noLease, anyWait)
 		case writer:
 			a.add(b, ReadAcquire, []string{Refused, Unknown}, leases, anyWait)
 			a.add(b, ReadUnderWrite, []string{Granted, Unknown}, leases, anyWait)

@@ -7,10 +7,10 @@ import (
 	"github.com/lockcheck/lockcheck/history"
 )
 
-// Breaking is the transition at the run's first violation (the earliest among the invalid results): for
-// porcupine, the command no legal order can place (its culprit, called at the violation's start); for
-// the other checkers, the latest grant placed by then on the violation's key (for mutual exclusion, the
-// intruder's: the grant that broke exclusion), else the latest command placed by then. It is the shape
+// Breaking is the transition at the run's first violation (the earliest among the invalid results): the
+// command the violation names (porcupine's culprit, which no legal order can place; lost-lock's command
+// that found the lock gone), else the latest grant placed by the violation's time on its key (for mutual
+// exclusion, the intruder's: the grant that broke exclusion), else the latest command placed by then. It is the shape
 // of a finding's signature. False when no result is invalid, or no command comes before the violation.
 func Breaking(h *history.History, rs []checker.Result) (Transition, bool) {
 	first := -1
@@ -24,13 +24,13 @@ func Breaking(h *history.History, rs []checker.Result) (Transition, bool) {
 	}
 	r := rs[first]
 	v := violationOf(r)
-	var culprit, grant, last *Transition
+	var named, grant, last *Transition
 	walk(h, func(c *cmd, t Transition) {
 		if !v.onKey(c) {
 			return
 		}
-		if v.culprit && c.in.Call == r.At && culprit == nil {
-			culprit = &t
+		if v.call >= 0 && c.in.Call == v.call && named == nil {
+			named = &t
 		}
 		if c.at > r.At {
 			return
@@ -40,7 +40,7 @@ func Breaking(h *history.History, rs []checker.Result) (Transition, bool) {
 			grant = &t
 		}
 	})
-	for _, t := range []*Transition{culprit, grant, last} {
+	for _, t := range []*Transition{named, grant, last} {
 		if t != nil {
 			return *t, true
 		}
@@ -49,33 +49,47 @@ func Breaking(h *history.History, rs []checker.Result) (Transition, bool) {
 }
 
 // violation is what a result's details say of where it broke: the key, the intruder (mutual exclusion),
-// and whether it names porcupine's culprit.
+// and the call of the command they name (porcupine's culprit, at the violation's start; the command that
+// found a lost lock gone), -1 when none.
 type violation struct {
 	key, who string
-	culprit  bool
+	call     int64
 }
 
 // violationOf reads a result's details, which are the checker's own types in a run and plain JSON in a
-// results.json read back: a JSON round trip reads both.
+// results.json read back (a JSON round trip reads both): an object (porcupine's, mutual exclusion's) or a
+// list whose first entry is the first violation (lost-lock's losses).
 func violationOf(r checker.Result) violation {
+	type named struct {
+		Key  string `json:"key"`
+		Call *int64 `json:"call_ns"`
+	}
 	var d struct {
-		Key     string `json:"key"`
-		Culprit *struct {
-			Key string `json:"key"`
-		} `json:"culprit"`
-		First *struct {
+		named
+		Culprit *named `json:"culprit"`
+		First   *struct {
 			Key      string `json:"key"`
 			Intruder string `json:"intruder"`
 		} `json:"first"`
 	}
-	if b, err := json.Marshal(r.Details); err == nil {
+	b, err := json.Marshal(r.Details)
+	if err == nil && len(b) > 0 && b[0] == '[' {
+		var list []json.RawMessage
+		if json.Unmarshal(b, &list) == nil && len(list) > 0 {
+			b = list[0]
+		}
+	}
+	if err == nil {
 		_ = json.Unmarshal(b, &d) // details of another shape say nothing of a key: any key then
 	}
-	v := violation{key: d.Key}
-	if d.Culprit != nil {
-		v.culprit = true
-		if d.Culprit.Key != "" {
-			v.key = d.Culprit.Key
+	v := violation{key: d.Key, call: -1}
+	if d.Call != nil {
+		v.call = *d.Call
+	}
+	if c := d.Culprit; c != nil {
+		v.call = r.At // the culprit's call
+		if c.Key != "" {
+			v.key = c.Key
 		}
 	}
 	if d.First != nil {

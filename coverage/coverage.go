@@ -58,7 +58,7 @@ func (t Transition) Core() Transition {
 	return t
 }
 
-// Map counts transitions. Its zero value is not ready: use NewMap (or Of).
+// Map counts transitions; its zero value is an empty map, ready to use.
 type Map struct {
 	n map[Transition]int
 }
@@ -86,6 +86,9 @@ func (m *Map) Count(t Transition) int {
 func (m *Map) Has(t Transition) bool { return m.Count(t) > 0 }
 
 func (m *Map) add(t Transition, n int) bool {
+	if m.n == nil {
+		m.n = map[Transition]int{}
+	}
 	old := m.n[t]
 	m.n[t] = old + n
 	return old == 0

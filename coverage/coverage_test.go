@@ -216,6 +216,7 @@ func TestBreakingNamesTheGrant(t *testing.T) {
 func TestAllowed(t *testing.T) {
 	for _, f := range Families() {
 		ts := Allowed(f)
+		t.Logf("%-20s %4d transitions allowed", f, len(ts))
 		if len(ts) == 0 {
 			t.Errorf("%s: nothing allowed", f)
 		}
@@ -284,5 +285,160 @@ func TestOverlapsPlacedAsTheModelAllows(t *testing.T) {
 	}
 	if m.Len() != 4 {
 		t.Errorf("want 4 transitions (the first grant and the three above), got:\n%s", dump(m))
+	}
+}
+
+// Every family's transitions, each on a hand-built history: the state classes, the operations relative to
+// the caller, and for a fair lock its queue.
+func TestFamilies(t *testing.T) {
+	read := func(l int64) map[string]int64 { return map[string]int64{"lease_ms": l, "read": 1} }
+	n := func(k string, v int64) map[string]int64 { return map[string]int64{k: v} }
+	cases := []struct {
+		name   string
+		checks history.Checks
+		build  func(b *hb)
+		want   []Transition
+	}{
+		{"rwlock: a second reader with a shorter lease while a writer waits, and the writer let in under the first",
+			history.Checks{Family: "rwlock"}, func(b *hb) {
+				b.op("c1", "acquire", 0, 5, history.Ok, nil, read(10000))
+				b.op("c3", "tryLock", 50, 2000, history.Ok, nil, lease(2000))
+				b.op("c3", "acquire", 50, 55, history.Fail, history.Int64(9900), lease(2000))
+				b.op("c2", "acquire", 100, 105, history.Ok, nil, read(300))
+				b.op("c3", "acquire", 1500, 1505, history.Ok, nil, lease(2000))
+			}, []Transition{
+				{Family: "rwlock", Before: Readers1, Op: ReadAcquire, Outcome: Granted, Lease: Shorter, Waiting: true},
+				{Family: "rwlock", Before: Readers1, Op: WriteAcquire, Outcome: Refused, Lease: Shorter},
+				{Family: "rwlock", Before: Readers1, Op: WriteAcquire, Outcome: Granted, Lease: Shorter},
+			}},
+		{"fair: the queue's length is the state's",
+			history.Checks{Family: "mutex", Fair: true}, func(b *hb) {
+				b.op("c1", "acquire", 0, 5, history.Ok, nil, lease(10000))
+				b.op("c2", "tryLock", 10, 900, history.Ok, nil, lease(1000))
+				b.op("c3", "tryLock", 10, 900, history.Ok, nil, lease(1000))
+				b.op("c4", "acquire", 20, 25, history.Fail, history.Int64(9000), lease(10000))
+				b.op("c1", "release", 100, 105, history.Ok, history.Int64(1), lease(30000))
+			}, []Transition{
+				{Family: "mutex/fair", Before: HeldOnce + "/queue-many", Op: Acquire, Outcome: Refused, Lease: Equal, Waiting: true},
+				{Family: "mutex/fair", Before: HeldOnce + "/queue-many", Op: Release, Outcome: Released, Lease: None, Waiting: true},
+			}},
+		{"semaphore: permits all, some, none",
+			history.Checks{Family: "semaphore", Permits: 2}, func(b *hb) {
+				b.op("c1", "setPermits", 0, 5, history.Ok, nil, n("permits", 2))
+				b.op("c1", "acquire", 10, 15, history.Ok, nil, n("permits", 1))
+				b.op("c2", "acquire", 20, 25, history.Ok, nil, n("permits", 1))
+				b.op("c3", "acquire", 30, 35, history.Fail, history.Int64(0), n("permits", 1))
+				b.op("c1", "release", 40, 45, history.Ok, history.Int64(1), n("permits", 1))
+			}, []Transition{
+				{Family: "semaphore", Before: Unset, Op: SetPermits, Outcome: Ok, Lease: None},
+				{Family: "semaphore", Before: PermitsAll, Op: Acquire, Outcome: Granted, Lease: None},
+				{Family: "semaphore", Before: PermitsSome, Op: Acquire, Outcome: Granted, Lease: None},
+				{Family: "semaphore", Before: Permits0, Op: Acquire, Outcome: Refused, Lease: None},
+				{Family: "semaphore", Before: Permits0, Op: Release, Outcome: Ok, Lease: None},
+			}},
+		{"expirable semaphore: a permit's release after its lease ran out is a stray one",
+			history.Checks{Family: "expirable-semaphore", Permits: 1}, func(b *hb) {
+				b.op("c1", "setPermits", 0, 5, history.Ok, nil, n("permits", 1))
+				b.op("c1", "acquire", 10, 15, history.Ok, nil, lease(300))
+				b.op("c1", "release", 1000, 1005, history.Fail, history.Int64(0), nil)
+			}, []Transition{
+				{Family: "expirable-semaphore", Before: PermitsAll, Op: Acquire, Outcome: Granted, Lease: None},
+				{Family: "expirable-semaphore", Before: PermitsAll, Op: StrayRelease, Outcome: Refused, Lease: None},
+			}},
+		{"latch: counted down to open",
+			history.Checks{Family: "latch"}, func(b *hb) {
+				b.op("c1", "setCount", 0, 5, history.Ok, nil, n("count", 2))
+				b.op("c1", "countDown", 10, 15, history.Ok, history.Int64(1), nil)
+				b.op("c2", "countDown", 20, 25, history.Ok, history.Int64(0), nil)
+				b.op("c2", "getCount", 30, 35, history.Ok, history.Int64(0), nil)
+			}, []Transition{
+				{Family: "latch", Before: Open, Op: SetCount, Outcome: Ok, Lease: None},
+				{Family: "latch", Before: CountMany, Op: CountDown, Outcome: Ok, Lease: None},
+				{Family: "latch", Before: Count1, Op: CountDown, Outcome: Ok, Lease: None},
+				{Family: "latch", Before: Open, Op: Read, Outcome: Ok, Lease: None},
+			}},
+	}
+	for _, c := range cases {
+		b := newHB(t, c.checks)
+		c.build(b)
+		m := Of(b.history())
+		for _, want := range c.want {
+			if !m.Has(want) {
+				t.Errorf("%s: no %s in:\n%s", c.name, want, dump(m))
+			}
+		}
+	}
+}
+
+// Breaking on porcupine's verdict names its culprit, the command no legal order places: on recorded
+// invalid runs, RedLock's grant to a second owner under a clock fault, and the lying-permits worker's
+// release of a lapsed permit answered "released".
+func TestBreakingNamesPorcupinesCulprit(t *testing.T) {
+	es, err := corpus.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Transition{
+		"redlock-clock": {Family: "mutex/redlock", Before: HeldOnce, Op: Acquire, Outcome: Granted, Lease: Equal,
+			Waiting: true, Fault: "clock"},
+		"expirable-semaphore-lying-permits": {Family: "expirable-semaphore", Before: Permits0, Op: StrayRelease,
+			Outcome: Released, Lease: None, Waiting: true},
+	}
+	for _, e := range es {
+		w, ok := want[e.Name]
+		if !ok {
+			continue
+		}
+		delete(want, e.Name)
+		res, _, err := e.Judge(context.Background(), time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := e.History()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := Breaking(h, []checker.Result{res}); !ok || got != w {
+			t.Errorf("%s: Breaking = %s, %v; want %s (porcupine: %s)", e.Name, got, ok, w, res.Violation)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("not in the corpus: %v", want)
+	}
+}
+
+// Breaking on lost-lock's verdict names the command that found the lock gone: on a recorded multi lock
+// run, c3's release refused on the key it held (a list of losses in its details, read back or not).
+func TestBreakingNamesTheLoss(t *testing.T) {
+	h := corpusHistory(t, "multi-partition-halves-clock-strobe")
+	r := checker.LostLock{}.Check(context.Background(), h.OnlySrc(""))
+	if r.Valid != checker.Invalid {
+		t.Fatalf("lost-lock: %v, want invalid", r.Valid)
+	}
+	want := Transition{Family: "mutex/multi", Before: HeldOnce, Op: Release, Outcome: Refused, Lease: None}
+	b, _ := json.Marshal(r)
+	var back checker.Result
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range []checker.Result{r, back} {
+		if got, ok := Breaking(h, []checker.Result{res}); !ok || got != want {
+			t.Errorf("Breaking = %s, %v; want %s", got, ok, want)
+		}
+	}
+}
+
+// A Map's zero value is ready: Add into it, and Len, Count and Transitions of a nil one.
+func TestZeroMap(t *testing.T) {
+	var nilMap *Map
+	if nilMap.Len() != 0 || nilMap.Count(Transition{}) != 0 || nilMap.Transitions() != nil {
+		t.Error("a nil map is not empty")
+	}
+	var m Map
+	x := Transition{Family: "latch", Before: Open, Op: Read, Outcome: Ok, Lease: None}
+	o := NewMap()
+	o.add(x, 2)
+	if added := m.Add(o); len(added) != 1 || m.Count(x) != 2 {
+		t.Errorf("Add into a zero Map: %v, count %d", added, m.Count(x))
 	}
 }

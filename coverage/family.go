@@ -233,10 +233,10 @@ func mutexApply(s *keyState, c *cmd, op string) {
 	}
 	switch op {
 	case Acquire:
-		s.holder, s.holds, s.end, s.lapsed = c.in.Owner, 1, leaseEnd(c), false
+		s.holder, s.holds, s.lease, s.lapsed = c.in.Owner, 1, leaseOf(c), false
 	case Reenter:
 		s.holds++
-		s.end = leaseEnd(c) // Redisson's re-entry sets the lease it brings (PEXPIRE)
+		s.lease = leaseOf(c) // Redisson's re-entry sets the lease it brings (PEXPIRE)
 	case Release:
 		if c.out.Value == 1 || s.holds <= 1 {
 			s.holder, s.holds, s.lapsed = "", 0, false
@@ -244,13 +244,13 @@ func mutexApply(s *keyState, c *cmd, op string) {
 		}
 		s.holds--
 		if c.in.Lease > 0 {
-			s.end = leaseEnd(c)
+			s.lease = leaseOf(c)
 		}
 	case Renew:
-		s.end = leaseEnd(c)
+		s.lease = leaseOf(c)
 	case Expire:
 		if s.holder != "" {
-			s.end = leaseEnd(c)
+			s.lease = leaseOf(c)
 		}
 	case ForceRelease:
 		s.holder, s.holds, s.lapsed = "", 0, false
@@ -324,13 +324,13 @@ func rwApply(s *keyState, c *cmd, op string) {
 			s.readers[o] = rd
 		}
 		rd.holds++
-		rd.end = max(rd.end, leaseEnd(c))
+		rd.lease = rd.lease.longest(leaseOf(c))
 		s.lapsed = false
 	case WriteAcquire:
-		s.holder, s.holds, s.end, s.lapsed = o, 1, leaseEnd(c), false
+		s.holder, s.holds, s.lease, s.lapsed = o, 1, leaseOf(c), false
 	case WriteReenter:
 		s.holds++
-		s.end = max(s.end, leaseEnd(c))
+		s.lease = s.lease.longest(leaseOf(c))
 	case ReadRelease:
 		if c.out.Value == 1 {
 			s.holder, s.holds, s.readers, s.lapsed = "", 0, nil, false
@@ -349,12 +349,12 @@ func rwApply(s *keyState, c *cmd, op string) {
 			s.holder = ""
 		}
 	case Renew:
-		end := leaseEnd(c)
+		l := leaseOf(c)
 		if s.holder == o {
-			s.end = end
+			s.lease = l
 		}
 		if rd := s.readers[o]; rd != nil {
-			rd.end = end
+			rd.lease = l
 		}
 	}
 }
@@ -363,7 +363,7 @@ func rwApply(s *keyState, c *cmd, op string) {
 
 func semBefore(s *keyState) string {
 	switch {
-	case !s.set && s.total <= 0:
+	case !s.set:
 		return Unset
 	case s.avail <= 0:
 		return Permits0
@@ -414,9 +414,9 @@ func semApply(expirable bool) func(s *keyState, c *cmd, op string) {
 			s.avail -= n
 			if expirable {
 				if s.permits == nil {
-					s.permits = map[string]int64{}
+					s.permits = map[string]span{}
 				}
-				s.permits[c.who] = leaseEnd(c) // by thread: a thread holds one permit at a time
+				s.permits[c.who] = leaseOf(c) // by thread: a thread holds one permit at a time
 			}
 		case Release:
 			delete(s.permits, c.who)

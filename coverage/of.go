@@ -1,6 +1,7 @@
 package coverage
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"sort"
@@ -22,17 +23,39 @@ func Of(h *history.History) *Map {
 	return m
 }
 
-// cmd is one judged command with what the walk needs besides the model's view of it.
+// cmd is one judged command with what the walk needs besides the model's view of it. A million of them
+// are held at once: small, in one slice.
 type cmd struct {
-	in      checker.Command
+	in      command
 	out     checker.Reply
 	raw     string // the record's key, without its node: what an application's acquire names
 	who     string // client/thread: the caller, as the application's records name it
 	at      int64  // when it is placed: its return, or its call when its outcome is unknown
 	attempt int64  // earlier sends of this unlock (its request id), 0 for a first send
 	script  string // on the wire: shape→reply class
-	seq     int
-	placed  bool // placed early, as what makes a later command legal (place)
+	placed  bool   // placed early, as what makes a later command legal (place)
+	api     bool   // a worker's call to its library, which may wait long before it takes effect
+}
+
+// command is what the replay reads of the model's checker.Command.
+type command struct {
+	Key, Owner, F                 string
+	Lease, Call, Return, N        int64
+	Read, Watchdog, NoCount, Fair bool
+}
+
+func commandOf(c checker.Command) command {
+	return command{Key: c.Key, Owner: c.Owner, F: c.F, Lease: c.Lease, Call: c.Call, Return: c.Return, N: c.N,
+		Read: c.Read, Watchdog: c.Watchdog, NoCount: c.NoCount, Fair: c.Fair}
+}
+
+// now is the time up to which c surely finds the leases that ran out gone: its call, or a library's
+// acquire's return (it may have waited seconds for a permit, and took effect at its end).
+func (c *cmd) now() int64 {
+	if c.api && c.in.F == "acquire" && c.at != math.MaxInt64 {
+		return c.at
+	}
+	return c.in.Call
 }
 
 // event kinds, in the order they are taken at one instant: what returned is no longer in flight, a fault
@@ -46,15 +69,16 @@ const (
 	evFaultStop
 )
 
+// event is one thing that happens at t, small so that a million of them sort fast: idx is the command's
+// (evPlace, evCall), the application's acquire's (evInvoke, evEnd) or the fault window's index.
 type event struct {
 	t    int64
-	kind int
-	seq  int
-	c    *cmd   // evPlace, evCall
-	key  string // evInvoke, evEnd: the raw key of an application's acquire
-	who  string
-	name string // evFaultStart, evFaultStop: the fault's kind
+	kind int32
+	idx  int32
 }
+
+// waiter is an application's acquire: while it is in flight its caller waits on the key.
+type waiter struct{ key, who string }
 
 // walk replays h's judged commands through its family's abstract lock, in the order they are placed,
 // and calls yield with each command and its transition. One sort of the events and one pass: linear in
@@ -62,59 +86,63 @@ type event struct {
 // contradicts the model: see place).
 func walk(h *history.History, yield func(c *cmd, t Transition)) {
 	fam := familyOf(h)
-	cmds := commandsOf(h, fam)
-	var evs []event
-	for i, c := range cmds {
-		c.seq = i
-		evs = append(evs, event{t: c.at, kind: evPlace, seq: i, c: c}, event{t: c.in.Call, kind: evCall, seq: i, c: c})
-	}
-	n := len(cmds)
+	who := callers{}
+	cmds := commandsOf(h, fam, who)
+	windows := h.Windows()
+	var waiters []waiter
 	for i := range h.Ops { // the applications' acquires: who is waiting (Src "": the callers' own records)
-		o := &h.Ops[i]
-		if o.Invoke.Src != "" || !intents[o.Invoke.F] {
-			continue
-		}
-		who := identity(&o.Invoke)
-		evs = append(evs, event{t: o.Invoke.Time, kind: evInvoke, seq: n + i, key: o.Invoke.Key, who: who})
-		if o.Complete != nil {
-			evs = append(evs, event{t: o.Complete.Time, kind: evEnd, seq: n + i, key: o.Invoke.Key, who: who})
+		if o := &h.Ops[i]; o.Invoke.Src == "" && intents[o.Invoke.F] {
+			waiters = append(waiters, waiter{o.Invoke.Key, who.of(&o.Invoke)})
 		}
 	}
-	for i, w := range h.Windows() {
-		evs = append(evs, event{t: w.Start, kind: evFaultStart, seq: i, name: w.Kind},
-			event{t: w.End, kind: evFaultStop, seq: i, name: w.Kind})
+	evs := make([]event, 0, 2*len(cmds)+2*len(waiters)+2*len(windows))
+	for i := range cmds {
+		c := &cmds[i]
+		evs = append(evs, event{c.at, evPlace, int32(i)}, event{c.in.Call, evCall, int32(i)})
 	}
-	sort.Slice(evs, func(i, j int) bool {
-		a, b := &evs[i], &evs[j]
-		if a.t != b.t {
-			return a.t < b.t
+	n := 0
+	for i := range h.Ops {
+		if o := &h.Ops[i]; o.Invoke.Src == "" && intents[o.Invoke.F] {
+			evs = append(evs, event{o.Invoke.Time, evInvoke, int32(n)})
+			if o.Complete != nil {
+				evs = append(evs, event{o.Complete.Time, evEnd, int32(n)})
+			}
+			n++
 		}
-		if a.kind != b.kind {
-			return a.kind < b.kind
+	}
+	for i, w := range windows {
+		evs = append(evs, event{w.Start, evFaultStart, int32(i)}, event{w.End, evFaultStop, int32(i)})
+	}
+	slices.SortFunc(evs, func(a, b event) int {
+		switch {
+		case a.t != b.t:
+			return cmp.Compare(a.t, b.t)
+		case a.kind != b.kind:
+			return cmp.Compare(a.kind, b.kind)
 		}
-		return a.seq < b.seq
+		return cmp.Compare(a.idx, b.idx)
 	})
 	r := replay{fam: fam, keys: map[string]*keyState{}, flying: map[string]map[string]int{},
 		faults: map[string]int{}, permits: permitsOf(h), legal: legalSet(fam.name), yield: yield}
-	for i := range evs {
-		e := &evs[i]
+	for _, e := range evs {
 		switch e.kind {
 		case evInvoke:
-			r.fly(e.key, e.who, 1)
+			r.fly(waiters[e.idx].key, waiters[e.idx].who, 1)
 		case evEnd:
-			r.fly(e.key, e.who, -1)
+			r.fly(waiters[e.idx].key, waiters[e.idx].who, -1)
 		case evFaultStart:
-			r.faults[e.name]++
+			r.faults[windows[e.idx].Kind]++
 			r.fault = ""
 		case evFaultStop:
-			r.faults[e.name]--
+			r.faults[windows[e.idx].Kind]--
 			r.fault = ""
 		case evCall:
-			if e.c.at > e.c.in.Call && e.c.out.Outcome == checker.Applied {
-				r.state(e.c.in.Key).pending = append(r.state(e.c.in.Key).pending, e.c)
+			if c := &cmds[e.idx]; c.at > c.in.Call && c.out.Outcome == checker.Applied {
+				s := r.state(c.in.Key)
+				s.pending = append(s.pending, c)
 			}
 		case evPlace:
-			r.place(e.c)
+			r.place(&cmds[e.idx])
 		}
 	}
 }
@@ -152,27 +180,61 @@ func itoa(n int64) string {
 
 // commandsOf converts the commands the models judge: the judged records (kinds.Judged: the wire's when
 // complete, else the clients'), and a worker's API calls on the keys those leave out.
-func commandsOf(h *history.History, fam family) []*cmd {
-	var out []*cmd
-	seen := map[string]bool{}
+func commandsOf(h *history.History, fam family, who callers) []cmd {
 	j := kinds.Judged(h)
+	n := 0
+	for i := range j.Ops {
+		if slices.Contains(fam.commands, j.Ops[i].Invoke.F) {
+			n++
+		}
+	}
+	out := make([]cmd, 0, n) // once: an upper bound (a command surely not run is left out)
+	seen := map[string]bool{}
 	checker.EachCommand(j, fam.commands, func(i int, in checker.Command, o checker.Reply) {
 		seen[in.Key] = true
-		out = append(out, newCmd(&j.Ops[i], in, o))
+		out = append(out, newCmd(&j.Ops[i], in, o, who))
 	})
 	api := h.OnlySrc("")
+	var grants map[int]checker.Outcome // made on the first acquire_permit
 	checker.EachCommand(api, apiFs, func(i int, in checker.Command, o checker.Reply) {
 		if seen[in.Key] {
 			return
 		}
 		f := in.F
 		in.F = checker.APICommand(f)
-		if checker.APIYesNo(f) && o.Outcome == checker.Applied && o.Value == 0 {
+		switch {
+		case f == history.UnseenPrefix+"acquire_permit" && o.Outcome == checker.Applied:
+			if grants == nil {
+				grants = checker.PermitGrants(api)
+			}
+			o.Outcome = grants[i]
+		case checker.APIYesNo(f) && o.Outcome == checker.Applied && o.Value == 0:
 			o.Outcome = checker.Refused
 		}
-		out = append(out, newCmd(&api.Ops[i], in, o))
+		c := newCmd(&api.Ops[i], in, o, who)
+		c.api = true
+		out = append(out, c)
 	})
 	return out
+}
+
+// callers names each client thread once (identity), so that a million commands share a few strings.
+type callers map[struct {
+	client string
+	thread int64
+}]string
+
+func (cs callers) of(c *history.Call) string {
+	k := struct {
+		client string
+		thread int64
+	}{c.Client, c.Thread}
+	s, ok := cs[k]
+	if !ok {
+		s = identity(c)
+		cs[k] = s
+	}
+	return s
 }
 
 // apiFs are a worker's API requests the models read (checker.APICommand).
@@ -185,8 +247,8 @@ var apiFs = func() []string {
 	return fs
 }()
 
-func newCmd(o *history.Operation, in checker.Command, out checker.Reply) *cmd {
-	c := &cmd{in: in, out: out, raw: o.Invoke.Key, who: identity(&o.Invoke), at: in.Call,
+func newCmd(o *history.Operation, in checker.Command, out checker.Reply, who callers) cmd {
+	c := cmd{in: commandOf(in), out: out, raw: o.Invoke.Key, who: who.of(&o.Invoke), at: in.Call,
 		attempt: o.Invoke.Args["attempt"]}
 	if out.Outcome != checker.Unsure && in.Return != math.MaxInt64 {
 		c.at = in.Return // placed at its return (see place); an unknown outcome, at its call
@@ -212,6 +274,8 @@ func scriptOf(o *history.Operation) string {
 			shape = wire.FairAcquireWait.String()
 		case ok && o.Complete.Value != nil:
 			shape = wire.FencedAcquire.String()
+		case o.Complete != nil && o.Complete.Type == history.Fail && o.Complete.Value != nil && *o.Complete.Value == -2:
+			shape = "set-nx" // a plain SET NX PX, refused (granted, its OK reads as RLock's nil: acquire→nil)
 		default:
 			shape = wire.RLockAcquire.String()
 		}
@@ -282,13 +346,13 @@ func replyClass(o *history.Operation) string {
 type keyState struct {
 	holder  string
 	holds   int
-	end     int64
+	lease   span
 	readers map[string]*reader
 	lapsed  bool // the last hold ended by its lease running out, not by a release
 	set     bool
 	avail   int64
 	total   int64
-	permits map[string]int64 // an expirable semaphore's issued permits: id → when its lease surely ends
+	permits map[string]span // an expirable semaphore's issued permits, by thread: their leases
 	count   int64
 	// pending are the commands called and not yet placed that took effect; maybe, the latest whose
 	// outcome is unknown (at most maxMaybe): either may explain a later command (place).
@@ -319,7 +383,7 @@ func (s *keyState) clone() *keyState {
 		}
 	}
 	if s.permits != nil {
-		c.permits = make(map[string]int64, len(s.permits))
+		c.permits = make(map[string]span, len(s.permits))
 		for id, end := range s.permits {
 			c.permits[id] = end
 		}
@@ -336,8 +400,14 @@ func (s *keyState) lockOf(c *keyState) {
 
 type reader struct {
 	holds int
-	end   int64
+	lease span
 }
+
+// span is when a lease ends: surely not before lo, surely by hi (the model's window, mutexmodel.go's
+// leased); math.MaxInt64 for a lease its watchdog keeps.
+type span struct{ lo, hi int64 }
+
+func (a span) longest(b span) span { return span{max(a.lo, b.lo), max(a.hi, b.hi)} }
 
 func (s *keyState) free() bool { return s.holder == "" && len(s.readers) == 0 }
 
@@ -429,9 +499,10 @@ func (r *replay) place(c *cmd) {
 	}
 	r.change(s, c, op)
 	if c.out.Outcome == checker.Unsure {
-		if s.maybe = append(s.maybe, c); len(s.maybe) > maxMaybe {
-			s.maybe = s.maybe[1:]
+		if len(s.maybe) == maxMaybe { // the oldest goes, in place
+			s.maybe = s.maybe[:copy(s.maybe, s.maybe[1:])]
 		}
+		s.maybe = append(s.maybe, c)
 	}
 	r.yield(c, t)
 }
@@ -454,9 +525,10 @@ func (r *replay) change(s *keyState, c *cmd, op string) {
 
 // remember keeps s's lock as it is before c changes it.
 func (r *replay) remember(s *keyState, c *cmd) {
-	if s.past = append(s.past, snapshot{at: c.at, s: s.clone()}); len(s.past) > maxPast {
-		s.past = s.past[1:]
+	if len(s.past) == maxPast { // the oldest goes, in place: no new array per change
+		s.past = s.past[:copy(s.past, s.past[1:])]
 	}
+	s.past = append(s.past, snapshot{at: c.at, s: s.clone()})
 }
 
 // earlier is c's transition on the lock as it was before a change placed after c's call, for a command
@@ -475,7 +547,7 @@ func (r *replay) earlier(s *keyState, c *cmd) (Transition, bool) {
 
 // transition is c's transition on s, which it first brings up to c's call (the leases surely run out).
 func (r *replay) transition(s *keyState, c *cmd) (Transition, string) {
-	lapse(s, c.in.Call)
+	lapse(s, c.now())
 	w := r.waiting(c)
 	before, op := r.fam.classify(s, c, w)
 	t := Transition{Family: r.fam.name, Before: before, Op: op, Lease: leaseRel(s, c), Waiting: w > 0,
@@ -484,12 +556,13 @@ func (r *replay) transition(s *keyState, c *cmd) (Transition, string) {
 	return t, op
 }
 
-// explain looks for the command that makes c legal on s: one called before c and not yet placed that
-// took effect (placed now, its own transition yielded first), else one of unknown outcome taken to have
-// taken effect. It changes s and reports true when it found one.
+// explain looks for what makes c legal on s: a command called before c and not yet placed that took
+// effect (placed now, its own transition yielded first), else one of unknown outcome taken to have taken
+// effect, else the leases that may have run out by c's return taken to have. It changes s and reports
+// true when it found one.
 func (r *replay) explain(s *keyState, c *cmd) bool {
 	for _, p := range s.pending {
-		if p == c || p.placed || p.in.Call > c.at {
+		if p == c || p.placed || p.now() > c.at {
 			continue
 		}
 		try := s.clone()
@@ -522,53 +595,69 @@ func (r *replay) explain(s *keyState, c *cmd) bool {
 		s.maybe = slices.Delete(s.maybe, i, i+1)
 		return true
 	}
+	try := s.clone()
+	if mayLapse(try, c.at); try.free() != s.free() || try.avail != s.avail || try.holder != s.holder || len(try.readers) != len(s.readers) {
+		if t, _ := r.transition(try.clone(), c); r.legal[t.Core()] {
+			r.remember(s, c)
+			s.lockOf(try)
+			return true
+		}
+	}
 	return false
 }
 
 // lapse ends the holds whose lease surely ran out before now (the model's "surely expired": its call is
 // after the lease's latest end).
-func lapse(s *keyState, now int64) {
-	if s.holder != "" && s.end < now {
+func lapse(s *keyState, now int64) { lapseBy(s, func(l span) bool { return l.hi < now }) }
+
+// mayLapse ends the holds whose lease may have run out before now: what explains a grant the surely
+// expired leases do not (an expirable semaphore's permit reclaimed by the next acquire's clock).
+func mayLapse(s *keyState, now int64) { lapseBy(s, func(l span) bool { return l.lo < now }) }
+
+func lapseBy(s *keyState, over func(span) bool) {
+	if s.holder != "" && over(s.lease) {
 		s.holder, s.holds = "", 0
 		s.lapsed = len(s.readers) == 0
 	}
 	for o, rd := range s.readers {
-		if rd.end < now {
+		if over(rd.lease) {
 			delete(s.readers, o)
 			if s.free() {
 				s.lapsed = true
 			}
 		}
 	}
-	for id, end := range s.permits {
-		if end < now {
+	for id, l := range s.permits {
+		if over(l) {
 			delete(s.permits, id)
 			s.avail++
 		}
 	}
 }
 
-// leaseEnd is when a lease set by c surely ends: its return, the lease and the model's slack; never for
-// a hold its library's watchdog keeps, or a lease of 0 (the watchdog's).
-func leaseEnd(c *cmd) int64 {
+// leaseOf is the lease c sets: from its call plus the lease less the model's slack to its return plus
+// the lease and the slack (checker.Epsilon); endless for a hold its library's watchdog keeps, or a lease of
+// 0 (the watchdog's).
+func leaseOf(c *cmd) span {
 	if c.in.Watchdog || c.in.Lease <= 0 || c.at == math.MaxInt64 {
-		return math.MaxInt64
+		return span{math.MaxInt64, math.MaxInt64}
 	}
-	e := c.in.Lease + checker.Epsilon(c.in.Lease)
-	if c.at > math.MaxInt64-e {
-		return math.MaxInt64
+	e := checker.Epsilon(c.in.Lease)
+	hi := int64(math.MaxInt64)
+	if c.at <= math.MaxInt64-c.in.Lease-e {
+		hi = c.at + c.in.Lease + e
 	}
-	return c.at + e
+	return span{c.in.Call + c.in.Lease - e, hi}
 }
 
 // left is how long the key's holds surely last from now, and whether anything holds it.
 func left(s *keyState, now int64) (int64, bool) {
 	end, held := int64(-1), false
 	if s.holder != "" {
-		end, held = s.end, true
+		end, held = s.lease.hi, true
 	}
 	for _, rd := range s.readers {
-		end, held = max(end, rd.end), true
+		end, held = max(end, rd.lease.hi), true
 	}
 	if !held {
 		return 0, false

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/coverage"
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/internal/safefile"
 )
@@ -44,6 +45,11 @@ type Results struct {
 	Story      *Story            `json:"story,omitempty"` // the run in one or two sentences (story.go)
 	Known      *Known            `json:"known,omitempty"` // an invalid run against the catalog (known.go)
 	Files      map[string]string `json:"files"`
+
+	// ModelCoverage is the run's transitions of its lock's model, and Breaking the one at its first
+	// violation (package coverage, docs/coverage.md).
+	ModelCoverage *coverage.Map        `json:"model_coverage,omitempty"`
+	Breaking      *coverage.Transition `json:"breaking_transition,omitempty"`
 }
 
 // ClockText says once where the run's clock starts, and start-up as its own figure.
@@ -132,6 +138,12 @@ func (r *Results) Table(w io.Writer) {
 	}
 	for _, c := range r.Coverage {
 		fmt.Fprintf(w, "  %s\n", c.Text())
+	}
+	if r.ModelCoverage != nil {
+		fmt.Fprintf(w, "model coverage: %d distinct transitions of the lock's model\n", r.ModelCoverage.Len())
+	}
+	if r.Breaking != nil {
+		fmt.Fprintf(w, "the transition at the first violation: %s\n", r.Breaking)
 	}
 	for _, c := range r.Checkers {
 		if c.Violation != "" {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/coverage"
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/kinds"
 	"github.com/lockcheck/lockcheck/known"
@@ -155,6 +156,10 @@ func analyze(ctx context.Context, path string, timeout time.Duration, own *kinds
 		res.Valid = checker.Worst(res.Valid, checker.Unknown)
 	}
 	res.NoteCoverage(h) // after every cap on the verdict: only a valid verdict can have missed
+	res.ModelCoverage = coverage.Of(h)
+	if t, ok := coverage.Breaking(h, results); ok {
+		res.Breaking = &t
+	}
 	res.WorkloadNs = h.WorkloadStart()
 	res.Story = report.TellStory(h, res, libraryOf(meta))
 	res.Known = known.Of(h, res)

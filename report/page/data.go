@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/coverage"
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/report"
 )
@@ -80,6 +81,44 @@ type data struct {
 	Proof     *proof            `json:"proof,omitempty"`
 	Overlaps  int               `json:"overlaps"`
 	Truncated bool              `json:"truncated,omitempty"`
+
+	Coverage *modelCoverage `json:"model_coverage,omitempty"`
+}
+
+// modelCoverage is the run's transitions of its lock's model (package coverage), at most maxTransitions
+// of them listed; Breaking is the one at the first violation.
+type modelCoverage struct {
+	Distinct int          `json:"distinct"`
+	Rows     []transition `json:"rows"`
+	Hidden   int          `json:"hidden,omitempty"`
+	Breaking string       `json:"breaking,omitempty"`
+}
+
+// transition is one row: the transition, its count and its key (Transition.String), which marks the
+// breaking one.
+type transition struct {
+	coverage.Seen
+	Key string `json:"key"`
+}
+
+const maxTransitions = 200
+
+func modelCoverageOf(r *report.Results) *modelCoverage {
+	if r.ModelCoverage == nil {
+		return nil
+	}
+	m := &modelCoverage{Distinct: r.ModelCoverage.Len(), Rows: []transition{}}
+	for _, t := range r.ModelCoverage.Transitions() {
+		if len(m.Rows) == maxTransitions {
+			m.Hidden++
+			continue
+		}
+		m.Rows = append(m.Rows, transition{coverage.Seen{Transition: t, Count: r.ModelCoverage.Count(t)}, t.String()})
+	}
+	if r.Breaking != nil {
+		m.Breaking = r.Breaking.String()
+	}
+	return m
 }
 
 type violation struct {
@@ -229,6 +268,7 @@ func build(in Input) data {
 	d.Latency = latencies(h, b)
 	d.Gantt, d.Overlaps = holders(h, in.Permits)
 	d.Proof = proofOf(in.Proof, in.ProofBy, len(h.Ops))
+	d.Coverage = modelCoverageOf(r)
 	if in.Permits > 0 {
 		d.Permits = &permits{Exist: in.Permits, InUse: inUse(h, b), Reads: existing(h)}
 	}

@@ -108,6 +108,14 @@ Triangles: renewals.</p>
 <ul id="faultlog"></ul>
 <details><summary>The fault plan</summary><pre id="plan"></pre></details>
 </section>
+<section id="coverage-section" hidden>
+<h2>Model coverage</h2>
+<p class="hint" id="coverage-note"></p>
+<details id="coverage-details"><summary>The transitions seen</summary>
+<table class="grid"><thead><tr><th>state before</th><th>operation</th><th>outcome</th><th>lease</th><th>waiting</th><th>fault</th><th>script→reply</th><th>times</th></tr></thead>
+<tbody id="coverage"></tbody></table>
+</details>
+</section>
 <section>
 <h2>Reproduce</h2>
 <pre id="command"></pre>

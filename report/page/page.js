@@ -60,6 +60,19 @@
   }
   for (const l of d.fault_log || []) $('faultlog').append(el('li', {}, l))
   $('plan').textContent = d.plan ? JSON.stringify(d.plan, null, 1) : 'none'
+  if (d.model_coverage) {
+    const mc = d.model_coverage
+    $('coverage-section').hidden = false
+    $('coverage-details').open = mc.rows.length <= 20 // a short list is shown, a long one on request
+    $('coverage-note').textContent = `${mc.distinct} distinct transitions of the lock's model (docs/coverage.md says how they are counted)` +
+      (mc.breaking ? `; bold: the one at the first violation, ${mc.breaking}` : '') +
+      (mc.hidden ? `; ${mc.hidden} more not listed` : '')
+    for (const t of mc.rows) {
+      $('coverage').append(el('tr', t.key === mc.breaking ? { class: 'breaking' } : {}, el('td', {}, t.before), el('td', {}, t.op),
+        el('td', {}, t.outcome), el('td', {}, t.lease), el('td', {}, t.waiting ? 'yes' : ''), el('td', {}, t.fault || ''),
+        el('td', {}, t.script || ''), el('td', {}, t.count)))
+    }
+  }
   $('command').textContent = d.command || '(not recorded)'
   const vt = $('versions')
   for (const k of Object.keys(d.versions || {}).sort()) vt.append(el('tr', {}, el('td', {}, k), el('td', {}, d.versions[k])))
