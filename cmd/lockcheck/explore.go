@@ -313,6 +313,9 @@ func (x *exploration) run(ctx context.Context, budget time.Duration, parallel, m
 	if ctx.Err() != nil {
 		return exitError{exitInterrupted}
 	}
+	if newFindings(x.e.Findings) > 0 { // as a suite whose run missed its expectation: CI fails on it
+		return exitError{exitInvalid}
+	}
 	return nil
 }
 
@@ -571,27 +574,39 @@ func (x *exploration) summary(w io.Writer) {
 	fmt.Fprintf(w, "map: %s; findings: %s\n", filepath.Join(x.dir, "coverage.json"), filepath.Join(x.dir, "index.html"))
 }
 
-// printFindings prints one line per finding (the Action reads them: "finding ID new|known ...").
+// printFindings prints each finding as a suite prints a run (suite.PrintOutcome: "FAIL f1 invalid (want
+// valid or known) 4.0s", its story and its known-or-new line under it), so that the Action reads an
+// explore's log as it reads a suite's: a new finding misses the expectation, a known one meets it. Then
+// its files.
 func printFindings(w io.Writer, dir string, fs []*explore.Finding) {
 	for _, f := range fs {
-		state, kn := "unsettled", ""
+		o := suite.Outcome{Case: suite.Case{ID: f.ID, Expect: []string{"valid", "known"}}, Verdict: "invalid",
+			Story: f.Story, Seconds: f.FoundS, Known: "new: " + f.Signature}
+		again := "not settled"
 		if s := f.Settled; s != nil {
-			state = fmt.Sprintf("%d/%d", s.Caught, s.Of)
-			kn = "new"
+			again = fmt.Sprintf("fails again in %d of %d fresh runs", s.Caught, s.Of)
 			if s.Known != "" {
-				kn = "known " + s.Known
+				o.Met, o.Known = true, fmt.Sprintf("known: `%s`, %s", s.Known, s.About)
 			}
 		}
-		fmt.Fprintf(w, "finding %s %s: %s, first at run %d (%.0fs), %d run(s), fails again %s; schedule %s",
-			f.ID, orNone(kn), f.Signature, f.FirstRun, f.FoundS, len(f.Runs), state, filepath.Join(dir, f.File))
+		suite.PrintOutcome(w, o)
+		fmt.Fprintf(w, "  %s; first at run %d, %d run(s); schedule %s", again, f.FirstRun, len(f.Runs), filepath.Join(dir, f.File))
 		if f.Settled != nil && f.Settled.Report != "" {
 			fmt.Fprintf(w, "; report %s", filepath.Join(dir, f.Settled.Report))
 		}
 		fmt.Fprintln(w)
-		if f.Story != "" {
-			fmt.Fprintf(w, "  %s%s\n", suite.StoryPrefix, f.Story)
+	}
+}
+
+// newFindings counts the findings the catalog does not know (unsettled ones too).
+func newFindings(fs []*explore.Finding) int {
+	n := 0
+	for _, f := range fs {
+		if f.Settled == nil || f.Settled.Known == "" {
+			n++
 		}
 	}
+	return n
 }
 
 func orNone(s string) string {
@@ -717,6 +732,9 @@ func mergeExplores(dirs []string, out string) error {
 	fmt.Printf("explore merge: %d explores of %s, %d runs, coverage %d transitions, %d finding(s), corpus %d\n",
 		len(dirs), m.Lock, m.Runs, m.Coverage, len(m.Findings), len(m.Corpus))
 	printFindings(os.Stdout, out, m.Findings)
+	if newFindings(m.Findings) > 0 {
+		return exitError{exitInvalid}
+	}
 	return nil
 }
 
