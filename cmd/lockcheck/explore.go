@@ -39,6 +39,8 @@ func newExploreCmd() *cobra.Command {
 	o := runner.Defaults()
 	var (
 		lockSpec, results, shard, corpus string
+		shardEnv                         string
+		shardCount                       int
 		budget, settleBudget             time.Duration
 		parallel, maxFindings, maxRuns   int
 		confirm                          int
@@ -75,6 +77,10 @@ explore.json and index.html list the findings; coverage.json holds the whole map
 			}
 			if !cmd.Flags().Changed("seed") {
 				o.Seed = time.Now().UnixNano() % 1_000_000
+			}
+			var err error
+			if shard, err = shardFlags(cmd, shard, shardEnv, shardCount); err != nil {
+				return runner.UsageError{Err: err}
 			}
 			if shard != "" {
 				i, n, err := suite.ParseShard(shard)
@@ -146,6 +152,8 @@ explore.json and index.html list the findings; coverage.json holds the whole map
 	f.IntVar(&maxFindings, "max-findings", 0, "stop the search at this many findings (0: at the budget)")
 	f.IntVar(&maxRuns, "max-runs", 0, "stop the search after this many runs (0: at the budget)")
 	f.StringVar(&shard, "shard", "", "explore as shard i of n (i/n): its own seeds, merged later with --merge")
+	f.StringVar(&shardEnv, "shard-index-env", "", "take the shard's 0-based index from this variable (Kubernetes: JOB_COMPLETION_INDEX), with --shard-count")
+	f.IntVar(&shardCount, "shard-count", 0, "shards in all, with --shard-index-env")
 	f.StringVar(&corpus, "corpus", "", "start from the corpus of an earlier explore's directory (explore.json), such as a merge")
 	f.BoolVar(&merge, "merge", false, "merge the explores' directories named as arguments into --results")
 	return cmd

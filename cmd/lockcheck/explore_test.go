@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -162,4 +163,77 @@ func TestExploreFindsTheNaiveFlaw(t *testing.T) {
 	if s := ex.Findings[0].Settled; s == nil || s.Of != 1 || s.Report == "" {
 		t.Fatalf("settled %+v", s)
 	}
+}
+
+// TestExploreManifests: the nightly workflow's explore job and the Kubernetes explore Job pass explore
+// arguments it takes (every check before the results directory passes), and each explore is merged.
+func TestExploreManifests(t *testing.T) {
+	stopsAtResults := func(what string, args []string) {
+		t.Helper()
+		sentinel := filepath.Join(t.TempDir(), "not-a-directory")
+		if err := os.WriteFile(sentinel, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		root := newRoot()
+		root.SetArgs(append(args, "--results", sentinel))
+		root.SetOut(io.Discard)
+		root.SetErr(io.Discard)
+		if err := root.Execute(); err == nil || !strings.Contains(err.Error(), sentinel) {
+			t.Errorf("%s: lockcheck %s: %v, want it to stop at --results", what, strings.Join(args, " "), err)
+		}
+	}
+	var wf struct {
+		Jobs map[string]struct {
+			Needs    string `yaml:"needs"`
+			Strategy struct {
+				Matrix struct {
+					Lock  []string `yaml:"lock"`
+					Shard []int    `yaml:"shard"`
+				} `yaml:"matrix"`
+			} `yaml:"strategy"`
+			Steps []struct {
+				Run string `yaml:"run"`
+			} `yaml:"steps"`
+		} `yaml:"jobs"`
+	}
+	readYAML(t, filepath.Join("..", "..", ".github", "workflows", "nightly.yml"), &wf)
+	job, merge := wf.Jobs["explore"], wf.Jobs["explore-merge"]
+	if len(job.Strategy.Matrix.Lock) == 0 || len(job.Strategy.Matrix.Shard) < 2 || merge.Needs != "explore" {
+		t.Fatalf("workflow: explore %+v, merge needs %q", job.Strategy.Matrix, merge.Needs)
+	}
+	ran := false
+	for _, s := range job.Steps {
+		if strings.HasPrefix(s.Run, "bin/lockcheck explore ") {
+			for _, lock := range job.Strategy.Matrix.Lock {
+				run := strings.NewReplacer("${{ matrix.lock }}", lock, "${{ matrix.shard }}", "1", "${{ github.run_number }}", "7").Replace(s.Run)
+				stopsAtResults("workflow", strings.Fields(run)[1:])
+			}
+			ran = true
+		}
+	}
+	merged := false
+	for _, s := range merge.Steps {
+		merged = merged || strings.HasPrefix(s.Run, "bin/lockcheck explore --merge ")
+	}
+	if !ran || !merged {
+		t.Fatalf("workflow: an explore step %v, a merge step %v", ran, merged)
+	}
+	var k8s struct {
+		Spec struct {
+			Template struct {
+				Spec struct {
+					Containers []struct {
+						Args []string `yaml:"args"`
+					} `yaml:"containers"`
+				} `yaml:"spec"`
+			} `yaml:"template"`
+		} `yaml:"spec"`
+	}
+	readYAML(t, filepath.Join("..", "..", "deploy", "k8s", "explore-job.yaml"), &k8s)
+	t.Setenv("JOB_COMPLETION_INDEX", "0")
+	args := k8s.Spec.Template.Spec.Containers[0].Args
+	for i := range args {
+		args[i] = strings.ReplaceAll(args[i], "$(JOB_COMPLETION_INDEX)", "0")
+	}
+	stopsAtResults("k8s", args)
 }
