@@ -255,6 +255,7 @@ type exploration struct {
 	began   time.Time
 	mu      sync.Mutex
 	keep    map[int]bool // runs whose directory stays: corpus entries and findings
+	pmu     sync.Mutex   // the progress line's
 	printed time.Time
 	// cov is every run's coverage added up, for the map (the explorer keeps the keys alone);
 	// covFamily is the coverage family of the runs' lock (coverage.FamilyOf).
@@ -387,6 +388,8 @@ func (x *exploration) progress(s explore.Status, out explore.Outcome) {
 	if s.LastNew > 0 || out.Signature != "" {
 		_ = x.write() // explore.json as it grows: Ctrl-C or a killed explore keeps what it found
 	}
+	x.pmu.Lock() // runs end side by side
+	defer x.pmu.Unlock()
 	if s.LastNew > 0 || time.Since(x.printed) > 10*time.Second || out.Verdict == "error" {
 		x.printed = time.Now()
 		line := s.Line()
