@@ -82,6 +82,7 @@ test: deps
 	$(GO) vet ./...
 	$(GO) run ./scripts/shards -shards $(SHARDS) -timeout 40m -parallel 4
 	$(GO) test -run '^$$' -fuzz FuzzRead -fuzztime 40000x -fuzzminimizetime 2s ./history/
+	$(GO) test -run '^$$' -fuzz FuzzOf -fuzztime 10000x -fuzzminimizetime 2s ./coverage/
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 15000x -fuzzminimizetime 2s ./lockspec/
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 15000x -fuzzminimizetime 2s ./clients/worker/
 	$(GO) test -run '^$$' -fuzz FuzzServe -fuzztime 100000x -fuzzminimizetime 2s ./workers/sdk/

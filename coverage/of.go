@@ -139,6 +139,9 @@ func walk(h *history.History, yield func(c *cmd, t Transition)) {
 		case evCall:
 			if c := &cmds[e.idx]; c.at > c.in.Call && c.out.Outcome == checker.Applied {
 				s := r.state(c.in.Key)
+				if len(s.pending) == maxPending { // the oldest can no longer be placed early: bounded work per command
+					s.pending = s.pending[:copy(s.pending, s.pending[1:])]
+				}
 				s.pending = append(s.pending, c)
 			}
 		case evPlace:
@@ -370,6 +373,11 @@ type snapshot struct {
 const maxPast = 4
 
 const maxMaybe = 4
+
+// maxPending bounds the commands in flight a look back tries: only what took effect waits there (a
+// grant, a release, a renewal; never a refusal), a few at a time on one key in a real run, and the work
+// stays linear whatever a crafted history holds in flight.
+const maxPending = 16
 
 // clone is a copy of s's lock (not its pending and maybe commands) to try a placement on.
 func (s *keyState) clone() *keyState {

@@ -156,10 +156,7 @@ func analyze(ctx context.Context, path string, timeout time.Duration, own *kinds
 		res.Valid = checker.Worst(res.Valid, checker.Unknown)
 	}
 	res.NoteCoverage(h) // after every cap on the verdict: only a valid verdict can have missed
-	res.ModelCoverage = coverage.Of(h)
-	if t, ok := coverage.Breaking(h, results); ok {
-		res.Breaking = &t
-	}
+	modelCoverage(h, results, res)
 	res.WorkloadNs = h.WorkloadStart()
 	res.Story = report.TellStory(h, res, libraryOf(meta))
 	res.Known = known.Of(h, res)
@@ -187,6 +184,21 @@ func analyze(ctx context.Context, path string, timeout time.Duration, own *kinds
 		return res, fmt.Errorf("write results: %w", err)
 	}
 	return res, nil
+}
+
+// modelCoverage sets the run's coverage of its lock's model and the transition at its first violation
+// (package coverage). A bug there is a note, never a crash of the check: the verdict stands without it.
+func modelCoverage(h *history.History, results []checker.Result, res *report.Results) {
+	defer func() {
+		if p := recover(); p != nil {
+			res.ModelCoverage, res.Breaking = nil, nil
+			res.Notes = append(res.Notes, fmt.Sprintf("no model coverage: it failed (a bug in lockcheck, please report it): %v", p))
+		}
+	}()
+	res.ModelCoverage = coverage.Of(h)
+	if t, ok := coverage.Breaking(h, results); ok {
+		res.Breaking = &t
+	}
 }
 
 // endVerdict caps the verdict by how the run ended: only a history whose end record says it completed can
