@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/history"
@@ -268,6 +267,7 @@ func (in *Input) Write(w io.Writer) error {
 	b.WriteString("\n## Steps to reproduce\n\n")
 	fmt.Fprintf(&b, "```sh\n%s\n```\n\n", in.Command())
 	fmt.Fprintf(&b, "What the application does: %s\n\n", in.Workload())
+	in.writeSteps(&b)
 	if in.FoundIn != "" {
 		fmt.Fprintf(&b, "This is the minimal command `lockcheck shrink` found (%s) from the run in `%s`.\n\n", in.ShrinkDir, in.FoundIn)
 	}
@@ -358,55 +358,13 @@ func (in *Input) Command() string {
 	return c.Line(in.Results.Seed)
 }
 
-// Workload says what the clients did, in words, from the run's options.
+// Workload says what ran, in words: results.json's description (report.WhatRan), or for results written
+// before it, the same made from the run's meta record.
 func (in *Input) Workload() string {
-	o := in.Meta.Options
-	if o.Schedule != "" { // its steps ran, not the random workload its flags would describe
-		return in.scheduleWorkload()
+	if in.Results.Ran != "" {
+		return in.Results.Ran
 	}
-	threads := max(o.Threads, 1)
-	who := checker.Count(o.Clients, "client")
-	if threads > 1 {
-		who += fmt.Sprintf(" of %d threads each (one client instance shared by its threads)", threads)
-	}
-	keys := "lock-0"
-	if o.Keys > 1 {
-		keys = fmt.Sprintf("one of lock-0 … lock-%d", o.Keys-1)
-	}
-	var act string
-	switch in.Meta.Checks.Family {
-	case "semaphore":
-		act = fmt.Sprintf("acquire one of %d permits of %s, hold it %s, release it", max(o.Permits, 1), keys, o.Hold)
-	case "rwlock":
-		act = fmt.Sprintf("take the read or the write lock of %s, hold it %s, release it", keys, o.Hold)
-	case "latch":
-		act = fmt.Sprintf("set, count down and await %s", keys)
-	default:
-		act = fmt.Sprintf("tryLock %s (wait up to %s", keys, orDefault(o.Wait, "0s"))
-		if o.Lease != "" && o.Lease != "0s" {
-			act += ", lease " + o.Lease
-		} else if o.Watchdog > 0 {
-			act += ", no lease: the watchdog renews every " + (o.Watchdog.D() / 3).Round(time.Millisecond).String()
-		}
-		act += fmt.Sprintf("), hold it %s inside a critical section, then unlock", o.Hold)
-	}
-	if o.Reentry > 0 && in.Meta.Checks.Family == "mutex" { // only the mutex family's workload re-enters
-		act += fmt.Sprintf("; re-enter a held lock with probability %.2f", o.Reentry)
-	}
-	s := fmt.Sprintf("%s, for %s, each in a loop: %s.", who, o.Time.D(), act)
-	if len(in.Results.Nemesis) > 0 && in.Results.Nemesis[0] != "none" {
-		f := fmt.Sprintf(" Faults (%s)", strings.Join(in.Results.Nemesis, ", "))
-		if o.NemesisTargets != "" {
-			f += " on " + o.NemesisTargets
-		}
-		if o.NemesisTrigger {
-			f += ", each fired by the lock's own events (a grant)"
-		} else {
-			f += fmt.Sprintf(", one every %s", o.NemesisInterval.D())
-		}
-		s += f + fmt.Sprintf(", each lasting %s and healed; the last %s is fault-free.", o.NemesisDuration.D(), o.Quiet.D())
-	}
-	return s
+	return report.WhatRan(in.Meta, in.Results.Nemesis)
 }
 
 // serverOf names the server the run's nodes ran: "Redis server v=7.0.15" of the host's redis-server

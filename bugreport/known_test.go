@@ -3,6 +3,7 @@ package bugreport
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/history"
@@ -61,5 +62,20 @@ func TestScheduleRunWorkload(t *testing.T) {
 	}
 	if !strings.Contains(w, "reentry-lease.yaml") || !strings.Contains(w, "34f145cc2796") || !strings.Contains(w, "500 ms lease") {
 		t.Errorf("workload: %s", w)
+	}
+}
+
+// The report says results.json's one description of what ran (report.WhatRan, which the page shows too),
+// and makes the same from the meta record for results written before it.
+func TestWorkloadIsWhatRan(t *testing.T) {
+	meta := history.RunMeta{Checks: history.Checks{Family: "mutex"}, Options: history.Options{Clients: 1, Hold: "10ms-20ms", Watchdog: history.Duration(time.Second)}}
+	in := &Input{Results: &report.Results{}, Meta: meta}
+	want := report.WhatRan(meta, nil)
+	if got := in.Workload(); got != want || !strings.HasPrefix(got, "1 client, ") || !strings.Contains(got, "renews every 333ms") {
+		t.Errorf("from the meta record: %q (WhatRan %q)", got, want)
+	}
+	in.Results.Ran = "what results.json says"
+	if got := in.Workload(); got != in.Results.Ran {
+		t.Errorf("results.json's description not used: %q", got)
 	}
 }

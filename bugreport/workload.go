@@ -1,20 +1,20 @@
 package bugreport
 
 import (
+	"bytes"
 	"fmt"
-	"path/filepath"
 )
 
-// scheduleWorkload says what a schedule run did: the schedule's steps, which the run played in place of the
-// random workload (its --clients, --hold and fault flags never ran), and its faults are its steps' own.
-func (in *Input) scheduleWorkload() string {
-	o := in.Meta.Options
-	s := fmt.Sprintf("the steps of the schedule %s", filepath.Base(o.Schedule))
-	if o.ScheduleSHA256 != "" {
-		s += fmt.Sprintf(" (sha256 %.12s)", o.ScheduleSHA256)
+// writeSteps lists what each step of a schedule run did, with its outcome and time, so that a reader sees
+// the step that mattered happened.
+func (in *Input) writeSteps(b *bytes.Buffer) {
+	lines := in.Results.StepLines()
+	if len(lines) == 0 {
+		return
 	}
-	if o.ScheduleAbout != "" {
-		s += ": " + o.ScheduleAbout
+	b.WriteString("What each step did:\n\n")
+	for _, l := range lines {
+		fmt.Fprintf(b, "- %s\n", l)
 	}
-	return s + ". Each step ran once, in order, its faults among them; no random workload or fault plan ran."
+	b.WriteString("\n")
 }

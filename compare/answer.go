@@ -141,134 +141,132 @@ func (p *Progress) Each(o suite.Outcome) {
 	}
 }
 
-// rowScore is one row over its measured cells.
+// rowScore is one row over the shared scenarios' cells.
 type rowScore struct {
-	name             string
+	name, label      string // label: the name and its topology
 	runs, violations int
 	violated         []string // scenarios with a violation
+	fenced           bool
 }
 
 func (r rowScore) rate() float64 { return float64(r.violations) / float64(r.runs) }
 
-// Answer is the closing paragraph: which row is safer for these settings, under which faults, by how much,
-// from the measured cells, with the caveats they show.
+// fencedFinding is where a fenced row's violations are explained: its token can regress on a failover.
+const fencedFinding = "finding H5, RFencedLock's token regression on failover (docs/findings.md)"
+
+// Answer is the closing paragraph: which row is safer for these settings, on which server, under which
+// faults, by how much and within what noise, from the measured cells, with the caveats they show. It ranks
+// rows only on the scenarios every ranked row was decided in (a row's n/a or undecided column would
+// otherwise count for it), and says on how many runs each share rests and when two shares are within the
+// noise of that many seeds.
 func (t *Table) Answer() string {
 	name := map[string]string{}
 	for _, s := range t.Scenarios {
 		name[s.ID] = s.ID + " " + s.Name
 	}
 	cells := map[[2]string]Cell{}
-	var rows []rowScore
+	for _, c := range t.Cells {
+		cells[[2]string{c.Lock, c.Scenario}] = c
+	}
 	var oneSeed, undecided, na, missed []string
-	first, twins := "", false // with --servers: the rows ranked are the first server's; ServersAnswer sets the others beside them
+	first := "" // with --servers: the rows ranked are the first server's; ServersAnswer sets the others beside them
+	var ranked []Lock
 	for _, l := range t.Locks {
 		if l.Base != "" {
-			twins = true
-		} else if first == "" {
+			continue
+		}
+		if first == "" {
 			first = l.Server()
 		}
-	}
-	for _, l := range t.Locks {
-		r := rowScore{name: l.Name}
-		for _, c := range t.Cells {
-			if c.Lock != l.Name {
+		measured := false
+		for _, s := range t.Scenarios {
+			c, ok := cells[[2]string{l.Name, s.ID}]
+			if !ok {
 				continue
 			}
-			cells[[2]string{c.Lock, c.Scenario}] = c
 			switch c.Measured {
 			case NotApplicable:
-				if len(l.Only) == 0 && l.Base == "" { // a twin lacks what its base row lacks
-					na = append(na, l.Name+" "+c.Scenario)
+				if len(l.Only) == 0 {
+					na = append(na, l.Name+" "+s.ID)
 				}
 				continue
 			case "undecided", "not run":
-				undecided = append(undecided, l.Name+" "+c.Scenario)
+				undecided = append(undecided, l.Name+" "+s.ID)
 			}
 			if c.Missed > 0 {
-				missed = append(missed, fmt.Sprintf("%s %s (%d of %d)", l.Name, c.Scenario, c.Missed, c.Seeds))
+				missed = append(missed, fmt.Sprintf("%s %s (%d of %d)", l.Name, s.ID, c.Missed, c.Seeds))
 			}
-			// Only decided runs count: a run that failed to start or could not be judged says nothing of safety.
-			decided := c.decided()
-			if decided <= 0 {
-				continue
+			switch d := c.decided(); {
+			case d == 1:
+				oneSeed = append(oneSeed, l.Name+" "+s.ID)
+				measured = true
+			case d > 1:
+				measured = true
 			}
-			if decided == 1 {
-				oneSeed = append(oneSeed, l.Name+" "+c.Scenario)
+		}
+		if measured {
+			ranked = append(ranked, l)
+		}
+	}
+	// A row there for one scenario (Only) is ranked only among its own kind: beside the others it would
+	// leave no scenario shared.
+	if slices.ContainsFunc(ranked, func(l Lock) bool { return len(l.Only) == 0 }) {
+		ranked = slices.DeleteFunc(ranked, func(l Lock) bool { return len(l.Only) > 0 })
+	}
+	var shared, left []string
+	for _, s := range t.Scenarios {
+		every := len(ranked) > 0
+		for _, l := range ranked {
+			c, ok := cells[[2]string{l.Name, s.ID}]
+			every = every && ok && c.Measured != NotApplicable && c.decided() > 0
+		}
+		if every {
+			shared = append(shared, s.ID)
+		} else {
+			for _, l := range ranked {
+				if c, ok := cells[[2]string{l.Name, s.ID}]; ok && c.Measured != NotApplicable && c.decided() > 0 {
+					left = append(left, s.ID)
+					break
+				}
 			}
-			r.runs += decided
+		}
+	}
+	var rows []rowScore
+	for _, l := range ranked {
+		r := rowScore{name: l.Name, label: l.Name + " (" + l.Topology() + ")", fenced: l.Class == Fenced}
+		for _, id := range shared {
+			c := cells[[2]string{l.Name, id}]
+			r.runs += c.decided()
 			r.violations += c.Violations
 			if c.Violations > 0 {
-				r.violated = append(r.violated, c.Scenario)
+				r.violated = append(r.violated, id)
 			}
 		}
-		if r.runs > 0 && l.Base == "" {
-			rows = append(rows, r)
-		}
+		rows = append(rows, r)
 	}
 	var b strings.Builder
 	settings := "the default leases"
 	if a := t.Settings.Args(); len(a) > 0 {
 		settings = strings.Join(a, " ")
 	}
-	if twins {
-		settings += " on " + serverName(first)
-	}
-	fmt.Fprintf(&b, "Answer for %s: ", settings)
+	fmt.Fprintf(&b, "Answer for %s on %s: ", settings, serverName(first))
 	switch {
 	case len(rows) == 0:
 		b.WriteString("no cell was measured, so there is no answer.")
+	case len(shared) == 0:
+		b.WriteString("no scenario was decided on every row, so no row is ranked (run the rows on the same scenarios, or more seeds).")
 	case len(rows) == 1:
 		r := rows[0]
-		fmt.Fprintf(&b, "only %s was measured: it violated in %d of %d runs%s.", r.name, r.violations, r.runs, under(r.violated, name))
+		fmt.Fprintf(&b, "only %s was measured: it violated in %d of %d runs%s.", r.label, r.violations, r.runs, under(r.violated, name))
 	default:
-		sort.SliceStable(rows, func(i, j int) bool {
-			if rows[i].rate() != rows[j].rate() {
-				return rows[i].rate() < rows[j].rate()
-			}
-			return len(rows[i].violated) < len(rows[j].violated)
-		})
-		best := rows[0]
-		tied := 1 // rows as safe as the first
-		for tied < len(rows) && rows[tied].rate() == best.rate() {
-			tied++
-		}
-		if tied == len(rows) {
-			if best.violations == 0 {
-				fmt.Fprintf(&b, "no row violated in any run (%s), so none is safer by these faults.", runsOf(rows))
-			} else {
-				fmt.Fprintf(&b, "no row is safer: every row violated in the same share of its runs (%s).", runsOf(rows))
-			}
-			break
-		}
-		fmt.Fprintf(&b, "%s is the safer: it violated in %d of %d runs%s", best.name, best.violations, best.runs, under(best.violated, name))
-		for _, r := range rows[1:tied] {
-			fmt.Fprintf(&b, "; %s alike, %d of %d%s", r.name, r.violations, r.runs, under(r.violated, name))
-		}
-		for _, r := range rows[tied:] {
-			fmt.Fprintf(&b, "; %s in %d of %d%s", r.name, r.violations, r.runs, under(r.violated, name))
-		}
-		b.WriteString(".")
-		for _, r := range rows[tied:] {
-			var held, both []string
-			for _, s := range t.Scenarios {
-				bc, ok1 := cells[[2]string{best.name, s.ID}]
-				rc, ok2 := cells[[2]string{r.name, s.ID}]
-				if !ok1 || !ok2 || bc.decided() <= 0 || rc.decided() <= 0 || rc.Violations == 0 {
-					continue
-				}
-				pair := fmt.Sprintf("%s (%d/%d against %d/%d)", name[s.ID], bc.Violations, bc.decided(), rc.Violations, rc.decided())
-				if bc.Violations < rc.Violations {
-					held = append(held, pair)
-				} else {
-					both = append(both, pair)
-				}
-			}
-			if len(held) > 0 {
-				fmt.Fprintf(&b, " Against %s it did better under %s.", r.name, strings.Join(held, ", "))
-			}
-			if len(both) > 0 {
-				fmt.Fprintf(&b, " It did no better than %s under %s.", r.name, strings.Join(both, ", "))
-			}
+		t.rank(&b, rows, shared, cells, name)
+	}
+	if len(left) > 0 && len(rows) > 1 && len(shared) > 0 {
+		fmt.Fprintf(&b, " Not ranked on %s: not every ranked row was decided there (its cells are in the table).", strings.Join(left, ", "))
+	}
+	for _, r := range rows {
+		if r.fenced && r.violations > 0 {
+			fmt.Fprintf(&b, " %s's violations are %s.", r.name, fencedFinding)
 		}
 	}
 	if len(oneSeed) > 0 {
@@ -284,6 +282,84 @@ func (t *Table) Answer() string {
 		fmt.Fprintf(&b, " The fault never fired on some seeds, whose runs held untested and are left out: %s.", strings.Join(missed, ", "))
 	}
 	return b.String()
+}
+
+// rank writes the ranking of two or more rows over the shared scenarios: the safer, the others with
+// whether their share is within the noise of its seeds, and scenario by scenario where it did better, no
+// better or worse.
+func (t *Table) rank(b *strings.Builder, rows []rowScore, shared []string, cells map[[2]string]Cell, name map[string]string) {
+	sort.SliceStable(rows, func(i, j int) bool {
+		if rows[i].rate() != rows[j].rate() {
+			return rows[i].rate() < rows[j].rate()
+		}
+		return len(rows[i].violated) < len(rows[j].violated)
+	})
+	best := rows[0]
+	tied := 1 // rows as safe as the first
+	for tied < len(rows) && rows[tied].rate() == best.rate() {
+		tied++
+	}
+	on := "on " + strings.Join(shared, ", ") + ", the scenarios every row was decided in"
+	if tied == len(rows) {
+		if best.violations == 0 {
+			fmt.Fprintf(b, "no row violated in any run %s (%s), so none is safer by these faults.", on, runsOf(rows))
+		} else {
+			fmt.Fprintf(b, "no row is safer: every row violated in the same share of its runs %s (%s).", on, runsOf(rows))
+		}
+		return
+	}
+	p := make([]float64, len(rows)) // each row's share against the best's: the chance of seeds alone
+	beyond, all := false, true
+	for i, r := range rows[tied:] {
+		p[tied+i] = fisher(best.violations, best.runs-best.violations, r.violations, r.runs-r.violations)
+		beyond = beyond || p[tied+i] < noise
+		all = all && p[tied+i] < noise
+	}
+	lead := "is the safer"
+	if !all { // a difference these seeds could give by chance: the least, not the safer
+		lead = "violated least"
+	}
+	fmt.Fprintf(b, "%s %s %s: in %d of %d runs%s", best.label, lead, on, best.violations, best.runs, under(best.violated, name))
+	for _, r := range rows[1:tied] {
+		fmt.Fprintf(b, "; %s alike, %d of %d%s", r.label, r.violations, r.runs, under(r.violated, name))
+	}
+	for i, r := range rows[tied:] {
+		fmt.Fprintf(b, "; %s in %d of %d%s", r.label, r.violations, r.runs, under(r.violated, name))
+		if q := p[tied+i]; q >= noise {
+			fmt.Fprintf(b, ", within the noise of these runs (two-sided Fisher exact p %.2f)", q)
+		} else {
+			fmt.Fprintf(b, ", beyond the noise of these runs (p %.2f)", q)
+		}
+	}
+	b.WriteString(".")
+	if !beyond {
+		fmt.Fprintf(b, " No difference is beyond the noise of these seeds (p < %.2f): more seeds (--seeds) would tell.", noise)
+	}
+	for _, r := range rows[tied:] {
+		var better, same, worse []string
+		for _, id := range shared {
+			bc, rc := cells[[2]string{best.name, id}], cells[[2]string{r.name, id}]
+			bn, rn := bc.decided(), rc.decided()
+			pair := fmt.Sprintf("%s (%d/%d against %d/%d)", name[id], bc.Violations, bn, rc.Violations, rn)
+			switch x, y := bc.Violations*rn, rc.Violations*bn; {
+			case x < y:
+				better = append(better, pair)
+			case x > y:
+				worse = append(worse, pair)
+			case rc.Violations > 0:
+				same = append(same, pair)
+			}
+		}
+		if len(better) > 0 {
+			fmt.Fprintf(b, " Against %s it did better under %s.", r.name, strings.Join(better, ", "))
+		}
+		if len(same) > 0 {
+			fmt.Fprintf(b, " It did no better than %s under %s.", r.name, strings.Join(same, ", "))
+		}
+		if len(worse) > 0 {
+			fmt.Fprintf(b, " It did worse than %s under %s.", r.name, strings.Join(worse, ", "))
+		}
+	}
 }
 
 // noise is the p-value under which a server's difference in a cell is more than its seeds would give.

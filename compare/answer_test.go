@@ -3,9 +3,11 @@ package compare
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockcheck/lockcheck/suite"
 )
@@ -49,12 +51,17 @@ func TestAnswerNamesSaferRow(t *testing.T) {
 		"sentinel": {"S1:3/3", "S5:2/3", "S6:1/1"},
 	})
 	got := tab.Answer()
+	// S6 is n/a on redlock: the ranking rests on S1 and S5 alone (sentinel's S6 run does not count for it),
+	// says on how many runs each share rests and that 6 runs cannot tell these shares apart; S5, where
+	// redlock did worse, is "worse", not "no better".
 	for _, want := range []string{
-		"--lease 10s --watchdog 30s",
-		"redlock is the safer: it violated in 3 of 6 runs (under S5 crash and fast restart, no persistence)",
-		"sentinel in 6 of 7",
+		"Answer for --lease 10s --watchdog 30s on the host's redis-server: ",
+		"redlock (single) violated least on S1, S5, the scenarios every row was decided in: in 3 of 6 runs (under S5 crash and fast restart, no persistence)",
+		"sentinel (single) in 5 of 6",
+		"within the noise of these runs (two-sided Fisher exact p 0.55)",
 		"did better under S1 pause after acquire (0/3 against 3/3)",
-		"no better than sentinel under S5 crash and fast restart, no persistence (3/3 against 2/3)",
+		"It did worse than sentinel under S5 crash and fast restart, no persistence (3/3 against 2/3)",
+		"Not ranked on S6",
 		"sentinel S6 ran one seed only",
 		"Not measured (the fault needs what the row lacks): redlock S6",
 	} {
@@ -73,17 +80,19 @@ func TestAnswerTies(t *testing.T) {
 		rows map[string][]string
 		want string
 	}{
-		{map[string][]string{"a": {"S1:0/3"}, "b": {"S1:0/3"}}, "no row violated in any run (a 0/3, b 0/3), so none is safer"},
-		{map[string][]string{"a": {"S1:3/3"}, "b": {"S1:3/3"}}, "no row is safer: every row violated in the same share of its runs (a 3/3, b 3/3)"},
+		{map[string][]string{"a": {"S1:0/3"}, "b": {"S1:0/3"}}, "no row violated in any run on S1, the scenarios every row was decided in (a 0/3, b 0/3), so none is safer"},
+		{map[string][]string{"a": {"S1:3/3"}, "b": {"S1:3/3"}}, "no row is safer: every row violated in the same share of its runs on S1, the scenarios every row was decided in (a 3/3, b 3/3)"},
 		// Two rows alike and safer than a third: the safer are named, not "no row violated".
-		{map[string][]string{"a": {"S1:0/3"}, "b": {"S1:0/2"}, "c": {"S1:2/3"}}, "a is the safer: it violated in 0 of 3 runs; b alike, 0 of 2; c in 2 of 3"},
-		{map[string][]string{"a": {"S1:1/2"}}, "only a was measured: it violated in 1 of 2 runs (under S1 pause after acquire)"},
+		{map[string][]string{"a": {"S1:0/8"}, "b": {"S1:0/6"}, "c": {"S1:8/8"}}, "a (single) is the safer on S1, the scenarios every row was decided in: in 0 of 8 runs; b (single) alike, 0 of 6; c (single) in 8 of 8 (under S1 pause after acquire), beyond the noise of these runs (p 0.00)"},
+		// Three seeds cannot tell 0/3 from 2/3.
+		{map[string][]string{"a": {"S1:0/3"}, "c": {"S1:2/3"}}, "a (single) violated least on S1"},
+		{map[string][]string{"a": {"S1:1/2"}}, "only a (single) was measured: it violated in 1 of 2 runs (under S1 pause after acquire)"},
 		{map[string][]string{}, "no cell was measured"},
 		// A row whose every run failed to start is not the safer one: it was not measured.
-		{map[string][]string{"a": {"S1:1/3"}, "b": {"S1:0/3!"}}, "only a was measured"},
+		{map[string][]string{"a": {"S1:1/3"}, "b": {"S1:0/3!"}}, "only a (single) was measured"},
 	} {
 		got := table(Settings{}, tc.rows).Answer()
-		if !strings.Contains(got, tc.want) || !strings.HasPrefix(got, "Answer for the default leases: ") {
+		if !strings.Contains(got, tc.want) || !strings.HasPrefix(got, "Answer for the default leases on the host's redis-server: ") {
 			t.Errorf("%v: %q; want %q", tc.rows, got, tc.want)
 		}
 	}
@@ -158,7 +167,9 @@ func TestServersAnswer(t *testing.T) {
 		"fenced":   {"S1:5/5", "S5:5/5", "S6:n/a"},
 	})
 	got := tab.Answer()
-	if !strings.HasPrefix(got, "Answer for the default leases on redis: sentinel is the safer: it violated in 7 of 15 runs") || strings.Contains(got, "@valkey") {
+	// Ranked on S1 and S5 only (S6 is n/a on two rows), on the first server's rows.
+	if !strings.HasPrefix(got, "Answer for the default leases on redis: fenced (single) violated least on S1, S5, the scenarios every row was decided in: in 5 of 10 runs") ||
+		strings.Contains(got, "@valkey") || !strings.Contains(got, "naive (single) in 10 of 10 (under S1 pause after acquire, S5 crash and fast restart, no persistence), beyond the noise") {
 		t.Errorf("the answer ranks a row against its twin on another server:\n%s", got)
 	}
 	srv := tab.ServersAnswer()
@@ -216,7 +227,7 @@ func TestMissedFaultRunsAreLeftOut(t *testing.T) {
 	}
 	got := tab.Answer()
 	for _, want := range []string{
-		"a is the safer: it violated in 1 of 4 runs", // 1 decided S1 run and 3 S5 runs
+		"a (single) violated least on S1, S5, the scenarios every row was decided in: in 1 of 4 runs", // 1 decided S1 run and 3 S5 runs
 		"The fault never fired on some seeds, whose runs held untested and are left out: a S1 (4 of 5)",
 		"a S1 ran one seed only",
 	} {
@@ -226,5 +237,68 @@ func TestMissedFaultRunsAreLeftOut(t *testing.T) {
 	}
 	if c := (Cell{Seeds: 5, Missed: 4, Measured: Safe}); c.text() != "0/5, 4 missed" {
 		t.Errorf("cell text %q", c.text())
+	}
+}
+
+// A fenced row that violates points to its finding (H5); the table names each row's server beside its
+// topology.
+func TestFencedViolationsPointToTheirFinding(t *testing.T) {
+	tab := table(Settings{}, map[string][]string{"fenced-sentinel": {"S1:0/5", "S6:2/5"}, "rlock-sentinel": {"S1:5/5", "S6:5/5"}})
+	for i := range tab.Locks {
+		if tab.Locks[i].Name == "fenced-sentinel" {
+			tab.Locks[i].Class, tab.Locks[i].Args = Fenced, []string{"--topology", "sentinel"}
+		}
+	}
+	if got := tab.Answer(); !strings.Contains(got, "fenced-sentinel's violations are finding H5") || !strings.Contains(got, "fenced-sentinel (sentinel)") {
+		t.Errorf("answer: %s", got)
+	}
+	var b bytes.Buffer
+	tab.Text(&b)
+	if !strings.Contains(b.String(), "SERVER") || !strings.Contains(b.String(), "the host's redis-server") {
+		t.Errorf("table:\n%s", b.String())
+	}
+}
+
+// docs/compare.md quotes the answer compare gives for its measured table (the cells below, as that table
+// has them): the quote is what Answer says for them now.
+func TestDocsQuoteTheAnswer(t *testing.T) {
+	cell := func(lock, sc string, viol, seeds, unknown int, measured string) Cell {
+		return Cell{Lock: lock, Scenario: sc, Violations: viol, Seeds: seeds, Unknown: unknown, Measured: measured}
+	}
+	tab := &Table{Settings: Settings{Lease: "10s", Watchdog: "30s"}, Scenarios: []Scenario{{ID: "S1", Name: "pause after acquire"},
+		{ID: "S4", Name: "clock jump on a node"}, {ID: "S5", Name: "crash and fast restart, no persistence"},
+		{ID: "S6", Name: "failover, asynchronous replication"}}}
+	for _, l := range []string{"redsync-redlock", "redisson-sentinel", "redisson-redlock-lib", "redis-py-sentinel"} {
+		i := slices.IndexFunc(Locks, func(x Lock) bool { return x.Name == l })
+		tab.Locks = append(tab.Locks, Locks[i])
+	}
+	tab.Cells = []Cell{
+		cell("redsync-redlock", "S1", 0, 3, 0, Safe), cell("redsync-redlock", "S4", 3, 3, 0, Violates),
+		cell("redsync-redlock", "S5", 3, 3, 0, Violates), cell("redsync-redlock", "S6", 0, 0, 0, NotApplicable),
+		cell("redisson-sentinel", "S1", 0, 3, 0, Safe), cell("redisson-sentinel", "S4", 0, 3, 1, "undecided"),
+		cell("redisson-sentinel", "S5", 0, 3, 0, Safe), cell("redisson-sentinel", "S6", 0, 3, 3, "undecided"),
+		cell("redisson-redlock-lib", "S1", 0, 3, 3, "undecided"), cell("redisson-redlock-lib", "S4", 0, 3, 3, "undecided"),
+		cell("redisson-redlock-lib", "S5", 0, 3, 3, "undecided"), cell("redisson-redlock-lib", "S6", 0, 0, 0, NotApplicable),
+		cell("redis-py-sentinel", "S1", 0, 3, 0, Safe), cell("redis-py-sentinel", "S4", 3, 3, 0, Violates),
+		cell("redis-py-sentinel", "S5", 3, 3, 0, Violates), cell("redis-py-sentinel", "S6", 1, 3, 0, Violates),
+	}
+	got := tab.Answer()
+	doc, err := os.ReadFile("../docs/compare.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), "\n> "+got+"\n") {
+		t.Errorf("docs/compare.md does not quote the answer for its table's cells:\n%s", got)
+	}
+}
+
+// compare.md says what ran in each scenario in a run's own words (report.WhatRan), beside its flags.
+func TestMarkdownSaysWhatRan(t *testing.T) {
+	tab := table(Settings{}, map[string][]string{"naive": {"S1:1/1"}})
+	tab.Cells[0].Ran = "4 clients, for 8s, each in a loop: tryLock lock-0."
+	var b bytes.Buffer
+	tab.Markdown(&b, time.Time{})
+	if !strings.Contains(b.String(), "what ran in naive's cell: 4 clients, for 8s, each in a loop: tryLock lock-0.") {
+		t.Errorf("compare.md:\n%s", b.String())
 	}
 }

@@ -106,3 +106,33 @@ func TestPerServerRows(t *testing.T) {
 		t.Fatalf("one server: rows %+v", got)
 	}
 }
+
+// docs/compare.md's table of the real libraries' rows says which are in the default table, as Locks has it.
+func TestDocsSayWhichRowsAreDefault(t *testing.T) {
+	b, err := os.ReadFile("../docs/compare.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		cells := strings.Split(line, " | ")
+		if len(cells) != 4 || !strings.HasPrefix(line, "| `") || (cells[2] != "yes" && cells[2] != "no") {
+			continue
+		}
+		for _, n := range strings.Split(strings.TrimPrefix(cells[0], "| "), ", ") {
+			n = strings.Trim(n, "`")
+			i := slices.IndexFunc(Locks, func(l Lock) bool { return l.Name == n })
+			if i < 0 {
+				t.Errorf("docs/compare.md names the row %s, which compare does not have", n)
+				continue
+			}
+			rows++
+			if inDefault := !Locks[i].Named; inDefault != (cells[2] == "yes") {
+				t.Errorf("docs/compare.md: %s in the default table: %s; compare: %v", n, cells[2], inDefault)
+			}
+		}
+	}
+	if rows < 8 {
+		t.Fatalf("%d rows read from docs/compare.md's table", rows)
+	}
+}

@@ -35,6 +35,9 @@ type Cell struct {
 	Predicted  string   `json:"predicted,omitempty"`
 	Agrees     *bool    `json:"agrees,omitempty"`
 	Runs       []string `json:"runs,omitempty"` // each seed's run directory, relative to the report
+	// Ran is what the cell's first run did, in its own results' words (report.WhatRan): the workload and
+	// faults that ran, not the scenario's flags.
+	Ran string `json:"ran,omitempty"`
 }
 
 // Cost is what a lock costs, over all its runs: acquire latency, throughput and availability under faults.
@@ -87,6 +90,9 @@ func Build(dir string, rep *suite.Report, ls []Lock, ss []Scenario, seeds int, s
 				c.Seeds++
 				c.Runs = append(c.Runs, o.Dir)
 				r := readResults(filepath.Join(dir, o.Dir))
+				if r != nil && c.Ran == "" {
+					c.Ran = r.Ran
+				}
 				h, _ := history.ReadFile(filepath.Join(dir, o.Dir, "history.jsonl"))
 				verdict, at := judge(o, r, l.Judge)
 				switch verdict {
@@ -314,17 +320,17 @@ func (t *Table) setup(w io.Writer, md bool) {
 	}
 	fmt.Fprintf(w, "Settings passed to every cell: %s; %d seed(s) per cell.\n\n", set, t.Seeds)
 	if md {
-		fmt.Fprint(w, "| lock | topology | what |\n| --- | --- | --- |\n")
+		fmt.Fprint(w, "| lock | topology | server | what |\n| --- | --- | --- | --- |\n")
 		for _, l := range t.Locks {
-			fmt.Fprintf(w, "| %s | %s | %s |\n", l.Name, l.Topology(), l.What)
+			fmt.Fprintf(w, "| %s | %s | %s | %s |\n", l.Name, l.Topology(), serverName(l.Server()), l.What)
 		}
 		fmt.Fprintln(w)
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "LOCK\tTOPOLOGY\tWHAT")
+	fmt.Fprintln(tw, "LOCK\tTOPOLOGY\tSERVER\tWHAT")
 	for _, l := range t.Locks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", l.Name, l.Topology(), l.What)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", l.Name, l.Topology(), serverName(l.Server()), l.What)
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
@@ -402,7 +408,11 @@ func (t *Table) Markdown(w io.Writer, when time.Time) {
 	}
 	fmt.Fprintln(w, "\nScenarios as lockcheck runs them:")
 	for _, s := range t.Scenarios {
-		fmt.Fprintf(w, "- %s, %s: %s (`%s`)\n", s.ID, s.Name, s.Why, strings.Join(s.Args, " "))
+		fmt.Fprintf(w, "- %s, %s: %s (`%s`)", s.ID, s.Name, s.Why, strings.Join(s.Args, " "))
+		if c, ok := t.firstRan(s.ID); ok {
+			fmt.Fprintf(w, "; what ran in %s's cell: %s", c.Lock, c.Ran)
+		}
+		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "\n%s\n", t.Conclusion)
 	if t.Servers != "" {
@@ -432,4 +442,14 @@ func (t *Table) JSON(path string) error {
 		return err
 	}
 	return os.WriteFile(path, b, 0o644)
+}
+
+// firstRan is the first row's cell of a scenario that says what ran (one run's own description).
+func (t *Table) firstRan(id string) (Cell, bool) {
+	for _, c := range t.Cells {
+		if c.Scenario == id && c.Ran != "" {
+			return c, true
+		}
+	}
+	return Cell{}, false
 }

@@ -107,6 +107,7 @@ const (
 	fPhase
 	fTargets
 	fDetail
+	fStep
 	fEnter
 	fExit
 	fToken
@@ -176,6 +177,8 @@ func (d *decoder) fast(b []byte, rec *Record) bool {
 			bit, ok = fPhase, d.field(&p, &rec.Phase)
 		case "detail":
 			bit, ok = fDetail, d.field(&p, &rec.Detail)
+		case "step":
+			bit, ok = fStep, d.field(&p, &rec.Step)
 		case "value":
 			var v int64
 			bit = fValue

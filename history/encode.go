@@ -45,6 +45,7 @@ func appendRecord(b []byte, r *Record) []byte {
 		b = strconv.AppendInt(b, *r.Value, 10)
 	}
 	b = appendStr(b, "error", r.Error)
+	b = appendStr(b, "step", r.Step)
 	b = appendStr(b, "phase", r.Phase)
 	if len(r.Targets) > 0 {
 		b = append(b, `,"targets":[`...)

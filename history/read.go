@@ -26,7 +26,13 @@ type History struct {
 	Ended     *Record  // the end record; nil when the run never wrote one (killed, or still running)
 	Events    []Record // workers' lost/renewed reports
 	Truncated bool     // the last line was cut short (the run was killed mid-write) and was dropped
+	// Steps names, by operation id, the schedule step (--schedule) that invoked it: kept apart from
+	// Operation, which must stay small, since only a schedule run's few operations have one.
+	Steps map[int64]string
 }
+
+// StepOf is the schedule step that invoked an operation ("" for none).
+func (h *History) StepOf(o Operation) string { return h.Steps[o.Invoke.ID] }
 
 // MaxLine bounds a history line: the longest real record is a meta record of a few KB, and an unbounded
 // line (lockcheck check /dev/zero) would take all memory.
@@ -258,6 +264,12 @@ func (h *History) add(d *decoder, rec *Record, ids *idSet, n, seen int) error {
 			return fmt.Errorf("operation %d invoked twice", rec.ID)
 		}
 		h.Ops = append(h.Ops, Operation{Invoke: CallOf(*rec)})
+		if rec.Step != "" {
+			if h.Steps == nil {
+				h.Steps = map[int64]string{}
+			}
+			h.Steps[rec.ID] = rec.Step
+		}
 	case Ok, Fail, Unknown:
 		i, ok := ids.complete(rec.ID)
 		if !ok {
@@ -342,7 +354,8 @@ type Window struct {
 	Targets    []string
 	Detail     string
 	Start, End int64
-	Healed     bool // a stop record was seen
+	Healed     bool   // a stop record was seen
+	Step       string `json:",omitempty"` // the schedule step that started it
 }
 
 // Windows pairs fault start and stop records. A fault never stopped runs to the end of the history.
@@ -356,7 +369,7 @@ func (h *History) Windows() []Window {
 		k := f.F + fmt.Sprint(f.Targets)
 		if f.Phase == "start" {
 			openIdx[k] = len(out)
-			out = append(out, Window{Kind: f.F, Targets: f.Targets, Detail: f.Detail, Start: f.Time, End: -1})
+			out = append(out, Window{Kind: f.F, Targets: f.Targets, Detail: f.Detail, Start: f.Time, End: -1, Step: f.Step})
 			continue
 		}
 		if f.Phase != "stop" {

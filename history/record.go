@@ -73,6 +73,8 @@ type Record struct {
 	Args  map[string]int64 `json:"args,omitempty"`
 	Value *int64           `json:"value,omitempty"` // numeric result: ttl on a refused acquire, unlock result
 	Error string           `json:"error,omitempty"`
+	// Step names the schedule step (--schedule) that made this call or started this fault.
+	Step string `json:"step,omitempty"`
 
 	// Fault records.
 	Phase   string   `json:"phase,omitempty"` // start or stop

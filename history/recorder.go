@@ -228,7 +228,12 @@ func (r *Recorder) Section(rec Record, overlap bool) {
 
 // Fault records a nemesis event and remembers the fault in force for the status line.
 func (r *Recorder) Fault(kind, phase string, targets []string, detail string) {
-	r.write(Record{Type: Fault, Client: "nemesis", F: kind, Phase: phase, Targets: targets, Detail: detail}, true)
+	r.FaultStep("", kind, phase, targets, detail)
+}
+
+// FaultStep is Fault for a schedule's fault step, which the record names.
+func (r *Recorder) FaultStep(step, kind, phase string, targets []string, detail string) {
+	r.write(Record{Type: Fault, Client: "nemesis", F: kind, Phase: phase, Targets: targets, Detail: detail, Step: step}, true)
 	switch phase {
 	case "start":
 		r.fault.Store(kind)

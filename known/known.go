@@ -37,6 +37,9 @@ type Signature struct {
 	// shortened that lease (report.Story).
 	Lease     report.LeaseSide `json:"lease,omitempty"`
 	Shortened bool             `json:"shortened,omitempty"`
+	// Also are the other checkers that found the run invalid: a known bug may be what one of them found
+	// (redsync's Extend answering ok on a lost lock is porcupine's, beside the overlap the story leads with).
+	Also []string `json:"also,omitempty"`
 }
 
 // String is the signature in one line: "overlap by mutual-exclusion on a mutex, under client-pause, past
@@ -60,6 +63,9 @@ func (s Signature) String() string {
 	if s.Shape != "" {
 		t += ", at " + s.Shape
 	}
+	if len(s.Also) > 0 {
+		t += "; also invalid: " + strings.Join(s.Also, ", ")
+	}
 	return t
 }
 
@@ -71,6 +77,15 @@ func SignatureOf(h *history.History, r *report.Results) (Signature, bool) {
 		return Signature{}, false
 	}
 	s := Signature{Kind: st.Kind, Checker: st.Checker, Lease: st.Lease, Shortened: st.Shortened}
+	if r.Breaking != nil { // the transition at the first violation (package coverage)
+		s.Shape = r.Breaking.String()
+	}
+	for _, c := range r.Checkers {
+		if c.Valid == checker.Invalid && c.Checker != st.Checker && !slices.Contains(s.Also, c.Checker) {
+			s.Also = append(s.Also, c.Checker)
+		}
+	}
+	sort.Strings(s.Also)
 	if h != nil && h.Run != nil {
 		s.Family = h.Run.Checks.Family
 	}
@@ -315,7 +330,8 @@ func (r rule) meets(s Signature, run history.RunMeta) (int, bool) {
 		return !set || ok
 	}
 	lib, version := runLibrary(run)
-	ok := cond(len(r.checkers) > 0, slices.Contains(r.checkers, s.Checker)) &&
+	found := slices.Contains(r.checkers, s.Checker) || slices.ContainsFunc(s.Also, func(c string) bool { return slices.Contains(r.checkers, c) })
+	ok := cond(len(r.checkers) > 0, found) &&
 		cond(r.kind != "", r.kind == s.Kind) &&
 		cond(r.family != "", r.family == s.Family) &&
 		cond(r.lease != "", r.lease == s.Lease) &&

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/coverage"
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/kinds"
 	"github.com/lockcheck/lockcheck/report"
@@ -88,6 +89,18 @@ func TestMatch(t *testing.T) {
 	if e, ok := Match(lost, old); !ok || e.Name != "redisson-3194-watchdog-stops-after-error" || e.Fixed != "3.44.0" {
 		t.Errorf("3.43.0 under a partition: %+v %v", e, ok)
 	}
+	// redsync v4.0.3's Extend answering ok on a lost lock is porcupine's finding, beside the pause's overlap
+	// the story leads with: the library's bug, not only the design limit (a real repro run found this).
+	extend := pause
+	extend.Also = []string{"porcupine", "told-of-loss"}
+	redsync := history.RunMeta{Lock: "reentrant", Client: &history.Client{Name: "redsync", Library: "redsync", Version: "v4.0.3"}}
+	if e, ok := Match(extend, redsync); !ok || e.Name != "redsync-extend-lost-lock" {
+		t.Errorf("redsync v4.0.3's extend: %+v %v", e, ok)
+	}
+	redsync.Client.Version = "v4.0.4"
+	if e, ok := Match(extend, redsync); !ok || e.Name != "kleppmann-pause" {
+		t.Errorf("redsync v4.0.4 (fixed): %+v %v, want the pause's design limit", e, ok)
+	}
 	fixed := old
 	fixed.Client = &history.Client{Name: "redisson", Library: "redisson", Version: "3.44.0"}
 	if e, ok := Match(lost, fixed); ok {
@@ -115,6 +128,11 @@ func TestOf(t *testing.T) {
 	res.Story.Lease = report.WithinLease
 	if k := Of(h, res); k.Entry != nil || !strings.HasPrefix(k.Text, "new: nothing in lockcheck's catalog matches") {
 		t.Errorf("within the lease: %+v", k)
+	}
+	// The breaking transition (package coverage) is the signature's shape.
+	res.Breaking = &coverage.Transition{Family: "mutex", Before: "held-once", Op: "acquire", Outcome: "granted", Lease: "none"}
+	if k := Of(h, res); !strings.Contains(k.Signature, ", at "+res.Breaking.String()) {
+		t.Errorf("signature without the breaking transition: %s", k.Signature)
 	}
 	res.Valid = checker.Valid
 	if k := Of(h, res); k != nil {

@@ -44,6 +44,8 @@ type Results struct {
 	WorkloadNs int64             `json:"workload_start_ns,omitempty"`
 	Story      *Story            `json:"story,omitempty"` // the run in one or two sentences (story.go)
 	Known      *Known            `json:"known,omitempty"` // an invalid run against the catalog (known.go)
+	Steps      []StepOutcome     `json:"steps,omitempty"` // a schedule run's steps, each with its outcome (steps.go)
+	Ran        string            `json:"ran,omitempty"`   // what ran, in words (WhatRan): every output says this one
 	Files      map[string]string `json:"files"`
 
 	// ModelCoverage is the run's transitions of its lock's model, and Breaking the one at its first
@@ -119,6 +121,12 @@ func (r *Results) Table(w io.Writer) {
 	}
 	for _, l := range r.KnownLines() {
 		fmt.Fprintf(w, "%s\n", l)
+	}
+	if len(r.Steps) > 0 {
+		fmt.Fprintf(w, "steps:\n")
+		for _, l := range r.StepLines() {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
 	}
 	fmt.Fprintf(w, "(%s)\n", r.ClockText())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

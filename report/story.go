@@ -69,6 +69,9 @@ type Story struct {
 	// Lease is, for an overlap, which side of the first owner's lease the second owner entered on: within
 	// it (the lock let it in early) or past it (the first owner worked on after its lease ended).
 	Lease LeaseSide `json:"lease,omitempty"`
+	// SetUpBy are the schedule steps (--schedule) that touched the key between the first owner's grant and
+	// the violation, other than the second owner's acquire: what set the violation up, each as its line.
+	SetUpBy []string `json:"set_up_by,omitempty"`
 	// Shortened is set where a re-entry of the first owner had replaced its lease with a shorter one
 	// (Redisson's re-entry sets the lease anew) before the second owner entered.
 	Shortened bool   `json:"shortened,omitempty"`
@@ -220,6 +223,35 @@ func (s *Story) overlap(h *history.History, c checker.Result, byName map[string]
 	if s.Told != "" {
 		s.Text += "; " + s.Told
 	}
+	s.SetUpBy = setUpBy(h, ws, o, granted)
+	if len(s.SetUpBy) > 0 {
+		s.Text += "; set up by the step " + strings.Join(s.SetUpBy, ", and the step ")
+	}
+}
+
+// setUpBy are the lines of the schedule steps that touched the overlap's key (or started a fault) after
+// the first owner's grant and up to the second owner's entry, the second owner's own acquire aside.
+func setUpBy(h *history.History, ws []history.Window, o checker.Overlap, granted int64) []string {
+	var out []string
+	for _, op := range h.Ops {
+		c, step := op.Invoke, h.StepOf(op)
+		if step == "" || c.Key != o.Key || c.Time <= granted || c.Time > o.Entered ||
+			threadOf(c) == o.Intruder && c.F == "tryLock" {
+			continue
+		}
+		st := StepOutcome{Step: step, Client: threadOf(c), At: c.Time, Done: -1, LeaseMs: c.Args["lease_ms"]}
+		if op.Complete != nil {
+			st.Done = op.Complete.Time
+		}
+		_, t := stepText(op, st)
+		out = append(out, t)
+	}
+	for _, w := range ws {
+		if w.Step != "" && w.Start > granted && w.Start <= o.Entered {
+			out = append(out, fmt.Sprintf("%s: %s at %s", w.Step, StoryFault{Fault: w.Kind, Targets: w.Targets}.name(), checker.Secs(w.Start)))
+		}
+	}
+	return out
 }
 
 // lost tells an acknowledged lock found gone before its lease could end.

@@ -158,6 +158,8 @@ func analyze(ctx context.Context, path string, timeout time.Duration, own *kinds
 	res.NoteCoverage(h) // after every cap on the verdict: only a valid verdict can have missed
 	modelCoverage(h, results, res)
 	res.WorkloadNs = h.WorkloadStart()
+	res.Steps = report.StepsOf(h)
+	res.Ran = report.WhatRan(meta, res.Nemesis)
 	res.Story = report.TellStory(h, res, libraryOf(meta))
 	res.Known = known.Of(h, res)
 	if h.Truncated {

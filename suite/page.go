@@ -63,8 +63,11 @@ func Table(r *Report) []Row {
 				link += "/results.json"
 			}
 		}
-		row.Cells = append(row.Cells, Cell{Label: label, Verdict: o.Verdict, Met: o.Met, Link: link,
-			Title: fmt.Sprintf("exit %d, %.1fs. %s", o.Exit, o.Seconds, o.Violation)})
+		title := fmt.Sprintf("exit %d, %.1fs. %s", o.Exit, o.Seconds, o.Violation)
+		if o.Known != "" { // whether the catalog knows the finding, as the run's line says it
+			title += " (" + o.Known + ")"
+		}
+		row.Cells = append(row.Cells, Cell{Label: label, Verdict: o.Verdict, Met: o.Met, Link: link, Title: title})
 	}
 	sort.Strings(keys)
 	var rows []Row

@@ -260,6 +260,9 @@ func Build(ctx context.Context, s Spec, version string, say io.Writer) ([]string
 		_ = os.Remove(logPath)
 		return nil, UnknownError{fmt.Sprintf("--client %s@%s: the registry has no %s %s (%s)", s.Name, version, s.Name, version, why)}
 	}
+	if why, ok := unreachable(s, logPath); err != nil && ok { // no network: not the build's fault, and it says so
+		return nil, fmt.Errorf("building worker %s@%s: %s; full log in %s", s.Name, version, why, logPath)
+	}
 	if err != nil { // not marked built: the next use builds afresh; the folder keeps the build's own logs
 		return nil, fmt.Errorf("building worker %s@%s failed (%v): %s; full log in %s", s.Name, version, err,
 			textfile.LastLine(logPath), logPath)

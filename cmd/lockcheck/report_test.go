@@ -65,7 +65,10 @@ func TestBugReportReproduces(t *testing.T) {
 	}
 	for _, want := range []string{"two owners held lock-0 at once", "## Affected", "| server | Redis server v=",
 		"| persistence | none |", "## Expected", "## Actual\n\n" + res.Story.Text, "## Proof", "## How often it reproduces",
-		"## Fault timeline", filepath.Join(dir, "history.jsonl"), "What the application does: 4 clients"} {
+		"## Fault timeline", filepath.Join(dir, "history.jsonl"), "What the application does: 4 clients",
+		// The title block says which catalog entry this is (the naive lock's plain DEL), and Expected says
+		// the promise as a lease lock makes it, and which side of the lease this run fell on.
+		"\n> known: `design-unconditional-unlock`", "promises exclusion only within the lease", "This run fell "} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the report lacks %q:\n%s", want, text)
 		}

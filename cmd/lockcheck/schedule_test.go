@@ -68,6 +68,7 @@ func TestScheduleExamples(t *testing.T) {
 				if strings.Contains(lock, "zset-broken") && !strings.Contains(r.Story.Text, "the lock let it in early") {
 					t.Errorf("story %q: want the writer let in before the reader's own lease could end", r.Story.Text)
 				}
+				scheduleSteps(t, dir, name, want == exitInvalid)
 				grants := scheduleRecorded(t, dir, name)
 				if name == "rwlock-readers-leases" && want == exitValid && grants != 3 {
 					t.Errorf("%d grants: want both readers and then the writer", grants)
@@ -259,5 +260,34 @@ func TestRunRecordsFilesAbsolute(t *testing.T) {
 	want, _ := filepath.Abs("../../examples/locks/setnx.yaml")
 	if !slices.Contains(h.Run.Command, "--lock-spec="+want) {
 		t.Fatalf("recorded command %q: want --lock-spec=%s", h.Run.Command, want)
+	}
+}
+
+// knownAs is the catalog entry each shipped schedule's invalid run is known as (package known).
+var knownAs = map[string]string{"reentry-lease": "design-reentry-lease", "naive-stale-release": "design-unconditional-unlock",
+	"client-pause-watchdog": "kleppmann-pause"}
+
+// scheduleSteps checks that results.json lists every step that made a call with its outcome, and that an
+// invalid run names the catalog entry it is and, where a step set it up, that step.
+func scheduleSteps(t *testing.T, dir, name string, invalid bool) {
+	t.Helper()
+	r := readResultsStory(t, dir)
+	if len(r.Steps) < 3 {
+		t.Errorf("%d steps in results.json: %+v", len(r.Steps), r.Steps)
+	}
+	for _, s := range r.Steps {
+		if s.Step == "" || s.Outcome == "" || !strings.HasPrefix(s.Text, s.Step+": ") {
+			t.Errorf("step %+v", s)
+		}
+	}
+	if !invalid {
+		return
+	}
+	if want := knownAs[name]; want != "" && (r.Known == nil || r.Known.Entry == nil || r.Known.Entry.Name != want) {
+		t.Errorf("known: %+v, want %s", r.Known, want)
+	}
+	setUp := map[string]string{"reentry-lease": "set up by the step reenter", "naive-stale-release": "set up by the step stale-release"}
+	if want := setUp[name]; want != "" && !strings.Contains(r.Story.Text, want) {
+		t.Errorf("story %q: want %q", r.Story.Text, want)
 	}
 }

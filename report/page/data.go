@@ -55,6 +55,8 @@ type data struct {
 	Verdict   string            `json:"verdict"`
 	Story     string            `json:"story,omitempty"` // leads the banner (report.Story)
 	Known     []string          `json:"known,omitempty"` // under it: known or new (report.Known)
+	Steps     []string          `json:"steps,omitempty"` // a schedule run's steps and what each did
+	Ran       string            `json:"ran,omitempty"`   // what ran, in words (report.WhatRan)
 	Clock     string            `json:"clock"`           // where the run's clock starts, stated once
 	Workload  float64           `json:"workload"`        // when the workload began on it: start-up before
 	Lock      string            `json:"lock"`
@@ -218,7 +220,7 @@ func secs(ns int64) float64 { return math.Round(float64(ns)/1e6) / 1e3 }
 func build(in Input) data {
 	r, h := in.Results, in.History
 	end := h.End() // once: it reads every record (never negative)
-	d := data{Verdict: r.Valid.String(), Story: r.StoryText(), Known: r.KnownLines(), Clock: r.ClockText(), Workload: secs(r.WorkloadNs), Lock: r.Lock, Topology: r.Topology, Nemesis: r.Nemesis, Seed: r.Seed,
+	d := data{Verdict: r.Valid.String(), Story: r.StoryText(), Known: r.KnownLines(), Steps: r.StepLines(), Ran: r.Ran, Clock: r.ClockText(), Workload: secs(r.WorkloadNs), Lock: r.Lock, Topology: r.Topology, Nemesis: r.Nemesis, Seed: r.Seed,
 		Client: in.Client, Duration: secs(end), Notes: r.Notes, Plan: r.Plan, Versions: r.Versions,
 		Links: in.Links, Truncated: r.Truncated}
 	if len(in.Command) > 0 {

@@ -25,6 +25,12 @@
   banner.append(el('div', { class: 'verdict' }, d.verdict.toUpperCase()))
   if (d.story) banner.append(el('div', { class: 'story', id: 'story' }, d.story))
   for (const k of d.known || []) banner.append(el('div', { class: 'known' }, k))
+  if (d.ran) banner.append(el('div', { class: 'note', id: 'ran' }, 'what ran: ' + d.ran))
+  if (d.steps && d.steps.length) {
+    const ul = el('ul', { class: 'steps', id: 'steps' })
+    for (const s of d.steps) ul.append(el('li', {}, s))
+    banner.append(el('div', {}, 'the schedule\'s steps, each with what it did:'), ul)
+  }
   banner.append(el('div', {}, `lock ${d.lock} on ${d.topology}` + (d.client ? `, client ${d.client}` : '') +
     `, nemesis ${d.nemesis && d.nemesis.length ? d.nemesis.join(',') : 'none'}, seed ${d.seed}, ${fmt(d.duration)}`))
   if (d.first) {

@@ -121,7 +121,7 @@ func (s *Schedule) cycle(ctx context.Context, clients map[string]locks.Client, r
 			if !ready(i) || env == nil {
 				return
 			}
-			heal := nemesis.Apply(ctx, env, rec, st.Fault, s.aimed[i])
+			heal := nemesis.Apply(ctx, env, stepFaults{rec, st.Name}, st.Fault, s.aimed[i])
 			close(done[i])
 			workloads.Sleep(ctx, st.For)
 			heal()
@@ -174,7 +174,7 @@ func (a *actor) play(ctx context.Context, st Step, done func()) {
 		return
 	}
 	if st.Release {
-		a.release(ctx)
+		a.release(ctx, st.Name)
 		done()
 		return
 	}
@@ -185,7 +185,7 @@ func (a *actor) play(ctx context.Context, st Step, done func()) {
 	if st.Lease != nil {
 		lease = *st.Lease
 	}
-	a.acquire(ctx, st.KeyName(), st.Acquire, wait, lease, done)
+	a.acquire(ctx, st.Name, st.KeyName(), st.Acquire, wait, lease, done)
 }
 
 // handle is the actor's lock object for key in mode op (nil when the client is of another family: Check
@@ -222,14 +222,25 @@ func (a *actor) granted(key string) int {
 }
 
 // op records an operation as the mutex workload does.
-func (a *actor) op(f string, l locks.Mutex, nested int64, wait, lease time.Duration) *history.Op {
+// step names the step that made it ("" for the releases at a cycle's end).
+func (a *actor) op(step, f string, l locks.Mutex, nested int64, wait, lease time.Duration) *history.Op {
 	return a.rec.Invoke(history.Record{Client: a.c.Name(), Thread: a.thread, Key: l.Key(), Owner: l.Owner(), F: f,
-		Args: map[string]int64{"wait_ms": wait.Milliseconds(), "lease_ms": lease.Milliseconds(), "nested": nested}})
+		Args: map[string]int64{"wait_ms": wait.Milliseconds(), "lease_ms": lease.Milliseconds(), "nested": nested}, Step: step})
+}
+
+// stepFaults records a fault step's fault records with the step's name.
+type stepFaults struct {
+	rec  *history.Recorder
+	step string
+}
+
+func (s stepFaults) Fault(kind, phase string, targets []string, detail string) {
+	s.rec.FaultStep(s.step, kind, phase, targets, detail)
 }
 
 // acquire is a tryLock: a first grant of the key enters its critical section; an acquire while holding it
 // is a re-entry (nested 1) with its own lease, inside the section it joins.
-func (a *actor) acquire(ctx context.Context, key string, op Op, wait, lease time.Duration, done func()) {
+func (a *actor) acquire(ctx context.Context, step, key string, op Op, wait, lease time.Duration, done func()) {
 	l := a.handle(key, op)
 	if l == nil {
 		done()
@@ -239,7 +250,7 @@ func (a *actor) acquire(ctx context.Context, key string, op Op, wait, lease time
 	if a.granted(key) > 0 {
 		nested = 1
 	}
-	rop := a.op("tryLock", l, nested, wait, lease)
+	rop := a.op(step, "tryLock", l, nested, wait, lease)
 	ok, err := l.TryLock(ctx, wait, lease)
 	outcome.Complete(rop, outcome.Call{Refused: !ok, Err: err})
 	a.holds = append(a.holds, hold{l: l, key: key, granted: ok})
@@ -266,7 +277,7 @@ func (a *actor) acquire(ctx context.Context, key string, op Op, wait, lease time
 // release unlocks the actor's latest acquire, as the library answers it (an acquire that was refused
 // is released all the same: the report's steps say so). The last hold of a key leaves its section first,
 // unless a leave step did.
-func (a *actor) release(ctx context.Context) {
+func (a *actor) release(ctx context.Context, step string) {
 	if len(a.holds) == 0 {
 		return
 	}
@@ -280,7 +291,7 @@ func (a *actor) release(ctx context.Context) {
 		s.Exit()
 		delete(a.secs, h.key)
 	}
-	op := a.op("unlock", h.l, nested, 0, 0)
+	op := a.op(step, "unlock", h.l, nested, 0, 0)
 	c := outcome.Call{Err: h.l.Unlock(ctx)}
 	if errors.Is(c.Err, locks.ErrNotHeld) {
 		c.Value = history.Int64(-1)
@@ -308,6 +319,6 @@ func (a *actor) releaseAll(ctx context.Context) {
 			a.holds = a.holds[:len(a.holds)-1] // refused: nothing to give back
 			continue
 		}
-		a.release(ctx)
+		a.release(ctx, "")
 	}
 }
