@@ -376,7 +376,7 @@ func (x *exploration) trial(ctx context.Context, t explore.Trial) explore.Outcom
 	if o.Verdict == "invalid" {
 		if res, err := report.ReadResults(out.Dir); err == nil {
 			if sig, ok := signatureOf(h, res); ok {
-				out.Signature = sig.String()
+				out.Signature = findingKey(sig)
 			}
 		}
 	}

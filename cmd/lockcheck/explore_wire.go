@@ -21,16 +21,23 @@ func coverageOf(h *history.History) (map[string]int, *coverage.Map) {
 }
 
 // signatureOf is an invalid run's finding signature (package known), its shape the transition that broke
-// (coverage.Breaking); false for a run that is not invalid.
+// (coverage.Breaking, where results.json does not carry it); false for a run that is not invalid.
 func signatureOf(h *history.History, res *report.Results) (known.Signature, bool) {
 	sig, ok := known.SignatureOf(h, res)
 	if !ok {
 		return sig, false
 	}
-	if t, ok := coverage.Breaking(h, res.Checkers); ok {
+	if t, ok := coverage.Breaking(h, res.Checkers); ok && sig.Shape == "" {
 		sig.Shape = t.String()
 	}
 	return sig, true
+}
+
+// findingKey is what files runs under one finding: the signature without the other checkers that happened
+// to be invalid beside the leading one (one bug shows them in some runs and not in others).
+func findingKey(s known.Signature) string {
+	s.Also = nil
+	return s.String()
 }
 
 // knownOf is the catalog entry an invalid run matches (its name "" for none) and its summary.
