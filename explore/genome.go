@@ -443,8 +443,8 @@ func timesOf(s *schedule.Schedule) times {
 
 // holdsFit refuses a schedule in which a holder may still be working when its own lease has run out: the
 // time from an outermost acquire (its earliest grant) to the end of its critical section (its actor's next
-// leave, or the release that gives the key back; the end of the steps when none does) must stay a margin
-// inside its lease. A holder that outlives its lease breaks any lease lock, by design: explore looks for the
+// leave, or the release that gives the key back; the end of the steps when none does), and any pause of
+// its client in between, must stay a margin inside its lease. A holder that outlives its lease breaks any lease lock, by design: explore looks for the
 // lock's own faults (a late release after a leave is the application's right, and stays).
 func (t times) holdsFit(s *schedule.Schedule) error {
 	for i, st := range s.Steps {
@@ -470,7 +470,7 @@ func (t times) holdsFit(s *schedule.Schedule) error {
 			}
 		}
 		margin := max(100*time.Millisecond, *st.Lease/4)
-		hold := end - t.lo[i]
+		hold := end - t.lo[i] + t.frozen(s, st.Client, t.lo[i], end)
 		if endAt >= 0 && t.anc[endAt]&(1<<i) != 0 {
 			hold = end - t.hi[i] // the section's end waits for the grant: counted from it
 		}
@@ -479,6 +479,25 @@ func (t times) holdsFit(s *schedule.Schedule) error {
 		}
 	}
 	return nil
+}
+
+// freezing are the faults that stop a client's own work (its threads, or its whole process): a holder
+// frozen while it holds works on past its lease when it wakes, by design of every lease lock.
+var freezing = []string{"client-pause", "client-stall"}
+
+// frozen is how long the client may be frozen between from and to: the length of every freezing fault
+// aimed at it (or drawn, so perhaps at it) that may start in that span.
+func (t times) frozen(s *schedule.Schedule, client string, from, to time.Duration) time.Duration {
+	var d time.Duration
+	for j, st := range s.Steps {
+		if !slices.Contains(freezing, st.Fault) || len(st.Targets) > 0 && !slices.Contains(st.Targets, client) {
+			continue
+		}
+		if t.hi[j] >= from && t.lo[j] <= to {
+			d += st.For
+		}
+	}
+	return d
 }
 
 // outerHeld says whether step i's actor already holds its key: a re-entry, whose lease is free to differ.
