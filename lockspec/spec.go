@@ -70,7 +70,7 @@ type Spec struct {
 	// Redisson's watchdog did before 3.44 (#3194); false (on_error: keep, the default) renews it again next
 	// period, and only an extend answered not_held ends it.
 	WatchdogStopsOnError bool
-	Ops           map[string]*Op
+	Ops                  map[string]*Op
 	// Broken marks a negative control: what is wrong, and the fault-free flags that show it.
 	Broken string
 	Flags  []string
