@@ -97,12 +97,18 @@ func TestCheckAgainstTheLock(t *testing.T) {
 	}
 }
 
-// The shipped schedules parse, and Marshal writes each back as a file that reads to the same steps.
+// The shipped schedules (and the broken twins') parse, and Marshal writes each back as a file that reads to
+// the same steps.
 func TestExamplesRoundTrip(t *testing.T) {
 	files, _ := filepath.Glob("../../examples/schedules/*.yaml")
 	if len(files) < 3 {
 		t.Fatalf("%d schedules in examples/schedules", len(files))
 	}
+	twins, _ := filepath.Glob("../../examples/twins/*/schedule.yaml")
+	if len(twins) < 8 {
+		t.Fatalf("%d schedules in examples/twins", len(twins))
+	}
+	files = append(files, twins...)
 	for _, f := range files {
 		s, err := Load(f)
 		if err != nil {
