@@ -2,6 +2,9 @@
 -- KEYS[1] lock hash; KEYS[2] waiter queue (list); KEYS[3] waiter deadlines (zset, client epoch ms).
 -- ARGV[1] lease ms; ARGV[2] owner; ARGV[3] wait ms (this waiter's slot); ARGV[4] client now, epoch ms.
 -- Replies nil when granted, else the time to wait before retrying.
+-- TWIN: every waiter's slot is a fixed 5 s, whatever it waits (Redisson <= 3.13.2, #2883: threadWaitTime
+-- hard-wired), here and in fair_acquire_failed.lua; was ARGV[3], the waiter's own wait.
+local slot = 5000
 -- Drop waiters at the head whose deadline has passed.
 while true do
   local head = redis.call('lindex', KEYS[2], 0)
@@ -21,7 +24,7 @@ if redis.call('exists', KEYS[1]) == 0
   redis.call('zrem', KEYS[3], ARGV[2])
   local waiting = redis.call('zrange', KEYS[3], 0, -1)
   for i = 1, #waiting do
-    redis.call('zincrby', KEYS[3], -tonumber(ARGV[3]), waiting[i])
+    redis.call('zincrby', KEYS[3], -slot, waiting[i])
   end
   redis.call('hset', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
@@ -44,8 +47,7 @@ if last ~= false and last ~= ARGV[2] and redis.call('zscore', KEYS[3], last) ~= 
 else
   ttl = redis.call('pttl', KEYS[1])
 end
--- TWIN: every waiter gets a fixed 5 s slot, whatever it waits (Redisson <= 3.13.2, #2883; was ARGV[3]).
-local deadline = ttl + 5000 + tonumber(ARGV[4])
+local deadline = ttl + slot + tonumber(ARGV[4])
 if redis.call('zadd', KEYS[3], deadline, ARGV[2]) == 1 then
   redis.call('rpush', KEYS[2], ARGV[2])
 end
