@@ -214,6 +214,13 @@ var Shapes = []Shape{
 		joiner := actor{client: "c2"}
 		if c.Reentrant && (c.Family == "mutex" || rng.IntN(3) == 0) {
 			joiner = actor{client: "c1"} // a re-entry by the holder
+			if c.Family == "rwlock" && rng.IntN(2) == 0 { // beside another reader, who comes and goes
+				g.Schedule.Steps[0].Acquire, op = schedule.Read, schedule.Read
+				g.addActor(rng, c, actor{client: "c4"}, a.Name)
+				g.Schedule.Steps[len(g.Schedule.Steps)-1].Delay = pick(rng, holds[:4])
+			} else if op == schedule.Write && rng.IntN(2) == 0 {
+				op = schedule.Read // the writer reads too
+			}
 		} else if c.Family == "rwlock" {
 			op = schedule.Read
 			g.Schedule.Steps[0].Acquire = schedule.Read
@@ -322,8 +329,12 @@ func holdFor(rng *rand.Rand, lease time.Duration) time.Duration {
 // re-entry's release; it returns the release's name.
 func (g *Genome) addReentry(rng *rand.Rand, c Caps, i int) string {
 	outer := g.Schedule.Steps[i]
+	op := outer.Acquire
+	if op == schedule.Write && rng.IntN(2) == 0 { // a writer may read too (Redisson's read inside a write)
+		op = schedule.Read
+	}
 	in := schedule.Step{Name: g.name(), After: outer.Name, Delay: pick(rng, gaps), Client: outer.Client,
-		Thread: outer.Thread, Acquire: outer.Acquire, Lease: c.lease(rng), Wait: wait(rng)}
+		Thread: outer.Thread, Acquire: op, Lease: c.lease(rng), Wait: wait(rng)}
 	out := schedule.Step{Name: g.name(), After: in.Name, Delay: pick(rng, holds), Client: outer.Client,
 		Thread: outer.Thread, Release: true}
 	g.Schedule.Steps = slices.Insert(g.Schedule.Steps, i+1, in, out)
