@@ -213,7 +213,7 @@ var Shapes = []Shape{
 		g.Schedule.Steps = append(g.Schedule.Steps, a)
 		joiner := actor{client: "c2"}
 		if c.Reentrant && (c.Family == "mutex" || rng.IntN(3) == 0) {
-			joiner = actor{client: "c1"} // a re-entry by the holder
+			joiner = actor{client: "c1"}                  // a re-entry by the holder
 			if c.Family == "rwlock" && rng.IntN(2) == 0 { // beside another reader, who comes and goes
 				g.Schedule.Steps[0].Acquire, op = schedule.Read, schedule.Read
 				g.addActor(rng, c, actor{client: "c4"}, a.Name)
