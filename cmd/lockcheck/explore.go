@@ -210,7 +210,7 @@ func exploreCaps(cmd *cobra.Command, t *runner.Test, sut []string) (explore.Caps
 	k := t.Kind
 	c := explore.Caps{Lock: t.Options.Lock, Family: k.Family.Name, Reentrant: k.Reentrant, Watchdog: k.Watchdog}
 	if c.Family != "mutex" && c.Family != "rwlock" || k.Group {
-		return c, fmt.Errorf("explore: lock %s is of the %s family: explore plays schedules, which play mutexes and read-write locks of single keys", c.Lock, k.Family.Name)
+		return c, fmt.Errorf("explore: lock %s is of the %s family: explore generates schedules of mutexes and read-write locks of single keys", c.Lock, k.Family.Name)
 	}
 	dir, err := os.MkdirTemp("", "lockcheck-explore-")
 	if err != nil {
