@@ -290,6 +290,13 @@ func TestDocsQuoteTheAnswer(t *testing.T) {
 	if !strings.Contains(string(doc), "\n> "+got+"\n") {
 		t.Errorf("docs/compare.md does not quote the answer for its table's cells:\n%s", got)
 	}
+	// Its second table: two clients, S5 only.
+	two := &Table{Settings: Settings{Lease: "10s", Watchdog: "30s", Clients: 2}, Scenarios: tab.Scenarios[2:3],
+		Locks: []Lock{tab.Locks[1], tab.Locks[2]}, Cells: []Cell{cell("redisson-sentinel", "S5", 3, 3, 0, Violates),
+			cell("redisson-redlock-lib", "S5", 3, 3, 0, Violates)}}
+	if got := two.Answer(); !strings.Contains(string(doc), "\n> "+got+"\n") {
+		t.Errorf("docs/compare.md does not quote the answer for its second table's cells:\n%s", got)
+	}
 }
 
 // compare.md says what ran in each scenario in a run's own words (report.WhatRan), beside its flags.

@@ -192,6 +192,7 @@ func ruleOf(name string, b []byte) (rule, error) {
 	}
 	if r.entry.Design {
 		r.entry.Mitigation, _, _ = strings.Cut(rp.FixedIn, " (")
+		r.entry.Mitigation = strings.TrimPrefix(r.entry.Mitigation, "the mitigation ") // "mitigation: the mitigation ..."
 		r.entry.Of = "a design limit"
 	} else {
 		if v, ok := rp.FixRelease(); ok {
@@ -208,6 +209,7 @@ func ruleOf(name string, b []byte) (rule, error) {
 	}
 	if m := rp.Match; m != nil {
 		r.kind, r.lease, r.shortened, r.as = report.ViolationKind(m.Kind), report.LeaseSide(m.Lease), m.Shortened, m.As
+		r.checkers = append(r.checkers, m.Checkers...)
 		if m.Faults != nil {
 			r.faults = *m.Faults
 		}

@@ -79,6 +79,11 @@ func TestMatch(t *testing.T) {
 			t.Errorf("text: %s", got)
 		}
 	}
+	naive := Signature{Kind: report.Overlap, Checker: "mutual-exclusion", Family: "mutex", Faults: []string{"failover"}}
+	if e, ok := Match(naive, history.RunMeta{Lock: "naive"}); !ok || e.Name != "design-failover-single-node" ||
+		Text(e) != "known: `design-failover-single-node`, a design limit of every lock that trusts one primary's reply; mitigation: WAIT after the grant" {
+		t.Errorf("the naive lock under a failover: %q %v", Text(e), ok)
+	}
 	early := pause
 	early.Lease = report.WithinLease
 	if e, ok := Match(early, emulation); ok {
@@ -100,6 +105,13 @@ func TestMatch(t *testing.T) {
 	redsync.Client.Version = "v4.0.4"
 	if e, ok := Match(extend, redsync); !ok || e.Name != "kleppmann-pause" {
 		t.Errorf("redsync v4.0.4 (fixed): %+v %v, want the pause's design limit", e, ok)
+	}
+	// Redisson #5256's vanished lock, once another client took it: an overlap under the lagging failover,
+	// porcupine invalid beside it, lost-lock valid (a real run of the entry's buggy side).
+	lag := Signature{Kind: report.Overlap, Checker: "mutual-exclusion", Family: "mutex", Faults: []string{"lagging-failover"},
+		Also: []string{"porcupine"}}
+	if e, ok := Match(lag, emulation); !ok || e.Name != "redisson-5256-lagging-failover" {
+		t.Errorf("an overlap under the lagging failover: %+v %v", e, ok)
 	}
 	fixed := old
 	fixed.Client = &history.Client{Name: "redisson", Library: "redisson", Version: "3.44.0"}

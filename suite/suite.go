@@ -65,6 +65,7 @@ type Repro struct {
 // checkers in checker:, the buggy side's faults, lock family and library), which it may widen or narrow.
 type Match struct {
 	Kind      string    `yaml:"kind"`      // the story's kind of violation (overlap, lost-lock, ...)
+	Checkers  []string  `yaml:"checkers"`  // other checkers whose finding is this bug too, beside checker:
 	Faults    *[]string `yaml:"faults"`    // faults in force at the violation, all of them; [] for any
 	Lease     string    `yaml:"lease"`     // past or within: the side of the first owner's lease it fell on
 	Shortened bool      `yaml:"shortened"` // a re-entry had shortened the first owner's lease
