@@ -115,6 +115,12 @@ falsealarms: build
 lagging-decides: deps build
 	./scripts/lagging-decides.sh $(BIN)
 
+# Issue 37's bar: what the random workload finds of the broken twins (examples/twins) in a budget each
+# (10 minutes, two twins side by side, at nice 10: about 45 minutes for the 9); prints docs/explore.md's
+# table. TWINS_RANDOM="-b 60 rw-read-shorter-lease" runs a shorter or narrower one.
+twins-random: build
+	./scripts/twins-random.sh $(TWINS_RANDOM)
+
 # Issue 32's table of docs/compare.md "Per server": every default row under S1-S11 on the host's Redis and on
 # Valkey 8.1.8, from one command, 2 seeds a cell (340 runs: 37 minutes here at load average 14).
 compare-servers: deps build

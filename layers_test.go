@@ -27,6 +27,7 @@ var layers = [][]string{
 	{"known"},
 	{"runner", "repro", "compare", "bisect", "shrink"},
 	{"bugreport"},
+	{"explore"},
 	// programs and test kits: nothing imports them but tests (and the kits only from tests)
 	{"cmd/lockcheck", "scripts/action", "scripts/falsealarms", "scripts/shards", "bench", "bench/violation",
 		"workers/naive", "workers/lying-permits",

@@ -121,7 +121,7 @@ func (c rwClient) WriteLock(key string, thread int64) locks.Mutex {
 }
 
 // watchdog renews, every spec watchdog period, each hold taken without a lease, until it is released or
-// the extend says it is no longer held (an error keeps it).
+// the extend says it is no longer held (an error keeps it, unless the spec says on_error: stop).
 type watchdog struct {
 	c    *client
 	mu   sync.Mutex
@@ -172,8 +172,8 @@ func (w *watchdog) loop() {
 		w.mu.Unlock()
 		for _, l := range ls {
 			ok, err := l.extend(context.Background())
-			if !ok && err == nil {
-				w.remove(l) // lost: the holder learns it at release
+			if !ok && (err == nil || w.c.s.WatchdogStopsOnError) {
+				w.remove(l) // lost, or given up: the holder learns it at release
 			}
 		}
 	}

@@ -41,6 +41,7 @@ type rawControl struct {
 type rawWatchdog struct {
 	Operation string `yaml:"operation"`
 	Every     string `yaml:"every"`
+	OnError   string `yaml:"on_error"`
 }
 
 type rawOp struct {
@@ -65,7 +66,11 @@ type Spec struct {
 	// WatchdogEvery renews each hold taken without a lease with WatchdogOp (0: no watchdog).
 	WatchdogEvery time.Duration
 	WatchdogOp    string
-	Ops           map[string]*Op
+	// WatchdogStopsOnError: a renewal that failed with an error (no answer) ends that hold's renewal, as
+	// Redisson's watchdog did before 3.44 (#3194); false (on_error: keep, the default) renews it again next
+	// period, and only an extend answered not_held ends it.
+	WatchdogStopsOnError bool
+	Ops                  map[string]*Op
 	// Broken marks a negative control: what is wrong, and the fault-free flags that show it.
 	Broken string
 	Flags  []string
@@ -256,8 +261,8 @@ func (s *Spec) watchdog(n *yaml.Node, fam string) error {
 	}
 	// Decoding a node is not strict, so the fields are checked here.
 	for i := 0; i < len(n.Content); i += 2 {
-		if k := n.Content[i].Value; k != "operation" && k != "every" {
-			return fmt.Errorf("watchdog: unknown field %q (have: operation, every)", k)
+		if k := n.Content[i].Value; k != "operation" && k != "every" && k != "on_error" {
+			return fmt.Errorf("watchdog: unknown field %q (have: operation, every, on_error)", k)
 		}
 	}
 	if err := n.Decode(&w); err != nil {
@@ -279,6 +284,13 @@ func (s *Spec) watchdog(n *yaml.Node, fam string) error {
 	d, err := time.ParseDuration(w.Every)
 	if err != nil || d <= 0 {
 		return fmt.Errorf("watchdog: every %q: want a positive duration such as 10s", w.Every)
+	}
+	switch w.OnError {
+	case "", "keep":
+	case "stop":
+		s.WatchdogStopsOnError = true
+	default:
+		return fmt.Errorf("watchdog: on_error %q: want keep (renew again next period) or stop", w.OnError)
 	}
 	s.WatchdogOp, s.WatchdogEvery = op, d
 	return nil

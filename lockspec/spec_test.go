@@ -35,8 +35,15 @@ func TestBaseIsValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Family != kinds.Mutex || s.WatchdogOp != "extend" || s.WatchdogEvery.Seconds() != 1 || s.Token != "random" {
+	if s.Family != kinds.Mutex || s.WatchdogOp != "extend" || s.WatchdogEvery.Seconds() != 1 || s.Token != "random" ||
+		s.WatchdogStopsOnError {
 		t.Fatalf("parsed %+v", s)
+	}
+	for v, stops := range map[string]bool{"keep": false, "stop": true} {
+		s, err := Parse([]byte(strings.Replace(base, "every: 1s}", "every: 1s, on_error: "+v+"}", 1)), "t.yaml", "")
+		if err != nil || s.WatchdogStopsOnError != stops {
+			t.Fatalf("on_error: %s: stops %v, %v", v, s != nil && s.WatchdogStopsOnError, err)
+		}
 	}
 }
 
@@ -51,6 +58,7 @@ func TestSpecErrors(t *testing.T) {
 		{"unknown operation field", `    reply: {released: 1, not_held: 0}`, "    reply: {released: 1, not_held: 0}\n    timeout: 1s",
 			"t.yaml: line 14: unknown field timeout"},
 		{"unknown watchdog field", "every: 1s}", "every: 1s, jitter: 1}", `t.yaml: watchdog: unknown field "jitter"`},
+		{"watchdog on_error", "every: 1s}", "every: 1s, on_error: retry}", `t.yaml: watchdog: on_error "retry": want keep`},
 		{"unknown placeholder", `argv: ["{{token}}", "{{lease_ms}}"]`, `argv: ["{{tokn}}", "{{lease_ms}}"]`,
 			"t.yaml: operation acquire: argv[1]: template \"{{tokn}}\": unknown placeholder {{tokn}} (have: key, tag"},
 		{"unclosed placeholder", `keys: ["{{key}}"]
@@ -163,6 +171,11 @@ func TestExamplesLoad(t *testing.T) {
 	}
 	if b, _ := Load("../examples/locks/setnx-broken.yaml"); b.Broken == "" || len(b.Flags) == 0 {
 		t.Fatal("the broken twin is not marked a control")
+	}
+	for file, stops := range map[string]bool{"base.yaml": false, "twin.yaml": true} {
+		if s, err := Load(filepath.Join("..", "examples", "twins", "watchdog-gives-up", file)); err != nil || s.WatchdogStopsOnError != stops {
+			t.Fatalf("twins/watchdog-gives-up/%s: %v (stops on error: %v)", file, err, s != nil && s.WatchdogStopsOnError)
+		}
 	}
 	if _, err := Load("../examples/locks/nope.yaml"); err == nil || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("a missing file: %v", err)

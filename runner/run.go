@@ -391,7 +391,8 @@ func execute(ctx context.Context, t *Test, wk *workerRun, dir string, rec *histo
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.Play(ctx, stop, mcs, rec, env, schedule.Defaults{Lease: o.Lease, Wait: o.Wait})
+			s.Play(ctx, stop, mcs, rec, env, schedule.Defaults{Lease: o.Lease, Wait: o.Wait, Permits: o.Permits,
+				Expirable: t.Kind.Family == kinds.Expirable})
 			close(stepped)
 			finalHeal(env, rec)
 			if !s.Loop {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/lockcheck/lockcheck/checker"
@@ -107,7 +108,7 @@ func AsSchedule(h *history.History, story *report.Story, lock, family string) (*
 			continue
 		}
 		start := max(w.Start, from)
-		steps = append(steps, timedStep{start, schedule.Step{Fault: w.Kind, Targets: slices.Clone(w.Targets),
+		steps = append(steps, timedStep{start, schedule.Step{Fault: w.Kind, Targets: selectorTargets(w.Targets),
 			For: max(time.Duration(end-start), schedule.MinFor).Round(time.Millisecond)}}) // a shorter one is refused
 	}
 	sort.SliceStable(steps, func(i, j int) bool { return steps[i].at < steps[j].at })
@@ -188,3 +189,17 @@ func keyText(k string) string {
 }
 
 func ms(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
+
+// selectorTargets are a fault window's recorded targets as a schedule step names them: a link (c1->n1) by
+// its two ends, which narrow the fault's draw to that client and node, each named once.
+func selectorTargets(ts []string) []string {
+	var out []string
+	for _, t := range ts {
+		for _, end := range strings.Split(t, "->") {
+			if end != "" && !slices.Contains(out, end) {
+				out = append(out, end)
+			}
+		}
+	}
+	return out
+}

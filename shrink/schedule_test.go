@@ -3,6 +3,7 @@ package shrink
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,6 +101,15 @@ func TestReducersLeaveASchedulesStepsAlone(t *testing.T) {
 	}
 	if len(Reducers[4].Next(c.Without("schedule").With("schedule", ""))) == 0 {
 		t.Fatal("without a schedule the clients are halved")
+	}
+}
+
+// TestSelectorTargetsOfLinks: a link fault's recorded targets (c1->n1) become the clients and nodes a
+// schedule step names, each once, so that the schedule reads back.
+func TestSelectorTargetsOfLinks(t *testing.T) {
+	got := selectorTargets([]string{"c1->n1", "c2->n1", "n2"})
+	if want := []string{"c1", "n1", "c2", "n2"}; !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
 	}
 }
 

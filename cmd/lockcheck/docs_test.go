@@ -42,6 +42,7 @@ var knownBroken = map[string]string{}
 var generatedFiles = map[string]string{
 	"docker/compose/run/lockcheck.yml": "written by make compose-up",
 	"results/latest":                   "written by lockcheck run",
+	"out/explore":                      "written by lockcheck explore --merge",
 }
 
 func TestDocsCommands(t *testing.T) {
@@ -263,7 +264,7 @@ func docLockcheck(t *testing.T, root string, args []string) error {
 		return err
 	case "run":
 		return dryRun(rootCmd, rest)
-	case "suite", "compare":
+	case "suite", "compare", "explore":
 		return stoppedAtResults(args)
 	case "serve": // it stops at --results before it binds; the address is checked as serve would, unbound
 		if err := stoppedAtResults(args); err != nil {

@@ -266,7 +266,7 @@ func TestShrinkSaysItsRunsNeverStarted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = runShrink(context.Background(), "RUN", 3, start, sig, o, shrinkPlan{seeds: 1, repeats: 1, budget: 2 * time.Minute})
+	err = runShrink(context.Background(), os.Stdout, "RUN", 3, start, sig, o, shrinkPlan{seeds: 1, repeats: 1, budget: 2 * time.Minute})
 	var ee exitError
 	if !errors.As(err, &ee) || ee.code != exitHarness {
 		t.Fatalf("shrink: %v, want exit %d", err, exitHarness)

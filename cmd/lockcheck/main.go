@@ -106,6 +106,6 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newRunCmd(), newCheckCmd(), newReportCmd(), newLocksCmd(), newImagesCmd(), newCleanCmd(), newWorkerCheckCmd(),
-		newSuiteCmd(), newMergeCmd(), newCompareCmd(), newReproCmd(), newBisectCmd(), newShrinkCmd(), newServeCmd(), newVersionCmd(), newWorkersCmd())
+		newSuiteCmd(), newMergeCmd(), newCompareCmd(), newReproCmd(), newBisectCmd(), newShrinkCmd(), newExploreCmd(), newServeCmd(), newVersionCmd(), newWorkersCmd())
 	return root
 }

@@ -110,11 +110,11 @@ func scheduleRecorded(t *testing.T, dir, name string) int {
 	}
 	grants, nested := 0, 0
 	for _, o := range h.Ops {
-		if o.Invoke.Src == "" && o.Invoke.F == "tryLock" && o.Outcome() == history.Ok {
+		if o.Invoke.Src == "" && (o.Invoke.F == "tryLock" || o.Invoke.F == "tryAcquire") && o.Outcome() == history.Ok {
 			grants++
 			if o.Invoke.Args["nested"] == 1 {
 				nested++
-				if o.Invoke.Args["lease_ms"] != 500 {
+				if name == "reentry-lease" && o.Invoke.Args["lease_ms"] != 500 {
 					t.Errorf("the re-entry's lease: %d ms, want 500", o.Invoke.Args["lease_ms"])
 				}
 			}
@@ -347,5 +347,59 @@ func scheduleSteps(t *testing.T, dir, name string, invalid bool) {
 	setUp := map[string]string{"reentry-lease": "set up by the step reenter", "naive-stale-release": "set up by the step stale-release"}
 	if want := setUp[name]; want != "" && !strings.Contains(r.Story.Text, want) {
 		t.Errorf("story %q: want %q", r.Story.Text, want)
+	}
+}
+
+// A schedule plays a semaphore's permits, as its workload records them: the permits set before the first
+// step, each permit a critical section of its own, a refusal while every permit is out, and the final read
+// of what is available. Both semaphore families: RSemaphore's counter and the expirable one's permit ids.
+func TestSchedulePermitSteps(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "permits.yaml")
+	if err := os.WriteFile(file, []byte(`about: "c1 and c2 take the two permits; c3 is refused; c1 gives its back and c3 takes it"
+steps:
+  - {name: one, client: c1, acquire: permit, lease: 5s}
+  - {name: two, after: one, client: c2, acquire: permit, lease: 5s}
+  - {name: none-left, after: two, client: c3, acquire: permit, lease: 5s, wait: 200ms}
+  - {name: back, after: none-left, client: c1, release: true}
+  - {name: three, after: back, client: c3, acquire: permit, lease: 5s, wait: 1s}
+  - {name: three-done, after: three, client: c3, release: true}
+  - {name: two-done, after: three-done, client: c2, release: true}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, lock := range []string{"semaphore", "expirable-semaphore"} {
+		t.Run(lock, func(t *testing.T) {
+			t.Parallel()
+			code, dir := run(t, "run", "--schedule", file, "--lock", lock, "--permits", "2", "--quiet", "0s", "--seed", "1")
+			if code != exitValid {
+				t.Fatalf("exit %d; results: %+v", code, readResults(t, dir))
+			}
+			if grants := scheduleRecorded(t, dir, "permits"); grants != 3 {
+				t.Errorf("%d permits granted, want 3 (c1, c2, then c3 once c1 gave one back)", grants)
+			}
+			h, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var fs []string
+			for _, o := range h.Ops {
+				if f := o.Invoke.F; f != "acquire" && f != "release" { // the calls, not their commands
+					fs = append(fs, o.Invoke.Client+" "+f+" "+string(o.Outcome()))
+				}
+			}
+			// The permits first, then the steps, then the final read.
+			want := "c1 setPermits ok, c1 tryAcquire ok, c2 tryAcquire ok, c3 tryAcquire fail, c1 releasePermit ok, " +
+				"c3 tryAcquire ok, c3 releasePermit ok, c2 releasePermit ok, c1 available ok"
+			if got := strings.Join(fs, ", "); got != want {
+				t.Errorf("calls %s, want %s", got, want)
+			}
+			r := readResults(t, dir)
+			for _, c := range r.Checkers {
+				if c.Checker == "permits-at-rest" && c.Valid != true {
+					t.Errorf("permits-at-rest %v: the final read of what is available is missing", c.Valid)
+				}
+			}
+		})
 	}
 }

@@ -97,7 +97,7 @@ run played (its sha256).`,
 				return err
 			}
 			o := shrinkOracle{exe: exe, dir: results, sig: sig, parallel: parallel}
-			return runShrink(cmd.Context(), dir, res.Seed, start, sig, o, shrinkPlan{seeds, repeats, budget})
+			return runShrink(cmd.Context(), os.Stdout, dir, res.Seed, start, sig, o, shrinkPlan{seeds, repeats, budget})
 		},
 	}
 	f := cmd.Flags()
@@ -256,15 +256,15 @@ type shrinkPlan struct {
 }
 
 // runShrink searches from start, measures the smallest command found, writes shrink.json and steps.txt,
-// and prints the command last. Interrupted, it writes what it has and exits 130.
-func runShrink(ctx context.Context, dir string, seed int64, start shrink.Cmd, sig shrink.Signature, o shrinkOracle, p shrinkPlan) error {
+// and prints the command last to w. Interrupted, it writes what it has and exits 130.
+func runShrink(ctx context.Context, w io.Writer, dir string, seed int64, start shrink.Cmd, sig shrink.Signature, o shrinkOracle, p shrinkPlan) error {
 	began := time.Now()
 	parent := ctx // the schedule's check comes after the budget: a short run, stopped only by Ctrl-C
 	ctx, cancel := context.WithTimeoutCause(ctx, p.budget, context.DeadlineExceeded)
 	defer cancel()
-	s := &shrink.Search{Confirm: p.seeds, Reducers: shrink.Reducers, Oracle: o.trial, Progress: os.Stdout,
+	s := &shrink.Search{Confirm: p.seeds, Reducers: shrink.Reducers, Oracle: o.trial, Progress: w,
 		Reserve: (p.repeats + o.parallel - 1) / o.parallel, Seed: seed, Best: start, BestRun: estimate(start)}
-	fmt.Printf("shrink %s: fails by %s; each step kept only when %d fresh seeds all fail so; budget %s; runs into %s\n",
+	fmt.Fprintf(w, "shrink %s: fails by %s; each step kept only when %d fresh seeds all fail so; budget %s; runs into %s\n",
 		dir, sig, p.seeds, p.budget, o.dir)
 	s.Run(ctx)
 	r := &shrink.Result{Run: dir, Signature: sig, Original: start.Line(seed), Args: s.Best.Args(), Confirm: p.seeds,
@@ -304,21 +304,21 @@ func runShrink(ctx context.Context, dir string, seed int64, start shrink.Cmd, si
 			kept++
 		}
 	}
-	fmt.Printf("\n%d step(s) tried, %d kept, in %s", len(s.Steps), kept, time.Since(began).Round(time.Second))
+	fmt.Fprintf(w, "\n%d step(s) tried, %d kept, in %s", len(s.Steps), kept, time.Since(began).Round(time.Second))
 	if r.Stopped != "" {
-		fmt.Printf(" (stopped: %s)", r.Stopped)
+		fmt.Fprintf(w, " (stopped: %s)", r.Stopped)
 	}
-	fmt.Printf("; steps in %s\n", filepath.Join(o.dir, "steps.txt"))
-	r.Schedule.Print(os.Stdout, sig)
+	fmt.Fprintf(w, "; steps in %s\n", filepath.Join(o.dir, "steps.txt"))
+	r.Schedule.Print(w, sig)
 	if r.Error != "" { // not "fails in 0 of n": the runs said nothing of the command
-		fmt.Printf("the runs never started (none gave a verdict), so nothing was measured: %s\nthe command they ran:\n", orText(r.Error, "no error line (see the runs' output.txt)"))
+		fmt.Fprintf(w, "the runs never started (none gave a verdict), so nothing was measured: %s\nthe command they ran:\n", orText(r.Error, "no error line (see the runs' output.txt)"))
 	} else if r.Repeats > 0 {
-		fmt.Printf("the smallest command fails by %s in %d of %d runs, median first violation %.1fs:\n",
+		fmt.Fprintf(w, "the smallest command fails by %s in %d of %d runs, median first violation %.1fs:\n",
 			sig, r.Caught, r.Repeats, time.Duration(r.MedianNs).Seconds())
 	} else {
-		fmt.Printf("the smallest command found (not measured: %s):\n", r.Stopped)
+		fmt.Fprintf(w, "the smallest command found (not measured: %s):\n", r.Stopped)
 	}
-	fmt.Println(r.Minimal)
+	fmt.Fprintln(w, r.Minimal)
 	if r.Stopped == "interrupted" {
 		return exitError{exitInterrupted}
 	}

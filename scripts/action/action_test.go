@@ -753,6 +753,21 @@ func TestActionSteps(t *testing.T) {
 		}
 	})
 
+	// explore: the search's findings are the log's runs, so a new one fails the job as a suite's missed run
+	// does, named in the outputs and the summary.
+	t.Run("explore", func(t *testing.T) {
+		c := newComposite(t, a, work, temp, map[string]string{"explore": "2m", "lock": "naive",
+			"flags": "seed: 2\nmax-findings: 1\nsettle-budget: 10s\nconfirm: 1", "results": "out/explore"})
+		c.run(reuse)
+		o := c.actionOutputs()
+		if c.codes["run"] != 1 || o["expectations"] != "missed" || o["missed"] != "f1" || o["verdict"] != "invalid" {
+			t.Fatalf("run step exit %d, outputs %v: want 1, the new finding f1 missed", c.codes["run"], o)
+		}
+		if _, err := os.Stat(filepath.Join(res("out/explore"), "explore.json")); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("bad-inputs", func(t *testing.T) {
 		for _, in := range []map[string]string{
 			{"suite": "ci/suite.yaml", "lock": "reentrant"},
@@ -769,6 +784,10 @@ func TestActionSteps(t *testing.T) {
 			{"lock": "reentrant\nnaive"},
 			{"merge": "shards", "server": "valkey@8.1.8"},
 			{"lock": "reentrant", "server": "valkey 8"},
+			{"explore": "10m"},
+			{"explore": "10m", "suite": "ci/suite.yaml"},
+			{"explore": "ten minutes", "lock": "naive"},
+			{"explore": "10m", "lock": "naive", "seeds": "3"},
 		} {
 			in["results"] = "out/bad"
 			c := newComposite(t, a, work, temp, in)

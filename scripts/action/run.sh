@@ -18,7 +18,7 @@ set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd) # the action's checkout: go.mod, cmd/, workers/
 # The inputs, as inputs() and policy() read them.
-suite="" merge="" lock="" spec="" client="" cmd="" nemesis="" topology="" seeds="" rtime="" results="" keep=""
+suite="" merge="" explore="" lock="" spec="" client="" cmd="" nemesis="" topology="" seeds="" rtime="" results="" keep=""
 shard="" parallel="" budget="" artifact="" server="" fou=false seeds_yaml="" sleep_words=() flag_lines=()
 
 say() { printf 'lockcheck-action: %s\n' "$*"; }
@@ -120,6 +120,7 @@ build() {
 inputs() {
 	trim suite "${INPUT_SUITE:-}" suite
 	trim merge "${INPUT_MERGE:-}" merge
+	trim explore "${INPUT_EXPLORE:-}" explore
 	trim lock "${INPUT_LOCK:-}" lock
 	trim spec "${INPUT_LOCK_SPEC:-}" lock-spec
 	trim client "${INPUT_CLIENT:-}" client
@@ -165,7 +166,7 @@ inputs() {
 		seeds_yaml="[$(IFS=,; printf '%s' "${list[*]// /}")]"
 	fi
 	# flags: one "flag: value" per line, lockcheck run's flags without their dashes
-	flag_lines=()
+	flag_lines=() flag_args=()
 	while IFS= read -r line || [ -n "$line" ]; do
 		trim line "$line" flags
 		case $line in '' | '#'*) continue ;; esac
@@ -175,8 +176,17 @@ inputs() {
 		v=${BASH_REMATCH[2]}
 		if [[ $v =~ ^\"(.*)\"$ || $v =~ ^\'(.*)\'$ ]]; then v=${BASH_REMATCH[1]}; fi
 		flag_lines+=("$k: $(yq "$v")")
+		flag_args+=("--$k=$v") # explore's own flags, as arguments
 	done <<<"${INPUT_FLAGS:-}"
-	if [ -n "$suite$merge" ]; then
+	if [ -n "$explore" ]; then
+		[[ $explore =~ ^([0-9]+h)?([0-9]+m)?([0-9]+s)?$ ]] || fail "input explore: want explore's budget, a duration such as 10m or 1h30m, got \"$explore\""
+		[ -z "$suite$merge" ] || fail "input explore and suite or merge: give one (explore searches the lock that lock, lock-spec, client or client-cmd name)"
+		[ -n "$lock$spec$client$cmd" ] || fail "input explore: name the lock to explore: lock, lock-spec, client or client-cmd"
+		local n
+		for n in nemesis:"$nemesis" seeds:"$seeds" time:"$rtime"; do
+			[ "${n#*:}" = "" ] || fail "input ${n%%:*} is for a run made from inputs, not with explore (explore draws its own schedules; its seed goes in flags)"
+		done
+	elif [ -n "$suite$merge" ]; then
 		local n what=suite
 		[ -z "$merge" ] || what=merge
 		[ -z "$suite" ] || [ -z "$merge" ] || fail "input suite and merge: give one (merge joins the results of jobs that ran a suite)"
@@ -357,7 +367,11 @@ summary() {
 			/^  (known|new): / && mark == "ok" { sub(/^  /, ""); printf "  - %s\n", $0 }' "$1"
 		printf '\n'
 		grep -E '^(suite |missed: )' "$1" | sed 's/^/    /'
-		printf '\nThe suite page (index.html), the pages of the runs kept and junit.xml are in the artifact "%s".\n' "$artifact"
+		if [ -n "$explore" ]; then
+			printf '\nThe explore page (index.html), explore.json, coverage.json and each finding'"'"'s schedule and report are in the artifact "%s".\n' "$artifact"
+		else
+			printf '\nThe suite page (index.html), the pages of the runs kept and junit.xml are in the artifact "%s".\n' "$artifact"
+		fi
 	} >>"$GITHUB_STEP_SUMMARY"
 }
 
@@ -390,7 +404,7 @@ run() {
 	local log=$results/lockcheck.log
 	: >"$log" || fail "input results: cannot write $log"
 	local file=$suite
-	if [ -z "$suite$merge" ]; then
+	if [ -z "$suite$merge$explore" ]; then
 		if [ -n "$spec" ] && [ "${spec#/}" = "$spec" ]; then spec=$PWD/$spec; fi # the suite file is elsewhere
 		file=$results/action-suite.yaml
 		write_suite "$file"
@@ -406,6 +420,17 @@ run() {
 	[ -z "$parallel" ] || args+=(--parallel "$parallel")
 	# merge: the jobs' results under the directory given (each artifact a directory of its own) into one.
 	[ -z "$merge" ] || args=(merge --out "$results" --junit "$results/junit.xml" "$merge")
+	# explore: the search, its findings printed as a suite's runs (a new one FAIL, a known one ok).
+	if [ -n "$explore" ]; then
+		if [ -n "$spec" ] && [ "${spec#/}" = "$spec" ]; then spec=$PWD/$spec; fi
+		args=(explore --budget "$explore" --results "$results")
+		local f
+		for f in lock:"$lock" lock-spec:"$spec" client:"$client" client-cmd:"$cmd" topology:"$topology" \
+			server:"$server" shard:"$shard" parallel:"$parallel"; do
+			[ -z "${f#*:}" ] || args+=("--${f%%:*}=${f#*:}")
+		done
+		args+=("${flag_args[@]}")
+	fi
 	say "lockcheck ${args[*]}"
 
 	# lockcheck runs in a session of its own, so that a signal to this script's process group does not

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -14,9 +15,11 @@ import (
 	"github.com/lockcheck/lockcheck/workloads"
 )
 
-// Defaults are the run's values for what a step leaves out.
+// Defaults are the run's values for what a step leaves out, and the semaphore its permit steps take.
 type Defaults struct {
 	Lease, Wait time.Duration // --lease, --wait
+	Permits     int64         // --permits: each key's capacity, set before the first step
+	Expirable   bool          // the semaphore's permits are ids with leases (the expirable-semaphore family)
 }
 
 // Play plays the steps against clients (by name) once, or with Loop again and again until stop closes;
@@ -45,6 +48,20 @@ func (s *Schedule) Play(ctx context.Context, stop <-chan struct{}, clients []loc
 				Detail: fmt.Sprintf("%d fault steps were not played: over the budget of %d at once and %d a second", budget.skipped, FaultBurst, FaultRate)})
 		}
 	}()
+	keys := s.permitKeys()
+	if len(keys) > 0 && len(clients) > 0 {
+		// As the semaphore workload: the first client sets each key's permits, and reads what is left at
+		// the end (the permits-at-rest check's final read).
+		res.Capacity = int(d.Permits)
+		for _, k := range keys {
+			_, _ = workloads.OpenPermits(clients[0], k, 0, d.Expirable, d.Wait, d.Lease).TrySet(ctx, d.Permits)
+		}
+		defer func() {
+			for _, k := range keys {
+				_, _ = workloads.OpenPermits(clients[0], k, 0, d.Expirable, d.Wait, d.Lease).Available(context.WithoutCancel(ctx))
+			}
+		}()
+	}
 	n := 0
 	for ctx.Err() == nil {
 		began := time.Now()
@@ -181,6 +198,17 @@ func (s *Schedule) cycle(ctx context.Context, clients map[string]locks.Client, r
 	return ctx.Err() == nil
 }
 
+// permitKeys lists the keys the permit steps take, in order of first use.
+func (s *Schedule) permitKeys() []string {
+	var keys []string
+	for _, st := range s.Steps {
+		if st.Acquire == Permit && !slices.Contains(keys, st.KeyName()) {
+			keys = append(keys, st.KeyName())
+		}
+	}
+	return keys
+}
+
 type handleKey struct {
 	key string
 	op  Op
@@ -191,6 +219,10 @@ type hold struct {
 	l       locks.Mutex
 	key     string
 	granted bool
+	// A permit: its semaphore view, id and critical section (each permit is a section of its own).
+	p   workloads.Permits
+	id  string
+	sec *workloads.Section
 }
 
 // actor is one client thread playing its steps.
@@ -225,7 +257,38 @@ func (a *actor) play(ctx context.Context, st Step, done func()) {
 	if st.Lease != nil {
 		lease = *st.Lease
 	}
+	if st.Acquire == Permit {
+		a.acquirePermit(ctx, st.KeyName(), wait, lease)
+		done()
+		return
+	}
 	a.acquire(ctx, st.Name, st.KeyName(), st.Acquire, wait, lease, done)
+}
+
+// acquirePermit takes one permit as the semaphore workload does, recorded as it records one; granted, the
+// permit is a critical section of its own until its release.
+func (a *actor) acquirePermit(ctx context.Context, key string, wait, lease time.Duration) {
+	p := workloads.OpenPermits(a.c, key, a.thread, a.d.Expirable, wait, lease)
+	op := a.rec.Invoke(history.Record{Client: a.c.Name(), Thread: a.thread, Key: key, F: "tryAcquire",
+		Args: map[string]int64{"wait_ms": wait.Milliseconds(), "lease_ms": lease.Milliseconds()}})
+	begin := time.Now()
+	id, ok, err := p.Acquire(ctx)
+	outcome.Complete(op, outcome.Call{Refused: !ok, Err: err})
+	h := hold{key: key, granted: ok, p: p, id: id}
+	if ok {
+		h.sec = workloads.EnterPermit(a.rec, a.res, a.c, a.thread, key, id, a.d.Expirable, lease, begin)
+	}
+	a.holds = append(a.holds, h)
+}
+
+// releasePermit gives back a permit hold (a refused one is released all the same, as for locks).
+func (a *actor) releasePermit(ctx context.Context, h hold) {
+	if h.sec != nil {
+		a.c.Gate().Pass()
+		h.sec.Exit()
+	}
+	op := a.rec.Invoke(history.Record{Client: a.c.Name(), Thread: a.thread, Key: h.key, Owner: h.id, F: "releasePermit"})
+	outcome.Complete(op, outcome.Call{Err: h.p.Release(ctx, h.id)})
 }
 
 // handle is the actor's lock object for key in mode op (nil when the client is of another family: Check
@@ -323,6 +386,10 @@ func (a *actor) release(ctx context.Context, step string) {
 	}
 	h := a.holds[len(a.holds)-1]
 	a.holds = a.holds[:len(a.holds)-1]
+	if h.p != nil {
+		a.releasePermit(ctx, h)
+		return
+	}
 	var nested int64
 	if a.granted(h.key) > 0 {
 		nested = 1
@@ -342,6 +409,14 @@ func (a *actor) release(ctx context.Context, step string) {
 // leave ends the actor's critical section on key, if it is inside one, and keeps the lock: a later
 // release sends the unlock.
 func (a *actor) leave(key string) {
+	for i := len(a.holds) - 1; i >= 0; i-- {
+		if h := &a.holds[i]; h.key == key && h.sec != nil { // a permit's own section
+			a.c.Gate().Pass()
+			h.sec.Exit()
+			h.sec = nil
+			return
+		}
+	}
 	if s := a.secs[key]; s != nil {
 		a.c.Gate().Pass()
 		s.Exit()

@@ -27,15 +27,22 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// Op is what an acquire step asks for: the lock of a mutex, or one half of a read-write lock.
+// Op is what an acquire step asks for: the lock of a mutex, one half of a read-write lock, or one permit
+// of a semaphore.
 type Op string
 
 // The acquire operations.
 const (
-	Lock  Op = "lock"
-	Read  Op = "read"
-	Write Op = "write"
+	Lock   Op = "lock"
+	Read   Op = "read"
+	Write  Op = "write"
+	Permit Op = "permit"
 )
+
+// families maps each lock family a schedule plays to the acquire operations its steps may use.
+var families = map[string][]Op{
+	"mutex": {Lock}, "rwlock": {Read, Write}, "semaphore": {Permit}, "expirable-semaphore": {Permit},
+}
 
 // Schedule is one file's steps. Path and SHA256 name the file it was read from ("" for one built in code).
 type Schedule struct {
@@ -390,9 +397,9 @@ func (s *Schedule) validate() error {
 			continue
 		}
 		switch st.Acquire {
-		case Lock, Read, Write:
+		case Lock, Read, Write, Permit:
 		default:
-			return fail("acquire %q: want lock (a mutex), read or write (a read-write lock)", st.Acquire)
+			return fail("acquire %q: want lock (a mutex), read or write (a read-write lock), or permit (a semaphore)", st.Acquire)
 		}
 		holds[hk]++
 	}
@@ -402,7 +409,7 @@ func (s *Schedule) validate() error {
 // Caps are what the run's lock can do, for Check.
 type Caps struct {
 	Lock      string // its name, for messages
-	Family    string // "mutex" or "rwlock"; any other family is refused
+	Family    string // mutex, rwlock, semaphore or expirable-semaphore; any other family is refused
 	Reentrant bool
 	Group     bool          // a multi lock (several keys per acquisition): refused
 	Time      time.Duration // the run's --time: every At must come before it (0: unchecked)
@@ -415,8 +422,8 @@ func (s *Schedule) Check(c Caps) error {
 		return fmt.Errorf("schedule %s: %s: %s", s.Path, s.Label(i), fmt.Sprintf(format, a...))
 	}
 	switch {
-	case c.Family != "mutex" && c.Family != "rwlock":
-		return fmt.Errorf("schedule %s: lock %s is of the %s family: a schedule plays mutexes and read-write locks", s.Path, c.Lock, c.Family)
+	case families[c.Family] == nil:
+		return fmt.Errorf("schedule %s: lock %s is of the %s family: a schedule plays mutexes, read-write locks and semaphores", s.Path, c.Lock, c.Family)
 	case c.Group:
 		return fmt.Errorf("schedule %s: lock %s takes several keys per acquisition: a schedule plays single-key locks", s.Path, c.Lock)
 	}
@@ -430,14 +437,15 @@ func (s *Schedule) Check(c Caps) error {
 		case st.Release:
 			holds[hk]--
 		case st.Acquire != "":
-			if (st.Acquire == Lock) != (c.Family == "mutex") {
-				want := "read or write"
-				if c.Family == "mutex" {
-					want = "lock"
+			if ops := families[c.Family]; !slices.Contains(ops, st.Acquire) {
+				want := string(ops[0])
+				if len(ops) == 2 {
+					want += " or " + string(ops[1])
 				}
 				return fail(i, "acquire %s: lock %s is a %s: its steps acquire %s", st.Acquire, c.Lock, c.Family, want)
 			}
-			if holds[hk] > 0 && !c.Reentrant {
+			// A second permit is a hold of its own, not a re-entry.
+			if holds[hk] > 0 && !c.Reentrant && st.Acquire != Permit {
 				return fail(i, "%s acquires %s again while it holds it, and lock %s is not re-entrant", st.Actor(), st.KeyName(), c.Lock)
 			}
 			holds[hk]++

@@ -92,7 +92,10 @@ func TestCheckAgainstTheLock(t *testing.T) {
 		{"steps:\n  - {client: c1, acquire: lock}\n  - {client: c1, release: true}\n  - {client: c1, acquire: lock}",
 			Caps{Lock: "naive", Family: "mutex"}, ""},
 		{"steps:\n  - {name: late, at: 30s, client: c1, acquire: lock}", mutex, "step 1 (late): at 30s is not before --time 30s"},
-		{"steps:\n  - {client: c1, acquire: lock}", Caps{Lock: "semaphore", Family: "semaphore"}, "semaphore family"},
+		{"steps:\n  - {client: c1, acquire: lock}", Caps{Lock: "semaphore", Family: "semaphore"}, "lock semaphore is a semaphore: its steps acquire permit"},
+		{"steps:\n  - {client: c1, acquire: permit}\n  - {client: c1, acquire: permit}", Caps{Lock: "expirable-semaphore", Family: "expirable-semaphore"}, ""},
+		{"steps:\n  - {name: p, client: c1, acquire: permit}", mutex, "step 1 (p): acquire permit: lock reentrant is a mutex: its steps acquire lock"},
+		{"steps:\n  - {client: c1, acquire: lock}", Caps{Lock: "latch", Family: "latch"}, "latch family"},
 		{"steps:\n  - {client: c1, acquire: lock}", Caps{Lock: "multi", Family: "mutex", Group: true}, "single-key locks"},
 	} {
 		s, err := Parse([]byte(c.text), "s.yaml")
@@ -106,12 +109,18 @@ func TestCheckAgainstTheLock(t *testing.T) {
 	}
 }
 
-// The shipped schedules parse, and Marshal writes each back as a file that reads to the same steps.
+// The shipped schedules (and the broken twins') parse, and Marshal writes each back as a file that reads to
+// the same steps.
 func TestExamplesRoundTrip(t *testing.T) {
 	files, _ := filepath.Glob("../../examples/schedules/*.yaml")
 	if len(files) < 3 {
 		t.Fatalf("%d schedules in examples/schedules", len(files))
 	}
+	twins, _ := filepath.Glob("../../examples/twins/*/schedule.yaml")
+	if len(twins) < 8 {
+		t.Fatalf("%d schedules in examples/twins", len(twins))
+	}
+	files = append(files, twins...)
 	for _, f := range files {
 		s, err := Load(f)
 		if err != nil {

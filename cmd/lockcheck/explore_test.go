@@ -1,0 +1,239 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lockcheck/lockcheck/explore"
+	"github.com/lockcheck/lockcheck/workloads/schedule"
+)
+
+// runExplore runs lockcheck explore into a fresh directory and reads its explore.json.
+func runExplore(t *testing.T, args ...string) (*Explore, string, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "explore")
+	cmd := exec.Command(buildBinary(t), append([]string{"explore", "--results", dir}, args...)...)
+	cmd.Dir = "../.."
+	out, err := cmd.CombinedOutput()
+	t.Logf("lockcheck explore %s:\n%s", strings.Join(args, " "), out)
+	var ee *exec.ExitError
+	if err != nil && !(errors.As(err, &ee) && ee.ExitCode() == exitInvalid) { // 1: a new finding
+		t.Fatalf("explore: %v", err)
+	}
+	ex, err := readExplore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ex, dir, string(out)
+}
+
+// TestExploreFindsTheZsetTwin: a seeded explore against the broken twin of rwlock.yaml (a short reader's
+// lease becomes the whole readers set's TTL) finds it within a bounded number of runs, with no schedule
+// written for it: the finding is settled (shrunk, confirmed on fresh seeds, reported, new to the catalog),
+// and explore.json, the page and the coverage map say so.
+func TestExploreFindsTheZsetTwin(t *testing.T) {
+	ex, dir, out := runExplore(t, "--lock-spec", "examples/locks/rwlock-zset-broken.yaml", "--seed", "3",
+		"--max-findings", "1", "--max-runs", "20", "--settle-budget", "20s", "--confirm", "2")
+	if len(ex.Findings) != 1 || ex.Stopped != "max-findings" {
+		t.Fatalf("%d findings after %d runs (stopped %q), want the twin's", len(ex.Findings), ex.Runs, ex.Stopped)
+	}
+	f := ex.Findings[0]
+	if !strings.Contains(f.Signature, "on a rwlock") {
+		t.Errorf("signature %q", f.Signature)
+	}
+	if _, err := schedule.Load(filepath.Join(dir, f.File)); err != nil {
+		t.Errorf("the finding's schedule: %v", err)
+	}
+	s := f.Settled
+	if s == nil || s.Of != 2 || s.Caught < 1 || s.Known != "" || s.Report == "" {
+		t.Fatalf("settled %+v: want it caught again, new, reported", s)
+	}
+	if _, err := os.Stat(filepath.Join(dir, s.Report)); err != nil {
+		t.Error(err)
+	}
+	var cm CoverageMap
+	b, err := os.ReadFile(filepath.Join(dir, "coverage.json"))
+	if err != nil || json.Unmarshal(b, &cm) != nil || cm.Family != "rwlock" || cm.Seen.Len() != ex.Coverage || cm.Seen.Len() == 0 {
+		t.Fatalf("coverage.json (%v): family %q, %d seen, explore.json says %d", err, cm.Family, cm.Seen.Len(), ex.Coverage)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "index.html"))
+	if err != nil || !strings.Contains(string(page), f.File) || !strings.Contains(string(page), "new") {
+		t.Errorf("index.html does not list the finding (%v)", err)
+	}
+	if !strings.Contains(out, "FAIL f1 ") || !strings.Contains(out, "  new: overlap") {
+		t.Errorf("the summary has no finding line as a suite's run")
+	}
+}
+
+// TestExploreRwlockFindsNothingNew: on Redisson's read-write lock, unbroken, a short explore finds nothing
+// the catalog does not know.
+func TestExploreRwlockFindsNothingNew(t *testing.T) {
+	ex, _, _ := runExplore(t, "--lock", "rwlock", "--seed", "1", "--max-runs", "10", "--settle-budget", "20s", "--confirm", "2")
+	if ex.Runs < 10 || ex.Coverage == 0 || len(ex.Corpus) == 0 {
+		t.Fatalf("%d runs, coverage %d, corpus %d", ex.Runs, ex.Coverage, len(ex.Corpus))
+	}
+	for _, f := range ex.Findings {
+		if f.Settled == nil || f.Settled.Known == "" {
+			t.Errorf("finding %s (%s) is new: %s", f.ID, f.Signature, f.Story)
+		}
+	}
+}
+
+// TestExploreRefuses: what explore cannot search is one line and exit 254, before any run.
+func TestExploreRefuses(t *testing.T) {
+	for _, args := range [][]string{
+		{"--lock", "semaphore"},
+		{"--budget", "0s"},
+		{"--merge"},
+		{"stray"},
+	} {
+		cmd := exec.Command(buildBinary(t), append([]string{"explore", "--results", t.TempDir()}, args...)...)
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != exitUsage || strings.Count(strings.TrimSpace(string(out)), "\n") > 0 {
+			t.Errorf("explore %q: %v\n%s", args, err, out)
+		}
+	}
+}
+
+// TestExploreMerge: two shards' directories merge into one: the corpora side by side (their schedules
+// copied), one finding per signature (the earlier kept, the runs of both counted), the coverage added.
+func TestExploreMerge(t *testing.T) {
+	shard := func(name string, found float64, sig string, runs []int) string {
+		dir := filepath.Join(t.TempDir(), name)
+		for _, d := range []string{"corpus", "findings/f1"} {
+			if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sched := "lock: rwlock\nsteps:\n  - {name: s1, client: c1, acquire: read, lease: 1s}\n  - {name: s2, after: s1, client: c1, release: true}\n"
+		for _, f := range []string{"corpus/e1.yaml", "findings/f1/schedule.yaml"} {
+			if err := os.WriteFile(filepath.Join(dir, f), []byte(sched), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ex := &Explore{Lock: "rwlock", Family: "rwlock", Runs: 10,
+			Corpus:   []*explore.Entry{{ID: "e1", Run: 1, File: "corpus/e1.yaml", New: []string{"x"}}},
+			Findings: []*explore.Finding{{ID: "f1", Signature: sig, FoundS: found, Runs: runs, File: "findings/f1/schedule.yaml"}}}
+		if err := ex.write(dir); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	a := shard("a", 30, "overlap", []int{4})
+	b := shard("b", 10, "overlap", []int{2, 7})
+	out := filepath.Join(t.TempDir(), "merged")
+	root := newRoot()
+	root.SetArgs([]string{"explore", "--merge", a, b, "--results", out})
+	if err := root.Execute(); !errors.Is(err, exitError{exitInvalid}) { // the finding is new
+		t.Fatal(err)
+	}
+	m, err := readExplore(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Runs != 20 || len(m.Corpus) != 2 || len(m.Findings) != 1 || m.Findings[0].FoundS != 10 || len(m.Findings[0].Runs) != 3 {
+		t.Fatalf("merged: %d runs, corpus %d, findings %+v", m.Runs, len(m.Corpus), m.Findings)
+	}
+	for _, e := range m.Corpus {
+		if _, err := schedule.Load(filepath.Join(out, e.File)); err != nil {
+			t.Error(err)
+		}
+	}
+	// and the merged corpus seeds a later explore
+	if gs, err := readCorpus(out, explore.Caps{Lock: "rwlock", Family: "rwlock"}); err != nil || len(gs) != 2 {
+		t.Fatalf("corpus of the merge: %d, %v", len(gs), err)
+	}
+}
+
+// TestExploreFindsTheNaiveFlaw: the naive control's plain DEL, which deletes whoever holds the key, is found
+// within a few runs: a release by an actor that holds nothing (its acquire refused) takes another's lock.
+func TestExploreFindsTheNaiveFlaw(t *testing.T) {
+	ex, _, _ := runExplore(t, "--lock", "naive", "--seed", "2", "--max-findings", "1", "--max-runs", "10",
+		"--settle-budget", "10s", "--confirm", "1")
+	if len(ex.Findings) != 1 || !strings.Contains(ex.Findings[0].Signature, "on a mutex") {
+		t.Fatalf("%d runs, findings %+v", ex.Runs, ex.Findings)
+	}
+	if s := ex.Findings[0].Settled; s == nil || s.Of != 1 || s.Report == "" {
+		t.Fatalf("settled %+v", s)
+	}
+}
+
+// TestExploreManifests: the nightly workflow's explore job and the Kubernetes explore Job pass explore
+// arguments it takes (every check before the results directory passes), and each explore is merged.
+func TestExploreManifests(t *testing.T) {
+	stopsAtResults := func(what string, args []string) {
+		t.Helper()
+		sentinel := filepath.Join(t.TempDir(), "not-a-directory")
+		if err := os.WriteFile(sentinel, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		root := newRoot()
+		root.SetArgs(append(args, "--results", sentinel))
+		root.SetOut(io.Discard)
+		root.SetErr(io.Discard)
+		if err := root.Execute(); err == nil || !strings.Contains(err.Error(), sentinel) {
+			t.Errorf("%s: lockcheck %s: %v, want it to stop at --results", what, strings.Join(args, " "), err)
+		}
+	}
+	var wf struct {
+		Jobs map[string]struct {
+			Needs    string `yaml:"needs"`
+			Strategy struct {
+				Matrix struct {
+					Lock  []string `yaml:"lock"`
+					Shard []int    `yaml:"shard"`
+				} `yaml:"matrix"`
+			} `yaml:"strategy"`
+			Steps []struct {
+				Run string `yaml:"run"`
+			} `yaml:"steps"`
+		} `yaml:"jobs"`
+	}
+	readYAML(t, filepath.Join("..", "..", ".github", "workflows", "nightly.yml"), &wf)
+	job, merge := wf.Jobs["explore"], wf.Jobs["explore-merge"]
+	if len(job.Strategy.Matrix.Lock) == 0 || len(job.Strategy.Matrix.Shard) < 2 || merge.Needs != "explore" {
+		t.Fatalf("workflow: explore %+v, merge needs %q", job.Strategy.Matrix, merge.Needs)
+	}
+	ran := false
+	for _, s := range job.Steps {
+		if strings.HasPrefix(s.Run, "bin/lockcheck explore ") {
+			for _, lock := range job.Strategy.Matrix.Lock {
+				run := strings.NewReplacer("${{ matrix.lock }}", lock, "${{ matrix.shard }}", "1", "${{ github.run_number }}", "7").Replace(s.Run)
+				stopsAtResults("workflow", strings.Fields(run)[1:])
+			}
+			ran = true
+		}
+	}
+	merged := false
+	for _, s := range merge.Steps {
+		merged = merged || strings.HasPrefix(s.Run, "bin/lockcheck explore --merge ")
+	}
+	if !ran || !merged {
+		t.Fatalf("workflow: an explore step %v, a merge step %v", ran, merged)
+	}
+	var k8s struct {
+		Spec struct {
+			Template struct {
+				Spec struct {
+					Containers []struct {
+						Args []string `yaml:"args"`
+					} `yaml:"containers"`
+				} `yaml:"spec"`
+			} `yaml:"template"`
+		} `yaml:"spec"`
+	}
+	readYAML(t, filepath.Join("..", "..", "deploy", "k8s", "explore-job.yaml"), &k8s)
+	t.Setenv("JOB_COMPLETION_INDEX", "0")
+	args := k8s.Spec.Template.Spec.Containers[0].Args
+	for i := range args {
+		args[i] = strings.ReplaceAll(args[i], "$(JOB_COMPLETION_INDEX)", "0")
+	}
+	stopsAtResults("k8s", args)
+}

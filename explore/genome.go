@@ -1,0 +1,532 @@
+// Package explore is `lockcheck explore`: a search over schedules (the genome) guided by the coverage of the
+// lock's model. Runs whose schedule reached a transition no earlier run did are kept in a corpus and mutated,
+// as a coverage-guided fuzzer keeps and mutates inputs; every invalid run is filed under its finding's
+// signature, so that many runs of one bug are one finding. The package holds the search alone: how a run is
+// played, how its coverage and signature are read, and what becomes of a finding are the caller's functions
+// (cmd/lockcheck/explore.go), so that the search is tested without a process. docs/explore.md says more.
+package explore
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/lockcheck/lockcheck/workloads/schedule"
+)
+
+// Caps are what the lock under test can play, for the generator and the mutators.
+type Caps struct {
+	Lock      string // its name, for the schedule's lock line and messages
+	Family    string // "mutex" or "rwlock": the families a schedule plays
+	Reentrant bool   // an actor may acquire again what it holds
+	Watchdog  bool   // a lease of 0 is kept by a watchdog; --watchdog is worth varying
+	// Faults are those a schedule step may start on this deployment, each with the targets it takes.
+	Faults []Fault
+}
+
+// Fault is a fault a step may start: its name, and how it is aimed.
+type Fault struct {
+	Name   string
+	Client bool // aimed at one of the schedule's clients (targets: [cN]); otherwise the fault's own draw
+}
+
+// Setting is one run flag explore varies beside the schedule (--watchdog), as --name=value.
+type Setting struct{ Flag, Value string }
+
+// Genome is what one run plays: a schedule and the run settings varied with it.
+type Genome struct {
+	Schedule *schedule.Schedule
+	Settings []Setting
+	// Origin says how it was made: "generated", or the mutators applied and the corpus entry they started from.
+	Origin string
+	names  int // the next step name's number
+}
+
+// Args are the settings as run arguments.
+func (g *Genome) Args() []string {
+	out := make([]string, len(g.Settings))
+	for i, s := range g.Settings {
+		out[i] = "--" + s.Flag + "=" + s.Value
+	}
+	return out
+}
+
+// Setting is the value of a varied flag, "" when it is the run's own.
+func (g *Genome) Setting(flag string) string {
+	for _, s := range g.Settings {
+		if s.Flag == flag {
+			return s.Value
+		}
+	}
+	return ""
+}
+
+func (g *Genome) set(flag, value string) {
+	g.Settings = slices.DeleteFunc(g.Settings, func(s Setting) bool { return s.Flag == flag })
+	if value != "" {
+		g.Settings = append(g.Settings, Setting{flag, value})
+		slices.SortFunc(g.Settings, func(a, b Setting) int {
+			if a.Flag < b.Flag {
+				return -1
+			}
+			return 1
+		})
+	}
+}
+
+// clone is a deep copy: a mutator changes its copy, never the corpus entry.
+func (g *Genome) clone() *Genome {
+	s := *g.Schedule
+	s.Steps = make([]schedule.Step, len(g.Schedule.Steps))
+	for i, st := range g.Schedule.Steps {
+		if st.Lease != nil {
+			l := *st.Lease
+			st.Lease = &l
+		}
+		if st.Wait != nil {
+			w := *st.Wait
+			st.Wait = &w
+		}
+		st.Targets = slices.Clone(st.Targets)
+		s.Steps[i] = st
+	}
+	return &Genome{Schedule: &s, Settings: slices.Clone(g.Settings), Origin: g.Origin, names: g.names}
+}
+
+// The menus the generator and the mutators draw from. Leases span a retry delay (100 ms) to longer than a
+// whole run, so that a short one can meet a long one (the shapes a lease shrinks a hold's TTL in); waits run
+// from a refusal at once to longer than most holds, so that some acquires give up before the holder lets go
+// and some outwait it (a slow wake-up shows); holds are the release's delay after its acquire.
+var (
+	leases    = durs(100*time.Millisecond, 300*time.Millisecond, time.Second, 3*time.Second, 10*time.Second)
+	waits     = durs(0, 100*time.Millisecond, 500*time.Millisecond, 2*time.Second, 4*time.Second)
+	holds     = durs(0, 50*time.Millisecond, 200*time.Millisecond, 500*time.Millisecond, time.Second, 2*time.Second)
+	gaps      = durs(0, 20*time.Millisecond, 100*time.Millisecond, 300*time.Millisecond)
+	faultFors = durs(200*time.Millisecond, 500*time.Millisecond, time.Second, 2*time.Second)
+	watchdogs = []string{"", "600ms", "1500ms"} // "": the run's own --watchdog
+)
+
+func durs(d ...time.Duration) []time.Duration { return d }
+
+func pick[T any](rng *rand.Rand, s []T) T { return s[rng.IntN(len(s))] }
+
+// Limits of a generated or mutated schedule: small enough that a run costs seconds.
+const (
+	maxActors = 4
+	maxSteps  = 24
+	// maxSpan bounds a schedule's chained delays and holds; runs get --time maxSpan+.
+	maxSpan = 15 * time.Second
+)
+
+// ops are the acquires the family plays.
+func (c Caps) ops() []schedule.Op {
+	if c.Family == "rwlock" {
+		return []schedule.Op{schedule.Read, schedule.Read, schedule.Write}
+	}
+	return []schedule.Op{schedule.Lock}
+}
+
+func (c Caps) lease(rng *rand.Rand) *time.Duration {
+	d := pick(rng, leases)
+	if c.Watchdog && rng.IntN(5) == 0 {
+		d = 0 // the watchdog keeps it
+	}
+	return &d
+}
+
+func wait(rng *rand.Rand) *time.Duration {
+	d := pick(rng, waits)
+	return &d
+}
+
+// name is the next unused step name.
+func (g *Genome) name() string {
+	g.names++
+	return "s" + strconv.Itoa(g.names)
+}
+
+// Generate draws a fresh genome: two or three actors, each acquiring (one may re-enter) and releasing, the
+// steps chained by event to a recent step so that actors overlap, and sometimes a fault after an event.
+func Generate(rng *rand.Rand, c Caps) *Genome {
+	for range 100 {
+		gen := generate
+		if rng.IntN(2) == 0 { // half of them in one of the shapes
+			sh := pick(rng, Shapes)
+			gen = func(rng *rand.Rand, c Caps) *Genome {
+				g := &Genome{Schedule: &schedule.Schedule{Lock: c.Lock}, Origin: "shape " + sh.Name}
+				sh.Make(rng, c, g)
+				return g
+			}
+		}
+		if g := gen(rng, c); g.Check(c) == nil {
+			return g
+		}
+	}
+	// never seen: the smallest schedule, one actor's acquire and release
+	g := &Genome{Schedule: &schedule.Schedule{Lock: c.Lock}, Origin: "generated"}
+	g.Schedule.Steps = []schedule.Step{{Name: g.name(), Client: "c1", Acquire: c.ops()[0]}}
+	g.Schedule.Steps = append(g.Schedule.Steps, schedule.Step{Name: g.name(), After: "s1", Client: "c1", Release: true})
+	return g
+}
+
+func generate(rng *rand.Rand, c Caps) *Genome {
+	g := &Genome{Schedule: &schedule.Schedule{Lock: c.Lock}, Origin: "generated"}
+	actors := pick(rng, []int{2, 3, 3, 4})
+	for a := 1; a <= actors; a++ {
+		act := actor{client: "c" + strconv.Itoa(a)}
+		if a > 1 && rng.IntN(4) == 0 { // a second thread of the first client: another owner, the same instance
+			act = actor{client: "c1", thread: 2}
+		}
+		after := g.anchor(rng)
+		if i, ok := g.pickStep(rng, isAcquire); ok && rng.IntN(5) < 3 { // mostly while another holds
+			after = g.Schedule.Steps[i].Name
+		}
+		g.addActor(rng, c, act, after)
+	}
+	if len(c.Faults) > 0 && rng.IntN(5) == 0 {
+		g.addFault(rng, c, g.anchor(rng))
+	}
+	g.Schedule.About = fmt.Sprintf("explore: %d steps, generated", len(g.Schedule.Steps))
+	return g
+}
+
+// Shape is a skeleton of the steps that line up the bugs of lease locks, which a fresh genome may start from
+// (as a fuzzer starts from seed inputs): its leases, holds, waits and faults are still drawn, and the
+// mutators take it from there. A new shape is one value in Shapes.
+type Shape struct {
+	Name string
+	Make func(rng *rand.Rand, c Caps, g *Genome)
+}
+
+// Shapes are the skeletons: a joiner with a shorter lease beside a long holder while a waiter asks (a
+// re-entry or second reader whose lease shrinks the whole lock's); a release that comes late, after the
+// work ended in time, while others take the lock (a stale release deleting another's hold); a fault aimed
+// at the holder while another waits (a renewal or unlock lost on the way).
+var Shapes = []Shape{
+	{"short-joins-long", func(rng *rand.Rand, c Caps, g *Genome) {
+		long, short := pick(rng, leases[3:]), pick(rng, leases[:3])
+		hold := pick(rng, holds[3:])
+		op := pick(rng, c.ops())
+		a := schedule.Step{Name: g.name(), Client: "c1", Acquire: op, Lease: &long, Wait: wait(rng)}
+		g.Schedule.Steps = append(g.Schedule.Steps, a)
+		joiner := actor{client: "c2"}
+		if c.Reentrant && (c.Family == "mutex" || rng.IntN(3) == 0) {
+			joiner = actor{client: "c1"}                  // a re-entry by the holder
+			if c.Family == "rwlock" && rng.IntN(2) == 0 { // beside another reader, who comes and goes
+				g.Schedule.Steps[0].Acquire, op = schedule.Read, schedule.Read
+				g.addActor(rng, c, actor{client: "c4"}, a.Name)
+				g.Schedule.Steps[len(g.Schedule.Steps)-1].Delay = pick(rng, holds[:4])
+			} else if op == schedule.Write && rng.IntN(2) == 0 {
+				op = schedule.Read // the writer reads too
+			}
+		} else if c.Family == "rwlock" {
+			op = schedule.Read
+			g.Schedule.Steps[0].Acquire = schedule.Read
+		}
+		b := schedule.Step{Name: g.name(), After: a.Name, Delay: pick(rng, gaps), Client: joiner.client, Acquire: op,
+			Lease: &short, Wait: wait(rng)}
+		g.Schedule.Steps = append(g.Schedule.Steps, b,
+			schedule.Step{Name: g.name(), After: b.Name, Delay: holdFor(rng, short), Client: joiner.client, Release: true})
+		w := pick(rng, waits[2:])
+		wop := schedule.Lock
+		if c.Family == "rwlock" {
+			wop = schedule.Write
+		}
+		cw := schedule.Step{Name: g.name(), After: b.Name, Delay: pick(rng, gaps), Client: "c3", Acquire: wop,
+			Lease: c.lease(rng), Wait: &w}
+		g.Schedule.Steps = append(g.Schedule.Steps, cw,
+			schedule.Step{Name: g.name(), After: cw.Name, Delay: pick(rng, holds[:3]), Client: "c3", Release: true})
+		if joiner.client == "c1" { // the holder's own release after its re-entry's
+			g.Schedule.Steps = append(g.Schedule.Steps, schedule.Step{Name: g.name(), After: a.Name, Delay: hold, Client: "c1", Release: true})
+		} else {
+			g.Schedule.Steps = slices.Insert(g.Schedule.Steps, 1, schedule.Step{Name: g.name(), After: a.Name, Delay: hold, Client: "c1", Release: true})
+		}
+	}},
+	{"late-release", func(rng *rand.Rand, c Caps, g *Genome) {
+		lease := pick(rng, leases[:3])
+		op := pick(rng, c.ops())
+		a := schedule.Step{Name: g.name(), Client: "c1", Acquire: op, Lease: &lease, Wait: wait(rng)}
+		leave := schedule.Step{Name: g.name(), After: a.Name, Delay: holdFor(rng, lease), Client: "c1", Leave: true}
+		rel := schedule.Step{Name: g.name(), After: leave.Name, Delay: lease + pick(rng, holds[1:]), Client: "c1", Release: true}
+		g.Schedule.Steps = append(g.Schedule.Steps, a, leave, rel)
+		for i, after := range []string{a.Name, rel.Name} {
+			w := pick(rng, waits[2:])
+			g.Schedule.Steps[g.addActor(rng, c, actor{client: "c" + strconv.Itoa(i+2)}, after)].Wait = &w
+		}
+	}},
+	{"fault-on-holder", func(rng *rand.Rand, c Caps, g *Genome) {
+		g.addActor(rng, c, actor{client: "c1"}, "")
+		if len(c.Faults) > 0 {
+			g.addFault(rng, c, g.Schedule.Steps[0].Name)
+		}
+		w := pick(rng, waits[2:])
+		g.Schedule.Steps[g.addActor(rng, c, actor{client: "c2"}, g.Schedule.Steps[0].Name)].Wait = &w
+	}},
+}
+
+type actor struct {
+	client string
+	thread int64
+}
+
+// anchor is a recent step to follow ("" for the first step).
+func (g *Genome) anchor(rng *rand.Rand) string {
+	n := len(g.Schedule.Steps)
+	if n == 0 {
+		return ""
+	}
+	return g.Schedule.Steps[max(0, n-1-rng.IntN(min(n, 3)))].Name
+}
+
+// addActor appends an actor's acquire after the anchor, maybe a re-entry, and its release; it returns the
+// acquire's index.
+func (g *Genome) addActor(rng *rand.Rand, c Caps, a actor, after string) int {
+	op := pick(rng, c.ops())
+	acq := schedule.Step{Name: g.name(), After: after, Client: a.client, Thread: a.thread, Acquire: op,
+		Lease: c.lease(rng), Wait: wait(rng)}
+	if op == schedule.Write && rng.IntN(2) == 0 { // a writer that outwaits the readers: a grant beside one shows
+		w := pick(rng, waits[2:])
+		acq.Wait = &w
+	}
+	if after != "" {
+		acq.Delay = pick(rng, gaps)
+	}
+	g.Schedule.Steps = append(g.Schedule.Steps, acq)
+	at := len(g.Schedule.Steps) - 1
+	last := acq.Name
+	if c.Reentrant && rng.IntN(4) == 0 {
+		last = g.addReentry(rng, c, len(g.Schedule.Steps)-1)
+	}
+	hold := holdFor(rng, *acq.Lease)
+	rel := schedule.Step{Name: g.name(), After: last, Delay: hold, Client: a.client, Thread: a.thread, Release: true}
+	if rng.IntN(5) == 0 { // the work ends in time, the release comes late
+		leave := schedule.Step{Name: g.name(), After: last, Delay: hold, Client: a.client, Thread: a.thread, Leave: true}
+		g.Schedule.Steps = append(g.Schedule.Steps, leave)
+		rel.After, rel.Delay = leave.Name, pick(rng, holds)
+	}
+	g.Schedule.Steps = append(g.Schedule.Steps, rel)
+	return at
+}
+
+// holdFor is a hold that fits the lease (Check's margin kept): a holder that outlives its lease is no
+// finding. A lease of 0 (the watchdog's) takes any.
+func holdFor(rng *rand.Rand, lease time.Duration) time.Duration {
+	var fit []time.Duration
+	for _, h := range holds {
+		if lease == 0 || h <= lease-max(100*time.Millisecond, lease/4)-answerSlack {
+			fit = append(fit, h)
+		}
+	}
+	if len(fit) == 0 {
+		return 0
+	}
+	return pick(rng, fit)
+}
+
+// addReentry inserts after step i (an acquire) a re-entry by its actor with a lease of its own and that
+// re-entry's release; it returns the release's name.
+func (g *Genome) addReentry(rng *rand.Rand, c Caps, i int) string {
+	outer := g.Schedule.Steps[i]
+	op := outer.Acquire
+	if op == schedule.Write && rng.IntN(2) == 0 { // a writer may read too (Redisson's read inside a write)
+		op = schedule.Read
+	}
+	in := schedule.Step{Name: g.name(), After: outer.Name, Delay: pick(rng, gaps), Client: outer.Client,
+		Thread: outer.Thread, Acquire: op, Lease: c.lease(rng), Wait: wait(rng)}
+	out := schedule.Step{Name: g.name(), After: in.Name, Delay: pick(rng, holds), Client: outer.Client,
+		Thread: outer.Thread, Release: true}
+	g.Schedule.Steps = slices.Insert(g.Schedule.Steps, i+1, in, out)
+	return out.Name
+}
+
+// addFault appends a fault started after the anchor.
+func (g *Genome) addFault(rng *rand.Rand, c Caps, after string) {
+	f := pick(rng, c.Faults)
+	st := schedule.Step{Name: g.name(), After: after, Fault: f.Name, For: pick(rng, faultFors)}
+	if after == "" {
+		st.At = pick(rng, holds)
+	}
+	if f.Client {
+		st.Targets = []string{pick(rng, g.clients())}
+	}
+	g.Schedule.Steps = append(g.Schedule.Steps, st)
+}
+
+// clients are the clients the steps name, in order of first use.
+func (g *Genome) clients() []string {
+	var out []string
+	for _, st := range g.Schedule.Steps {
+		if st.Client != "" && !slices.Contains(out, st.Client) {
+			out = append(out, st.Client)
+		}
+	}
+	if len(out) == 0 {
+		out = []string{"c1"}
+	}
+	return out
+}
+
+// actors are the actors the steps name, in order of first use.
+func (g *Genome) actors() []actor {
+	var out []actor
+	for _, st := range g.Schedule.Steps {
+		a := actor{st.Client, st.Thread}
+		if st.Client != "" && !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// Check parses the genome's schedule back from its text (every rule a file obeys) and checks it against the
+// lock, and that every holder's work fits its lease: what fails is never run.
+func (g *Genome) Check(c Caps) error {
+	if len(g.Schedule.Steps) == 0 || len(g.Schedule.Steps) > maxSteps {
+		return fmt.Errorf("%d steps", len(g.Schedule.Steps))
+	}
+	if len(g.actors()) > maxActors+1 {
+		return fmt.Errorf("%d actors", len(g.actors()))
+	}
+	s, err := schedule.Parse(g.Schedule.Marshal(), "explore")
+	if err != nil {
+		return err
+	}
+	if err := s.Check(schedule.Caps{Lock: c.Lock, Family: c.Family, Reentrant: c.Reentrant}); err != nil {
+		return err
+	}
+	tm := timesOf(s)
+	if tm.end > maxSpan {
+		return fmt.Errorf("spans %s", tm.end)
+	}
+	return tm.holdsFit(s)
+}
+
+// times are when each step can start and be done at the earliest (lo) and at the latest (hi): a step
+// starts at its at, after the step it follows (and its delay) and after its actor's previous step; an
+// acquire is done within its wait (and a little more: the answer's way back).
+type times struct {
+	lo, hi []time.Duration // lo: start and done alike; hi: done
+	start  []time.Duration // latest start
+	end    time.Duration   // the latest any step is done
+	anc    []uint64        // the steps each waits for, directly or through others (a bit per step)
+}
+
+// answerSlack is how long past its wait an acquire's answer may take on a loaded machine.
+const answerSlack = 300 * time.Millisecond
+
+func timesOf(s *schedule.Schedule) times {
+	n := len(s.Steps)
+	t := times{lo: make([]time.Duration, n), hi: make([]time.Duration, n), start: make([]time.Duration, n), anc: make([]uint64, n)}
+	index, prev := map[string]int{}, map[string]int{}
+	for i, st := range s.Steps {
+		lo, hi := st.At, st.At
+		if st.After != "" {
+			j := index[st.After]
+			lo, hi = max(lo, t.lo[j]+st.Delay), max(hi, t.hi[j]+st.Delay)
+			t.anc[i] |= t.anc[j] | 1<<j
+		}
+		if st.Client != "" {
+			if j, ok := prev[st.Actor()]; ok {
+				lo, hi = max(lo, t.lo[j]), max(hi, t.hi[j])
+				t.anc[i] |= t.anc[j] | 1<<j
+			}
+			prev[st.Actor()] = i
+		}
+		t.start[i] = hi
+		if st.Acquire != "" {
+			hi += answerSlack
+			if st.Wait != nil {
+				hi += *st.Wait
+			} else {
+				hi += 5 * time.Second // the run's --wait
+			}
+		}
+		t.lo[i], t.hi[i] = lo, hi
+		t.end = max(t.end, hi)
+		if st.Name != "" {
+			index[st.Name] = i
+		}
+	}
+	return t
+}
+
+// holdsFit refuses a schedule in which a holder may still be working when its own lease has run out: the
+// time from an outermost acquire (its earliest grant) to the end of its critical section (its actor's next
+// leave, or the release that gives the key back; the end of the steps when none does), and any pause of
+// its client in between, must stay a margin inside its lease. A holder that outlives its lease breaks any lease lock, by design: explore looks for the
+// lock's own faults (a late release after a leave is the application's right, and stays).
+func (t times) holdsFit(s *schedule.Schedule) error {
+	for i, st := range s.Steps {
+		if st.Acquire == "" || st.Lease == nil || *st.Lease == 0 || outerHeld(s, i) {
+			continue
+		}
+		end, endAt := t.end, -1
+		depth := 0
+		for j := i; j < len(s.Steps); j++ {
+			o := s.Steps[j]
+			if o.Actor() != st.Actor() || o.Client == "" || o.KeyName() != st.KeyName() {
+				continue
+			}
+			switch {
+			case o.Acquire != "":
+				depth++
+			case o.Release:
+				depth--
+			}
+			if o.Leave || depth == 0 {
+				end, endAt = t.start[j], j
+				break
+			}
+		}
+		margin := max(100*time.Millisecond, *st.Lease/4)
+		hold := end - t.lo[i] + t.frozen(s, st.Client, t.lo[i], end)
+		if endAt >= 0 && t.anc[endAt]&(1<<i) != 0 {
+			hold = end - t.hi[i] // the section's end waits for the grant: counted from it
+		}
+		if hold > *st.Lease-margin {
+			return fmt.Errorf("%s: %s may hold for %s on a %s lease", s.Label(i), st.Actor(), hold, *st.Lease)
+		}
+	}
+	return nil
+}
+
+// freezing are the faults that stop a client's own work (its threads, or its whole process): a holder
+// frozen while it holds works on past its lease when it wakes, by design of every lease lock.
+var freezing = []string{"client-pause", "client-stall"}
+
+// frozen is how long the client may be frozen between from and to: the length of every freezing fault
+// aimed at it (or drawn, so perhaps at it) that may start in that span.
+func (t times) frozen(s *schedule.Schedule, client string, from, to time.Duration) time.Duration {
+	var d time.Duration
+	for j, st := range s.Steps {
+		if !slices.Contains(freezing, st.Fault) || len(st.Targets) > 0 && !slices.Contains(st.Targets, client) {
+			continue
+		}
+		if t.hi[j] >= from && t.lo[j] <= to {
+			d += st.For
+		}
+	}
+	return d
+}
+
+// outerHeld says whether step i's actor already holds its key: a re-entry, whose lease is free to differ.
+func outerHeld(s *schedule.Schedule, i int) bool {
+	st, depth := s.Steps[i], 0
+	for _, o := range s.Steps[:i] {
+		if o.Client == "" || o.Actor() != st.Actor() || o.KeyName() != st.KeyName() {
+			continue
+		}
+		switch {
+		case o.Acquire != "":
+			depth++
+		case o.Release:
+			depth--
+		}
+	}
+	return depth > 0
+}
+
+// Span is how long the genome's steps can take at most, for the run's --time.
+func (g *Genome) Span() time.Duration { return timesOf(g.Schedule).end }
