@@ -282,7 +282,7 @@ func (in *Input) library() string {
 	}
 	if sc := in.Meta.Options.Scripts; sc != "" { // the user's scripts replaced some of the set's: theirs ran
 		return fmt.Sprintf("the %s lock running the scripts in %s (--scripts) in place of %s's own", in.Meta.Lock,
-			filepath.Base(sc), orDefault(in.Meta.ScriptSet, "its set"))
+			filepath.Base(sc), orDefault(in.Meta.BaseScriptSet(), "its set"))
 	}
 	return "lockcheck's Go emulation of the " + in.Meta.Lock + " lock"
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -19,9 +20,11 @@ type RunMeta struct {
 	Options  Options  `json:"options"`
 	// Plan is the fault plan (nemesis.Plan), kept as written: only the runner makes one, and the report
 	// copies it.
-	Plan      json.RawMessage   `json:"plan"`
-	Versions  map[string]string `json:"versions"`
-	ScriptSet string            `json:"script_set,omitempty"`
+	Plan     json.RawMessage   `json:"plan"`
+	Versions map[string]string `json:"versions"`
+	// ScriptSet is the script set the lock ran ("redisson"); with --scripts, "SET+DIR" (the directory whose
+	// files replaced some of it): BaseScriptSet is the set alone.
+	ScriptSet string `json:"script_set,omitempty"`
 	// Spec names the spec file of a user-defined lock: such a lock is not registered, so the family its
 	// checks name judges it (a history naming an unregistered lock without a spec is refused).
 	Spec      string `json:"spec,omitempty"`
@@ -198,4 +201,10 @@ func ReadMeta(r io.Reader) (*RunMeta, error) {
 		return nil, errors.New("no meta record")
 	}
 	return DecodeMeta(rec.Data)
+}
+
+// BaseScriptSet is the script set the lock's scripts came from, without a --scripts directory.
+func (m RunMeta) BaseScriptSet() string {
+	set, _, _ := strings.Cut(m.ScriptSet, "+")
+	return set
 }

@@ -418,11 +418,11 @@ func confirm(run history.RunMeta, m rule, matched bool) string {
 	if run.Client != nil || run.Spec != "" || run.Options.Scripts != "" || run.ScriptSet == "" {
 		return ""
 	}
-	client := run.ScriptSet + "@VERSION"
-	if matched && strings.HasPrefix(m.client, run.ScriptSet+"@") {
+	client := run.BaseScriptSet() + "@VERSION"
+	if matched && strings.HasPrefix(m.client, run.BaseScriptSet()+"@") {
 		client = m.client
 	}
-	return fmt.Sprintf("lockcheck's Go emulation of %s's scripts ran: confirm on the real library with the same command and `--client %s`", run.ScriptSet, client)
+	return fmt.Sprintf("lockcheck's Go emulation of %s's scripts ran: confirm on the real library with the same command and `--client %s`", run.BaseScriptSet(), client)
 }
 
 // scriptsOf says whose scripts ran where they were not the library's own: a --lock-spec file's, or a
@@ -433,7 +433,7 @@ func scriptsOf(run history.RunMeta) string {
 		return "the lock spec " + path.Base(run.Spec) + "'s scripts ran (the user's lock, not a library's)"
 	case run.Options.Scripts != "" && run.Client == nil:
 		return fmt.Sprintf("the %s script set with the files in %s replacing its own ran (--scripts): not %s's own scripts",
-			run.ScriptSet, path.Base(run.Options.Scripts), run.ScriptSet)
+			run.BaseScriptSet(), path.Base(run.Options.Scripts), run.BaseScriptSet())
 	}
 	return ""
 }
