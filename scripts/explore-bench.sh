@@ -75,7 +75,7 @@ if [ "$budget" != 0 ]; then
       flags="$(field 2) $(field 3)"
       # explore generates mutex and read-write schedules only: ask it, one quick refusal
       # shellcheck disable=SC2086
-      if "$bin" explore $flags --max-runs 1 --budget 1s --results "$out/.probe" 2>&1 | grep -q 'explore generates schedules of'; then
+      if "$bin" explore $flags --budget 1ms --results "$out/.probe-$n" 2>&1 | grep -q 'explore generates schedules of'; then
         mkdir -p "$out/$n/seed-$s"
         printf '| `%s` | %s | not explorable (explore generates mutex and read-write schedules) | | | | | |\n' "$n" "$s" >"$out/$n/seed-$s/row"
         continue
@@ -91,7 +91,7 @@ if [ "$ubudget" != 0 ]; then
   done <"$out/.unbroken"
 fi
 wait
-rm -rf "$out/.probe" "$out/.unbroken"
+rm -rf "$out"/.probe-* "$out/.unbroken"
 echo "| lock | seed | first finding | time to it | runs | transitions | k of n | known or new | exit |"
 echo "|---|---|---|---|---|---|---|---|---|"
 cat "$out"/*/seed-*/row 2>/dev/null
