@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/lockcheck
 APT     := DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: image-official image-full test-image-full release all build install demo smoke repro bisect shrink-campaign test test-all-seeds bench differential falsealarms lagging-decides compare-servers deps vet clean images docker-engine compose-up compose-down
+.PHONY: image-official image-full test-image-full release all build install demo smoke repro bisect shrink-campaign test test-all-seeds bench differential falsealarms lagging-decides twins-random explore-bench compare-servers deps vet clean images docker-engine compose-up compose-down
 
 all: build
 
@@ -120,6 +120,13 @@ lagging-decides: deps build
 # table. TWINS_RANDOM="-b 60 rw-read-shorter-lease" runs a shorter or narrower one.
 twins-random: build
 	./scripts/twins-random.sh $(TWINS_RANDOM)
+
+# Issue 37's bar: lockcheck explore on each broken twin (3 seeds, 10 minutes each, stopping at the first
+# finding, settled on 5 fresh seeds) and 30 minutes on each unbroken lock, two explores side by side at
+# nice 10 (up to about 4 hours); prints docs/explore.md's "Measured" rows. EXPLORE_BENCH="-b 5m -u 3m -s '1 2'"
+# runs a shorter one, EXPLORE_BENCH="-u 0 rw-read-shorter-lease" one twin only.
+explore-bench: build
+	./scripts/explore-bench.sh $(EXPLORE_BENCH)
 
 # Issue 32's table of docs/compare.md "Per server": every default row under S1-S11 on the host's Redis and on
 # Valkey 8.1.8, from one command, 2 seeds a cell (340 runs: 37 minutes here at load average 14).

@@ -482,8 +482,9 @@ func (t times) holdsFit(s *schedule.Schedule) error {
 		}
 		margin := max(100*time.Millisecond, *st.Lease/4)
 		hold := end - t.lo[i] + t.frozen(s, st.Client, t.lo[i], end)
-		if endAt >= 0 && t.anc[endAt]&(1<<i) != 0 {
-			hold = end - t.hi[i] // the section's end waits for the grant: counted from it
+		if endAt >= 0 && t.anc[endAt]&(1<<i) != 0 { // the section's end waits for the grant: counted from it,
+			// and a pause of the client that may fall in it still counts
+			hold = end - t.hi[i] + t.frozen(s, st.Client, t.lo[i], end)
 		}
 		if hold > *st.Lease-margin {
 			return fmt.Errorf("%s: %s may hold for %s on a %s lease", s.Label(i), st.Actor(), hold, *st.Lease)

@@ -428,6 +428,9 @@ func grantBefore(h *history.History, owner, key string, t int64) (granted, lease
 		case leaseEnd > 0 && l > 0:
 			shortened = shortened || o.Invoke.Time+l < leaseEnd
 			leaseEnd = min(leaseEnd, o.Invoke.Time+l)
+		case l > 0 && granted >= 0: // a re-entry with a lease inside a watchdog's hold: its PEXPIRE replaced the
+			// watchdog's TTL until the next renewal (Redisson's re-entry), so the hold's lease is now the re-entry's
+			leaseEnd, shortened = o.Invoke.Time+l, true
 		}
 		if o.Invoke.Args["nested"] == 0 {
 			shortened = false

@@ -195,4 +195,12 @@ func TestStoryReentryShortensTheLease(t *testing.T) {
 	if s := TellStory(h, r, "redisson"); s.Lease != PastLease || s.Shortened {
 		t.Fatalf("without a shorter re-entry: lease %q, shortened %v", s.Lease, s.Shortened)
 	}
+	// A hold on the watchdog (no lease) whose re-entry had a lease: the re-entry's PEXPIRE replaced the
+	// watchdog's TTL (explore found it on the unbroken fair lock and called it new), so it is shortened too.
+	hold.Invoke.Args["lease_ms"] = 0
+	re.Invoke.Args["lease_ms"] = 100
+	h.Ops[0], h.Ops[1] = hold, re
+	if s := TellStory(h, r, "redisson"); s.Lease != PastLease || !s.Shortened {
+		t.Fatalf("a watchdog's hold re-entered with 100 ms: lease %q, shortened %v", s.Lease, s.Shortened)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -456,6 +457,7 @@ func (x *exploration) settleFinding(ctx context.Context, f *explore.Finding) {
 		st.Note = err.Error()
 		return
 	}
+	start = ownRun(start)
 	sdir := filepath.Join(fdir, "shrink")
 	if err := os.MkdirAll(sdir, 0o755); err != nil {
 		st.Note = err.Error()
@@ -492,6 +494,19 @@ func (x *exploration) settleFinding(ctx context.Context, f *explore.Finding) {
 		known = "known: " + st.Known
 	}
 	fmt.Fprintf(os.Stderr, "  %s: fails again in %d of %d fresh runs; %s; report %s\n", f.ID, st.Caught, st.Of, known, orNone(st.Report))
+}
+
+// ownRun gives back the flags shrink withholds from a run directory (--schedule, --scripts, --lock-spec,
+// --client-cmd, ...): explore made this run itself, a moment ago, from the user's flags and the schedule
+// it wrote, so its command is explore's own word, not a directory someone handed over. Without them the
+// shrink would replay the random workload on the lock without its scripts, and nothing would fail again.
+func ownRun(c shrink.Cmd) shrink.Cmd {
+	for _, name := range slices.Sorted(maps.Keys(history.Withheld)) {
+		if rec := c.Recorded(name); len(rec) > 0 {
+			c = c.Give(name, rec...)
+		}
+	}
+	return c
 }
 
 func rel(base, p string) string {

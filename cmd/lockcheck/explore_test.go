@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/lockcheck/lockcheck/explore"
+	"github.com/lockcheck/lockcheck/shrink"
 	"github.com/lockcheck/lockcheck/workloads/schedule"
 )
 
@@ -53,6 +54,10 @@ func TestExploreFindsTheZsetTwin(t *testing.T) {
 	s := f.Settled
 	if s == nil || s.Of != 2 || s.Caught < 1 || s.Known != "" || s.Report == "" {
 		t.Fatalf("settled %+v: want it caught again, new, reported", s)
+	}
+	// the shrink plays the finding's schedule on the spec's lock, not the random workload on --lock rwlock
+	if !strings.Contains(s.Minimal, "--schedule=") || !strings.Contains(s.Minimal, "--lock-spec=") {
+		t.Errorf("the smallest command lost the schedule or the spec: %s", s.Minimal)
 	}
 	if _, err := os.Stat(filepath.Join(dir, s.Report)); err != nil {
 		t.Error(err)
@@ -236,4 +241,23 @@ func TestExploreManifests(t *testing.T) {
 		args[i] = strings.ReplaceAll(args[i], "$(JOB_COMPLETION_INDEX)", "0")
 	}
 	stopsAtResults("k8s", args)
+}
+
+// TestExploreShrinksItsOwnRun: the flags shrink withholds from a run directory handed over (a schedule,
+// scripts, a lock spec) are given back to the shrink of a run explore made itself; without them each
+// finding's shrink replayed the random workload on the lock without its scripts and failed 0 of n.
+func TestExploreShrinksItsOwnRun(t *testing.T) {
+	c, err := shrink.FromRun([]string{"lockcheck", "run", "--lock=rwlock", "--schedule=/r/runs/00023/schedule.yaml",
+		"--scripts=/w/examples/twins/rw-read-shorter-lease", "--seed=7", "--time=8s"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Get("schedule") != "" || len(c.Withheld) != 2 {
+		t.Fatalf("shrink took the recorded flags itself: %q", c.Args())
+	}
+	c = ownRun(c)
+	if c.Get("schedule") != "/r/runs/00023/schedule.yaml" || c.Get("scripts") != "/w/examples/twins/rw-read-shorter-lease" ||
+		c.Get("lock") != "rwlock" || len(c.Withheld) != 0 {
+		t.Fatalf("explore's own run shrinks as %q (withheld %v)", c.Args(), c.Withheld)
+	}
 }

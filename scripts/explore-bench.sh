@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Issue 37's bar, second half: `lockcheck explore` on each broken twin of examples/twins/twins.txt (the
+# lock's flags + the twin's own; twins of a family explore does not generate, such as the semaphore's,
+# are skipped with a line saying so) for each seed, then on the unbroken locks (-u), J explores side by
+# side at nice 10. A twin's explore stops at its first finding (--max-findings 1) and settles it
+# (--confirm 5); an unbroken lock's runs the whole budget. One row per explore, from its explore.json:
+# found or not, time to the first finding, runs, distinct transitions covered, the finding's k of n and
+# known or new.
+# Usage: scripts/explore-bench.sh [-b TWIN_BUDGET] [-u UNBROKEN_BUDGET] [-s "SEEDS"] [-j J] [-S SETTLE] [twin...]
+#   defaults: -b 10m -u 30m -s "1 2 3" -j 2 -S 3m (the issue's figures); -u 0 skips the unbroken locks,
+#   -b 0 the twins. Runs go under results/explore-bench/; LOCKCHECK names the binary (default bin/lockcheck).
+set -u
+budget=10m ubudget=30m seeds="1 2 3" jobs=2 settle=3m
+while getopts b:u:s:j:S: o; do
+  case $o in b) budget=$OPTARG ;; u) ubudget=$OPTARG ;; s) seeds=$OPTARG ;; j) jobs=$OPTARG ;; S) settle=$OPTARG ;; *) exit 254 ;; esac
+done
+shift $((OPTIND - 1))
+bin=${LOCKCHECK:-bin/lockcheck}
+list=examples/twins/twins.txt
+out=results/explore-bench
+[ -x "$bin" ] || { echo "explore-bench: no $bin (make build)" >&2; exit 254; }
+command -v jq >/dev/null || { echo "explore-bench: needs jq" >&2; exit 254; }
+names=${*:-$(grep -v '^#' "$list" | cut -d'|' -f1 | tr -d ' ')}
+for n in $names; do
+  grep -q "^$n |" "$list" || { echo "explore-bench: no twin $n in $list" >&2; exit 254; }
+done
+mkdir -p "$out"
+
+# The unbroken locks: the Go emulation's families explore generates, an example spec, one real worker.
+unbroken='reentrant|--lock reentrant
+rwlock|--lock rwlock
+fair|--lock fair
+fenced|--lock fenced
+redlock-spec|--lock redlock-spec
+rwlock-yaml|--lock-spec examples/locks/rwlock.yaml
+redsync|--client redsync'
+
+# one explore: $1 name, $2 seed, $3 budget, $4 extra flags (--max-findings 1 for twins); row in $dir/row
+one() {
+  name=$1 seed=$2 b=$3 flags=$4 extra=$5
+  dir=$out/$name/seed-$seed
+  rm -rf "$dir"; mkdir -p "$dir"
+  # shellcheck disable=SC2086 # the flags are words
+  nice -n 10 "$bin" explore $flags $extra --seed "$seed" --budget "$b" --settle-budget "$settle" --confirm 5 \
+    --results "$dir/explore" >"$dir/stdout" 2>"$dir/stderr"
+  code=$?
+  j=$dir/explore/explore.json
+  if [ ! -f "$j" ]; then
+    printf '| `%s` | %s | error (exit %s: %s) | | | | | |\n' "$name" "$seed" "$code" \
+      "$(tail -1 "$dir/stderr")" >"$dir/row"
+    return
+  fi
+  # found or not, seconds to the first finding, runs, distinct transitions, k of n, known or new
+  jq -r --arg n "$name" --arg s "$seed" --arg c "$code" '
+    (.findings // []) as $f |
+    "| `\($n)` | \($s) | " +
+    (if ($f | length) == 0 then "none" else ($f[0].signature | split(", at ")[0]) end) + " | " +
+    (if ($f | length) == 0 then "" else "\($f[0].found_after_s | floor) s" end) +
+    " | \(.runs) | \(.coverage) | " +
+    (if ($f | length) == 0 then "" elif $f[0].settled then "\($f[0].settled.caught) of \($f[0].settled.of)" else "unsettled" end) +
+    " | " + ($f | map(if .settled.known then "known: " + .settled.known else "new" end) | join(", ")) +
+    " | exit \($c) |"' "$j" >"$dir/row"
+}
+
+# J at a time: a new explore starts as soon as one ends
+spawn() {
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+  one "$@" &
+}
+if [ "$budget" != 0 ]; then
+  for s in $seeds; do
+    for n in $names; do
+      line=$(grep "^$n |" "$list")
+      field() { printf '%s\n' "$line" | cut -d'|' -f"$1" | sed 's/^ *//; s/ *$//'; }
+      flags="$(field 2) $(field 3)"
+      # explore generates mutex and read-write schedules only: ask it, one quick refusal
+      # shellcheck disable=SC2086
+      if "$bin" explore $flags --budget 1ms --results "$out/.probe-$n" 2>&1 | grep -q 'explore generates schedules of'; then
+        mkdir -p "$out/$n/seed-$s"
+        printf '| `%s` | %s | not explorable (explore generates mutex and read-write schedules) | | | | | |\n' "$n" "$s" >"$out/$n/seed-$s/row"
+        continue
+      fi
+      spawn "$n" "$s" "$budget" "$flags" "--max-findings 1"
+    done
+  done
+fi
+if [ "$ubudget" != 0 ]; then
+  printf '%s\n' "$unbroken" | while IFS='|' read -r n flags; do echo "$n|$flags"; done >"$out/.unbroken"
+  while IFS='|' read -r n flags; do
+    for s in $(echo "$seeds" | cut -d' ' -f1); do spawn "$n" "$s" "$ubudget" "$flags" ""; done
+  done <"$out/.unbroken"
+fi
+wait
+rm -rf "$out"/.probe-* "$out/.unbroken"
+echo "| lock | seed | first finding | time to it | runs | transitions | k of n | known or new | exit |"
+echo "|---|---|---|---|---|---|---|---|---|"
+cat "$out"/*/seed-*/row 2>/dev/null
