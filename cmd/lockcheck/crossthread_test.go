@@ -10,12 +10,14 @@ import (
 )
 
 // Issue 23, item 2: stray releases, held and isLocked reads and forceUnlock on the Go RLock, three threads
-// per client: valid fault-free on seeds 1-3, and each kind of operation is in the history.
+// per client: valid fault-free on seeds 1-3, and each kind of operation is in the history. The chance is
+// 0.5, not 0.2: how many critical sections a 4 s run completes depends on the machine's load, and at 0.2 a
+// loaded run (45 unlocks, half an idle run's) drew about 1.5 stray unlocks on average and once none at all.
 func TestCrossThreadReentrant(t *testing.T) {
 	t.Parallel()
 	for seed := 1; seed <= 3; seed++ {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
-			code, dir := run(t, "run", "--lock", "reentrant", "--cross-thread", "0.2", "--force-unlock", "0.05", "--threads", "3",
+			code, dir := run(t, "run", "--lock", "reentrant", "--cross-thread", "0.5", "--force-unlock", "0.05", "--threads", "3",
 				"--time", "4s", "--quiet", "1s", "--seed", fmt.Sprint(seed))
 			if code != 0 {
 				t.Fatalf("exit %d, want 0 (valid): %+v", code, readResults(t, dir).Checkers)
