@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -201,7 +203,7 @@ func TestMisbehavingWorkers(t *testing.T) {
 			if len(lines) != 1 || !strings.Contains(lines[0], tc.says) {
 				t.Fatalf("want one error line saying %q, got %q; stderr:\n%s", tc.says, lines, out)
 			}
-			if left := processesMatching(filepath.Dir(script)+"/", "600.123"); len(left) > 0 {
+			if left := ownWorkers(); len(left) > 0 {
 				t.Fatalf("worker processes left behind: %v", left)
 			}
 			if code := execute(t.Context(), []string{"check", dir}); code != exitValid && code != exitInvalid && code != exitUnknown {
@@ -247,6 +249,24 @@ func capture(t *testing.T, f **os.File) func() string {
 		<-done
 		return buf.String()
 	}
+}
+
+// ownWorkers are the live processes of workers this test process started: a worker and its descendants carry
+// the tag LOCKCHECK_WORKER_TREE=PID.N (clients/worker/tree.go), PID this process's. Matching the scripts'
+// folder instead also caught other shards' workers (a grant.sh of a parallel test in another process).
+func ownWorkers() []string {
+	tag := []byte("LOCKCHECK_WORKER_TREE=" + strconv.Itoa(os.Getpid()) + ".")
+	var out []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || !bytes.Contains(env, tag) {
+			continue
+		}
+		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		out = append(out, e.Name()+": "+strings.ReplaceAll(string(cmd), "\x00", " "))
+	}
+	return out
 }
 
 // processesMatching lists live processes whose command line contains any of the strings.
