@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -203,7 +204,7 @@ func TestMisbehavingWorkers(t *testing.T) {
 			if len(lines) != 1 || !strings.Contains(lines[0], tc.says) {
 				t.Fatalf("want one error line saying %q, got %q; stderr:\n%s", tc.says, lines, out)
 			}
-			if left := ownWorkers(); len(left) > 0 {
+			if left := ownWorkers(filepath.Dir(script)+"/", "600.123"); len(left) > 0 {
 				t.Fatalf("worker processes left behind: %v", left)
 			}
 			if code := execute(t.Context(), []string{"check", dir}); code != exitValid && code != exitInvalid && code != exitUnknown {
@@ -251,10 +252,11 @@ func capture(t *testing.T, f **os.File) func() string {
 	}
 }
 
-// ownWorkers are the live processes of workers this test process started: a worker and its descendants carry
-// the tag LOCKCHECK_WORKER_TREE=PID.N (clients/worker/tree.go), PID this process's. Matching the scripts'
-// folder instead also caught other shards' workers (a grant.sh of a parallel test in another process).
-func ownWorkers() []string {
+// ownWorkers are the live processes of workers this test process started whose command line holds one of
+// subs: a worker and its descendants carry the tag LOCKCHECK_WORKER_TREE=PID.N (clients/worker/tree.go), PID
+// this process's. Matching the command line alone also caught other shards' workers (a grant.sh of a
+// parallel test in another process); the tag alone, an earlier test's worker still being stopped.
+func ownWorkers(subs ...string) []string {
 	tag := []byte("LOCKCHECK_WORKER_TREE=" + strconv.Itoa(os.Getpid()) + ".")
 	var out []string
 	entries, _ := os.ReadDir("/proc")
@@ -263,8 +265,11 @@ func ownWorkers() []string {
 		if err != nil || !bytes.Contains(env, tag) {
 			continue
 		}
-		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		out = append(out, e.Name()+": "+strings.ReplaceAll(string(cmd), "\x00", " "))
+		b, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		cmd := strings.ReplaceAll(string(b), "\x00", " ")
+		if slices.ContainsFunc(subs, func(s string) bool { return strings.Contains(cmd, s) }) {
+			out = append(out, e.Name()+": "+cmd)
+		}
 	}
 	return out
 }
