@@ -331,7 +331,12 @@ func execute(ctx context.Context, t *Test, wk *workerRun, dir string, rec *histo
 		})
 	}
 	var mcs []locks.Client
-	defer func() { closeClients(mcs, stderr) }()
+	defer func() {
+		closeClients(mcs, stderr)
+		if wk != nil && wk.abandon != nil { // workers started for clients the run never made
+			wk.abandon()
+		}
+	}()
 	rcfg := locks.DefaultRedissonConfig()
 	rcfg.WatchdogTimeout, rcfg.Timeout = o.Watchdog, o.Timeout
 	for _, c := range spec.Clients {

@@ -49,6 +49,8 @@ type workerRun struct {
 	ctx context.Context
 	// events holds the workers' events until the meta record is written (begun).
 	events *worker.Events
+	// abandon stops the workers started but not handed out to a client (idempotent).
+	abandon func()
 	// say hears a worker start that failed and is tried once more.
 	say io.Writer
 }
@@ -209,18 +211,19 @@ func (p *workerRun) factory(o Options, kind *kinds.Kind, topo *topology.Topology
 		}
 		return c, nil
 	}
-	return func(e locks.Env) (locks.Client, error) {
-		abandon := func() { // the run ends here: nobody will close the workers not handed out
-			mu.Lock()
-			rest := results
-			results = nil
-			mu.Unlock()
-			for _, ch := range rest {
-				if o := <-ch; o.c != nil {
-					o.c.Close()
-				}
+	abandon := func() { // the run ends here: nobody will close the workers not handed out
+		mu.Lock()
+		rest := results
+		results = nil
+		mu.Unlock()
+		for _, ch := range rest {
+			if o := <-ch; o.c != nil {
+				o.c.Close()
 			}
 		}
+	}
+	p.abandon = abandon // the run calls it too: a run that ends after its first client was made (a refusal, an error) stops the rest
+	return func(e locks.Env) (locks.Client, error) {
 		if !p.runsWorker(e.Client) {
 			c, err := p.New(e)
 			if err != nil {

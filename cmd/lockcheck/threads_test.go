@@ -136,6 +136,9 @@ func TestSingleThreadWorkerRefusesThreads(t *testing.T) {
 	if code != 254 {
 		t.Fatalf("--threads 2 on a single-thread worker: exit %d, want 254", code)
 	}
+	if left := ownWorkers("--single-thread"); len(left) > 0 { // the refused run's workers are stopped with it
+		t.Errorf("workers left running after the refused run: %v", left)
+	}
 	if code, dir := run(t, "run", "--client-cmd", cmd, "--lock", "naive", "--threads", "1", "--clients", "2", "--time", "2s", "--quiet", "1s"); code != 0 {
 		t.Fatalf("--threads 1: exit %d, want 0: %+v", code, readResults(t, dir).Checkers)
 	}
