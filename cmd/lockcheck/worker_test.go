@@ -258,20 +258,11 @@ func capture(t *testing.T, f **os.File) func() string {
 // parallel test in another process); the tag alone, an earlier test's worker still being stopped.
 func ownWorkers(subs ...string) []string {
 	tag := []byte("LOCKCHECK_WORKER_TREE=" + strconv.Itoa(os.Getpid()) + ".")
-	var out []string
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil || !bytes.Contains(env, tag) {
-			continue
-		}
-		b, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		cmd := strings.ReplaceAll(string(b), "\x00", " ")
-		if slices.ContainsFunc(subs, func(s string) bool { return strings.Contains(cmd, s) }) {
-			out = append(out, e.Name()+": "+cmd)
-		}
-	}
-	return out
+	return slices.DeleteFunc(processesMatching(subs...), func(p string) bool {
+		pid, _, _ := strings.Cut(p, ":")
+		env, err := os.ReadFile(filepath.Join("/proc", pid, "environ"))
+		return err != nil || !bytes.Contains(env, tag)
+	})
 }
 
 // processesMatching lists live processes whose command line contains any of the strings.
