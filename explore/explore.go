@@ -29,6 +29,10 @@ type Outcome struct {
 	Transitions map[string]int
 	// Signature is an invalid run's finding signature (its stable key); "" for a run that is not invalid.
 	Signature string
+	// Known names the catalog entry an invalid run's signature matches ("" for none: new): a known finding
+	// is kept but does not count toward MaxFindings, so a base lock's design limit cannot end the search
+	// before what is new.
+	Known string
 	// FirstNs is the time to the first violation, on the run's clock.
 	FirstNs int64
 	Seconds float64
@@ -53,16 +57,18 @@ type Entry struct {
 
 // Finding is every run of one signature.
 type Finding struct {
-	ID        string   `json:"id"`
-	Signature string   `json:"signature"`
-	Runs      []int    `json:"runs"` // the runs that showed it
-	FirstRun  int      `json:"first_run"`
-	FoundS    float64  `json:"found_after_s"` // since the exploration began
-	Dir       string   `json:"dir"`           // its first run's directory
-	Story     string   `json:"story,omitempty"`
-	File      string   `json:"schedule,omitempty"` // the first run's schedule, where the caller wrote it
-	Args      []string `json:"args,omitempty"`
-	Seed      int64    `json:"seed"`
+	ID        string `json:"id"`
+	Signature string `json:"signature"`
+	// Known is the catalog entry its first run matched ("" for new); Settled.Known is the settled word.
+	Known    string   `json:"known_at_find,omitempty"`
+	Runs     []int    `json:"runs"` // the runs that showed it
+	FirstRun int      `json:"first_run"`
+	FoundS   float64  `json:"found_after_s"` // since the exploration began
+	Dir      string   `json:"dir"`           // its first run's directory
+	Story    string   `json:"story,omitempty"`
+	File     string   `json:"schedule,omitempty"` // the first run's schedule, where the caller wrote it
+	Args     []string `json:"args,omitempty"`
+	Seed     int64    `json:"seed"`
 	// Settle's verdict on it, filled by the caller (Settle): shrunk, confirmed, matched, reported.
 	Settled *Settled `json:"settled,omitempty"`
 	genome  *Genome
@@ -107,6 +113,7 @@ type Explorer struct {
 	Run      Runner
 	Parallel int
 	// MaxRuns and MaxFindings stop the search early (0: no bound); the budget is the ctx's deadline.
+	// MaxFindings counts new findings only (Outcome.Known empty).
 	MaxRuns, MaxFindings int
 	// Progress is told the status after every run (outside the explorer's lock); NewFinding and NewEntry
 	// as they happen (under it: keep them short, and call neither Status nor View).
@@ -125,6 +132,17 @@ type Explorer struct {
 	Growth   []Point
 	Stopped  string // budget, interrupted, max-findings, max-runs
 	refused  int
+}
+
+// newFindings counts the findings no catalog entry names.
+func (e *Explorer) newFindings() int {
+	n := 0
+	for _, f := range e.Findings {
+		if f.Known == "" {
+			n++
+		}
+	}
+	return n
 }
 
 // Point is the coverage after a run that added to it.
@@ -221,7 +239,7 @@ func (e *Explorer) Search(ctx context.Context) {
 				}
 				e.mu.Lock()
 				e.record(t, out)
-				if e.MaxFindings > 0 && len(e.Findings) >= e.MaxFindings {
+				if e.MaxFindings > 0 && e.newFindings() >= e.MaxFindings {
 					e.Stopped = "max-findings"
 					stop()
 				}
@@ -286,7 +304,7 @@ func (e *Explorer) record(t Trial, out Outcome) {
 			}
 		}
 		if f == nil {
-			f = &Finding{ID: "f" + strconv.Itoa(len(e.Findings)+1), Signature: out.Signature, FirstRun: t.N,
+			f = &Finding{ID: "f" + strconv.Itoa(len(e.Findings)+1), Signature: out.Signature, Known: out.Known, FirstRun: t.N,
 				FoundS: s.Elapsed.Seconds(), Dir: out.Dir, Story: out.Note, Args: t.Genome.Args(), Seed: t.Seed, genome: t.Genome}
 			e.Findings = append(e.Findings, f)
 			if e.NewFinding != nil {

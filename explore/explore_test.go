@@ -170,6 +170,23 @@ func TestMaxFindingsStops(t *testing.T) {
 	_ = strconv.Itoa
 }
 
+// TestMaxFindingsCountsNewOnes: a finding the catalog names (a base lock's design limit) is kept but does
+// not end the search; the first new one does.
+func TestMaxFindingsCountsNewOnes(t *testing.T) {
+	known := func(ctx context.Context, t Trial) Outcome {
+		if t.N <= 3 { // the first runs all show a known limit
+			return Outcome{Verdict: "invalid", Signature: "design-limit-shape", Known: "design-limit",
+				Transitions: map[string]int{"known": 1}}
+		}
+		return zsetTwin(ctx, t)
+	}
+	e := &Explorer{Caps: rwCaps, Seed: 3, Run: known, MaxFindings: 1, MaxRuns: 1000}
+	e.Search(context.Background())
+	if e.Stopped != "max-findings" || len(e.Findings) != 2 || e.Findings[0].Known != "design-limit" || e.Findings[1].Known != "" {
+		t.Fatalf("stopped %q with findings %+v: want the known one kept and the search ended at the new one", e.Stopped, e.Findings)
+	}
+}
+
 // TestHoldFitsWithItsClientsPause: a holder whose release follows its grant (counted from the grant) and
 // whose client may be paused in between holds for the pause too. Explore generated this schedule and found
 // "new" on the unbroken rwlock.yaml: c3's 3 s read frozen 2 s by a client-pause that a node pause had pushed

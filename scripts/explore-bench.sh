@@ -2,10 +2,11 @@
 # Issue 37's bar, second half: `lockcheck explore` on each broken twin of examples/twins/twins.txt (the
 # lock's flags + the twin's own; twins of a family explore does not generate, such as the semaphore's,
 # are skipped with a line saying so) for each seed, then on the unbroken locks (-u), J explores side by
-# side at nice 10. A twin's explore stops at its first finding (--max-findings 1) and settles it
+# side at nice 10. A twin's explore stops at its first new finding (--max-findings 1) and settles it
 # (--confirm 5); an unbroken lock's runs the whole budget. One row per explore, from its explore.json:
 # found or not, time to the first finding, runs, distinct transitions covered, the finding's k of n and
-# known or new.
+# known or new; for a twin's new finding, its schedule run on the base (seeds 1-3): valid there means the
+# finding is the twin's flaw.
 # Usage: scripts/explore-bench.sh [-b TWIN_BUDGET] [-u UNBROKEN_BUDGET] [-s "SEEDS"] [-j J] [-S SETTLE] [twin...]
 #   defaults: -b 10m -u 30m -s "1 2 3" -j 2 -S 3m (the issue's figures); -u 0 skips the unbroken locks,
 #   -b 0 the twins. Runs go under results/explore-bench/; LOCKCHECK names the binary (default bin/lockcheck).
@@ -35,9 +36,10 @@ redlock-spec|--lock redlock-spec
 rwlock-yaml|--lock-spec examples/locks/rwlock.yaml
 redsync|--client redsync'
 
-# one explore: $1 name, $2 seed, $3 budget, $4 extra flags (--max-findings 1 for twins); row in $dir/row
+# one explore: $1 name, $2 seed, $3 budget, $4 the lock's flags, $5 extra flags (--max-findings 1 for twins),
+# $6 for a twin the lock's flags with the base's own flag instead of the twin's; row in $dir/row
 one() {
-  name=$1 seed=$2 b=$3 flags=$4 extra=$5
+  name=$1 seed=$2 b=$3 flags=$4 extra=$5 base=${6:-}
   dir=$out/$name/seed-$seed
   rm -rf "$dir"; mkdir -p "$dir"
   # shellcheck disable=SC2086 # the flags are words
@@ -46,20 +48,37 @@ one() {
   code=$?
   j=$dir/explore/explore.json
   if [ ! -f "$j" ]; then
-    printf '| `%s` | %s | error (exit %s: %s) | | | | | |\n' "$name" "$seed" "$code" \
+    printf '| `%s` | %s | error (exit %s: %s) | | | | | | |\n' "$name" "$seed" "$code" \
       "$(tail -1 "$dir/stderr")" >"$dir/row"
     return
   fi
-  # found or not, seconds to the first finding, runs, distinct transitions, k of n, known or new
-  jq -r --arg n "$name" --arg s "$seed" --arg c "$code" '
-    (.findings // []) as $f |
+  # Is the first new finding the twin's own flaw? Its schedule, with the settings it ran with, on the base
+  # (the twin's one change undone), seeds 1-3: a flaw of the twin leaves the base valid.
+  basecol=""
+  f=$(jq -r '[.findings[]? | select((.settled.known // .known_at_find // "") == "")][0] // empty | "\(.schedule) \(.args // [] | join(" "))"' "$j")
+  if [ -n "$base" ] && [ -n "$f" ]; then
+    sched=${f%% *} args=${f#* }
+    [ "$args" = "$f" ] && args=""
+    valid=0
+    for bs in 1 2 3; do
+      # shellcheck disable=SC2086
+      nice -n 10 "$bin" run $base $args --schedule "$dir/explore/$sched" --seed "$bs" --results "$dir/base" >>"$dir/base.out" 2>&1
+      [ $? -eq 0 ] && valid=$((valid + 1))
+    done
+    basecol="valid $valid of 3"
+  fi
+  # new findings first: found or not, seconds to the first finding, runs, distinct transitions, k of n, known
+  # or new, the base on its schedule
+  jq -r --arg n "$name" --arg s "$seed" --arg c "$code" --arg b "$basecol" '
+    ((.findings // []) | map(select((.settled.known // .known_at_find // "") == "")) +
+      map(select((.settled.known // .known_at_find // "") != ""))) as $f |
     "| `\($n)` | \($s) | " +
     (if ($f | length) == 0 then "none" else ($f[0].signature | split(", at ")[0]) end) + " | " +
     (if ($f | length) == 0 then "" else "\($f[0].found_after_s | floor) s" end) +
     " | \(.runs) | \(.coverage) | " +
     (if ($f | length) == 0 then "" elif $f[0].settled then "\($f[0].settled.caught) of \($f[0].settled.of)" else "unsettled" end) +
-    " | " + ($f | map(if .settled.known then "known: " + .settled.known else "new" end) | join(", ")) +
-    " | exit \($c) |"' "$j" >"$dir/row"
+    " | " + ($f | map(if (.settled.known // .known_at_find // "") != "" then "known: " + (.settled.known // .known_at_find) else "new" end) | join(", ")) +
+    " | \($b) | exit \($c) |"' "$j" >"$dir/row"
 }
 
 # J at a time: a new explore starts as soon as one ends
@@ -77,10 +96,10 @@ if [ "$budget" != 0 ]; then
       # shellcheck disable=SC2086
       if "$bin" explore $flags --budget 1ms --results "$out/.probe-$n" 2>&1 | grep -q 'explore generates schedules of'; then
         mkdir -p "$out/$n/seed-$s"
-        printf '| `%s` | %s | not explorable (explore generates mutex and read-write schedules) | | | | | |\n' "$n" "$s" >"$out/$n/seed-$s/row"
+        printf '| `%s` | %s | not explorable (explore generates mutex and read-write schedules) | | | | | | |\n' "$n" "$s" >"$out/$n/seed-$s/row"
         continue
       fi
-      spawn "$n" "$s" "$budget" "$flags" "--max-findings 1"
+      spawn "$n" "$s" "$budget" "$flags" "--max-findings 1" "$(field 2) $(field 4)"
     done
   done
 fi
@@ -92,6 +111,6 @@ if [ "$ubudget" != 0 ]; then
 fi
 wait
 rm -rf "$out"/.probe-* "$out/.unbroken"
-echo "| lock | seed | first finding | time to it | runs | transitions | k of n | known or new | exit |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "| lock | seed | first new finding (else first) | time to it | runs | transitions | k of n | known or new | base on its schedule | exit |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 cat "$out"/*/seed-*/row 2>/dev/null

@@ -150,7 +150,7 @@ explore.json and index.html list the findings; coverage.json holds the whole map
 	f.DurationVar(&settleBudget, "settle-budget", 3*time.Minute, "bound on shrinking and confirming each finding")
 	f.IntVar(&confirm, "confirm", 5, "fresh seeds each finding's shrunk command runs on (the k of n)")
 	f.IntVar(&parallel, "parallel", 1, "runs at a time")
-	f.IntVar(&maxFindings, "max-findings", 0, "stop the search at this many findings (0: at the budget)")
+	f.IntVar(&maxFindings, "max-findings", 0, "stop the search at this many new findings (those no catalog entry names; 0: at the budget)")
 	f.IntVar(&maxRuns, "max-runs", 0, "stop the search after this many runs (0: at the budget)")
 	f.StringVar(&shard, "shard", "", "explore as shard i of n (i/n): its own seeds, merged later with --merge")
 	f.StringVar(&shardEnv, "shard-index-env", "", "take the shard's 0-based index from this variable (Kubernetes: JOB_COMPLETION_INDEX), with --shard-count")
@@ -378,6 +378,7 @@ func (x *exploration) trial(ctx context.Context, t explore.Trial) explore.Outcom
 		if res, err := report.ReadResults(out.Dir); err == nil {
 			if sig, ok := signatureOf(h, res); ok {
 				out.Signature = findingKey(sig)
+				out.Known, _ = knownOf(h, res)
 			}
 		}
 	}
