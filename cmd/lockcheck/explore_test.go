@@ -209,9 +209,20 @@ func TestExploreManifests(t *testing.T) {
 	ran := false
 	for _, s := range job.Steps {
 		if strings.HasPrefix(s.Run, "bin/lockcheck explore ") {
-			for _, lock := range job.Strategy.Matrix.Lock {
-				run := strings.NewReplacer("${{ matrix.lock }}", lock, "${{ matrix.shard }}", "1", "${{ github.run_number }}", "7").Replace(s.Run)
-				stopsAtResults("workflow", strings.Fields(run)[1:])
+			// the first night (no corpus in the cache) and the next (last night's merge restored)
+			lastNight := t.TempDir()
+			if err := os.WriteFile(filepath.Join(lastNight, "explore.json"), []byte(`{"corpus": [], "findings": []}`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for _, corpus := range []string{"", "--corpus " + lastNight} {
+				for _, lock := range job.Strategy.Matrix.Lock {
+					run := strings.NewReplacer("${{ matrix.lock }}", lock, "${{ matrix.shard }}", "1", "${{ github.run_number }}", "7",
+						"${{ steps.corpus.outputs.cache-matched-key != '' && '--corpus merged' || '' }}", corpus).Replace(s.Run)
+					if strings.Contains(run, "${{") {
+						t.Fatalf("workflow: an expression the test does not know: %s", run)
+					}
+					stopsAtResults("workflow", strings.Fields(run)[1:])
+				}
 			}
 			ran = true
 		}
