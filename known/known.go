@@ -121,7 +121,7 @@ type rule struct {
 	library   string
 	fixed     string // the release that fixed it: a run of it or later is not this bug
 	lease     report.LeaseSide
-	shortened bool
+	shortened *bool // nil: either
 	client    string // the buggy side's --client (lib@version), to confirm an emulation's finding with
 }
 
@@ -337,7 +337,7 @@ func (r rule) meets(s Signature, run history.RunMeta) (int, bool) {
 		cond(r.kind != "", r.kind == s.Kind) &&
 		cond(r.family != "", r.family == s.Family) &&
 		cond(r.lease != "", r.lease == s.Lease) &&
-		cond(r.shortened, s.Shortened) &&
+		cond(r.shortened != nil, r.shortened != nil && *r.shortened == s.Shortened) &&
 		cond(r.lock != "", r.lock == run.Lock) &&
 		cond(r.library != "", r.library == lib) &&
 		cond(r.fixed != "" && version != "", Older(version, r.fixed))

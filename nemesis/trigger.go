@@ -88,6 +88,10 @@ func HasTrigger(fault string) bool {
 	return ok
 }
 
+// TriggerOf is the event that fires a fault under --nemesis-trigger ("grant", "release", ...), "" for a
+// fault that takes none (it runs on the clock).
+func TriggerOf(fault string) string { return triggeredBy[fault].trigger }
+
 // TriggerNames lists the faults that take a trigger, with it.
 func TriggerNames() []string {
 	var out []string

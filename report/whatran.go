@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/nemesis"
 )
 
 // WhatRan says what a run did, in words, from its meta record (the run's one Test value as recorded): a
@@ -55,13 +56,42 @@ func WhatRan(run history.RunMeta, nemesis []string) string {
 			f += " on " + o.NemesisTargets
 		}
 		if o.NemesisTrigger {
-			f += ", each fired by the lock's own events (a grant)"
+			f += ", each fired by the lock's own events (" + firedBy(nemesis) + ")"
 		} else {
 			f += fmt.Sprintf(", one every %s", o.NemesisInterval.D())
 		}
 		s += f + fmt.Sprintf(", each lasting %s and healed; the last %s is fault-free.", o.NemesisDuration.D(), o.Quiet.D())
 	}
 	return s
+}
+
+// firedBy names the event that fires each fault under --nemesis-trigger: "a grant", or per fault where
+// they differ ("drop-reply at an unlock, partition at a grant"); a fault that takes none runs on the clock.
+func firedBy(faults []string) string {
+	var each []string
+	seen := map[string]bool{}
+	for _, f := range faults {
+		t := nemesisTrigger(f)
+		seen[t] = true
+		each = append(each, f+" "+t)
+	}
+	if len(seen) == 1 && !seen["on the clock"] {
+		for t := range seen {
+			return strings.TrimPrefix(t, "at ")
+		}
+	}
+	return strings.Join(each, ", ")
+}
+
+func nemesisTrigger(fault string) string {
+	switch t := nemesis.TriggerOf(fault); t {
+	case "":
+		return "on the clock"
+	case "unlock", "attempt":
+		return "at an " + t
+	default:
+		return "at a " + t
+	}
 }
 
 // scheduleRan says what a schedule run did: the schedule's steps, which the run played in place of the

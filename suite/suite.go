@@ -68,7 +68,7 @@ type Match struct {
 	Checkers  []string  `yaml:"checkers"`  // other checkers whose finding is this bug too, beside checker:
 	Faults    *[]string `yaml:"faults"`    // faults in force at the violation, all of them; [] for any
 	Lease     string    `yaml:"lease"`     // past or within: the side of the first owner's lease it fell on
-	Shortened bool      `yaml:"shortened"` // a re-entry had shortened the first owner's lease
+	Shortened *bool     `yaml:"shortened"` // a re-entry had (true) or had not (false) shortened the first owner's lease
 	AnyLock   bool      `yaml:"any-lock"`  // a limit of every lock of its family, whatever the library
 	Limit     string    `yaml:"limit"`     // what a design limit is a limit of, in words
 	As        string    `yaml:"as"`        // this entry plays another's bug: its runs are named as that one
