@@ -121,7 +121,7 @@ type rule struct {
 	library   string
 	fixed     string // the release that fixed it: a run of it or later is not this bug
 	lease     report.LeaseSide
-	shortened *bool // nil: either
+	shortened *bool  // nil: either
 	client    string // the buggy side's --client (lib@version), to confirm an emulation's finding with
 }
 
