@@ -278,7 +278,7 @@ func execute(ctx context.Context, t *Test, wk *workerRun, dir string, rec *histo
 	rec.Redact(red)
 	stderr = red.Writer(stderr)
 	if ext != nil {
-		patterns := workloadPatterns(t.Kind.KeyCount(o.params(workloads.Range{})), t.Kind.Family == kinds.Latch)
+		patterns := workloadPatterns(t.Kind.KeyCount(t.Params), t.Kind.Family == kinds.Latch)
 		if err := checkLeftovers(ctx, topo, patterns); err != nil {
 			return err
 		}
