@@ -135,16 +135,12 @@ func (t *Test) Execute(ctx context.Context, stderr io.Writer) (*report.Results, 
 	if err != nil {
 		return nil, failedStart(dir, err)
 	}
-	meta := Meta{Lock: o.Lock, Topology: o.Topology, Nemesis: t.Faults, Seed: o.Seed, Options: o.describe(),
+	meta := Meta{Lock: o.Lock, Topology: o.Topology, Nemesis: t.Faults, Seed: o.Seed, Options: t.describe(),
 		Plan: plan, Versions: Versions(), Checks: history.Checks(t.Checks), Command: o.Command}
 	if t.Scripts != nil {
 		meta.ScriptSet = t.Scripts.Set
 	}
 	meta.Spec = t.Kind.Source
-	if t.Schedule != nil {
-		meta.Options.ScheduleSHA256 = t.Schedule.SHA256
-		meta.Options.ScheduleAbout = clipAbout(t.Schedule.About)
-	}
 	if o.Backend == BackendProcess || !srv.Host() { // else a container runs its image's server, a deployment its own
 		serverVersions(meta.Versions, srv)
 	}

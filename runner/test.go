@@ -5,6 +5,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/kinds"
 	"github.com/lockcheck/lockcheck/locks"
 	"github.com/lockcheck/lockcheck/nemesis"
@@ -52,6 +53,16 @@ func (o Options) params(hold workloads.Range) kinds.Params {
 		Count: o.Count, Wait: o.Wait, WaitTo: o.WaitTo, Lease: o.Lease, LeaseTo: o.LeaseTo, Watchdog: o.Watchdog,
 		Hold: hold, Reentry: o.Reentry, Readers: o.Readers, Seed: o.Seed, OnLost: o.OnLost, CrossThread: o.CrossThread,
 		ForceUnlock: o.ForceUnlock, NoExtend: o.NoExtend}
+}
+
+// describe is the test's options as its meta record keeps them, a schedule's hash and about included:
+// what report.WhatRan, and so results.json's "ran", the report, the page and compare, describe the run from.
+func (t *Test) describe() history.Options {
+	d := t.Options.describe()
+	if t.Schedule != nil {
+		d.ScheduleSHA256, d.ScheduleAbout = t.Schedule.SHA256, clipAbout(t.Schedule.About)
+	}
+	return d
 }
 
 // WriteNotes says what Prepare decided that the user should hear, one line each.
