@@ -55,6 +55,7 @@ var stages = []struct {
 	name string
 	run  func(*composer) error
 }{
+	{"given values", (*composer).givenValues},
 	{"worker control flags", (*composer).workerControl},
 	{"schedule", (*composer).loadSchedule},
 	{"lock kind", (*composer).lockKind},
@@ -82,7 +83,8 @@ func Prepare(o Options) (*Test, error) {
 	}
 	return &Test{Options: c.o, Kind: c.kind, Spec: c.spec, External: c.ext, Clients: c.clients, Scripts: c.scripts,
 		Workload: c.load, Params: c.params, Schedule: c.sched, Faults: c.faults, Plan: c.plan, Targets: c.names.Targets,
-		Checks: c.checks, Notes: c.notes, Server: c.srv}, nil
+		FaultParams: c.names.Params,
+		Checks:      c.checks, Notes: c.notes, Server: c.srv}, nil
 }
 
 func (c *composer) note(n string) {
@@ -95,6 +97,18 @@ func (c *composer) given(name string) bool { return c.o.Given != nil && c.o.Give
 
 // faultFree is a run with no --nemesis: a control's flags apply only to one.
 func (c *composer) faultFree() bool { return c.o.Nemesis == "none" || c.o.Nemesis == "" }
+
+// givenValues refuses a value given on the command line that the options cannot tell from their unset
+// default: --keys 0 and --nodes 0 mean "the lock's own" when not given.
+func (c *composer) givenValues() error {
+	if c.given("keys") && c.o.Keys < 1 {
+		return usagef("--keys must be at least 1, got %d", c.o.Keys)
+	}
+	if c.given("nodes") && c.o.Nodes < 1 {
+		return usagef("--nodes must be at least 1, got %d", c.o.Nodes)
+	}
+	return nil
+}
 
 // workerControl gives a registered worker's run its lock when the command line names none and, for a
 // fault-free run, the worker's own control flags (Spec.Flags: trusted code, so a control may also set the
@@ -280,6 +294,19 @@ func (c *composer) validate() error {
 	}
 	c.hold, c.params = hold, o.params(hold)
 	return nil
+}
+
+// params is what the family's workload takes from the options.
+func (o Options) params(hold workloads.Range) kinds.Params {
+	return kinds.Params{Clients: o.Clients, Threads: o.Threads, Keys: o.Keys, Group: o.Group, Permits: o.Permits,
+		Count: o.Count, Wait: o.Wait, WaitTo: o.WaitTo, Lease: o.Lease, LeaseTo: o.LeaseTo, Watchdog: o.Watchdog,
+		Hold: hold, Reentry: o.Reentry, Readers: o.Readers, Seed: o.Seed, OnLost: o.OnLost, CrossThread: o.CrossThread,
+		ForceUnlock: o.ForceUnlock, NoExtend: o.NoExtend}
+}
+
+// faultParams tunes the faults from the options.
+func (o Options) faultParams() nemesis.Params {
+	return nemesis.Params{Latency: o.Latency, Jitter: o.Jitter, ClockBump: o.ClockBump, Duration: o.NemesisDuration}
 }
 
 // chance is a probability flag's value.

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/history"
-	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/node"
 	"github.com/lockcheck/lockcheck/node/docker"
 	"github.com/lockcheck/lockcheck/topology"
@@ -137,9 +136,4 @@ func (o Options) describe() history.Options {
 		Backend: o.Backend, DockerImage: o.DockerImage, External: o.External, Server: o.Server, ServerBin: o.ServerBin,
 		Client: o.Worker.Client, ClientCmd: o.Worker.Cmd, ClientOptions: o.Worker.Options,
 		CrossThread: o.CrossThread, ForceUnlock: o.ForceUnlock, Schedule: o.Schedule}
-}
-
-// faultParams tunes the faults from the options.
-func (o Options) faultParams() nemesis.Params {
-	return nemesis.Params{Latency: o.Latency, Jitter: o.Jitter, ClockBump: o.ClockBump, Duration: o.NemesisDuration}
 }

@@ -296,7 +296,7 @@ func execute(ctx context.Context, t *Test, wk *workerRun, dir string, rec *histo
 	for _, c := range spec.Clients {
 		gates[c] = locks.NewGate()
 	}
-	env := FaultEnv(topo, spec.Clients, o.faultParams())
+	env := FaultEnv(topo, spec.Clients, t.FaultParams)
 	env.Targets = t.Targets
 	observeTriggers(plan, env, rec)
 	faulty := map[string]nemesis.Client{} // clients that pause and shift themselves (workers)

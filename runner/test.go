@@ -35,7 +35,9 @@ type Test struct {
 	Schedule *schedule.Schedule
 	Faults   []string // the nemesis, parsed (a schedule's: the faults its steps use)
 	Plan     nemesis.Plan
-	Targets  nemesis.Selector
+	// FaultParams tune the faults (latency, jitter, clock bump, a fault's length), for the plan and the run.
+	FaultParams nemesis.Params
+	Targets     nemesis.Selector
 	// Checks are recorded in the history's meta record; the checkers are Kind.Family.Checkers(Checks), so a
 	// history is judged the same way during the run and later by `lockcheck check`.
 	Checks kinds.Checks
@@ -45,14 +47,6 @@ type Test struct {
 	Notes []string
 
 	fds string // the descriptors it needs and has, for the start line
-}
-
-// params is what the family's workload takes from the options.
-func (o Options) params(hold workloads.Range) kinds.Params {
-	return kinds.Params{Clients: o.Clients, Threads: o.Threads, Keys: o.Keys, Group: o.Group, Permits: o.Permits,
-		Count: o.Count, Wait: o.Wait, WaitTo: o.WaitTo, Lease: o.Lease, LeaseTo: o.LeaseTo, Watchdog: o.Watchdog,
-		Hold: hold, Reentry: o.Reentry, Readers: o.Readers, Seed: o.Seed, OnLost: o.OnLost, CrossThread: o.CrossThread,
-		ForceUnlock: o.ForceUnlock, NoExtend: o.NoExtend}
 }
 
 // describe is the test's options as its meta record keeps them, a schedule's hash and about included:
