@@ -18,7 +18,7 @@ var layers = [][]string{
 	{"locks"},
 	{"workloads"},
 	{"workloads/schedule"},
-	{"checker"},
+	{"checker", "runflag"},
 	{"kinds"},
 	{"clients/worker", "lockspec", "coverage"},
 	{"report"},

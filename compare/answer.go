@@ -40,7 +40,7 @@ func Estimate(s *suite.Suite, ls []Lock, par int) time.Duration {
 }
 
 // Progress prints, as runs end, one line per run with its outcome in words and its story, and one line per
-// cell once its last seed is in.
+// cell once its last seed is in, with what ran in the cell's runs' own words (results.json's "ran").
 type Progress struct {
 	w     io.Writer
 	dir   string
@@ -90,7 +90,8 @@ func Words(verdict string) string {
 func (p *Progress) Each(o suite.Outcome) {
 	key := cellOf(o.ID)
 	lock, sc, _ := strings.Cut(key, "/")
-	verdict, _ := judge(o, readResults(filepath.Join(p.dir, o.Dir)), p.locks[lock].Judge)
+	r := readResults(filepath.Join(p.dir, o.Dir))
+	verdict, _ := judge(o, r, p.locks[lock].Judge)
 	missed := false
 	if verdict == "valid" {
 		h, _ := history.ReadFile(filepath.Join(p.dir, o.Dir, "history.jsonl"))
@@ -112,6 +113,9 @@ func (p *Progress) Each(o suite.Outcome) {
 		p.got[key] = c
 	}
 	c.Seeds++
+	if r != nil && c.Ran == "" { // every seed of a cell runs the same flags: its first run's own words
+		c.Ran = r.Ran
+	}
 	switch verdict {
 	case "invalid":
 		c.Violations++
@@ -137,7 +141,11 @@ func (p *Progress) Each(o suite.Outcome) {
 		if c.Missed > 0 {
 			out = append(out, fmt.Sprintf("untested on %d of %d (its fault never fired)", c.Missed, c.Seeds))
 		}
-		fmt.Fprintf(p.w, "cell %s × %s %s: %s\n", lock, sc, p.names[sc], strings.Join(out, ", "))
+		line := fmt.Sprintf("cell %s × %s %s: %s", lock, sc, p.names[sc], strings.Join(out, ", "))
+		if c.Ran != "" { // what ran, as results.json's "ran" says it (report.WhatRan), not the scenario's flags
+			line += ". What ran: " + c.Ran
+		}
+		fmt.Fprintln(p.w, line)
 	}
 }
 

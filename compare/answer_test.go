@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lockcheck/lockcheck/checker"
+	"github.com/lockcheck/lockcheck/report"
 	"github.com/lockcheck/lockcheck/suite"
 )
 
@@ -307,5 +310,27 @@ func TestMarkdownSaysWhatRan(t *testing.T) {
 	tab.Markdown(&b, time.Time{})
 	if !strings.Contains(b.String(), "what ran in naive's cell: 4 clients, for 8s, each in a loop: tryLock lock-0.") {
 		t.Errorf("compare.md:\n%s", b.String())
+	}
+}
+
+// A cell's progress line says what ran in its runs' own words, results.json's "ran" (report.WhatRan), and
+// a run that wrote no results adds none of its own.
+func TestProgressSaysWhatRanAsResults(t *testing.T) {
+	dir := t.TempDir()
+	s := &suite.Suite{Cases: []suite.Case{suite.NewCase("naive/S1/1", "naive", 1, nil), suite.NewCase("naive/S1/2", "naive", 2, nil)}}
+	ran := "2 clients, for 8s, each in a loop: tryLock lock-0 (wait up to 5s, lease 300ms), hold it 400ms-1s inside a critical section, then unlock."
+	if err := os.MkdirAll(filepath.Join(dir, "runs", "1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&report.Results{Valid: checker.Invalid, Ran: ran}).WriteJSON(filepath.Join(dir, "runs", "1")); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	p := NewProgress(&b, dir, s, []Lock{{Name: "naive"}}, []Scenario{{ID: "S1", Name: "pause after acquire"}})
+	p.Each(suite.Outcome{Case: s.Cases[1], Verdict: "error", Dir: filepath.Join("runs", "2")}) // failed: no results.json
+	p.Each(suite.Outcome{Case: s.Cases[0], Verdict: "invalid", Dir: filepath.Join("runs", "1")})
+	want := "cell naive × S1 pause after acquire: violated on 1 of 2 seeds, undecided on 1 of 2 (see its runs). What ran: " + ran + "\n"
+	if !strings.HasSuffix(b.String(), want) {
+		t.Errorf("progress:\n%s\nwant the cell line to end %q", b.String(), want)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/lockcheck/lockcheck/internal/safefile"
 	"github.com/lockcheck/lockcheck/kinds"
 	"github.com/lockcheck/lockcheck/locks"
+	"github.com/lockcheck/lockcheck/runflag"
 )
 
 // A control's flags are the workload's only: a flag that names a command, a file, a directory, an address,
@@ -193,6 +194,16 @@ func TestHugeRepliesClipped(t *testing.T) {
 	for _, o := range hist().Ops {
 		if len(o.Complete.Error) > maxReply+200 || len(o.Complete.Error) < maxReply {
 			t.Errorf("%s recorded a %d-byte error (the reply was %d bytes)", o.Invoke.F, len(o.Complete.Error), n)
+		}
+	}
+}
+
+// Every flag a control may set is read and bounded by the run's own row (runflag): one without a row
+// would be refused as not a control's flag, whatever the list says.
+func TestEveryControlFlagHasItsRunRow(t *testing.T) {
+	for _, f := range ControlFlags() {
+		if _, ok := runflag.Lookup(f); !ok {
+			t.Errorf("%s: no row in runflag.Flags", f)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/lockcheck/lockcheck/kinds"
 	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/node/server"
+	"github.com/lockcheck/lockcheck/runflag"
 	"github.com/lockcheck/lockcheck/workloads"
 	"github.com/spf13/pflag"
 )
@@ -84,7 +85,7 @@ type DurationRange struct{ Lo, Hi *time.Duration }
 func (r DurationRange) String() string { return workloads.Span(*r.Lo, *r.Hi).Text() }
 
 func (r DurationRange) Set(s string) (err error) {
-	*r.Lo, *r.Hi, err = ParseDurationRange(s)
+	*r.Lo, *r.Hi, err = runflag.ParseDurationRange(s)
 	return err
 }
 

@@ -5,11 +5,9 @@ package runner
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/lockcheck/lockcheck/history"
-	"github.com/lockcheck/lockcheck/nemesis"
 	"github.com/lockcheck/lockcheck/node"
 	"github.com/lockcheck/lockcheck/node/docker"
 	"github.com/lockcheck/lockcheck/topology"
@@ -124,68 +122,6 @@ func (o Options) Leases() workloads.Range { return workloads.Span(o.Lease, o.Lea
 // Waits is --wait as a range.
 func (o Options) Waits() workloads.Range { return workloads.Span(o.Wait, o.WaitTo) }
 
-// chance is a probability flag's value.
-type chance struct {
-	flag string
-	p    float64
-}
-
-// chances are every probability flag, checked in one place before anything starts (a spec's or a control's
-// control flags included: they are applied to these options first). A new one belongs here.
-func (o Options) chances() []chance {
-	return []chance{{"--reentry", o.Reentry}, {"--cross-thread", o.CrossThread}, {"--force-unlock", o.ForceUnlock}}
-}
-
-// maxCommand bounds the recorded command line, so that the meta record stays far below a history
-// line's 1 MiB (a long --client-cmd could otherwise make a run refuse its own history).
-const maxCommand = 64 << 10
-
-// validate checks everything that can be checked before starting a process.
-func (o Options) validate() (workloads.Range, error) {
-	hold, err := workloads.ParseRange(o.Hold)
-	if err != nil {
-		return hold, usagef("--hold: %v", err)
-	}
-	if err := o.checkBounds(); err != nil {
-		return hold, err
-	}
-	if o.Clients < 1 {
-		return hold, usagef("--clients must be at least 1, got %d", o.Clients)
-	}
-	for _, c := range o.chances() {
-		if err := workloads.CheckChance(c.flag, c.p); err != nil {
-			return hold, UsageError{err}
-		}
-	}
-	if o.Threads < 1 || o.Threads > MaxThreads {
-		return hold, usagef("--threads must be in [1, %d], got %d", MaxThreads, o.Threads)
-	}
-	if n := o.Clients * o.Threads; n > MaxOwners {
-		return hold, usagef("--clients %d × --threads %d is %d owners, more than the %d a run drives", o.Clients, o.Threads, n, MaxOwners)
-	}
-	if n := len(strings.Join(o.Command, " ")); n > maxCommand {
-		return hold, usagef("the command line is %d bytes, more than the %d a run records", n, maxCommand)
-	}
-	switch o.Backend {
-	case BackendProcess, BackendDocker:
-		if o.External != "" || o.ExternalFlags.Addrs != "" {
-			return hold, usagef("--external and --external-addrs describe a deployment: they need --backend external")
-		}
-	case BackendExternal:
-		if (o.External == "") == (o.ExternalFlags.Addrs == "") {
-			return hold, usagef("--backend external needs its deployment: --external FILE or --external-addrs (one of the two; see the README)")
-		}
-	default:
-		return hold, usagef("--backend %q: want process, docker or external", o.Backend)
-	}
-	switch o.Persistence {
-	case node.PersistNone, node.PersistEverySec, node.PersistAlways:
-	default:
-		return hold, usagef("--persistence %q: want none, everysec or always", o.Persistence)
-	}
-	return hold, nil
-}
-
 // describe is the options as recorded in the history and results.json.
 func (o Options) describe() history.Options {
 	d := func(v time.Duration) history.Duration { return history.Duration(v) }
@@ -200,9 +136,4 @@ func (o Options) describe() history.Options {
 		Backend: o.Backend, DockerImage: o.DockerImage, External: o.External, Server: o.Server, ServerBin: o.ServerBin,
 		Client: o.Worker.Client, ClientCmd: o.Worker.Cmd, ClientOptions: o.Worker.Options,
 		CrossThread: o.CrossThread, ForceUnlock: o.ForceUnlock, Schedule: o.Schedule}
-}
-
-// faultParams tunes the faults from the options.
-func (o Options) faultParams() nemesis.Params {
-	return nemesis.Params{Latency: o.Latency, Jitter: o.Jitter, ClockBump: o.ClockBump, Duration: o.NemesisDuration}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/lockcheck/lockcheck/kinds"
 	"github.com/lockcheck/lockcheck/locks"
 	"github.com/lockcheck/lockcheck/lockspec"
+	"github.com/lockcheck/lockcheck/runflag"
 )
 
 // childProcesses lists this process's children (Linux's /proc/self/task/*/children), nil if unreadable.
@@ -225,7 +226,7 @@ func TestEveryControlFlagSetsItsOption(t *testing.T) {
 			t.Errorf("%s %s changed no option", f, v)
 		}
 	}
-	if lo, hi, err := ParseDurationRange("1s-10s"); lo != time.Second || hi != 10*time.Second || err != nil {
+	if lo, hi, err := runflag.ParseDurationRange("1s-10s"); lo != time.Second || hi != 10*time.Second || err != nil {
 		t.Errorf("1s-10s: %s %s %v", lo, hi, err)
 	}
 }

@@ -135,16 +135,12 @@ func (t *Test) Execute(ctx context.Context, stderr io.Writer) (*report.Results, 
 	if err != nil {
 		return nil, failedStart(dir, err)
 	}
-	meta := Meta{Lock: o.Lock, Topology: o.Topology, Nemesis: t.Faults, Seed: o.Seed, Options: o.describe(),
+	meta := Meta{Lock: o.Lock, Topology: o.Topology, Nemesis: t.Faults, Seed: o.Seed, Options: t.describe(),
 		Plan: plan, Versions: Versions(), Checks: history.Checks(t.Checks), Command: o.Command}
 	if t.Scripts != nil {
 		meta.ScriptSet = t.Scripts.Set
 	}
 	meta.Spec = t.Kind.Source
-	if t.Schedule != nil {
-		meta.Options.ScheduleSHA256 = t.Schedule.SHA256
-		meta.Options.ScheduleAbout = clipAbout(t.Schedule.About)
-	}
 	if o.Backend == BackendProcess || !srv.Host() { // else a container runs its image's server, a deployment its own
 		serverVersions(meta.Versions, srv)
 	}
@@ -278,7 +274,7 @@ func execute(ctx context.Context, t *Test, wk *workerRun, dir string, rec *histo
 	rec.Redact(red)
 	stderr = red.Writer(stderr)
 	if ext != nil {
-		patterns := workloadPatterns(t.Kind.KeyCount(o.params(workloads.Range{})), t.Kind.Family == kinds.Latch)
+		patterns := workloadPatterns(t.Kind.KeyCount(t.Params), t.Kind.Family == kinds.Latch)
 		if err := checkLeftovers(ctx, topo, patterns); err != nil {
 			return err
 		}
@@ -300,7 +296,7 @@ func execute(ctx context.Context, t *Test, wk *workerRun, dir string, rec *histo
 	for _, c := range spec.Clients {
 		gates[c] = locks.NewGate()
 	}
-	env := FaultEnv(topo, spec.Clients, o.faultParams())
+	env := FaultEnv(topo, spec.Clients, t.FaultParams)
 	env.Targets = t.Targets
 	observeTriggers(plan, env, rec)
 	faulty := map[string]nemesis.Client{} // clients that pause and shift themselves (workers)

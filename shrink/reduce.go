@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/nemesis"
+	"github.com/lockcheck/lockcheck/runflag"
 	"github.com/lockcheck/lockcheck/workloads"
 )
 
@@ -182,7 +183,7 @@ func triggered(c Cmd) []string {
 // narrow tries the lower and then the upper half of a range, until it is a quarter of its low end wide.
 func narrow(flag string) func(Cmd) []string {
 	return func(c Cmd) []string {
-		r, err := workloads.ParseRange(c.Get(flag))
+		r, err := runflag.ParseSpan(c.Get(flag)) // read as the run reads the flag
 		if err != nil || r.Max-r.Min <= max(r.Min/4, 10*time.Millisecond) {
 			return nil
 		}

@@ -116,6 +116,7 @@ func TestCompareTeamSettings(t *testing.T) {
 					Lease, Watchdog, Hold string
 					Clients               int
 				} `json:"options"`
+				Ran string `json:"ran"`
 			}
 			b, err := os.ReadFile(filepath.Join(dir, r, "results.json"))
 			if err != nil || json.Unmarshal(b, &res) != nil {
@@ -128,6 +129,16 @@ func TestCompareTeamSettings(t *testing.T) {
 			}
 			if !timed || o.Hold != "200ms-500ms" || o.Clients != 3 {
 				t.Errorf("%s: options %+v; want the team's lease 3s (watchdog 5s), hold 200ms-500ms, 3 clients", r, o)
+			}
+			// The cell's progress line says what ran as the run's own results.json does, word for word.
+			cellLine := ""
+			for _, l := range lines {
+				if strings.HasPrefix(l, "cell "+c.Lock+" × S4 ") {
+					cellLine = l
+				}
+			}
+			if res.Ran == "" || !strings.HasSuffix(cellLine, ". What ran: "+res.Ran) {
+				t.Errorf("%s: the cell's progress line %q does not end with results.json's ran %q", r, cellLine, res.Ran)
 			}
 		}
 	}

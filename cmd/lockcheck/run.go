@@ -57,12 +57,6 @@ func newRunCmd() *cobra.Command {
 			}
 			// The flags given: runner.Prepare fills the others in with a negative control's own run flags.
 			o.Given = givenFlags(cmd)
-			if cmd.Flags().Changed("keys") && o.Keys < 1 { // 0 is only the unset default
-				return runner.UsageError{Err: fmt.Errorf("--keys must be at least 1, got %d", o.Keys)}
-			}
-			if cmd.Flags().Changed("nodes") && o.Nodes < 1 { // likewise
-				return runner.UsageError{Err: fmt.Errorf("--nodes must be at least 1, got %d", o.Nodes)}
-			}
 			t, err := runner.Prepare(o) // every check that needs no process
 			if err != nil {
 				return err
