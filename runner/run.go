@@ -87,6 +87,7 @@ func (t *Test) Execute(ctx context.Context, stderr io.Writer) (*report.Results, 
 		if wk, err = t.Clients.startWorker(ctx, stderr); err != nil {
 			return nil, err // a worker that cannot be had, before anything starts
 		}
+		wk.sched = t.Schedule
 	}
 	o := t.Options
 	srv, err := t.Server.Get(ctx, worker.Cache, stderr)
@@ -290,7 +291,7 @@ func execute(ctx context.Context, t *Test, wk *workerRun, dir string, rec *histo
 	}
 	fmt.Fprintf(stderr, "lockcheck: %s on %s (%s backend, %s, %d node(s), %d clients, started in %s, %s), nemesis %s, seed %d, %s\n",
 		o.Lock, o.Topology, o.Backend, serverText(spec.Server, o), len(topo.Nodes), o.Clients, topo.Startup.Round(time.Millisecond), t.fds,
-		o.Nemesis, o.Seed, dir)
+		nemesisText(t), o.Seed, dir)
 
 	gates := map[string]*locks.Gate{}
 	for _, c := range spec.Clients {
@@ -579,4 +580,16 @@ func clipAbout(s string) string {
 		s = string(r[:199]) + "…"
 	}
 	return s
+}
+
+// nemesisText is the start line's nemesis: the flag's, or for a schedule run the faults its steps start
+// (its --nemesis is refused, so the flag always read "none" there).
+func nemesisText(t *Test) string {
+	if t.Schedule == nil {
+		return t.Options.Nemesis
+	}
+	if f := t.Schedule.Faults(); len(f) > 0 {
+		return strings.Join(f, ",") + " (the schedule's steps)"
+	}
+	return "none (the schedule has no fault step)"
 }

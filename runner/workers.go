@@ -20,6 +20,7 @@ import (
 	"github.com/lockcheck/lockcheck/locks"
 	"github.com/lockcheck/lockcheck/topology"
 	"github.com/lockcheck/lockcheck/workers/sdk"
+	"github.com/lockcheck/lockcheck/workloads/schedule"
 )
 
 // WorkerOptions pick an out-of-process lock client (docs/protocol.md) instead of the Go one.
@@ -44,7 +45,8 @@ type workerRun struct {
 	info    *sdk.Message // the first init_ok
 	began   time.Time    // when the workers were started
 	ready   time.Duration
-	clients []string // every lockcheck client of the run, in order
+	clients []string           // every lockcheck client of the run, in order
+	sched   *schedule.Schedule // a schedule run's: its fault steps bound how long a call may block
 	// ctx is the run's: a signal during start-up ends the wait for the workers' init_ok.
 	ctx context.Context
 	// events holds the workers' events until the meta record is written (begun).
@@ -185,7 +187,7 @@ func (p *workerRun) factory(o Options, kind *kinds.Kind, topo *topology.Topology
 		}
 		c, err := worker.Start(worker.Config{Client: client, Argv: p.argv, Dir: dir, ClockLib: clockLib,
 			Init: p.initFor(o, kind, topo, client), Rec: rec, Gate: gates[client], OnFail: onFail, Readers: readers, Ctx: p.ctx,
-			Events: p.events, Slack: hungSlack(o)})
+			Events: p.events, Slack: hungSlack(o, p.sched)})
 		if err == nil {
 			fmu.Lock()
 			up = true
@@ -270,18 +272,21 @@ func (p *workerRun) factory(o Options, kind *kinds.Kind, topo *topology.Topology
 	}
 }
 
-// initFor is client's init request: its own proxies, the map from announced addresses to them, and the
-// run's options. A nil kind leaves lock out: the kind probe (ProbeKinds).
 // hungSlack is the fixed part of a worker's hung bound: worker.Slack, and with planned faults their
 // duration too, since a library may block a call for as long as a partition or failover lasts (Redisson's
 // resends under a failover) before its own timeouts count.
-func hungSlack(o Options) time.Duration {
+func hungSlack(o Options, sched *schedule.Schedule) time.Duration {
+	if sched != nil { // its faults are its steps', each as long as its for:
+		return worker.Slack + sched.LongestFault()
+	}
 	if o.Nemesis == "" || o.Nemesis == "none" {
 		return worker.Slack
 	}
 	return worker.Slack + o.NemesisDuration
 }
 
+// initFor is client's init request: its own proxies, the map from announced addresses to them, and the
+// run's options. A nil kind leaves lock out: the kind probe (ProbeKinds).
 func (p *ClientProvider) initFor(o Options, kind *kinds.Kind, topo *topology.Topology, client string) sdk.Message {
 	addrs := topo.Addrs(client)
 	t := &sdk.Topology{Kind: o.Topology, NAT: topo.NAT(client)}

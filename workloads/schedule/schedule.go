@@ -517,6 +517,18 @@ func clientIndex(c string) int {
 	return n
 }
 
+// LongestFault is the longest any of its fault steps lasts (0 for none): a call that a fault holds up may
+// block that long.
+func (s *Schedule) LongestFault() time.Duration {
+	var d time.Duration
+	for _, st := range s.Steps {
+		if st.Fault != "" {
+			d = max(d, st.For)
+		}
+	}
+	return d
+}
+
 // Faults lists the faults the steps start, in order of first use.
 func (s *Schedule) Faults() []string {
 	var out []string
