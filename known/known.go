@@ -116,6 +116,7 @@ type rule struct {
 	checkers  []string
 	kind      report.ViolationKind
 	faults    []string // every one in force
+	noFault   bool     // match: faults: [none]: no fault in force at all
 	family    string
 	lock      string // the buggy side's lock, and its library ("" with any-lock)
 	library   string
@@ -212,6 +213,9 @@ func ruleOf(name string, b []byte) (rule, error) {
 		r.checkers = append(r.checkers, m.Checkers...)
 		if m.Faults != nil {
 			r.faults = *m.Faults
+			if len(r.faults) == 1 && r.faults[0] == "none" {
+				r.faults, r.noFault = nil, true
+			}
 		}
 		if m.AnyLock {
 			r.lock, r.library = "", ""
@@ -340,7 +344,8 @@ func (r rule) meets(s Signature, run history.RunMeta) (int, bool) {
 		cond(r.shortened != nil, r.shortened != nil && *r.shortened == s.Shortened) &&
 		cond(r.lock != "", r.lock == run.Lock) &&
 		cond(r.library != "", r.library == lib) &&
-		cond(r.fixed != "" && version != "", Older(version, r.fixed))
+		cond(r.fixed != "" && version != "", Older(version, r.fixed)) &&
+		cond(r.noFault, len(s.Faults) == 0)
 	for _, f := range r.faults {
 		ok = ok && cond(true, slices.Contains(s.Faults, f))
 	}

@@ -130,18 +130,27 @@ type timedStep struct {
 }
 
 // modeOf is an acquire's operation: lock, or for a read-write lock the mode of the critical section its
-// owner entered next on that key (the acquire's record does not say it).
+// owner entered next on that key (the acquire's record does not say it); a re-entry's is the mode of the
+// section its owner is inside when it calls (it enters none after: a read re-entry was written as a write).
 func modeOf(h *history.History, op history.Operation, family string) schedule.Op {
 	if family != "rwlock" {
 		return schedule.Lock
 	}
 	c := op.Invoke
+	mode := func(s history.Record) schedule.Op {
+		if s.F == string(schedule.Read) {
+			return schedule.Read
+		}
+		return schedule.Write
+	}
+	for _, s := range h.Sections {
+		if s.Owner == c.Owner && s.Key == c.Key && c.Args["nested"] > 0 && s.Enter <= c.Time && s.Exit >= c.Time {
+			return mode(s)
+		}
+	}
 	for _, s := range h.Sections {
 		if s.Owner == c.Owner && s.Key == c.Key && s.Enter >= c.Time {
-			if s.F == string(schedule.Read) {
-				return schedule.Read
-			}
-			return schedule.Write
+			return mode(s)
 		}
 	}
 	return schedule.Write

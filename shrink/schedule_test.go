@@ -134,3 +134,30 @@ func TestScheduleResultThatDidNotReproduce(t *testing.T) {
 		t.Fatalf("2 of 3:\n%s", out)
 	}
 }
+
+// A read lock's re-entry is a read in the schedule made of the run: it enters no section after its call
+// (its owner is already inside), and the next section's mode made it a write, which a reader of the lock
+// then waits on. Recorded: real Redisson 4.7.0 on examples/schedules/rwlock-watchdog-reentry.yaml (H11).
+func TestAsScheduleKeepsAReadReentryARead(t *testing.T) {
+	h, err := history.ReadFile("testdata/rwlock-read-reentry/history.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := report.ReadResults("testdata/rwlock-read-reentry")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := AsSchedule(h, res.Story, h.Run.Lock, h.Run.Checks.Family)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c1 []schedule.Op
+	for _, st := range s.Steps {
+		if st.Client == "c1" && st.Acquire != "" {
+			c1 = append(c1, st.Acquire)
+		}
+	}
+	if len(c1) != 2 || c1[0] != schedule.Read || c1[1] != schedule.Read {
+		t.Fatalf("c1's acquires %v, want its read and its read re-entry:\n%s", c1, s.Marshal())
+	}
+}

@@ -66,7 +66,7 @@ type Repro struct {
 type Match struct {
 	Kind      string    `yaml:"kind"`      // the story's kind of violation (overlap, lost-lock, ...)
 	Checkers  []string  `yaml:"checkers"`  // other checkers whose finding is this bug too, beside checker:
-	Faults    *[]string `yaml:"faults"`    // faults in force at the violation, all of them; [] for any
+	Faults    *[]string `yaml:"faults"`    // faults in force at the violation, all of them; [] for any; [none] for no fault at all
 	Lease     string    `yaml:"lease"`     // past or within: the side of the first owner's lease it fell on
 	Shortened *bool     `yaml:"shortened"` // a re-entry had (true) or had not (false) shortened the first owner's lease
 	AnyLock   bool      `yaml:"any-lock"`  // a limit of every lock of its family, whatever the library
