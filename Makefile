@@ -116,7 +116,7 @@ lagging-decides: deps build
 	./scripts/lagging-decides.sh $(BIN)
 
 # Issue 37's bar: what the random workload finds of the broken twins (examples/twins) in a budget each
-# (10 minutes, two twins side by side, at nice 10: about an hour for the 11); prints docs/explore.md's
+# (10 minutes, two twins side by side, at nice 10: about 70 minutes for the 13); prints docs/explore.md's
 # table. TWINS_RANDOM="-b 60 rw-read-shorter-lease" runs a shorter or narrower one.
 twins-random: build
 	./scripts/twins-random.sh $(TWINS_RANDOM)
