@@ -76,3 +76,37 @@ func TestSpringIntegrationOnSentinel(t *testing.T) {
 		t.Fatalf("no wire line: the lock scripts did not pass the client's proxies (%s):\n%s", dir, errs)
 	}
 }
+
+// redis-semaphore's acquire script expires the members older than the acquirer's own lockTimeout and sets
+// the whole key's TTL to it: Semaphores of one key with different lockTimeouts (fixed-lease permits drawn
+// from a range) cut the long leases short, and a third owner is granted a permit while two hold theirs
+// within their leases. With one lease for every permit the same run is valid.
+func TestRedisSemaphoreMixedLockTimeouts(t *testing.T) {
+	// Sequential: the overlap needs a short lease's acquire inside a long lease's hold.
+	useWorkerCache(t)
+	args := []string{"run", "--client", "redis-semaphore", "--lock", "expirable-semaphore", "--hold", "600ms-900ms", "--time", "10s", "--seed", "1"}
+	code, dir := run(t, append(args, "--lease", "500ms-5s")...)
+	if v := verdicts(t, dir); code != exitInvalid || !strings.HasPrefix(v["mutual-exclusion"], "invalid: 3 holders of ") {
+		t.Fatalf("--lease 500ms-5s: exit %d, want %d with 3 holders of 2 permits: %v (%s)", code, exitInvalid, v, dir)
+	}
+	code, dir = run(t, append(args, "--lease", "5s")...)
+	if code != exitValid {
+		t.Fatalf("--lease 5s: exit %d, want %d: %v (%s)", code, exitValid, verdicts(t, dir), dir)
+	}
+}
+
+// A kill of the only node: the acquires that timed out while ioredis had no connection stay in its offline
+// queue and are sent once the node is back (ioredis #2130), so permits the application was told it did not
+// get are taken later by nobody, never refreshed nor released, until their lockTimeout: every acquire is
+// refused while a permit is free in any order porcupine may take (it bounds an unknown command's effect to
+// a second after its error), and no two holders overlap.
+func TestRedisSemaphoreKillGhostPermits(t *testing.T) {
+	// Sequential: the kill must catch acquires in flight.
+	useWorkerCache(t)
+	code, dir := run(t, "run", "--client", "redis-semaphore", "--lock", "semaphore", "--nemesis", "kill", "--time", "15s", "--seed", "1")
+	v := verdicts(t, dir)
+	if code != exitInvalid || !strings.HasPrefix(v["porcupine"], "invalid: ") || !strings.Contains(v["porcupine"], "refused") ||
+		v["mutual-exclusion"] != "valid" {
+		t.Fatalf("exit %d, want %d with refusals porcupine cannot order and no overlap: %v (%s)", code, exitInvalid, v, dir)
+	}
+}
