@@ -110,3 +110,24 @@ func TestRedisSemaphoreKillGhostPermits(t *testing.T) {
 		t.Fatalf("exit %d, want %d with refusals porcupine cannot order and no overlap: %v (%s)", code, exitInvalid, v, dir)
 	}
 }
+
+// Spring Integration's RedisLockRegistry on Sentinel under a failover: replication is asynchronous, so the
+// promoted replica may lack a grant and another client takes the lock while the first holds it (as for
+// redislock, TestRedislockSentinelFailover): invalid on seeds 1-3; the same run fault-free is valid.
+func TestSpringIntegrationSentinelFailover(t *testing.T) {
+	// Sequential: failover windows must overlap a hold.
+	needJava(t)
+	useWorkerCache(t)
+	args := []string{"run", "--client", "spring-integration", "--topology", "sentinel", "--lease", "2s", "--hold", "300ms-600ms",
+		"--nemesis-interval", "1s", "--nemesis-duration", "3s", "--time", "10s"}
+	for _, seed := range chaosSeeds("1", "2", "3") {
+		code, dir := run(t, append(args, "--nemesis", "failover", "--seed", seed)...)
+		if code != exitInvalid || !exclusionFlagged(t, dir) {
+			t.Fatalf("failover, seed %s: exit %d, want %d with two holders: %v (%s)", seed, code, exitInvalid, verdicts(t, dir), dir)
+		}
+	}
+	code, dir := run(t, append(args, "--nemesis", "none", "--seed", "1")...)
+	if code != exitValid {
+		t.Fatalf("fault-free: exit %d, want %d: %v (%s)", code, exitValid, verdicts(t, dir), dir)
+	}
+}
