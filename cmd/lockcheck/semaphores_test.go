@@ -10,6 +10,7 @@ import (
 // semaphore (refreshed: the watchdog) and in family expirable-semaphore (a fixed lease per permit), and
 // MultiSemaphore (two of its permits per lockcheck permit). Before the worker drove them, init refused any
 // family but mutex; before the grant trigger counted a permit, the client pause found no grant to freeze.
+// worker-check --topology redlock runs its RedlockMutex (before, worker-check ran on one Redis only).
 func TestRedisSemaphoreSemaphoresWorkerCheck(t *testing.T) {
 	t.Parallel() // builds and fault-free runs: not timing-sensitive
 	useWorkerCache(t)
@@ -22,12 +23,18 @@ func TestRedisSemaphoreSemaphoresWorkerCheck(t *testing.T) {
 		{"expirable", "Semaphore", []string{"--client", "redis-semaphore", "--lock", "expirable-semaphore"}},
 		{"semaphore@5.0.0", "Semaphore", []string{"--client", "redis-semaphore@5.0.0", "--lock", "semaphore"}},
 		{"expirable@5.0.0", "Semaphore", []string{"--client", "redis-semaphore@5.0.0", "--lock", "expirable-semaphore"}},
+		// worker-check --topology: the runs on 5 independent masters, where the worker makes a RedlockMutex.
+		{"redlock-mutex", "RedlockMutex", []string{"--client", "redis-semaphore", "--topology", "redlock"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			code, out := workerCheck(t, tc.args...)
+			held := "permit holds"
+			if tc.class == "RedlockMutex" {
+				held = "critical sections"
+			}
 			if code != exitValid || strings.Count(out, "✓") != 3 || strings.Contains(out, "✗") ||
-				!strings.Contains(out, ", "+tc.class+"), kinds") || !strings.Contains(out, "permit holds") {
+				!strings.Contains(out, ", "+tc.class+"), kinds") || !strings.Contains(out, held) {
 				t.Fatalf("exit %d, want %d with 3 items of %s's permits, every one ✓:\n%s", code, exitValid, tc.class, out)
 			}
 		})
