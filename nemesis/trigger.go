@@ -60,9 +60,10 @@ func RegisterTriggered(fault, trigger string, aim func(Event, []Target) []Target
 }
 
 func init() {
-	// grant: a caller was just granted the lock (its tryLock returned true), before it goes on.
-	RegisterTrigger(Trigger{Name: "grant", About: "a caller was just granted the lock, before its critical section",
-		Match: func(e Event) bool { return e.F == "tryLock" && e.Type == "ok" && !e.Nested }})
+	// grant: a caller was just granted the lock (its tryLock returned true) or a permit (a semaphore's
+	// tryAcquire), before it goes on.
+	RegisterTrigger(Trigger{Name: "grant", About: "a caller was just granted the lock or a permit, before its critical section",
+		Match: func(e Event) bool { return (e.F == "tryLock" || e.F == "tryAcquire") && e.Type == "ok" && !e.Nested }})
 	// unlock: a caller is about to unlock (its unlock began, its first command not sent yet); a latch's
 	// countDown is its release, so it fires there too (Redisson #3850: a resent countDown).
 	RegisterTrigger(Trigger{Name: "unlock", About: "a caller begins its unlock or countDown, before its first command",

@@ -204,6 +204,21 @@ func TestAttemptTrigger(t *testing.T) {
 	}
 }
 
+// A semaphore's permit grant (the workloads' tryAcquire) fires the grant trigger as a tryLock does, so that
+// a client-pause freezes a permit holder (worker-check's client pause on a semaphore); its start and a
+// refusal do not.
+func TestGrantTriggerFiresAtAPermit(t *testing.T) {
+	h := NewTriggers()
+	var got []Event
+	_, _ = h.arm("grant", 0, nil, func(ev Event) { got = append(got, ev) })
+	h.Observe(Event{Type: "invoke", F: "tryAcquire", Client: "c1", Key: "lock-0"})
+	h.Observe(Event{Type: "fail", F: "tryAcquire", Client: "c1", Key: "lock-0"})
+	h.Observe(Event{Type: "ok", F: "tryAcquire", Client: "c2", Key: "lock-0"})
+	if len(got) != 1 || got[0].Client != "c2" {
+		t.Fatalf("fired at %+v, want c2's granted permit", got)
+	}
+}
+
 // A latch's countDown is its release: the unlock trigger fires as one begins (the emulation's name and the
 // worker protocol's), so a drop-reply can swallow its answer (Redisson #3850); not at its end, nor at an await.
 func TestUnlockTriggerFiresAtCountDown(t *testing.T) {

@@ -22,7 +22,7 @@ type CheckItem struct {
 }
 
 // WorkerCheck tries a worker as lockcheck will use it: the handshake, a short fault-free run on one
-// Redis (valid expected) and a client pause (the worker frozen by SIGSTOP after a grant must answer again
+// Redis, or o.Topology when it names one (valid expected) and a client pause (the worker frozen by SIGSTOP after a grant must answer again
 // after SIGCONT), each run lasting o.Time. o names the worker and the lock; runs go under o.Results.
 // Unless lockGiven, the worker is asked for its kinds first (ProbeKinds) and tried on the first that
 // lockcheck knows.
@@ -39,7 +39,10 @@ func WorkerCheck(ctx context.Context, o Options, lockGiven bool, stderr io.Write
 		o.Lock, picked = p.Lock, "; "+p.Text()
 	}
 	base := o
-	base.Nemesis, base.Topology = "none", "single"
+	base.Nemesis = "none"
+	if base.Topology == "" { // one Redis, unless the check is asked for another deployment (--topology)
+		base.Topology = "single"
+	}
 	res, err := Run(ctx, base, stderr)
 	if res == nil {
 		return noHandshake(runError(err))

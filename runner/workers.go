@@ -304,6 +304,9 @@ func (p *ClientProvider) initFor(o Options, kind *kinds.Kind, topo *topology.Top
 		LibraryOptions: p.libOpts}
 	if kind != nil {
 		init.Lock = &sdk.Lock{Kind: kind.Name, Family: kind.Family.Name}
+		if kind.Family.Counted {
+			init.Options.Permits = o.Permits
+		}
 	}
 	return init
 }

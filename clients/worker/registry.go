@@ -325,7 +325,7 @@ func init() {
 		About: "Redisson (Java): the real library, built with Maven per version"})
 	Register(Spec{Name: "spring-integration", Folder: "spring-integration", Language: "java", ClientClock: true, Lock: "mutex",
 		Releases: MavenCentral("org.springframework.integration", "spring-integration-redis"),
-		About:    "Spring Integration's RedisLockRegistry (Java): obtain(key).tryLock(wait)/unlock(), renewLock, SPIN_LOCK or PUB_SUB_LOCK; single"})
+		About:    "Spring Integration's RedisLockRegistry (Java): obtain(key).tryLock(wait)/unlock(), renewLock, SPIN_LOCK or PUB_SUB_LOCK; single and sentinel"})
 	Register(Spec{Name: "redis-py", Folder: "redis-py", Language: "python", ClientClock: true, Lock: "mutex", Releases: PyPI("redis"),
 		About: "redis-py's Lock (Python): SET NX PX, Lua release and extend; single and sentinel"})
 	Register(Spec{Name: "pottery", Folder: "pottery", Language: "python", ClientClock: true, Lock: "mutex", Releases: PyPI("pottery"),
@@ -335,7 +335,7 @@ func init() {
 	Register(Spec{Name: "aioredlock", Folder: "aioredlock", Language: "python", ClientClock: true, Lock: "mutex",
 		Releases: PyPI("aioredlock"), About: "aioredlock (Python asyncio): Redlock over the masters, extend, auto-extend; single and redlock"})
 	Register(Spec{Name: "redis-semaphore", Folder: "redis-semaphore", Language: "node", ClientClock: true, Lock: "mutex", Releases: NPM("redis-semaphore"),
-		About: "npm redis-semaphore (Node.js): Mutex, RedlockMutex on redlock, its refresh and onLockLost; single, sentinel, redlock"})
+		About: "npm redis-semaphore (Node.js): Mutex (--lock semaphore, expirable-semaphore: Semaphore, MultiSemaphore), their Redlock twins on redlock, its refresh and onLockLost; single, sentinel, redlock"})
 	Register(Spec{Name: "node-redlock", Folder: "node-redlock", Language: "node", ClientClock: true, Lock: "mutex", Releases: NPM("redlock"),
 		About: "npm redlock (Node.js), 4.x and 5.x APIs over ioredis; single, redlock, sentinel, cluster"})
 	// The Go libraries' workers are static binaries (one per library version): no client-clock.

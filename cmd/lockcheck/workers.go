@@ -45,7 +45,7 @@ func newWorkerCheckCmd() *cobra.Command {
 	o.Time, o.Quiet, o.Clients = 5*time.Second, time.Second, 3
 	cmd := &cobra.Command{
 		Use:   "worker-check [--client NAME | CMD ARGS...]",
-		Short: "Try a worker: handshake, a short fault-free run on one Redis, and a client pause",
+		Short: "Try a worker: handshake, a short fault-free run on one Redis (or --topology), and a client pause",
 		Example: `  lockcheck worker-check --client naive-safe
   lockcheck worker-check --time 2s ./my-worker   # lockcheck's flags before the command; arguments after it are the worker's`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -90,6 +90,7 @@ func newWorkerCheckCmd() *cobra.Command {
 	// a second, wrong default in --help.
 	f.StringVar(&o.Lock, "lock", "", "the lock kind to drive (default: a registered worker's own, else the first kind the worker names that lockcheck knows)")
 	f.StringVar(&o.Worker.Client, "client", "", "a registered worker, NAME[@VERSION]")
+	f.StringVar(&o.Topology, "topology", "", "the deployment of the runs: single (default), redlock, sentinel or cluster, one the worker serves")
 	f.StringArrayVar(&o.Worker.Options, "client-option", nil, "a setting passed to the worker's library, KEY=VALUE")
 	f.DurationVar(&o.Time, "time", o.Time, "how long each of the two runs lasts (the client pause is fitted into it)")
 	f.DurationVar(&o.Lease, "lease", o.Lease, "lease time; 0 lets the watchdog (or the worker's default) keep the lock")

@@ -102,7 +102,7 @@ function serve(w) {
     if (m.type === 'shutdown') { reply({}); setImmediate(() => exit(0)); return; }
     if (!ready) { error(new ProtoError(MALFORMED, 'no init yet')); return; }
     const h = w.handlers[m.type];
-    if (!h) { error(new ProtoError(NOT_SUPPORTED, `request ${m.type}: this worker drives the mutex family (${Object.keys(w.handlers).join(', ')})`)); return; }
+    if (!h) { error(new ProtoError(NOT_SUPPORTED, `request ${m.type}: this worker answers ${Object.keys(w.handlers).join(', ')}`)); return; }
     try { reply(await h(m)); } catch (e) { error(e); }
   };
   // A library promise nobody awaits must not take the worker down (Node's default): log it. A request it

@@ -91,6 +91,9 @@ type Options struct {
 	WatchdogMs int64 `json:"watchdog_ms"`
 	WaitMs     int64 `json:"wait_ms"`
 	TimeoutMs  int64 `json:"timeout_ms"`
+	// Permits is --permits for the counted families (semaphore, expirable-semaphore), absent otherwise: every
+	// client's capacity, for a library whose limit is a constructor argument rather than a value in Redis.
+	Permits int64 `json:"permits,omitempty"`
 }
 
 // Request types.

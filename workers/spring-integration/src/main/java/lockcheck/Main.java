@@ -5,16 +5,25 @@ import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ConcurrentModificationException;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Lock;
+import java.util.function.Function;
 
+import io.lettuce.core.internal.HostAndPort;
+import io.lettuce.core.resource.ClientResources;
+import io.lettuce.core.resource.MappingSocketAddressResolver;
+import org.springframework.data.redis.connection.RedisConfiguration;
 import org.springframework.data.redis.connection.RedisPassword;
+import org.springframework.data.redis.connection.RedisSentinelConfiguration;
 import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceClientConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
@@ -32,6 +41,7 @@ public final class Main {
 
     private static RedisLockRegistry registry;
     private static LettuceConnectionFactory factory;
+    private static ClientResources resources;
     private static ThreadPoolTaskScheduler renewer;
     private static long expireAfter;
     private static final Map<Long, ExecutorService> threads = new ConcurrentHashMap<>();
@@ -78,8 +88,9 @@ public final class Main {
         if (!"mutex".equals(family) || !List.of("spring-integration", "mutex").contains(kind)) {
             throw new Failure(NOT_SUPPORTED, "lock " + family + "/" + kind + ": RedisLockRegistry's locks are mutexes (kinds: spring-integration, mutex)");
         }
-        if (!"single".equals(topo.getOrDefault("kind", "single"))) {
-            throw new Failure(NOT_SUPPORTED, "topology " + topo.get("kind") + ": the spring-integration worker runs on single");
+        String topoKind = String.valueOf(topo.getOrDefault("kind", "single"));
+        if (!List.of("single", "sentinel").contains(topoKind)) {
+            throw new Failure(NOT_SUPPORTED, "topology " + topoKind + ": the spring-integration worker runs on single and sentinel");
         }
         String type = String.valueOf(lib.getOrDefault("lockType", "SPIN_LOCK"));
         lib.remove("lockType");
@@ -98,18 +109,10 @@ public final class Main {
         // expireAfter is the registry's, for every lock it hands out: the run's --lease, else --watchdog (with
         // renewal on, the lease the renewal task sets again, as protocol.md asks of a watchdog).
         expireAfter = renew || num(opts, "lease_ms") == 0 ? watchdog : num(opts, "lease_ms");
-        List<?> nodes = msg.get("topology") == null ? List.of() : (List<?>) topo.getOrDefault("nodes", List.of());
-        if (nodes.isEmpty()) {
-            throw new Failure(MALFORMED, "init: topology single needs one node");
-        }
-        String addr = String.valueOf(map(nodes.get(0)).get("addr"));
-        int colon = addr.lastIndexOf(':');
-        RedisStandaloneConfiguration conf = new RedisStandaloneConfiguration(addr.substring(0, colon), Integer.parseInt(addr.substring(colon + 1)));
-        Object pw = msg.get("password");
-        if (pw instanceof String && !((String) pw).isEmpty()) {
-            conf.setPassword(RedisPassword.of((String) pw));
-        }
-        factory = new LettuceConnectionFactory(conf, LettuceClientConfiguration.builder().commandTimeout(Duration.ofMillis(timeout)).build());
+        LettuceClientConfiguration.LettuceClientConfigurationBuilder client = LettuceClientConfiguration.builder()
+                .commandTimeout(Duration.ofMillis(timeout));
+        RedisConfiguration conf = "sentinel".equals(topoKind) ? sentinel(topo, msg.get("password"), client) : standalone(topo, msg.get("password"));
+        factory = new LettuceConnectionFactory(conf, client.build());
         factory.afterPropertiesSet();
         factory.start();
         registry = new RedisLockRegistry(factory, "lockcheck", expireAfter);
@@ -136,6 +139,66 @@ public final class Main {
         ok.put("kinds", List.of("spring-integration", "mutex"));
         ok.put("caps", renew ? List.of("watchdog", "thread-bound") : List.of("extend", "thread-bound"));
         return ok;
+    }
+
+    static String password(Object pw) {
+        return pw instanceof String && !((String) pw).isEmpty() ? (String) pw : null;
+    }
+
+    static HostAndPort hostPort(Object addr) throws Failure {
+        String a = String.valueOf(addr);
+        int colon = a.lastIndexOf(':');
+        try {
+            return HostAndPort.of(a.substring(0, colon), Integer.parseInt(a.substring(colon + 1)));
+        } catch (RuntimeException e) {
+            throw new Failure(MALFORMED, "init: address " + a + " is not host:port");
+        }
+    }
+
+    /** topology single: nodes[0]. */
+    static RedisConfiguration standalone(Map<String, Object> topo, Object pw) throws Failure {
+        List<?> nodes = (List<?>) topo.getOrDefault("nodes", List.of());
+        if (nodes.isEmpty()) {
+            throw new Failure(MALFORMED, "init: topology single needs one node");
+        }
+        HostAndPort hp = hostPort(map(nodes.get(0)).get("addr"));
+        RedisStandaloneConfiguration conf = new RedisStandaloneConfiguration(hp.getHostText(), hp.getPort());
+        if (password(pw) != null) {
+            conf.setPassword(RedisPassword.of(password(pw)));
+        }
+        return conf;
+    }
+
+    /**
+     * topology sentinel: Spring Data Redis's RedisSentinelConfiguration (the Sentinels asked for master_name), with
+     * the password for the nodes and the Sentinels alike. The addresses the Sentinels announce are mapped through
+     * init's nat to this client's own proxies by Lettuce's MappingSocketAddressResolver (every address Lettuce
+     * dials passes through it; one not in nat, such as a Sentinel's own, is dialled as it is).
+     */
+    static RedisConfiguration sentinel(Map<String, Object> topo, Object pw, LettuceClientConfiguration.LettuceClientConfigurationBuilder client) throws Failure {
+        List<?> sentinels = (List<?>) topo.getOrDefault("sentinels", List.of());
+        Object master = topo.get("master_name");
+        if (sentinels.isEmpty() || !(master instanceof String)) {
+            throw new Failure(MALFORMED, "init: topology sentinel needs sentinels and master_name");
+        }
+        Set<String> addrs = new LinkedHashSet<>();
+        for (Object s : sentinels) {
+            HostAndPort hp = hostPort(s);
+            addrs.add(hp.getHostText() + ":" + hp.getPort());
+        }
+        RedisSentinelConfiguration conf = new RedisSentinelConfiguration((String) master, addrs);
+        if (password(pw) != null) {
+            conf.setPassword(RedisPassword.of(password(pw)));
+            conf.setSentinelPassword(RedisPassword.of(password(pw)));
+        }
+        Map<String, HostAndPort> nat = new HashMap<>();
+        for (Map.Entry<String, Object> e : map(topo.get("nat")).entrySet()) {
+            nat.put(e.getKey(), hostPort(e.getValue()));
+        }
+        Function<HostAndPort, HostAndPort> mapped = hp -> nat.getOrDefault(hp.getHostText() + ":" + hp.getPort(), hp);
+        resources = ClientResources.builder().socketAddressResolver(MappingSocketAddressResolver.create(mapped)).build();
+        client.clientResources(resources);
+        return conf;
     }
 
     /** The lease a request asks for, which must be the registry's expireAfter (no per-lock lease in 6.5). */
