@@ -156,6 +156,27 @@ var Locks = []Lock{
 		What: "redis-py's Lock (the real Python library) through Sentinel: SET NX PX on the primary, no WAIT", Startup: script},
 	{Name: "redislock-sentinel", Named: true, Class: Replicated, Args: []string{"--client", "redislock", "--topology", "sentinel"}, Lease: []string{"--lease", "2s"}, Extends: true, Replicated: true,
 		What: "bsm/redislock (the real Go library) through Sentinel: SET NX PX on the primary, no WAIT"},
+	// The four libraries of issue 39, on the topologies their workers serve. A row on Sentinel that takes its
+	// lock on the primary with no WAIT is the reference's 1N column ("violates when deployed on Sentinel"),
+	// not RS (Redisson's WAIT).
+	{Name: "python-redis-lock-single", Named: true, Class: OneNode, Args: []string{"--client", "python-redis-lock", "--topology", "single"}, Lease: []string{"--lease", "2s"}, Extends: true,
+		What: "python-redis-lock's Lock (the real Python library) on one node: SET NX EX, whole-second expire", Startup: script},
+	{Name: "python-redis-lock-sentinel", Named: true, Class: OneNode, Args: []string{"--client", "python-redis-lock", "--topology", "sentinel"}, Lease: []string{"--lease", "2s"}, Extends: true, Replicated: true,
+		What: "python-redis-lock's Lock (the real Python library) through Sentinel: SET NX EX on the primary, no WAIT", Startup: script},
+	// aioredlock checks the validity (lease - elapsed - drift) as the spec does, but its extend re-runs the
+	// acquire script, which also sets a key that expired and is free: the reference's "WithSetNXOnExtend"
+	// case of S11 (its PredictLock there).
+	{Name: "aioredlock-redlock", Named: true, Class: Redlock, Args: []string{"--client", "aioredlock", "--topology", "redlock"}, Lease: []string{"--lease", "2s"}, Extends: true,
+		What: "aioredlock (the real Python asyncio Redlock) over 5 masters: validity checked, extend sets a free key", Startup: script},
+	{Name: "redis-semaphore-single", Named: true, Renews: true, Class: OneNode, Args: []string{"--client", "redis-semaphore", "--topology", "single"}, Lease: []string{"--watchdog", "2s"},
+		What: "redis-semaphore's Mutex (the real Node.js library) on one node: its refresh as the watchdog, onLockLost as lost events", Startup: script},
+	// RedlockMutex takes a majority with no validity check of the time that took: the reference's RRL column
+	// (S2 violates); its refresh, unlike Redisson's watchdog, tells the holder (onLockLost), so S11 is the
+	// told column's "safe if acted on" (its PredictLock there).
+	{Name: "redis-semaphore-redlock", Named: true, Renews: true, Class: RedissonRL, Args: []string{"--client", "redis-semaphore", "--topology", "redlock"}, Lease: []string{"--watchdog", "2s"},
+		What: "redis-semaphore's RedlockMutex (the real Node.js library) over 5 masters: majority, no validity check, refresh as the watchdog", Startup: script},
+	{Name: "spring-integration-single", Named: true, Class: OneNode, Args: []string{"--client", "spring-integration", "--topology", "single"}, Lease: []string{"--lease", "2s"}, Extends: true,
+		What: "Spring Integration's RedisLockRegistry (the real Java library) on one node: expireAfter as the lease, renewLock as extend; one JVM per client", Startup: jvms},
 	{Name: "fenced-sentinel", Renews: true, Class: Fenced, Args: []string{"--lock", "fenced", "--topology", "sentinel"}, Lease: []string{"--watchdog", "2s"}, Replicated: true,
 		What: "Redisson RFencedLock on Sentinel: its token counter fails over with the lock", Judge: []string{"mutual-exclusion", "fencing-tokens"}},
 	{Name: "fenced", Renews: true, Class: Fenced, Args: []string{"--lock", "fenced", "--topology", "single"}, Lease: []string{"--watchdog", "2s"}, What: "Redisson RFencedLock, the resource refuses stale tokens",
@@ -171,9 +192,11 @@ var Locks = []Lock{
 		Judge: []string{"fifo"}, Only: []string{"S9"}},
 }
 
-// Start-up beyond a Go client's, for the estimate (measured here: a Redisson JVM 15-25 s, Python and Node 2-4 s).
+// Start-up beyond a Go client's, for the estimate (measured here: a Redisson JVM 15-25 s, Python and Node 2-4 s;
+// a worker with one JVM per client, Spring Integration's, starts them all at once).
 const (
 	jvm    = 20 * time.Second
+	jvms   = 40 * time.Second
 	script = 3 * time.Second
 )
 
@@ -234,7 +257,7 @@ var Scenarios = []Scenario{
 		Needs:       func(l Lock) bool { return l.Renews || l.Extends || l.Class == ThirdParty },
 		Why:         "client-pause of every client at its next grant for 4 s (leases 2 s); holds of 1-1.5 s are kept by a watchdog or by the application's extends (one every third of the lease, before each write), so the first renewal after the resume comes after the lease lapsed and others held the lock: a library that reports the failed extend stops, one that does not writes on (locks that neither renew nor extend: n/a)",
 		Predict:     map[Class]string{OneNode: Safe, Replicated: Violates, Redlock: Safe, RedissonRL: Violates, Fenced: Safe},
-		PredictLock: map[string]string{"rlock-single": Violates}},
+		PredictLock: map[string]string{"rlock-single": Violates, "aioredlock-redlock": Violates, "redis-semaphore-redlock": Safe}},
 }
 
 // Unmeasured are the reference's scenarios no fault of lockcheck expresses yet, with what is missing.
