@@ -5,6 +5,7 @@ package compare
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -80,9 +81,34 @@ func (l Lock) Server() string {
 type Settings struct {
 	Lease, Watchdog, Hold string
 	Clients               int
+	// Rows are leases given per row (--row-lease ROW=D, by the row's name or, for a row repeated per
+	// server, its base row's): that row's lease or watchdog, whichever it is timed by, over Lease and
+	// Watchdog. Teams that run several libraries rarely give them one lease.
+	Rows map[string]string `json:",omitempty"`
 }
 
-// Args are the run flags of the settings given, in the order they are shown.
+// Shown are the settings as compare's flags, as the table and the answer name them: Args, then the
+// per-row leases by row name.
+func (s Settings) Shown() []string {
+	out := s.Args()
+	for _, n := range slices.Sorted(maps.Keys(s.Rows)) {
+		out = append(out, "--row-lease", n+"="+s.Rows[n])
+	}
+	return out
+}
+
+// CheckRows refuses a per-row lease for a row that is not among ls (a misspelt name would leave that row
+// on the shared lease unnoticed).
+func (s Settings) CheckRows(ls []Lock) error {
+	for _, n := range slices.Sorted(maps.Keys(s.Rows)) {
+		if !slices.ContainsFunc(ls, func(l Lock) bool { return l.Name == n || l.Base == n }) {
+			return fmt.Errorf("--row-lease %s=%s: no row %s among the rows run (%s)", n, s.Rows[n], n, strings.Join(lockNamesOf(ls), ", "))
+		}
+	}
+	return nil
+}
+
+// Args are the run flags of the settings given to every cell, in the order they are shown.
 func (s Settings) Args() []string {
 	var out []string
 	for _, f := range [][2]string{{"--lease", s.Lease}, {"--watchdog", s.Watchdog}, {"--hold", s.Hold}} {
@@ -96,12 +122,19 @@ func (s Settings) Args() []string {
 	return out
 }
 
-// lease is the row's lease flag under s: the team's value for the flag the row is timed by, else the row's.
+// lease is the row's lease flag under s: the team's value for that row, else for the flag the row is timed
+// by, else the row's.
 func (s Settings) lease(l Lock) []string {
 	if len(l.Lease) != 2 {
 		return l.Lease
 	}
+	d, ok := s.Rows[l.Name]
+	if !ok && l.Base != "" {
+		d, ok = s.Rows[l.Base]
+	}
 	switch {
+	case ok:
+		return []string{l.Lease[0], d}
 	case l.Lease[0] == "--lease" && s.Lease != "":
 		return []string{"--lease", s.Lease}
 	case l.Lease[0] == "--watchdog" && s.Watchdog != "":

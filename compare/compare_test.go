@@ -145,3 +145,41 @@ func TestDocsSayWhichRowsAreDefault(t *testing.T) {
 		t.Fatalf("%d rows read from docs/compare.md's table", rows)
 	}
 }
+
+// A team's lease per row (--row-lease) reaches that row's cells as the flag the row is timed by, over the
+// shared --lease and --watchdog, also on the row's twins on other servers; the other rows keep the shared
+// value. A name that is no row run is refused.
+func TestRowLease(t *testing.T) {
+	ls, ss, err := Select("naive,redis-semaphore-single,aioredlock-redlock", "S1", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err = PerServer(ls, []string{"redis", "valkey@8.1.8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := Settings{Lease: "10s", Watchdog: "30s", Rows: map[string]string{"aioredlock-redlock": "20s", "redis-semaphore-single": "5s"}}
+	if err := set.CheckRows(ls); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{"naive": {"--lease", "10s"}, "redis-semaphore-single": {"--watchdog", "5s"},
+		"aioredlock-redlock": {"--lease", "20s"}}
+	cases := Suite(ls, ss, 1, set, nil).Cases
+	if len(cases) != 6 {
+		t.Fatalf("%d cases, want 6 (3 rows on 2 servers)", len(cases))
+	}
+	for _, c := range cases {
+		base, _, _ := strings.Cut(c.Entry, "@")
+		w := want[base]
+		i := slices.Index(c.Args, w[0])
+		if i < 0 || c.Args[i+1] != w[1] || slices.Contains(c.Args, "2s") {
+			t.Errorf("%s: args %v; want %s %s", c.ID, c.Args, w[0], w[1])
+		}
+	}
+	if got := strings.Join(set.Shown(), " "); got != "--lease 10s --watchdog 30s --row-lease aioredlock-redlock=20s --row-lease redis-semaphore-single=5s" {
+		t.Errorf("shown as %q", got)
+	}
+	if err := (Settings{Rows: map[string]string{"aioredlock": "20s"}}).CheckRows(ls); err == nil {
+		t.Error("a lease for no row run: accepted")
+	}
+}

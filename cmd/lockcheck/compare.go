@@ -55,6 +55,9 @@ func newCompareCmd() *cobra.Command {
 			if ls, err = compare.PerServer(ls, servers); err != nil {
 				return runner.UsageError{Err: fmt.Errorf("compare: %v", err)}
 			}
+			if err := set.CheckRows(ls); err != nil {
+				return runner.UsageError{Err: fmt.Errorf("compare: %v", err)}
+			}
 			seen := map[string]bool{}
 			for _, l := range ls { // two rows of one name would share a run directory
 				if seen[l.Name] {
@@ -134,6 +137,7 @@ func newCompareCmd() *cobra.Command {
 	// A team's own settings, passed through to every cell (each row's 2 s default otherwise).
 	f.StringVar(&set.Lease, "lease", "", "lease of the rows with a fixed lease (default 2s)")
 	f.StringVar(&set.Watchdog, "watchdog", "", "watchdog timeout of the rows a watchdog renews (default 2s)")
+	f.StringToStringVar(&set.Rows, "row-lease", nil, "lease of one row, ROW=D (comma-separated or repeated): its lease or watchdog timeout, whichever it is timed by, over --lease and --watchdog")
 	f.StringVar(&set.Hold, "hold", "", "hold (range) of every cell, over the scenarios' own")
 	f.IntVar(&set.Clients, "clients", 0, "clients of every cell (default the run's)")
 	cmd.PreRun = func(cmd *cobra.Command, _ []string) {

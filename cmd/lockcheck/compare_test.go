@@ -65,7 +65,8 @@ func TestCompareBadInput(t *testing.T) {
 	t.Parallel() // child lockcheck processes, fault-free or far from any timing edge
 	for _, args := range [][]string{{"--scenarios", "S99"}, {"--locks", "nosuch"}, {"--seeds", "0"},
 		{"--lease", "soon"}, {"--watchdog", "-1s"}, {"--hold", "2s-1s"}, {"--clients", "-2"},
-		{"--quick", "--servers", "redis,redis"}, {"--quick", "--servers", ","}} { // issue 36 item 11: each row ran twice
+		{"--quick", "--servers", "redis,redis"}, {"--quick", "--servers", ","}, // issue 36 item 11: each row ran twice
+		{"--row-lease", "nosuch=3s"}, {"--locks", "naive", "--row-lease", "naive=soon"}, {"--row-lease", "naive"}} {
 		code, _, errs := runSuite(t, append([]string{"compare", "--results", t.TempDir()}, args...)...)
 		if code != exitUsage || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
 			t.Errorf("%v: exit %d, %q; want 254 and one line", args, code, errs)
