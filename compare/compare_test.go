@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -181,5 +182,38 @@ func TestRowLease(t *testing.T) {
 	}
 	if err := (Settings{Rows: map[string]string{"aioredlock": "20s"}}).CheckRows(ls); err == nil {
 		t.Error("a lease for no row run: accepted")
+	}
+}
+
+// The rows of issue 39's libraries: named only (their runtimes would slow the default table), and predicted
+// by the reference's reasoning for what each does: python-redis-lock on Sentinel takes its lock on the primary
+// with no WAIT (1N: S6 violates, not RS's "mitigated"), aioredlock checks the validity (S2 safe) but its
+// extend sets a free key (S11), RedlockMutex checks none (S2 violates), and redis-semaphore's refresh timer
+// freezes with its holder as Redisson's watchdog does (S11 on one node).
+func TestNewLibraryRows(t *testing.T) {
+	want := map[string]map[string]string{
+		"python-redis-lock-sentinel": {"S6": Violates, "S11": Safe},
+		"aioredlock-redlock":         {"S2": Safe, "S11": Violates, "S6": ""},
+		"redis-semaphore-redlock":    {"S2": Violates, "S7": Violates, "S11": Violates},
+		"redis-semaphore-single":     {"S8": NotApplicable, "S11": Violates},
+		"spring-integration-single":  {"S11": Safe},
+		"python-redis-lock-single":   {"S11": Safe},
+	}
+	names := strings.Join(slices.Sorted(maps.Keys(want)), ",")
+	ls, ss, err := Select(names, "", false)
+	if err != nil || len(ls) != len(want) {
+		t.Fatalf("Select(%s): %d rows, %v", names, len(ls), err)
+	}
+	defaults, _, _ := Select("", "", false)
+	for _, l := range ls {
+		if !l.Named || slices.ContainsFunc(defaults, func(d Lock) bool { return d.Name == l.Name }) {
+			t.Errorf("%s: in the default table", l.Name)
+		}
+		for _, sc := range ss {
+			p, ok := want[l.Name][sc.ID] // "": the scenario does not apply to the row
+			if ok && (sc.Applies(l) != (p != "") || p != "" && sc.Prediction(l) != p) {
+				t.Errorf("%s %s: applies %v, predicted %q; want %q", l.Name, sc.ID, sc.Applies(l), sc.Prediction(l), p)
+			}
+		}
 	}
 }
