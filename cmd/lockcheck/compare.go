@@ -30,7 +30,8 @@ func newCompareCmd() *cobra.Command {
 		Example: `  lockcheck compare --quick
   lockcheck compare --seeds 5
   lockcheck compare --quick --client redsync --lock-spec examples/locks/setnx.yaml
-  lockcheck compare --lease 10s --watchdog 30s --seeds 3 --locks redisson-redlock-lib,redisson-sentinel,redsync-redlock`,
+  lockcheck compare --lease 10s --watchdog 30s --seeds 3 --locks redisson-redlock-lib,redisson-sentinel,redsync-redlock
+  lockcheck compare --lease 5s --row-lease aioredlock-redlock=30s --locks python-redis-lock-single,aioredlock-redlock --scenarios S1,S5`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if seeds < 1 {
 				return runner.UsageError{Err: fmt.Errorf("--seeds must be at least 1, got %d", seeds)}
