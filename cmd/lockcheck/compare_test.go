@@ -74,14 +74,14 @@ func TestCompareBadInput(t *testing.T) {
 	}
 }
 
-// compare for a team's own setup: its lease, watchdog, hold and clients reach every cell (each run's own
-// results.json says so), the estimate is the first line, every run and every cell says its outcome in
+// compare for a team's own setup: its lease, watchdog, hold and clients reach every cell, and a row's own
+// lease (--row-lease) that row's (each run's own results.json says so), the estimate is the first line, every run and every cell says its outcome in
 // words, and the table ends with the paragraph that names the safer row.
 func TestCompareTeamSettings(t *testing.T) {
 	t.Parallel() // child lockcheck processes; the verdicts are the S4 cells' of every seed (naive 5/5, fenced 0/5)
 	dir := filepath.Join(t.TempDir(), "cmp")
 	code, out, errs := runSuite(t, "compare", "--locks", "naive,fenced", "--scenarios", "S4", "--seeds", "2",
-		"--lease", "3s", "--watchdog", "5s", "--hold", "200ms-500ms", "--clients", "3", "--parallel", "2", "--results", dir)
+		"--lease", "3s", "--watchdog", "5s", "--row-lease", "fenced=6s", "--hold", "200ms-500ms", "--clients", "3", "--parallel", "2", "--results", dir)
 	if code != exitValid {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
@@ -125,18 +125,18 @@ func TestCompareTeamSettings(t *testing.T) {
 			o := res.Options
 			timed := o.Lease == "3s"
 			if c.Lock == "fenced" {
-				timed = o.Watchdog == "5s"
+				timed = o.Watchdog == "6s"
 			}
 			if !timed || o.Hold != "200ms-500ms" || o.Clients != 3 {
-				t.Errorf("%s: options %+v; want the team's lease 3s (watchdog 5s), hold 200ms-500ms, 3 clients", r, o)
+				t.Errorf("%s: options %+v; want the team's lease 3s (fenced's watchdog 6s), hold 200ms-500ms, 3 clients", r, o)
 			}
 		}
 	}
 	if runs != 4 {
 		t.Errorf("%d runs in the table, want 4", runs)
 	}
-	if !strings.Contains(out, "Settings passed to every cell: --lease 3s --watchdog 5s --hold 200ms-500ms --clients 3") ||
-		!strings.Contains(out, "Answer for --lease 3s --watchdog 5s --hold 200ms-500ms --clients 3 on the host's redis-server: fenced (single) violated least on ") ||
+	if !strings.Contains(out, "Settings passed to every cell: --lease 3s --watchdog 5s --hold 200ms-500ms --clients 3 --row-lease fenced=6s") ||
+		!strings.Contains(out, "Answer for --lease 3s --watchdog 5s --hold 200ms-500ms --clients 3 --row-lease fenced=6s on the host's redis-server: fenced (single) violated least on ") ||
 		!strings.Contains(out, ": in 0 of 2 runs; naive (single) in 2 of 2") { // 2 seeds: within their noise
 		t.Errorf("the table does not show the settings or does not end with the answer naming fenced:\n%s", out)
 	}
