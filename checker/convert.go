@@ -47,6 +47,12 @@ func Commands(h *history.History, fs ...string) []porcupine.Operation {
 		if in.Forced { // the model judges a refusal after a forceUnlock as any other: legal only for a non-holder
 			in.Replay, in.Forced = false, false
 		}
+		if in.Split && out.Outcome == Refused {
+			// Legal in every state and changing none (Command.Split): the model learns nothing from it, and
+			// each one in flight would multiply the frontier's configurations (16 contenders refused over
+			// 5 s waits: no witness in 60 s).
+			return
+		}
 		if sends.join(ops, h.Ops[i].Invoke.Args["attempt"], in, out) {
 			return
 		}
@@ -111,7 +117,8 @@ func eachCommand(h *history.History, nm *names, fs []string, yield func(i int, i
 	for _, f := range fs {
 		want[f] = true
 	}
-	volatile := factsOf(h).failover
+	facts := factsOf(h)
+	volatile := facts.failover
 	split := splitBrain(h)
 	deadline := unknownDeadline(h)
 	down := downNodes(h)
@@ -125,7 +132,8 @@ func eachCommand(h *history.History, nm *names, fs []string, yield func(i int, i
 		in := Command{Key: nm.key(inv), Client: nm.thread(inv), F: inv.F, Owner: nm.owner(inv),
 			Lease: inv.Args["lease_ms"] * int64(time.Millisecond), Call: inv.Time, Return: math.MaxInt64,
 			Replay: inv.Args["attempt"] > 0 || inv.Args["uncertain"] == 1, Fair: inv.Args["fair"] == 1, Read: inv.Args["read"] == 1,
-			N: firstNonZero(inv.Args["permits"], inv.Args["count"]), Volatile: volatile, Watchdog: inv.Args["watchdog"] == 1}
+			N: firstNonZero(inv.Args["permits"], inv.Args["count"]), Volatile: volatile, Watchdog: inv.Args["watchdog"] == 1,
+			Split: facts.masters && inv.Node == "" && inv.F == "acquire"}
 		out := Reply{Outcome: Unsure}
 		if c := o.Complete; c != nil && c.Type == history.Unknown {
 			if down(inv.Node, inv.Time, c.Time) {

@@ -14,6 +14,7 @@ type runFacts struct {
 	external bool  // a deployment lockcheck did not start (--backend external): it may hold commands back unseen
 	failover bool  // the topology can fail over, and so lose acknowledged writes
 	oneNode  bool  // each client talks to one node, so a record's node is the server that ran its command
+	masters  bool  // independent masters (Redlock): a lock over them is granted by a majority's votes
 	slack    int64 // --latency + --jitter: how long a link may hold a command back
 	// timeout and watchdog are the run's per-command timeout and watchdog timeout (Redisson's defaults when
 	// the history does not say).
@@ -31,7 +32,7 @@ func factsOf(h *history.History) runFacts {
 	f.known = true
 	f.external = o.Backend == "external"
 	k := kind.Named(m.Topology)
-	f.failover, f.oneNode = k.FailsOver, k.Direct
+	f.failover, f.oneNode, f.masters = k.FailsOver, k.Direct, k.Masters
 	f.slack = int64(o.Latency) + int64(o.Jitter)
 	if o.Timeout > 0 {
 		f.timeout = int64(o.Timeout)

@@ -143,14 +143,14 @@ func TestFrontierShortcuts(t *testing.T) {
 // unknown outcome (bounded or not), replays, and the given leases (ms).
 func randomOps(r *rand.Rand, fs []string, leases []int64, n int) []porcupine.Operation {
 	owners := []string{"a", "b", "c"}
-	volatile, fair := r.Intn(3) == 0, r.Intn(4) == 0
+	volatile, fair, split := r.Intn(3) == 0, r.Intn(4) == 0, r.Intn(4) == 0
 	var ops []porcupine.Operation
 	for i := 0; i < n; i++ {
 		call := int64(r.Intn(60))
 		ret := call + int64(r.Intn(15))
 		o := owners[r.Intn(len(owners))]
 		in := Command{Key: "k", Client: o, F: fs[r.Intn(len(fs))], Owner: o, Lease: leases[r.Intn(len(leases))] * milli,
-			Call: call * milli, Return: ret * milli, Volatile: volatile, Fair: fair, Read: r.Intn(3) == 0,
+			Call: call * milli, Return: ret * milli, Volatile: volatile, Fair: fair, Split: split, Read: r.Intn(3) == 0,
 			N: int64(1 + r.Intn(2)), Replay: r.Intn(10) == 0}
 		out := Reply{Outcome: Outcome(r.Intn(3)), Value: int64(r.Intn(3))}
 		if out.Outcome == Unsure && r.Intn(3) == 0 {

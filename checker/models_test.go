@@ -1,11 +1,14 @@
 package checker
 
 import (
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/lockcheck/lockcheck/history"
 )
 
 // c builds a command on key k for the count and read-write models; ms times, ret < 0 is unknown.
@@ -200,4 +203,65 @@ func TestVolatileUnknownAcquire(t *testing.T) {
 		return op
 	}
 	check(t, porcupine.Ok, vol(ghost), vol(held), vol(next))
+}
+
+// A Redlock library judged as one lock (a worker's own records, on masters) is refused while the masters'
+// votes are split among contenders, with no one holding a majority: such a refusal is legal on a free
+// lock, and does not make an unknown acquire the holder. The aioredlock run that found this (chaos on
+// redlock, seed 1): c2's acquire cut by a partition ended unknown, every contender was refused for seconds,
+// and c3's later grant had no legal order, since only c2's unknown grant explained the refusals.
+func TestSplitVoteRefusal(t *testing.T) {
+	split := func(op porcupine.Operation) porcupine.Operation {
+		in := op.Input.(Command)
+		in.Split = true
+		op.Input = in
+		return op
+	}
+	ghost := cmd("a", "acquire", 30000, 0, -1, Unsure, 0)
+	refused := cmd("b", "acquire", 30000, 50, 51, Refused, 0)
+	next := cmd("c", "acquire", 30000, 100, 101, Applied, 0)
+	check(t, porcupine.Illegal, ghost, refused, next) // one lock: the refusal says a holds it
+	check(t, porcupine.Ok, split(ghost), split(refused), split(next))
+	// A split refusal of a free lock is legal; it excuses no second holder.
+	check(t, porcupine.Ok, split(cmd("b", "acquire", 30000, 0, 1, Refused, 0)))
+	check(t, porcupine.Illegal, split(cmd("a", "acquire", 30000, 0, 1, Applied, 0)), split(refused), split(next))
+}
+
+// Split is set where the history says a Redlock library was judged as one lock: a worker's acquire records
+// (no node) on a topology of masters. On one node, or for a Go client's per-master records, a refusal still
+// says the lock is held.
+func TestSplitOnlyForOneLockOverMasters(t *testing.T) {
+	read := func(topology, node string) Command {
+		t.Helper()
+		text := fmt.Sprintf(`{"type":"meta","time":1,"data":{"lock":"mutex","topology":%q,"options":{}}}
+{"type":"invoke","time":10,"id":1,"client":"c1","thread":1,"node":%q,"key":"lock-0","owner":"c1:1","f":"acquire","args":{"lease_ms":30000}}
+{"type":"fail","time":20,"id":1,"client":"c1","thread":1,"node":%q,"key":"lock-0","f":"acquire","value":-2}
+`, topology, node, node)
+		h, err := history.Read(strings.NewReader(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []Command
+		eachCommand(h, newNames(), mutexCommands, func(_ int, in Command, out Reply) {
+			if out.Outcome == Refused {
+				got = append(got, in)
+			}
+		})
+		if len(got) != 1 {
+			t.Fatalf("%s: refused commands %+v", topology, got)
+		}
+		// Porcupine is not given a split refusal: it is legal in every state and changes none.
+		if n := len(MutexOps(h)); n != map[bool]int{true: 0, false: 1}[got[0].Split] {
+			t.Errorf("%s, node %q: %d commands for porcupine", topology, node, n)
+		}
+		return got[0]
+	}
+	if !read("redlock", "").Split {
+		t.Error("a worker's refused acquire on redlock: not Split")
+	}
+	for _, c := range []struct{ topology, node string }{{"single", ""}, {"sentinel", ""}, {"redlock", "n1"}} {
+		if read(c.topology, c.node).Split {
+			t.Errorf("topology %s, node %q: Split", c.topology, c.node)
+		}
+	}
 }

@@ -37,8 +37,13 @@ type Command struct {
 	// Fair is set for the fair lock: it may refuse a free lock (someone else heads the queue), and its
 	// unlock of a lock that no longer exists answers 1.
 	Fair bool
-	Read bool  // a read-write lock's read half
-	N    int64 // permits or count argument
+	// Split is set on a Redlock library's acquire judged as one lock (a worker's own record, on masters):
+	// its refusal is "no majority for me", which the masters' votes split among contenders also give while
+	// no one holds the lock (the Redis docs' Redlock: "it is possible that multiple clients ... and nobody
+	// wins"), so it may refuse a free lock. A Go client's per-master records are judged master by master.
+	Split bool
+	Read  bool  // a read-write lock's read half
+	N     int64 // permits or count argument
 	// Volatile is set where a failover can lose writes no replica acknowledged (sentinel): an unsure
 	// acquire or renewal may then vanish at any moment, not only when its lease runs out.
 	Volatile bool
@@ -147,8 +152,8 @@ func applyCommand(s MutexState, in Command, out Reply) (MutexState, bool) {
 	case "acquire":
 		if out.Outcome == Refused {
 			// Held, by another or (SET NX, not re-entrant: the spec Redlock) by the caller itself, whose
-			// release did not apply; the fair lock may refuse a free lock.
-			return s, in.Fair || s.Owner != ""
+			// release did not apply; the fair lock, and a Redlock whose votes split, may refuse a free lock.
+			return s, in.Fair || in.Split || s.Owner != ""
 		}
 		if s.Owner != "" && !mine {
 			return s, false

@@ -254,7 +254,7 @@ func (t *Table) Answer() string {
 	}
 	var b strings.Builder
 	settings := "the default leases"
-	if a := t.Settings.Args(); len(a) > 0 {
+	if a := t.Settings.Shown(); len(a) > 0 {
 		settings = strings.Join(a, " ")
 	}
 	fmt.Fprintf(&b, "Answer for %s on %s: ", settings, serverName(first))

@@ -5,6 +5,7 @@ package compare
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -80,9 +81,34 @@ func (l Lock) Server() string {
 type Settings struct {
 	Lease, Watchdog, Hold string
 	Clients               int
+	// Rows are leases given per row (--row-lease ROW=D, by the row's name or, for a row repeated per
+	// server, its base row's): that row's lease or watchdog, whichever it is timed by, over Lease and
+	// Watchdog. Teams that run several libraries rarely give them one lease.
+	Rows map[string]string `json:",omitempty"`
 }
 
-// Args are the run flags of the settings given, in the order they are shown.
+// Shown are the settings as compare's flags, as the table and the answer name them: Args, then the
+// per-row leases by row name.
+func (s Settings) Shown() []string {
+	out := s.Args()
+	for _, n := range slices.Sorted(maps.Keys(s.Rows)) {
+		out = append(out, "--row-lease", n+"="+s.Rows[n])
+	}
+	return out
+}
+
+// CheckRows refuses a per-row lease for a row that is not among ls (a misspelt name would leave that row
+// on the shared lease unnoticed).
+func (s Settings) CheckRows(ls []Lock) error {
+	for _, n := range slices.Sorted(maps.Keys(s.Rows)) {
+		if !slices.ContainsFunc(ls, func(l Lock) bool { return l.Name == n || l.Base == n }) {
+			return fmt.Errorf("--row-lease %s=%s: no row %s among the rows run (%s)", n, s.Rows[n], n, strings.Join(lockNamesOf(ls), ", "))
+		}
+	}
+	return nil
+}
+
+// Args are the run flags of the settings given to every cell, in the order they are shown.
 func (s Settings) Args() []string {
 	var out []string
 	for _, f := range [][2]string{{"--lease", s.Lease}, {"--watchdog", s.Watchdog}, {"--hold", s.Hold}} {
@@ -96,12 +122,19 @@ func (s Settings) Args() []string {
 	return out
 }
 
-// lease is the row's lease flag under s: the team's value for the flag the row is timed by, else the row's.
+// lease is the row's lease flag under s: the team's value for that row, else for the flag the row is timed
+// by, else the row's.
 func (s Settings) lease(l Lock) []string {
 	if len(l.Lease) != 2 {
 		return l.Lease
 	}
+	d, ok := s.Rows[l.Name]
+	if !ok && l.Base != "" {
+		d, ok = s.Rows[l.Base]
+	}
 	switch {
+	case ok:
+		return []string{l.Lease[0], d}
 	case l.Lease[0] == "--lease" && s.Lease != "":
 		return []string{"--lease", s.Lease}
 	case l.Lease[0] == "--watchdog" && s.Watchdog != "":
@@ -156,6 +189,28 @@ var Locks = []Lock{
 		What: "redis-py's Lock (the real Python library) through Sentinel: SET NX PX on the primary, no WAIT", Startup: script},
 	{Name: "redislock-sentinel", Named: true, Class: Replicated, Args: []string{"--client", "redislock", "--topology", "sentinel"}, Lease: []string{"--lease", "2s"}, Extends: true, Replicated: true,
 		What: "bsm/redislock (the real Go library) through Sentinel: SET NX PX on the primary, no WAIT"},
+	// The four libraries of issue 39, on the topologies their workers serve. A row on Sentinel that takes its
+	// lock on the primary with no WAIT is the reference's 1N column ("violates when deployed on Sentinel"),
+	// not RS (Redisson's WAIT).
+	{Name: "python-redis-lock-single", Named: true, Class: OneNode, Args: []string{"--client", "python-redis-lock", "--topology", "single"}, Lease: []string{"--lease", "2s"}, Extends: true,
+		What: "python-redis-lock's Lock (the real Python library) on one node: SET NX EX, whole-second expire", Startup: script},
+	{Name: "python-redis-lock-sentinel", Named: true, Class: OneNode, Args: []string{"--client", "python-redis-lock", "--topology", "sentinel"}, Lease: []string{"--lease", "2s"}, Extends: true, Replicated: true,
+		What: "python-redis-lock's Lock (the real Python library) through Sentinel: SET NX EX on the primary, no WAIT", Startup: script},
+	// aioredlock checks the validity (lease - elapsed - drift) as the spec does, but its extend re-runs the
+	// acquire script, which also sets a key that expired and is free: the reference's "WithSetNXOnExtend"
+	// case of S11 (its PredictLock there).
+	{Name: "aioredlock-redlock", Named: true, Class: Redlock, Args: []string{"--client", "aioredlock", "--topology", "redlock"}, Lease: []string{"--lease", "2s"}, Extends: true,
+		What: "aioredlock (the real Python asyncio Redlock) over 5 masters: validity checked, extend sets a free key", Startup: script},
+	{Name: "redis-semaphore-single", Named: true, Renews: true, Class: OneNode, Args: []string{"--client", "redis-semaphore", "--topology", "single"}, Lease: []string{"--watchdog", "2s"},
+		What: "redis-semaphore's Mutex (the real Node.js library) on one node: its refresh as the watchdog, onLockLost as lost events", Startup: script},
+	// RedlockMutex takes a majority with no validity check of the time that took: the reference's RRL column
+	// (S2 violates). Both redis-semaphore rows renew by a timer inside the holder's process, as Redisson's
+	// watchdog: S11's pause freezes it past the lease, and onLockLost tells the holder only at its resume,
+	// after the overlap (so the one-node row's S11 is rlock-single's, its PredictLock there).
+	{Name: "redis-semaphore-redlock", Named: true, Renews: true, Class: RedissonRL, Args: []string{"--client", "redis-semaphore", "--topology", "redlock"}, Lease: []string{"--watchdog", "2s"},
+		What: "redis-semaphore's RedlockMutex (the real Node.js library) over 5 masters: majority, no validity check, refresh as the watchdog", Startup: script},
+	{Name: "spring-integration-single", Named: true, Class: OneNode, Args: []string{"--client", "spring-integration", "--topology", "single"}, Lease: []string{"--lease", "2s"}, Extends: true,
+		What: "Spring Integration's RedisLockRegistry (the real Java library) on one node: expireAfter as the lease, renewLock as extend; one JVM per client", Startup: jvm},
 	{Name: "fenced-sentinel", Renews: true, Class: Fenced, Args: []string{"--lock", "fenced", "--topology", "sentinel"}, Lease: []string{"--watchdog", "2s"}, Replicated: true,
 		What: "Redisson RFencedLock on Sentinel: its token counter fails over with the lock", Judge: []string{"mutual-exclusion", "fencing-tokens"}},
 	{Name: "fenced", Renews: true, Class: Fenced, Args: []string{"--lock", "fenced", "--topology", "single"}, Lease: []string{"--watchdog", "2s"}, What: "Redisson RFencedLock, the resource refuses stale tokens",
@@ -171,7 +226,8 @@ var Locks = []Lock{
 		Judge: []string{"fifo"}, Only: []string{"S9"}},
 }
 
-// Start-up beyond a Go client's, for the estimate (measured here: a Redisson JVM 15-25 s, Python and Node 2-4 s).
+// Start-up beyond a Go client's, for the estimate (measured here: a Redisson JVM 15-25 s, Spring Integration's
+// eight JVMs, one per client, 12-21 s at a load average of 20, Python and Node 2-4 s).
 const (
 	jvm    = 20 * time.Second
 	script = 3 * time.Second
@@ -234,7 +290,7 @@ var Scenarios = []Scenario{
 		Needs:       func(l Lock) bool { return l.Renews || l.Extends || l.Class == ThirdParty },
 		Why:         "client-pause of every client at its next grant for 4 s (leases 2 s); holds of 1-1.5 s are kept by a watchdog or by the application's extends (one every third of the lease, before each write), so the first renewal after the resume comes after the lease lapsed and others held the lock: a library that reports the failed extend stops, one that does not writes on (locks that neither renew nor extend: n/a)",
 		Predict:     map[Class]string{OneNode: Safe, Replicated: Violates, Redlock: Safe, RedissonRL: Violates, Fenced: Safe},
-		PredictLock: map[string]string{"rlock-single": Violates}},
+		PredictLock: map[string]string{"rlock-single": Violates, "redis-semaphore-single": Violates, "aioredlock-redlock": Violates}},
 }
 
 // Unmeasured are the reference's scenarios no fault of lockcheck expresses yet, with what is missing.

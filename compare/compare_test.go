@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -143,5 +144,76 @@ func TestDocsSayWhichRowsAreDefault(t *testing.T) {
 	}
 	if rows < 8 {
 		t.Fatalf("%d rows read from docs/compare.md's table", rows)
+	}
+}
+
+// A team's lease per row (--row-lease) reaches that row's cells as the flag the row is timed by, over the
+// shared --lease and --watchdog, also on the row's twins on other servers; the other rows keep the shared
+// value. A name that is no row run is refused.
+func TestRowLease(t *testing.T) {
+	ls, ss, err := Select("naive,redis-semaphore-single,aioredlock-redlock", "S1", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err = PerServer(ls, []string{"redis", "valkey@8.1.8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := Settings{Lease: "10s", Watchdog: "30s", Rows: map[string]string{"aioredlock-redlock": "20s", "redis-semaphore-single": "5s"}}
+	if err := set.CheckRows(ls); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{"naive": {"--lease", "10s"}, "redis-semaphore-single": {"--watchdog", "5s"},
+		"aioredlock-redlock": {"--lease", "20s"}}
+	cases := Suite(ls, ss, 1, set, nil).Cases
+	if len(cases) != 6 {
+		t.Fatalf("%d cases, want 6 (3 rows on 2 servers)", len(cases))
+	}
+	for _, c := range cases {
+		base, _, _ := strings.Cut(c.Entry, "@")
+		w := want[base]
+		i := slices.Index(c.Args, w[0])
+		if i < 0 || c.Args[i+1] != w[1] || slices.Contains(c.Args, "2s") {
+			t.Errorf("%s: args %v; want %s %s", c.ID, c.Args, w[0], w[1])
+		}
+	}
+	if got := strings.Join(set.Shown(), " "); got != "--lease 10s --watchdog 30s --row-lease aioredlock-redlock=20s --row-lease redis-semaphore-single=5s" {
+		t.Errorf("shown as %q", got)
+	}
+	if err := (Settings{Rows: map[string]string{"aioredlock": "20s"}}).CheckRows(ls); err == nil {
+		t.Error("a lease for no row run: accepted")
+	}
+}
+
+// The rows of issue 39's libraries: named only (their runtimes would slow the default table), and predicted
+// by the reference's reasoning for what each does: python-redis-lock on Sentinel takes its lock on the primary
+// with no WAIT (1N: S6 violates, not RS's "mitigated"), aioredlock checks the validity (S2 safe) but its
+// extend sets a free key (S11), RedlockMutex checks none (S2 violates), and redis-semaphore's refresh timer
+// freezes with its holder as Redisson's watchdog does (S11 on one node).
+func TestNewLibraryRows(t *testing.T) {
+	want := map[string]map[string]string{
+		"python-redis-lock-sentinel": {"S6": Violates, "S11": Safe},
+		"aioredlock-redlock":         {"S2": Safe, "S11": Violates, "S6": ""},
+		"redis-semaphore-redlock":    {"S2": Violates, "S7": Violates, "S11": Violates},
+		"redis-semaphore-single":     {"S8": NotApplicable, "S11": Violates},
+		"spring-integration-single":  {"S11": Safe},
+		"python-redis-lock-single":   {"S11": Safe},
+	}
+	names := strings.Join(slices.Sorted(maps.Keys(want)), ",")
+	ls, ss, err := Select(names, "", false)
+	if err != nil || len(ls) != len(want) {
+		t.Fatalf("Select(%s): %d rows, %v", names, len(ls), err)
+	}
+	defaults, _, _ := Select("", "", false)
+	for _, l := range ls {
+		if !l.Named || slices.ContainsFunc(defaults, func(d Lock) bool { return d.Name == l.Name }) {
+			t.Errorf("%s: in the default table", l.Name)
+		}
+		for _, sc := range ss {
+			p, ok := want[l.Name][sc.ID] // "": the scenario does not apply to the row
+			if ok && (sc.Applies(l) != (p != "") || p != "" && sc.Prediction(l) != p) {
+				t.Errorf("%s %s: applies %v, predicted %q; want %q", l.Name, sc.ID, sc.Applies(l), sc.Prediction(l), p)
+			}
+		}
 	}
 }

@@ -315,7 +315,7 @@ func num(f float64, format string) string {
 // setup says the settings every cell ran with and, per row, its topology and what it is.
 func (t *Table) setup(w io.Writer, md bool) {
 	set := "each row's default lease (2 s)"
-	if a := t.Settings.Args(); len(a) > 0 {
+	if a := t.Settings.Shown(); len(a) > 0 {
 		set = strings.Join(a, " ") + " (a row takes the lease or the watchdog its lock is timed by)"
 	}
 	fmt.Fprintf(w, "Settings passed to every cell: %s; %d seed(s) per cell.\n\n", set, t.Seeds)

@@ -30,7 +30,8 @@ func newCompareCmd() *cobra.Command {
 		Example: `  lockcheck compare --quick
   lockcheck compare --seeds 5
   lockcheck compare --quick --client redsync --lock-spec examples/locks/setnx.yaml
-  lockcheck compare --lease 10s --watchdog 30s --seeds 3 --locks redisson-redlock-lib,redisson-sentinel,redsync-redlock`,
+  lockcheck compare --lease 10s --watchdog 30s --seeds 3 --locks redisson-redlock-lib,redisson-sentinel,redsync-redlock
+  lockcheck compare --lease 5s --row-lease aioredlock-redlock=30s --locks python-redis-lock-single,aioredlock-redlock --scenarios S1,S5`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if seeds < 1 {
 				return runner.UsageError{Err: fmt.Errorf("--seeds must be at least 1, got %d", seeds)}
@@ -53,6 +54,9 @@ func newCompareCmd() *cobra.Command {
 				return runner.UsageError{Err: err}
 			}
 			if ls, err = compare.PerServer(ls, servers); err != nil {
+				return runner.UsageError{Err: fmt.Errorf("compare: %v", err)}
+			}
+			if err := set.CheckRows(ls); err != nil {
 				return runner.UsageError{Err: fmt.Errorf("compare: %v", err)}
 			}
 			seen := map[string]bool{}
@@ -134,6 +138,7 @@ func newCompareCmd() *cobra.Command {
 	// A team's own settings, passed through to every cell (each row's 2 s default otherwise).
 	f.StringVar(&set.Lease, "lease", "", "lease of the rows with a fixed lease (default 2s)")
 	f.StringVar(&set.Watchdog, "watchdog", "", "watchdog timeout of the rows a watchdog renews (default 2s)")
+	f.StringToStringVar(&set.Rows, "row-lease", nil, "lease of one row, ROW=D (comma-separated or repeated): its lease or watchdog timeout, whichever it is timed by, over --lease and --watchdog")
 	f.StringVar(&set.Hold, "hold", "", "hold (range) of every cell, over the scenarios' own")
 	f.IntVar(&set.Clients, "clients", 0, "clients of every cell (default the run's)")
 	cmd.PreRun = func(cmd *cobra.Command, _ []string) {

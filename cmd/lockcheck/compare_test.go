@@ -65,7 +65,8 @@ func TestCompareBadInput(t *testing.T) {
 	t.Parallel() // child lockcheck processes, fault-free or far from any timing edge
 	for _, args := range [][]string{{"--scenarios", "S99"}, {"--locks", "nosuch"}, {"--seeds", "0"},
 		{"--lease", "soon"}, {"--watchdog", "-1s"}, {"--hold", "2s-1s"}, {"--clients", "-2"},
-		{"--quick", "--servers", "redis,redis"}, {"--quick", "--servers", ","}} { // issue 36 item 11: each row ran twice
+		{"--quick", "--servers", "redis,redis"}, {"--quick", "--servers", ","}, // issue 36 item 11: each row ran twice
+		{"--row-lease", "nosuch=3s"}, {"--locks", "naive", "--row-lease", "naive=soon"}, {"--row-lease", "naive"}} {
 		code, _, errs := runSuite(t, append([]string{"compare", "--results", t.TempDir()}, args...)...)
 		if code != exitUsage || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
 			t.Errorf("%v: exit %d, %q; want 254 and one line", args, code, errs)
@@ -73,14 +74,14 @@ func TestCompareBadInput(t *testing.T) {
 	}
 }
 
-// compare for a team's own setup: its lease, watchdog, hold and clients reach every cell (each run's own
-// results.json says so), the estimate is the first line, every run and every cell says its outcome in
+// compare for a team's own setup: its lease, watchdog, hold and clients reach every cell, and a row's own
+// lease (--row-lease) that row's (each run's own results.json says so), the estimate is the first line, every run and every cell says its outcome in
 // words, and the table ends with the paragraph that names the safer row.
 func TestCompareTeamSettings(t *testing.T) {
 	t.Parallel() // child lockcheck processes; the verdicts are the S4 cells' of every seed (naive 5/5, fenced 0/5)
 	dir := filepath.Join(t.TempDir(), "cmp")
 	code, out, errs := runSuite(t, "compare", "--locks", "naive,fenced", "--scenarios", "S4", "--seeds", "2",
-		"--lease", "3s", "--watchdog", "5s", "--hold", "200ms-500ms", "--clients", "3", "--parallel", "2", "--results", dir)
+		"--lease", "3s", "--watchdog", "5s", "--row-lease", "fenced=6s", "--hold", "200ms-500ms", "--clients", "3", "--parallel", "2", "--results", dir)
 	if code != exitValid {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
@@ -125,10 +126,10 @@ func TestCompareTeamSettings(t *testing.T) {
 			o := res.Options
 			timed := o.Lease == "3s"
 			if c.Lock == "fenced" {
-				timed = o.Watchdog == "5s"
+				timed = o.Watchdog == "6s"
 			}
 			if !timed || o.Hold != "200ms-500ms" || o.Clients != 3 {
-				t.Errorf("%s: options %+v; want the team's lease 3s (watchdog 5s), hold 200ms-500ms, 3 clients", r, o)
+				t.Errorf("%s: options %+v; want the team's lease 3s (fenced's watchdog 6s), hold 200ms-500ms, 3 clients", r, o)
 			}
 			// The cell's progress line says what ran as the run's own results.json does, word for word.
 			cellLine := ""
@@ -145,8 +146,8 @@ func TestCompareTeamSettings(t *testing.T) {
 	if runs != 4 {
 		t.Errorf("%d runs in the table, want 4", runs)
 	}
-	if !strings.Contains(out, "Settings passed to every cell: --lease 3s --watchdog 5s --hold 200ms-500ms --clients 3") ||
-		!strings.Contains(out, "Answer for --lease 3s --watchdog 5s --hold 200ms-500ms --clients 3 on the host's redis-server: fenced (single) violated least on ") ||
+	if !strings.Contains(out, "Settings passed to every cell: --lease 3s --watchdog 5s --hold 200ms-500ms --clients 3 --row-lease fenced=6s") ||
+		!strings.Contains(out, "Answer for --lease 3s --watchdog 5s --hold 200ms-500ms --clients 3 --row-lease fenced=6s on the host's redis-server: fenced (single) violated least on ") ||
 		!strings.Contains(out, ": in 0 of 2 runs; naive (single) in 2 of 2") { // 2 seeds: within their noise
 		t.Errorf("the table does not show the settings or does not end with the answer naming fenced:\n%s", out)
 	}

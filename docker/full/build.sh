@@ -20,8 +20,9 @@ image=${LOCKCHECK_FULL_IMAGE:-lockcheck/lockcheck:full}
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 go=${GO:-go}
 suite=bookworm
-# maven needs a JDK (javac) for the Redisson worker; redis-server and redis-sentinel are what lockcheck starts.
-packages="ca-certificates openjdk-17-jdk-headless maven nodejs npm python3 python3-venv redis-server redis-sentinel"
+# maven needs a JDK (javac) for the Redisson worker; redis-server and redis-sentinel are what lockcheck starts;
+# unzip reads the Lettuce version from Spring Data Redis's pom (workers/spring-integration/build.sh).
+packages="ca-certificates openjdk-17-jdk-headless maven nodejs npm python3 python3-venv redis-server redis-sentinel unzip"
 cache=/var/cache/lockcheck
 
 say() { echo "build.sh: $*" >&2; }
