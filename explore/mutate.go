@@ -116,6 +116,13 @@ var Mutators = []Mutator{
 		g.set("watchdog", pick(rng, watchdogs))
 		return true
 	}},
+	{"permits", func(rng *rand.Rand, c Caps, g, _ *Genome) bool { // fewer permits: fewer holders fill them
+		if !c.semaphore() {
+			return false
+		}
+		g.set("permits", pick(rng, permitMenu))
+		return true
+	}},
 }
 
 func isAcquire(st schedule.Step) bool { return st.Acquire != "" }

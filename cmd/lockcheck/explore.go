@@ -31,7 +31,7 @@ import (
 
 // exploreFlags are run's flags that describe the system under test: explore passes them to every run.
 var exploreFlags = []string{"lock", "lock-spec", "client", "client-cmd", "client-option", "scripts", "topology",
-	"nodes", "server", "server-bin", "backend", "external", "timeout", "watchdog", "persistence"}
+	"nodes", "server", "server-bin", "backend", "external", "timeout", "watchdog", "persistence", "permits"}
 
 // exploreRunTime bounds the dry runs that try each fault.
 const exploreRunTime = "30s"
@@ -209,19 +209,17 @@ var faultMenu = []struct {
 // exploreCaps are what the prepared test's lock can play, and the faults its deployment can have.
 func exploreCaps(cmd *cobra.Command, t *runner.Test, sut []string) (explore.Caps, error) {
 	k := t.Kind
-	c := explore.Caps{Lock: t.Options.Lock, Family: k.Family.Name, Reentrant: k.Reentrant, Watchdog: k.Watchdog}
-	if c.Family != "mutex" && c.Family != "rwlock" || k.Group {
-		return c, fmt.Errorf("explore: lock %s is of the %s family: explore generates schedules of mutexes and read-write locks of single keys", c.Lock, k.Family.Name)
+	c := explore.Caps{Lock: t.Options.Lock, Family: k.Family.Name, Reentrant: k.Reentrant, Watchdog: k.Watchdog,
+		Permits: t.Options.Permits, Timeout: t.Options.Timeout}
+	if !slices.Contains(explore.Families, c.Family) || k.Group {
+		return c, fmt.Errorf("explore: lock %s is of the %s family: explore generates schedules of mutexes, read-write locks and semaphores of single keys", c.Lock, k.Family.Name)
 	}
 	dir, err := os.MkdirTemp("", "lockcheck-explore-")
 	if err != nil {
 		return c, err
 	}
 	defer os.RemoveAll(dir)
-	op := schedule.Lock
-	if c.Family == "rwlock" {
-		op = schedule.Read
-	}
+	op := c.Ops()[0]
 	for _, f := range faultMenu {
 		if f.persistent && t.Options.Persistence == "none" {
 			continue
@@ -342,7 +340,7 @@ func (x *exploration) trial(ctx context.Context, t explore.Trial) explore.Outcom
 		return explore.Outcome{Verdict: "error", Note: err.Error()}
 	}
 	// --time only bounds the run (a once-schedule ends with its steps): its steps' longest chain and a margin
-	runTime := (t.Genome.Span() + 3*time.Second).Round(time.Second)
+	runTime := (t.Genome.Span(x.caps) + 3*time.Second).Round(time.Second)
 	args := slices.Concat(x.sut, t.Genome.Args(), []string{"--schedule=" + file, "--quiet=0s", "--time=" + runTime.String()})
 	s := &suite.Suite{Name: name, Cases: []suite.Case{{ID: "run", Entry: name, Args: append(args, "--seed="+strconv.FormatInt(t.Seed, 10)),
 		Seed: t.Seed, Expect: []string{"valid"}}}}

@@ -93,7 +93,7 @@ func TestExploreRwlockFindsNothingNew(t *testing.T) {
 // TestExploreRefuses: what explore cannot search is one line and exit 254, before any run.
 func TestExploreRefuses(t *testing.T) {
 	for _, args := range [][]string{
-		{"--lock", "semaphore"},
+		{"--lock", "latch"},
 		{"--budget", "0s"},
 		{"--merge"},
 		{"stray"},
