@@ -80,15 +80,19 @@ func (f *Finding) Genome() *Genome { return f.genome }
 // Settled is what became of a finding once the search ended: its smallest schedule or command, how often
 // that fails again on fresh seeds, whether the catalog knows it, and its report.
 type Settled struct {
-	Shrink   string `json:"shrink,omitempty"`  // the shrink's directory
-	Minimal  string `json:"minimal,omitempty"` // the smallest command, with a seed it failed on
-	Schedule string `json:"schedule_file,omitempty"`
-	Caught   int    `json:"caught"` // k of n fresh seeds that failed the same way
-	Of       int    `json:"of"`
-	Known    string `json:"known,omitempty"` // the catalog entry it matches; "" for new
-	About    string `json:"about,omitempty"` // the entry's summary
-	Report   string `json:"report,omitempty"`
-	Note     string `json:"note,omitempty"` // what went wrong settling it
+	// Widened are the moves of steps that raced a lease (Widen) kept before shrinking; Run is the run that
+	// was shrunk (the last widened one's, or the finding's first).
+	Widened  []string `json:"widened,omitempty"`
+	Run      string   `json:"run,omitempty"`
+	Shrink   string   `json:"shrink,omitempty"`  // the shrink's directory
+	Minimal  string   `json:"minimal,omitempty"` // the smallest command, with a seed it failed on
+	Schedule string   `json:"schedule_file,omitempty"`
+	Caught   int      `json:"caught"` // k of n fresh seeds that failed the same way
+	Of       int      `json:"of"`
+	Known    string   `json:"known,omitempty"` // the catalog entry it matches; "" for new
+	About    string   `json:"about,omitempty"` // the entry's summary
+	Report   string   `json:"report,omitempty"`
+	Note     string   `json:"note,omitempty"` // what went wrong settling it
 }
 
 // Status is the progress line's figures.

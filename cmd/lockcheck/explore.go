@@ -330,20 +330,25 @@ func (x *exploration) run(ctx context.Context, budget time.Duration, parallel, m
 // trial runs one genome as a child `lockcheck run --schedule`, a fresh deployment each time.
 func (x *exploration) trial(ctx context.Context, t explore.Trial) explore.Outcome {
 	name := fmt.Sprintf("%05d", t.N)
-	dir := filepath.Join(x.dir, "runs", name)
+	t.Genome.Schedule.About = fmt.Sprintf("explore %s, run %d: %s", x.caps.Lock, t.N, t.Genome.Origin)
+	return x.play(ctx, t.Genome, t.Seed, filepath.Join(x.dir, "runs", name), name)
+}
+
+// play runs a genome on a seed into dir and reads what it showed: its coverage, and an invalid run's
+// signature and catalog entry.
+func (x *exploration) play(ctx context.Context, g *explore.Genome, seed int64, dir, name string) explore.Outcome {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return explore.Outcome{Verdict: "error", Note: err.Error()}
 	}
 	file := filepath.Join(dir, "schedule.yaml")
-	t.Genome.Schedule.About = fmt.Sprintf("explore %s, run %d: %s", x.caps.Lock, t.N, t.Genome.Origin)
-	if err := os.WriteFile(file, t.Genome.Schedule.Marshal(), 0o644); err != nil {
+	if err := os.WriteFile(file, g.Schedule.Marshal(), 0o644); err != nil {
 		return explore.Outcome{Verdict: "error", Note: err.Error()}
 	}
 	// --time only bounds the run (a once-schedule ends with its steps): its steps' longest chain and a margin
-	runTime := (t.Genome.Span(x.caps) + 3*time.Second).Round(time.Second)
-	args := slices.Concat(x.sut, t.Genome.Args(), []string{"--schedule=" + file, "--quiet=0s", "--time=" + runTime.String()})
-	s := &suite.Suite{Name: name, Cases: []suite.Case{{ID: "run", Entry: name, Args: append(args, "--seed="+strconv.FormatInt(t.Seed, 10)),
-		Seed: t.Seed, Expect: []string{"valid"}}}}
+	runTime := (g.Span(x.caps) + 3*time.Second).Round(time.Second)
+	args := slices.Concat(x.sut, g.Args(), []string{"--schedule=" + file, "--quiet=0s", "--time=" + runTime.String()})
+	s := &suite.Suite{Name: name, Cases: []suite.Case{{ID: "run", Entry: name, Args: append(args, "--seed="+strconv.FormatInt(seed, 10)),
+		Seed: seed, Expect: []string{"valid"}}}}
 	rep, err := suite.Run(ctx, s, "", suite.Config{Exe: x.exe, Dir: dir, Parallel: 1, Repeat: 1, KeepAll: true})
 	if err != nil || len(rep.Outcomes) == 0 {
 		note := "interrupted"
@@ -450,8 +455,10 @@ func (x *exploration) settleFinding(ctx context.Context, f *explore.Finding) {
 		return
 	}
 	defer log.Close()
+	run := x.widen(ctx, f, fdir, log)
+	st.Run = rel(x.dir, run)
 	fmt.Fprintf(os.Stderr, "settling %s (%s): shrinking, confirming on %d fresh seeds ...\n", f.ID, f.Signature, x.confirm)
-	res, sig, start, err := readShrinkRun(f.Dir, "")
+	res, sig, start, err := readShrinkRun(run, "")
 	if err != nil {
 		st.Note = err.Error()
 		return
@@ -463,7 +470,7 @@ func (x *exploration) settleFinding(ctx context.Context, f *explore.Finding) {
 		return
 	}
 	o := shrinkOracle{exe: x.exe, dir: sdir, sig: sig, parallel: 3}
-	err = runShrink(ctx, log, f.Dir, res.Seed, start, sig, o, shrinkPlan{seeds: 2, repeats: x.confirm, budget: x.settle})
+	err = runShrink(ctx, log, run, res.Seed, start, sig, o, shrinkPlan{seeds: 2, repeats: x.confirm, budget: x.settle})
 	st.Shrink = rel(x.dir, sdir)
 	var sr shrink.Result
 	if b, rerr := safefile.Read(filepath.Join(sdir, "shrink.json"), safefile.ResultsMax); rerr == nil && json.Unmarshal(b, &sr) == nil {
@@ -475,10 +482,10 @@ func (x *exploration) settleFinding(ctx context.Context, f *explore.Finding) {
 	if err != nil {
 		st.Note = "shrink: " + oneLine(err)
 	}
-	if h, herr := history.ReadFile(filepath.Join(f.Dir, "history.jsonl")); herr == nil && h.Run != nil {
+	if h, herr := history.ReadFile(filepath.Join(run, "history.jsonl")); herr == nil && h.Run != nil {
 		st.Known, st.About = knownOf(h, res)
 	}
-	in, err := bugreport.Load(f.Dir, sdir)
+	in, err := bugreport.Load(run, sdir)
 	if err == nil {
 		out := filepath.Join(fdir, "report.md")
 		if err = report.WriteAtomic(out, in.Write); err == nil {
@@ -493,6 +500,41 @@ func (x *exploration) settleFinding(ctx context.Context, f *explore.Finding) {
 		known = "known: " + st.Known
 	}
 	fmt.Fprintf(os.Stderr, "  %s: fails again in %d of %d fresh runs; %s; report %s\n", f.ID, st.Caught, st.Of, known, orNone(st.Report))
+}
+
+// widenTries bounds the moves a finding's widening runs (one run each).
+const widenTries = 4
+
+// widen moves the steps of the finding's schedule that race a lease later past it (explore.Widen), each
+// move kept when a run of the moved schedule, on the finding's seed, still fails with its signature; it
+// returns the run to settle: the last kept move's, or the finding's own. The settle budget bounds it too.
+func (x *exploration) widen(ctx context.Context, f *explore.Finding, fdir string, log io.Writer) string {
+	run := f.Dir
+	if f.Genome() == nil {
+		return run
+	}
+	ctx, cancel := context.WithTimeout(ctx, x.settle/2)
+	defer cancel()
+	n := 0
+	_, kept := explore.Widen(ctx, x.caps, f.Genome(), widenTries, func(ctx context.Context, g *explore.Genome) bool {
+		n++
+		name := fmt.Sprintf("w%d", n)
+		g.Schedule.About = fmt.Sprintf("explore %s, %s widened (%d): %s", x.caps.Lock, f.ID, n, g.Origin)
+		out := x.play(ctx, g, f.Seed, filepath.Join(fdir, "widen", name), name)
+		ok := out.Verdict == "invalid" && out.Signature == f.Signature
+		fmt.Fprintf(log, "widen %s: %s, %s\n", name, out.Verdict, map[bool]string{true: "kept: the same signature", false: "not kept: " + orNone(out.Signature)}[ok])
+		if ok {
+			run = out.Dir
+		}
+		return ok
+	})
+	for _, w := range kept {
+		f.Settled.Widened = append(f.Settled.Widened, w.String())
+	}
+	if len(kept) > 0 {
+		fmt.Fprintf(os.Stderr, "  %s widened: %s\n", f.ID, strings.Join(f.Settled.Widened, "; "))
+	}
+	return run
 }
 
 // ownRun gives back the flags shrink withholds from a run directory (--schedule, --scripts, --lock-spec,
