@@ -112,6 +112,10 @@ var (
 	gaps      = durs(0, 20*time.Millisecond, 100*time.Millisecond, 300*time.Millisecond)
 	faultFors = durs(200*time.Millisecond, 500*time.Millisecond, time.Second, 2*time.Second)
 	watchdogs = []string{"", "600ms", "1500ms"} // "": the run's own --watchdog
+	// timeouts: the run's own --timeout (3 s by default, longer than any drawn fault, so that a lost reply is
+	// waited out as the fault ends) or 1 s (a client that gives up on a command, or sends it again, while
+	// the fault is still on: the resends of #3850's kind)
+	timeouts = []string{"", "1s"}
 )
 
 func durs(d ...time.Duration) []time.Duration { return d }
