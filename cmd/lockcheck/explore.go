@@ -50,12 +50,14 @@ func newExploreCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "explore",
 		Short: "Search schedules and faults for violations nobody wrote down, guided by the lock model's coverage",
-		Long: `A loop of short runs, each playing a generated schedule (actors acquiring with leases and waits,
-re-entries, leaves, releases, faults after an event) against the lock under test. A schedule whose run
+		Long: `A loop of short runs, each playing a generated schedule (actors acquiring locks or a semaphore's
+permits with leases and waits, re-entries, leaves, releases, faults after an event) against the lock under
+test (a mutex, a read-write lock or a semaphore). A schedule whose run
 reached a coverage transition no earlier run had is kept in a corpus and mutated (a lease changed, a
 re-entry or an actor added, a fault moved onto an event, two schedules spliced). Every invalid run gets a
 signature; runs of one signature are one finding. When the search ends (--budget, --max-findings, --max-runs)
-each finding is shrunk, confirmed on fresh seeds, matched against the catalog and written as a report.
+each finding is widened (a step that raced a lease moved past it, kept while it fails the same way),
+shrunk, confirmed on fresh seeds, matched against the catalog and written as a report.
 explore.json and index.html list the findings; coverage.json holds the whole map. Ctrl-C keeps what was found.
 --merge DIR... gathers the directories of several explores (shards) into --results.`,
 		Example: `  lockcheck explore --lock-spec examples/locks/rwlock-zset-broken.yaml --budget 2m --seed 1
