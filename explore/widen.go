@@ -55,6 +55,9 @@ func Widenings(c Caps, g *Genome) []Widening {
 			if own && st.Acquire != "" || !own && st.Acquire == "" || !openAt(s, t, j, i, t.lo[j]+by) {
 				continue
 			}
+			if own && st.Release && leftBefore(s, j, i) {
+				continue // a late release after the work ended: the schedule chose its moment, no lease races it
+			}
 			m := g.clone()
 			ms := &m.Schedule.Steps[i]
 			ms.At, ms.After, ms.Delay = 0, l.Name, by
@@ -83,9 +86,10 @@ func (g *Genome) step(name string) schedule.Step {
 }
 
 // openAt says whether acquire j's hold is open when step i starts: for its own actor by file order (an
-// actor plays its steps in order); for another's, whether it may still be open at until, where the move
-// would put step i (its release may come later): a waiter moved past a hold already given back races
-// nothing.
+// actor plays its steps in order); for another's, whether it is surely still open at until, where the move
+// would put step i (its release comes no sooner): a waiter moved past a hold that may have been given back
+// races nothing, and may meet another step there instead (explore moved a reader past a late release's
+// 100 ms lease onto another reader's start, and the finding, which needed their order, failed 0 of 2).
 func openAt(s *schedule.Schedule, t times, j, i int, until time.Duration) bool {
 	a, depth := s.Steps[j], 0
 	for k := j; k < len(s.Steps); k++ {
@@ -103,10 +107,18 @@ func openAt(s *schedule.Schedule, t times, j, i int, until time.Duration) bool {
 			depth--
 		}
 		if depth == 0 { // j's release
-			return s.Steps[i].Actor() != a.Actor() && t.start[k] > until
+			return s.Steps[i].Actor() != a.Actor() && t.lo[k] >= until
 		}
 	}
 	return true
+}
+
+// leftBefore says whether acquire j's actor left its section on the key between step j and step i.
+func leftBefore(s *schedule.Schedule, j, i int) bool {
+	a := s.Steps[j]
+	return slices.ContainsFunc(s.Steps[j+1:i], func(o schedule.Step) bool {
+		return o.Leave && o.Actor() == a.Actor() && o.KeyName() == a.KeyName()
+	})
 }
 
 // Widen tries g's moves one after another (at most tries of them), each on the genome kept so far, and

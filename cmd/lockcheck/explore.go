@@ -508,8 +508,9 @@ func (x *exploration) settleFinding(ctx context.Context, f *explore.Finding) {
 const widenTries = 4
 
 // widen moves the steps of the finding's schedule that race a lease later past it (explore.Widen), each
-// move kept when a run of the moved schedule, on the finding's seed, still fails with its signature; it
-// returns the run to settle: the last kept move's, or the finding's own. The settle budget bounds it too.
+// move kept when two runs of the moved schedule, on the finding's seed and the next, still fail with its
+// signature (one run may fail by luck, as the finding's own did); it returns the run to settle: the last
+// kept move's, or the finding's own. Half the settle budget bounds it.
 func (x *exploration) widen(ctx context.Context, f *explore.Finding, fdir string, log io.Writer) string {
 	run := f.Dir
 	if f.Genome() == nil {
@@ -520,15 +521,22 @@ func (x *exploration) widen(ctx context.Context, f *explore.Finding, fdir string
 	n := 0
 	_, kept := explore.Widen(ctx, x.caps, f.Genome(), widenTries, func(ctx context.Context, g *explore.Genome) bool {
 		n++
-		name := fmt.Sprintf("w%d", n)
 		g.Schedule.About = fmt.Sprintf("explore %s, %s widened (%d): %s", x.caps.Lock, f.ID, n, g.Origin)
-		out := x.play(ctx, g, f.Seed, filepath.Join(fdir, "widen", name), name)
-		ok := out.Verdict == "invalid" && out.Signature == f.Signature
-		fmt.Fprintf(log, "widen %s: %s, %s\n", name, out.Verdict, map[bool]string{true: "kept: the same signature", false: "not kept: " + orNone(out.Signature)}[ok])
-		if ok {
-			run = out.Dir
+		first := ""
+		for k := range int64(2) {
+			name := fmt.Sprintf("w%d-%d", n, k+1)
+			out := x.play(ctx, g, f.Seed+k, filepath.Join(fdir, "widen", name), name)
+			if out.Verdict != "invalid" || out.Signature != f.Signature {
+				fmt.Fprintf(log, "widen %s: %s, not kept: %s\n", name, out.Verdict, orNone(out.Signature))
+				return false
+			}
+			if first == "" {
+				first = out.Dir
+			}
 		}
-		return ok
+		fmt.Fprintf(log, "widen w%d: kept, 2 of 2 runs fail with the same signature\n", n)
+		run = first
+		return true
 	})
 	for _, w := range kept {
 		f.Settled.Widened = append(f.Settled.Widened, w.String())
@@ -654,6 +662,9 @@ func printFindings(w io.Writer, dir string, fs []*explore.Finding) {
 		again := "not settled"
 		if s := f.Settled; s != nil {
 			again = fmt.Sprintf("fails again in %d of %d fresh runs", s.Caught, s.Of)
+			if len(s.Widened) > 0 {
+				again += " once widened (" + strings.Join(s.Widened, "; ") + ")"
+			}
 			if s.Known != "" {
 				o.Met, o.Known = true, fmt.Sprintf("known: `%s`, %s", s.Known, s.About)
 			}
