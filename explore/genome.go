@@ -331,9 +331,13 @@ func lostRelease(rng *rand.Rand, c Caps, g *Genome) {
 	first := schedule.Step{Name: g.name(), Client: "c1", Acquire: pick(rng, c.Ops()), Lease: c.longLease(rng), Wait: wait(rng)}
 	g.Schedule.Steps = append(g.Schedule.Steps, first)
 	last, inner := first.Name, ""
-	if c.Reentrant {
+	if c.Reentrant { // with the outer hold's lease: a shorter one would show the re-entry's lease first
 		in := schedule.Step{Name: g.name(), After: first.Name, Delay: pick(rng, gaps), Client: "c1",
-			Acquire: first.Acquire, Lease: c.lease(rng), Wait: wait(rng)}
+			Acquire: first.Acquire, Lease: first.Lease, Wait: wait(rng)}
+		if in.Lease != nil {
+			l := *in.Lease
+			in.Lease = &l
+		}
 		g.Schedule.Steps = append(g.Schedule.Steps, in)
 		last, inner = in.Name, in.Name
 	}
