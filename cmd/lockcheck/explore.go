@@ -504,7 +504,7 @@ func (x *exploration) settleFinding(ctx context.Context, f *explore.Finding) {
 	fmt.Fprintf(os.Stderr, "  %s: fails again in %d of %d fresh runs; %s; report %s\n", f.ID, st.Caught, st.Of, known, orNone(st.Report))
 }
 
-// widenTries bounds the moves a finding's widening runs (one run each).
+// widenTries bounds the moves a finding's widening tries (two runs each at most).
 const widenTries = 4
 
 // widen moves the steps of the finding's schedule that race a lease later past it (explore.Widen), each
