@@ -80,15 +80,19 @@ func (f *Finding) Genome() *Genome { return f.genome }
 // Settled is what became of a finding once the search ended: its smallest schedule or command, how often
 // that fails again on fresh seeds, whether the catalog knows it, and its report.
 type Settled struct {
-	Shrink   string `json:"shrink,omitempty"`  // the shrink's directory
-	Minimal  string `json:"minimal,omitempty"` // the smallest command, with a seed it failed on
-	Schedule string `json:"schedule_file,omitempty"`
-	Caught   int    `json:"caught"` // k of n fresh seeds that failed the same way
-	Of       int    `json:"of"`
-	Known    string `json:"known,omitempty"` // the catalog entry it matches; "" for new
-	About    string `json:"about,omitempty"` // the entry's summary
-	Report   string `json:"report,omitempty"`
-	Note     string `json:"note,omitempty"` // what went wrong settling it
+	// Widened are the moves of steps that raced a lease (Widen) kept before shrinking; Run is the run that
+	// was shrunk (the last widened one's, or the finding's first).
+	Widened  []string `json:"widened,omitempty"`
+	Run      string   `json:"run,omitempty"`
+	Shrink   string   `json:"shrink,omitempty"`  // the shrink's directory
+	Minimal  string   `json:"minimal,omitempty"` // the smallest command, with a seed it failed on
+	Schedule string   `json:"schedule_file,omitempty"`
+	Caught   int      `json:"caught"` // k of n fresh seeds that failed the same way
+	Of       int      `json:"of"`
+	Known    string   `json:"known,omitempty"` // the catalog entry it matches; "" for new
+	About    string   `json:"about,omitempty"` // the entry's summary
+	Report   string   `json:"report,omitempty"`
+	Note     string   `json:"note,omitempty"` // what went wrong settling it
 }
 
 // Status is the progress line's figures.
@@ -132,6 +136,7 @@ type Explorer struct {
 	Growth   []Point
 	Stopped  string // budget, interrupted, max-findings, max-runs
 	refused  int
+	seeds    []*Genome // the shapes' genomes, run first (Seeds)
 }
 
 // newFindings counts the findings no catalog entry names.
@@ -160,11 +165,16 @@ func (e *Explorer) SeedCorpus(gs []*Genome) {
 	}
 }
 
-// next is the next trial: a fresh genome at first and now and then, otherwise a mutation of a corpus entry
-// (the less picked and the more it reached, the likelier).
+// next is the next trial: one genome of each shape first (Seeds), a fresh genome while the corpus is empty
+// and now and then, otherwise a mutation of a corpus entry (the less picked and the more it reached, the
+// likelier).
 func (e *Explorer) next() Trial {
 	e.runs++
 	t := Trial{N: e.runs, Seed: e.Seed*1_000_003 + int64(e.runs)}
+	if len(e.seeds) > 0 { // the shapes first
+		t.Genome, e.seeds = e.seeds[0], e.seeds[1:]
+		return t
+	}
 	if len(e.Corpus) == 0 || e.rng.IntN(8) == 0 {
 		t.Genome = Generate(e.rng, e.Caps)
 		return t
@@ -214,6 +224,7 @@ func (e *Explorer) choose() *Entry {
 // Everything it kept stays in e when it returns.
 func (e *Explorer) Search(ctx context.Context) {
 	e.rng = rand.New(rand.NewPCG(uint64(e.Seed), 0x6578706c6f7265))
+	e.seeds = Seeds(e.rng, e.Caps)
 	e.began = time.Now()
 	if e.Coverage == nil {
 		e.Coverage = map[string]int{}

@@ -16,10 +16,16 @@ import (
 var rwCaps = Caps{Lock: "rwlock", Family: "rwlock", Reentrant: true, Watchdog: true,
 	Faults: []Fault{{Name: "client-pause", Client: true}, {Name: "kill"}}}
 
+// semCaps are the expirable semaphore's on Sentinel, as pes-release-twice's flags give them.
+var semCaps = Caps{Lock: "expirable-semaphore", Family: "expirable-semaphore", Permits: 2, Timeout: time.Second,
+	Faults: []Fault{{Name: "client-pause", Client: true}, {Name: "drop-reply", Client: true}, {Name: "latency", Client: true},
+		{Name: "pause"}, {Name: "failover"}}}
+
 // TestGeneratedAndMutatedSchedulesAreValid: every genome the generator and the mutators make reads back
 // from its own text and passes the lock's check, and every mutator gets applied somewhere.
 func TestGeneratedAndMutatedSchedulesAreValid(t *testing.T) {
-	for _, c := range []Caps{rwCaps, {Lock: "naive", Family: "mutex"}, {Lock: "reentrant", Family: "mutex", Reentrant: true, Watchdog: true}} {
+	for _, c := range []Caps{rwCaps, {Lock: "naive", Family: "mutex"}, {Lock: "reentrant", Family: "mutex", Reentrant: true, Watchdog: true},
+		semCaps, {Lock: "semaphore", Family: "semaphore", Permits: 2, Faults: semCaps.Faults}} {
 		rng := rand.New(rand.NewPCG(1, 2))
 		applied := map[string]bool{}
 		var corpus []*Genome
@@ -43,7 +49,8 @@ func TestGeneratedAndMutatedSchedulesAreValid(t *testing.T) {
 		}
 		for _, mu := range Mutators {
 			usable := !(mu.Name == "op" && c.Family != "rwlock") && !(mu.Name == "reenter" && !c.Reentrant) &&
-				!(mu.Name == "watchdog" && !c.Watchdog) && !((mu.Name == "fault-on-event" || mu.Name == "move-fault") && len(c.Faults) == 0)
+				!(mu.Name == "watchdog" && !c.Watchdog) && !((mu.Name == "fault-on-event" || mu.Name == "move-fault") && len(c.Faults) == 0) &&
+				!(mu.Name == "permits" && !c.semaphore()) && !(mu.Name == "timeout" && c.Timeout == time.Second)
 			if usable && !applied[mu.Name] {
 				t.Errorf("%s: mutator %s never applied", c.Lock, mu.Name)
 			}
@@ -205,12 +212,102 @@ steps:
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = timesOf(s).holdsFit(s)
+	err = timesOf(s, 0).holdsFit(s)
 	if err == nil || !strings.Contains(err.Error(), "c3 may hold for") {
 		t.Fatalf("holdsFit: %v, want c3's hold with its 2 s pause refused on a 3 s lease", err)
 	}
 	s.Steps[5].For = 200 * time.Millisecond // a short pause fits
-	if err := timesOf(s).holdsFit(s); err != nil {
+	if err := timesOf(s, 0).holdsFit(s); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// doubleRelease plays a schedule on a model of examples/twins/pes-release-twice's flaw, without a process:
+// a permit's release that goes out while a drop-reply aimed at its client is on is sent again, and the twin
+// counts the resend as a second permit given back; a holder beyond the permits is a violation. Its coverage
+// is each acquire's state (permits all, some, none) and outcome, and each release's (under a lost reply or
+// not).
+func doubleRelease(_ context.Context, t Trial) Outcome {
+	out := Outcome{Verdict: "valid", Transitions: map[string]int{}}
+	g := t.Genome
+	permits := g.permits(semCaps)
+	at := map[string]time.Duration{}
+	steps := slices.Clone(g.Schedule.Steps)
+	for _, st := range steps {
+		at[st.Name] = st.At
+		if st.After != "" {
+			at[st.Name] = at[st.After] + st.Delay
+		}
+	}
+	slices.SortStableFunc(steps, func(a, b schedule.Step) int { return cmp.Compare(at[a.Name], at[b.Name]) })
+	lost := func(st schedule.Step) bool { // a drop-reply on the client is on as the release goes out
+		for _, f := range steps {
+			if f.Fault == "drop-reply" && (len(f.Targets) == 0 || slices.Contains(f.Targets, st.Client)) &&
+				at[f.Name] <= at[st.Name] && at[st.Name] < at[f.Name]+f.For {
+				return true
+			}
+		}
+		return false
+	}
+	available, holders := permits, int64(0)
+	held := map[string]int{} // actor -> permits granted, not yet released
+	for _, st := range steps {
+		who := st.Actor()
+		switch {
+		case st.Acquire == schedule.Permit:
+			state := "some"
+			switch available {
+			case permits:
+				state = "all"
+			case 0:
+				state = "none"
+			}
+			if available <= 0 {
+				out.Transitions["acquire "+state+" refused"]++
+				continue
+			}
+			available, holders, held[who] = available-1, holders+1, held[who]+1
+			out.Transitions["acquire "+state+" granted"]++
+			if holders > permits {
+				out.Verdict, out.Signature = "invalid", "holders > permits"
+			}
+		case st.Release && held[who] > 0:
+			available, holders, held[who] = available+1, holders-1, held[who]-1
+			how := "release"
+			if lost(st) {
+				available, how = available+1, "release resent"
+			}
+			out.Transitions[how]++
+		}
+	}
+	return out
+}
+
+// TestExploreFindsTheDoubleCountedRelease: a seeded search of the expirable semaphore on Sentinel against
+// the model of a release counted twice after its lost reply finds it within a bounded number of runs, the
+// same way twice: explore plays permits, and lines a drop-reply up with a holder's release.
+func TestExploreFindsTheDoubleCountedRelease(t *testing.T) {
+	found := func() (int, string) {
+		e := &Explorer{Caps: semCaps, Seed: 1, Run: doubleRelease, MaxRuns: 300, MaxFindings: 1}
+		e.Search(context.Background())
+		if len(e.Findings) != 1 {
+			t.Fatalf("%d findings in %d runs, want the double count", len(e.Findings), e.Status().Runs)
+		}
+		f := e.Findings[0]
+		if err := f.Genome().Check(semCaps); err != nil {
+			t.Errorf("finding's schedule: %v", err)
+		}
+		return f.FirstRun, string(f.Genome().Schedule.Marshal())
+	}
+	first, s := found()
+	if first > 100 {
+		t.Errorf("found at run %d, want within 100", first)
+	}
+	if again, s2 := found(); again != first || s2 != s {
+		t.Errorf("the same seed found it at run %d, then %d", first, again)
+	}
+	if !strings.Contains(s, "acquire: permit") || !strings.Contains(s, "drop-reply") {
+		t.Errorf("the finding's schedule:\n%s", s)
+	}
+	t.Logf("found at run %d:\n%s", first, s)
 }

@@ -19,9 +19,15 @@ import (
 // Caps are what the lock under test can play, for the generator and the mutators.
 type Caps struct {
 	Lock      string // its name, for the schedule's lock line and messages
-	Family    string // "mutex" or "rwlock": the families a schedule plays
+	Family    string // "mutex", "rwlock", "semaphore" or "expirable-semaphore": the families a schedule plays
 	Reentrant bool   // an actor may acquire again what it holds
 	Watchdog  bool   // a lease of 0 is kept by a watchdog; --watchdog is worth varying
+	// Permits is a semaphore's --permits, as the run has it (a genome may vary it): how many holders
+	// fill it.
+	Permits int64
+	// Timeout is the run's --timeout (0: its default): how long a command whose reply is lost waits before
+	// the client gives up or sends it again.
+	Timeout time.Duration
 	// Faults are those a schedule step may start on this deployment, each with the targets it takes.
 	Faults []Fault
 }
@@ -106,6 +112,10 @@ var (
 	gaps      = durs(0, 20*time.Millisecond, 100*time.Millisecond, 300*time.Millisecond)
 	faultFors = durs(200*time.Millisecond, 500*time.Millisecond, time.Second, 2*time.Second)
 	watchdogs = []string{"", "600ms", "1500ms"} // "": the run's own --watchdog
+	// timeouts: the run's own --timeout (3 s by default, longer than any drawn fault, so that a lost reply is
+	// waited out as the fault ends) or 1 s (a client that gives up on a command, or sends it again, while
+	// the fault is still on: the resends of #3850's kind)
+	timeouts = []string{"", "1s"}
 )
 
 func durs(d ...time.Duration) []time.Duration { return d }
@@ -120,20 +130,53 @@ const (
 	maxSpan = 15 * time.Second
 )
 
-// ops are the acquires the family plays.
-func (c Caps) ops() []schedule.Op {
-	if c.Family == "rwlock" {
+// Families are the lock families explore generates schedules for.
+var Families = []string{"mutex", "rwlock", "semaphore", "expirable-semaphore"}
+
+// Ops are the acquires the family plays (the first: what a dry run takes).
+func (c Caps) Ops() []schedule.Op {
+	switch {
+	case c.Family == "rwlock":
 		return []schedule.Op{schedule.Read, schedule.Read, schedule.Write}
+	case c.semaphore():
+		return []schedule.Op{schedule.Permit}
 	}
 	return []schedule.Op{schedule.Lock}
 }
 
+// semaphore says whether the lock counts permits: its steps take permits, each a hold of its own.
+func (c Caps) semaphore() bool { return c.Family == "semaphore" || c.Family == "expirable-semaphore" }
+
+// lease is an acquire's lease: nil for a plain semaphore, whose permits have none.
 func (c Caps) lease(rng *rand.Rand) *time.Duration {
+	if c.Family == "semaphore" {
+		return nil
+	}
 	d := pick(rng, leases)
-	if c.Watchdog && rng.IntN(5) == 0 {
-		d = 0 // the watchdog keeps it
+	if (c.Watchdog || c.Family == "expirable-semaphore") && rng.IntN(5) == 0 {
+		d = 0 // the watchdog keeps it; an expirable permit without a lease
 	}
 	return &d
+}
+
+// longLease is a holder's lease that outlasts what the steps around it take (nil where there is none).
+func (c Caps) longLease(rng *rand.Rand) *time.Duration {
+	if c.Family == "semaphore" {
+		return nil
+	}
+	d := pick(rng, leases[3:])
+	return &d
+}
+
+// permitMenu is what the permits mutator draws: one permit (a semaphore as a mutex), a few.
+var permitMenu = []string{"1", "2", "3"}
+
+// permits is how many permits the genome's run sets: its own setting, or the run's.
+func (g *Genome) permits(c Caps) int64 {
+	if v, err := strconv.ParseInt(g.Setting("permits"), 10, 64); err == nil && v > 0 {
+		return v
+	}
+	return max(c.Permits, 1)
 }
 
 func wait(rng *rand.Rand) *time.Duration {
@@ -152,21 +195,42 @@ func (g *Genome) name() string {
 func Generate(rng *rand.Rand, c Caps) *Genome {
 	for range 100 {
 		gen := generate
-		if rng.IntN(2) == 0 { // half of them in one of the shapes
-			sh := pick(rng, Shapes)
-			gen = func(rng *rand.Rand, c Caps) *Genome {
-				g := &Genome{Schedule: &schedule.Schedule{Lock: c.Lock}, Origin: "shape " + sh.Name}
-				sh.Make(rng, c, g)
-				return g
-			}
+		if fit := fitting(c); len(fit) > 0 && rng.IntN(2) == 0 { // half of them in one of the shapes
+			gen = pick(rng, fit).generate
 		}
 		if g := gen(rng, c); g.Check(c) == nil {
 			return g
 		}
 	}
-	// never seen: the smallest schedule, one actor's acquire and release
+	return smallest(c)
+}
+
+// Seeds are the search's first genomes, one of each shape the lock can play, as a fuzzer starts from its
+// seed inputs: a shape drawn only now and then (one fresh genome in 8, half of them in one of 4 shapes)
+// may not come up at all in a short search on a deployment whose runs take seconds.
+func Seeds(rng *rand.Rand, c Caps) []*Genome {
+	var out []*Genome
+	for _, sh := range fitting(c) {
+		for range 100 {
+			if g := sh.generate(rng, c); g.Check(c) == nil {
+				out = append(out, g)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func (sh Shape) generate(rng *rand.Rand, c Caps) *Genome {
+	g := &Genome{Schedule: &schedule.Schedule{Lock: c.Lock}, Origin: "shape " + sh.Name}
+	sh.Make(rng, c, g)
+	return g
+}
+
+// smallest is one actor's acquire and release (never seen: what Generate gives when nothing else passes).
+func smallest(c Caps) *Genome {
 	g := &Genome{Schedule: &schedule.Schedule{Lock: c.Lock}, Origin: "generated"}
-	g.Schedule.Steps = []schedule.Step{{Name: g.name(), Client: "c1", Acquire: c.ops()[0]}}
+	g.Schedule.Steps = []schedule.Step{{Name: g.name(), Client: "c1", Acquire: c.Ops()[0]}}
 	g.Schedule.Steps = append(g.Schedule.Steps, schedule.Step{Name: g.name(), After: "s1", Client: "c1", Release: true})
 	return g
 }
@@ -198,7 +262,12 @@ func generate(rng *rand.Rand, c Caps) *Genome {
 type Shape struct {
 	Name string
 	Make func(rng *rand.Rand, c Caps, g *Genome)
+	// Fits says whether the lock can play it (nil: every lock): a shape of leases needs a lock with leases.
+	Fits func(c Caps) bool
 }
+
+// leased: the lock's holds have leases (a plain semaphore's permits have none).
+func leased(c Caps) bool { return c.Family != "semaphore" }
 
 // Shapes are the skeletons: a joiner with a shorter lease beside a long holder while a waiter asks (a
 // re-entry or second reader whose lease shrinks the whole lock's); a release that comes late, after the
@@ -208,7 +277,7 @@ var Shapes = []Shape{
 	{"short-joins-long", func(rng *rand.Rand, c Caps, g *Genome) {
 		long, short := pick(rng, leases[3:]), pick(rng, leases[:3])
 		hold := pick(rng, holds[3:])
-		op := pick(rng, c.ops())
+		op := pick(rng, c.Ops())
 		a := schedule.Step{Name: g.name(), Client: "c1", Acquire: op, Lease: &long, Wait: wait(rng)}
 		g.Schedule.Steps = append(g.Schedule.Steps, a)
 		joiner := actor{client: "c2"}
@@ -228,9 +297,9 @@ var Shapes = []Shape{
 		b := schedule.Step{Name: g.name(), After: a.Name, Delay: pick(rng, gaps), Client: joiner.client, Acquire: op,
 			Lease: &short, Wait: wait(rng)}
 		g.Schedule.Steps = append(g.Schedule.Steps, b,
-			schedule.Step{Name: g.name(), After: b.Name, Delay: holdFor(rng, short), Client: joiner.client, Release: true})
+			schedule.Step{Name: g.name(), After: b.Name, Delay: holdFor(rng, &short), Client: joiner.client, Release: true})
 		w := pick(rng, waits[2:])
-		wop := schedule.Lock
+		wop := c.Ops()[0]
 		if c.Family == "rwlock" {
 			wop = schedule.Write
 		}
@@ -243,19 +312,19 @@ var Shapes = []Shape{
 		} else {
 			g.Schedule.Steps = slices.Insert(g.Schedule.Steps, 1, schedule.Step{Name: g.name(), After: a.Name, Delay: hold, Client: "c1", Release: true})
 		}
-	}},
+	}, leased},
 	{"late-release", func(rng *rand.Rand, c Caps, g *Genome) {
 		lease := pick(rng, leases[:3])
-		op := pick(rng, c.ops())
+		op := pick(rng, c.Ops())
 		a := schedule.Step{Name: g.name(), Client: "c1", Acquire: op, Lease: &lease, Wait: wait(rng)}
-		leave := schedule.Step{Name: g.name(), After: a.Name, Delay: holdFor(rng, lease), Client: "c1", Leave: true}
+		leave := schedule.Step{Name: g.name(), After: a.Name, Delay: holdFor(rng, &lease), Client: "c1", Leave: true}
 		rel := schedule.Step{Name: g.name(), After: leave.Name, Delay: lease + pick(rng, holds[1:]), Client: "c1", Release: true}
 		g.Schedule.Steps = append(g.Schedule.Steps, a, leave, rel)
 		for i, after := range []string{a.Name, rel.Name} {
 			w := pick(rng, waits[2:])
 			g.Schedule.Steps[g.addActor(rng, c, actor{client: "c" + strconv.Itoa(i+2)}, after)].Wait = &w
 		}
-	}},
+	}, leased},
 	{"fault-on-holder", func(rng *rand.Rand, c Caps, g *Genome) {
 		g.addActor(rng, c, actor{client: "c1"}, "")
 		if len(c.Faults) > 0 {
@@ -263,7 +332,93 @@ var Shapes = []Shape{
 		}
 		w := pick(rng, waits[2:])
 		g.Schedule.Steps[g.addActor(rng, c, actor{client: "c2"}, g.Schedule.Steps[0].Name)].Wait = &w
-	}},
+	}, nil},
+	{"lost-release", lostRelease, nil},
+}
+
+// lostRelease: holders that fill the lock (its permits, or the one lock), the first with a re-entry where
+// the lock has them; a fault aimed at the first's client (a reply dropped or slowed, the client frozen)
+// started just before it releases (its inner hold first), so the release goes out while the fault is on
+// and may be resent; then two more clients ask. A release that counts twice lets them both in beside the
+// holders left (a semaphore's permits overflow); an inner unlock resent deletes the outer hold.
+func lostRelease(rng *rand.Rand, c Caps, g *Genome) {
+	n := int64(1)
+	if c.semaphore() {
+		if rng.IntN(3) == 0 {
+			g.set("permits", pick(rng, permitMenu[:2]))
+		}
+		n = g.permits(c)
+	}
+	first := schedule.Step{Name: g.name(), Client: "c1", Acquire: pick(rng, c.Ops()), Lease: c.longLease(rng), Wait: wait(rng)}
+	g.Schedule.Steps = append(g.Schedule.Steps, first)
+	last, inner := first.Name, ""
+	if c.Reentrant { // with the outer hold's lease: a shorter one would show the re-entry's lease first
+		in := schedule.Step{Name: g.name(), After: first.Name, Delay: pick(rng, gaps), Client: "c1",
+			Acquire: first.Acquire, Lease: first.Lease, Wait: wait(rng)}
+		if in.Lease != nil {
+			l := *in.Lease
+			in.Lease = &l
+		}
+		g.Schedule.Steps = append(g.Schedule.Steps, in)
+		last, inner = in.Name, in.Name
+	}
+	for k := int64(2); k <= n; k++ { // the other holders keep theirs while the others ask
+		st := schedule.Step{Name: g.name(), After: last, Delay: pick(rng, gaps), Client: "c" + strconv.FormatInt(k, 10),
+			Acquire: pick(rng, c.Ops()), Lease: c.longLease(rng), Wait: wait(rng)}
+		keep := 5 * time.Second
+		if st.Lease != nil {
+			keep = min(keep, fitIn(*st.Lease))
+		}
+		g.Schedule.Steps = append(g.Schedule.Steps, st,
+			schedule.Step{Name: g.name(), After: st.Name, Delay: keep, Client: st.Client, Release: true})
+		last = st.Name
+	}
+	f := c.releaseFault(rng)
+	if f == "" {
+		return
+	}
+	fault := schedule.Step{Name: g.name(), After: last, Delay: pick(rng, gaps), Fault: f, Targets: []string{"c1"},
+		For: pick(rng, faultFors)}
+	rel := schedule.Step{Name: g.name(), After: fault.Name, Delay: pick(rng, gaps[:3]), Client: "c1", Release: true}
+	g.Schedule.Steps = append(g.Schedule.Steps, fault, rel)
+	if inner != "" { // the outer hold's release, later
+		g.Schedule.Steps = append(g.Schedule.Steps, schedule.Step{Name: g.name(), After: rel.Name,
+			Delay: pick(rng, holds[1:4]), Client: "c1", Release: true})
+	}
+	for k := n + 1; k <= n+2; k++ {
+		w := pick(rng, waits[2:])
+		a := actor{client: "c" + strconv.FormatInt(k, 10)}
+		g.Schedule.Steps[g.addActor(rng, c, a, rel.Name)].Wait = &w
+	}
+}
+
+// releaseFault is a fault aimed at one client for a release to go out under: a lost reply (the one a
+// resend follows) half the time where the deployment has it, else any fault aimed at a client.
+func (c Caps) releaseFault(rng *rand.Rand) string {
+	var aimed []string
+	for _, f := range c.Faults {
+		if f.Client {
+			aimed = append(aimed, f.Name)
+		}
+	}
+	if slices.Contains(aimed, "drop-reply") && rng.IntN(2) == 0 {
+		return "drop-reply"
+	}
+	if len(aimed) == 0 {
+		return ""
+	}
+	return pick(rng, aimed)
+}
+
+// fitting are the shapes the lock can play.
+func fitting(c Caps) []Shape {
+	var out []Shape
+	for _, sh := range Shapes {
+		if sh.Fits == nil || sh.Fits(c) {
+			out = append(out, sh)
+		}
+	}
+	return out
 }
 
 type actor struct {
@@ -283,7 +438,7 @@ func (g *Genome) anchor(rng *rand.Rand) string {
 // addActor appends an actor's acquire after the anchor, maybe a re-entry, and its release; it returns the
 // acquire's index.
 func (g *Genome) addActor(rng *rand.Rand, c Caps, a actor, after string) int {
-	op := pick(rng, c.ops())
+	op := pick(rng, c.Ops())
 	acq := schedule.Step{Name: g.name(), After: after, Client: a.client, Thread: a.thread, Acquire: op,
 		Lease: c.lease(rng), Wait: wait(rng)}
 	if op == schedule.Write && rng.IntN(2) == 0 { // a writer that outwaits the readers: a grant beside one shows
@@ -299,7 +454,7 @@ func (g *Genome) addActor(rng *rand.Rand, c Caps, a actor, after string) int {
 	if c.Reentrant && rng.IntN(4) == 0 {
 		last = g.addReentry(rng, c, len(g.Schedule.Steps)-1)
 	}
-	hold := holdFor(rng, *acq.Lease)
+	hold := holdFor(rng, acq.Lease)
 	rel := schedule.Step{Name: g.name(), After: last, Delay: hold, Client: a.client, Thread: a.thread, Release: true}
 	if rng.IntN(5) == 0 { // the work ends in time, the release comes late
 		leave := schedule.Step{Name: g.name(), After: last, Delay: hold, Client: a.client, Thread: a.thread, Leave: true}
@@ -311,11 +466,11 @@ func (g *Genome) addActor(rng *rand.Rand, c Caps, a actor, after string) int {
 }
 
 // holdFor is a hold that fits the lease (Check's margin kept): a holder that outlives its lease is no
-// finding. A lease of 0 (the watchdog's) takes any.
-func holdFor(rng *rand.Rand, lease time.Duration) time.Duration {
+// finding. A lease of 0 (the watchdog's) or none (a plain semaphore's) takes any.
+func holdFor(rng *rand.Rand, lease *time.Duration) time.Duration {
 	var fit []time.Duration
 	for _, h := range holds {
-		if lease == 0 || h <= lease-max(100*time.Millisecond, lease/4)-answerSlack {
+		if lease == nil || *lease == 0 || h <= fitIn(*lease) {
 			fit = append(fit, h)
 		}
 	}
@@ -323,6 +478,11 @@ func holdFor(rng *rand.Rand, lease time.Duration) time.Duration {
 		return 0
 	}
 	return pick(rng, fit)
+}
+
+// fitIn is the longest hold Check lets a lease have: its margin and an answer's slack kept.
+func fitIn(lease time.Duration) time.Duration {
+	return lease - max(100*time.Millisecond, lease/4) - answerSlack
 }
 
 // addReentry inserts after step i (an acquire) a re-entry by its actor with a lease of its own and that
@@ -396,7 +556,14 @@ func (g *Genome) Check(c Caps) error {
 	if err := s.Check(schedule.Caps{Lock: c.Lock, Family: c.Family, Reentrant: c.Reentrant}); err != nil {
 		return err
 	}
-	tm := timesOf(s)
+	for i, st := range s.Steps {
+		// A schedule may give an actor a second permit; explore does not: each permit is a hold of its own,
+		// and one taken inside another would escape the rule that a holder's work fits its lease.
+		if st.Acquire == schedule.Permit && outerHeld(s, i) {
+			return fmt.Errorf("%s: %s takes a second permit while it holds one", s.Label(i), st.Actor())
+		}
+	}
+	tm := timesOf(s, c.Timeout)
 	if tm.end > maxSpan {
 		return fmt.Errorf("spans %s", tm.end)
 	}
@@ -405,7 +572,8 @@ func (g *Genome) Check(c Caps) error {
 
 // times are when each step can start and be done at the earliest (lo) and at the latest (hi): a step
 // starts at its at, after the step it follows (and its delay) and after its actor's previous step; an
-// acquire is done within its wait (and a little more: the answer's way back).
+// acquire is done within its wait (and a little more: the answer's way back); an acquire or a release whose
+// answer a fault may hold back is done that much later (see held).
 type times struct {
 	lo, hi []time.Duration // lo: start and done alike; hi: done
 	start  []time.Duration // latest start
@@ -416,7 +584,65 @@ type times struct {
 // answerSlack is how long past its wait an acquire's answer may take on a loaded machine.
 const answerSlack = 300 * time.Millisecond
 
-func timesOf(s *schedule.Schedule) times {
+// defaultTimeout is the run's --timeout when the caps do not say it.
+const defaultTimeout = 3 * time.Second
+
+// A fault holds a command's answer back while it is on: a node's (paused, failing over, restarting) every
+// client's, a client's (frozen, its replies slowed or dropped) its own. A dropped reply costs more: the
+// client waits its timeout and may send the command again (Redisson resends once more after that).
+var (
+	nodeHolds   = []string{"pause", "failover", "kill"}
+	clientHolds = []string{"client-pause", "client-stall", "drop-reply", "latency"}
+)
+
+// window is a fault that may hold answers back: from its earliest start to its latest end, the client it
+// is aimed at ("" for any), and how much later an answer it holds may come.
+type window struct {
+	from, to time.Duration
+	client   string
+	extra    time.Duration
+}
+
+// timesOf computes the steps' times. A fault may start after a step listed later (explore appends faults),
+// so the answers it holds back are added in a second pass, and a third where that moved the faults too.
+func timesOf(s *schedule.Schedule, timeout time.Duration) times {
+	if timeout <= 0 {
+		timeout = defaultTimeout
+	}
+	var held []window
+	t := timesWith(s, nil)
+	for range 3 {
+		w := windowsOf(s, t, timeout)
+		if slices.Equal(w, held) {
+			break
+		}
+		held = w
+		t = timesWith(s, held)
+	}
+	return t
+}
+
+func windowsOf(s *schedule.Schedule, t times, timeout time.Duration) []window {
+	var out []window
+	for j, st := range s.Steps {
+		node, client := slices.Contains(nodeHolds, st.Fault), slices.Contains(clientHolds, st.Fault)
+		if !node && !client {
+			continue
+		}
+		extra := st.For
+		if st.Fault == "drop-reply" {
+			extra += 2 * timeout
+		}
+		if node || len(st.Targets) != 1 {
+			out = append(out, window{t.lo[j], t.start[j] + st.For, "", extra})
+			continue
+		}
+		out = append(out, window{t.lo[j], t.start[j] + st.For, st.Targets[0], extra})
+	}
+	return out
+}
+
+func timesWith(s *schedule.Schedule, held []window) times {
 	n := len(s.Steps)
 	t := times{lo: make([]time.Duration, n), hi: make([]time.Duration, n), start: make([]time.Duration, n), anc: make([]uint64, n)}
 	index, prev := map[string]int{}, map[string]int{}
@@ -441,6 +667,13 @@ func timesOf(s *schedule.Schedule) times {
 				hi += *st.Wait
 			} else {
 				hi += 5 * time.Second // the run's --wait
+			}
+		}
+		if st.Acquire != "" || st.Release {
+			for _, w := range held {
+				if (w.client == "" || w.client == st.Client) && w.from <= t.start[i] && w.to >= lo {
+					hi += w.extra
+				}
 			}
 		}
 		t.lo[i], t.hi[i] = lo, hi
@@ -530,4 +763,4 @@ func outerHeld(s *schedule.Schedule, i int) bool {
 }
 
 // Span is how long the genome's steps can take at most, for the run's --time.
-func (g *Genome) Span() time.Duration { return timesOf(g.Schedule).end }
+func (g *Genome) Span(c Caps) time.Duration { return timesOf(g.Schedule, c.Timeout).end }

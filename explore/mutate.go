@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/lockcheck/lockcheck/workloads/schedule"
 )
@@ -114,6 +115,20 @@ var Mutators = []Mutator{
 			return false
 		}
 		g.set("watchdog", pick(rng, watchdogs))
+		return true
+	}},
+	{"timeout", func(rng *rand.Rand, c Caps, g, _ *Genome) bool {
+		if c.Timeout > 0 && c.Timeout <= time.Second { // the run's is short already
+			return false
+		}
+		g.set("timeout", pick(rng, timeouts))
+		return true
+	}},
+	{"permits", func(rng *rand.Rand, c Caps, g, _ *Genome) bool { // fewer permits: fewer holders fill them
+		if !c.semaphore() {
+			return false
+		}
+		g.set("permits", pick(rng, permitMenu))
 		return true
 	}},
 }

@@ -67,7 +67,26 @@ type Family struct {
 	Promises func(Checks) []checker.Checker
 	// Liveness is set where --check liveness applies (a lock one holder at a time: kinds/extra.go).
 	Liveness bool
+	// Leases is how a re-entry's lease bears on the hold it joins, for the story's "past the first owner's
+	// lease" (report.TellStory); the family's Model judges the commands by the same rule.
+	Leases Leases
 }
+
+// Leases is a family's rule for the lease of a hold that was re-entered.
+type Leases int
+
+const (
+	// ReentrySetsLease: a re-entry's lease replaces the hold's (Redisson's RLock answers a re-entry with
+	// PEXPIRE lease), even a watchdog's.
+	ReentrySetsLease Leases = iota
+	// LeasePerHold: each hold keeps its own lease and a re-entry never shortens the lock (Redisson's
+	// RReadWriteLock: a read hold has its own timeout key and the hash lives as long as the longest; a write
+	// re-entry adds its lease to what was left), but a write re-entry's unlock sets the lock's TTL to the
+	// lease of its handle's last acquire, and every unlock takes one count off the thread's watchdog, which
+	// only an acquire on the watchdog adds: the unlock of a re-entry with a lease of its own stops the
+	// renewal of the watchdog hold it joined.
+	LeasePerHold
+)
 
 // Accepts reports whether c implements the family's interface.
 func (f *Family) Accepts(c locks.Client) bool {
@@ -173,7 +192,7 @@ var (
 			}
 			return out
 		}})
-	RW = family(&Family{Name: "rwlock", Client: reflect.TypeFor[locks.RWClient](),
+	RW = family(&Family{Name: "rwlock", Client: reflect.TypeFor[locks.RWClient](), Leases: LeasePerHold,
 		Workload: mutexWorkload(true), Model: checker.RWModel, Commands: commands("acquire", "release", "renew"),
 		Promises: func(Checks) []checker.Checker { return []checker.Checker{checker.Exclusion{}} }})
 	Semaphore = family(&Family{Name: "semaphore", Client: reflect.TypeFor[locks.SemaphoreClient](), Counted: true,

@@ -37,6 +37,8 @@ type Signature struct {
 	// shortened that lease (report.Story).
 	Lease     report.LeaseSide `json:"lease,omitempty"`
 	Shortened bool             `json:"shortened,omitempty"`
+	// Stopped is that a re-entry's unlock had stopped the watchdog that kept that lease (report.Story).
+	Stopped bool `json:"watchdog_stopped,omitempty"`
 	// Also are the other checkers that found the run invalid: a known bug may be what one of them found
 	// (redsync's Extend answering ok on a lost lock is porcupine's, beside the overlap the story leads with).
 	Also []string `json:"also,omitempty"`
@@ -57,6 +59,9 @@ func (s Signature) String() string {
 		if s.Shortened {
 			t += " (shortened by a re-entry)"
 		}
+		if s.Stopped {
+			t += " (its watchdog stopped by a re-entry's unlock)"
+		}
 	case report.WithinLease:
 		t += ", within the first owner's lease"
 	}
@@ -76,7 +81,7 @@ func SignatureOf(h *history.History, r *report.Results) (Signature, bool) {
 	if r.Valid != checker.Invalid || st == nil || st.Kind == report.NoViolation {
 		return Signature{}, false
 	}
-	s := Signature{Kind: st.Kind, Checker: st.Checker, Lease: st.Lease, Shortened: st.Shortened}
+	s := Signature{Kind: st.Kind, Checker: st.Checker, Lease: st.Lease, Shortened: st.Shortened, Stopped: st.Stopped}
 	if r.Breaking != nil { // the transition at the first violation (package coverage)
 		s.Shape = r.Breaking.String()
 	}
@@ -117,12 +122,13 @@ type rule struct {
 	kind      report.ViolationKind
 	faults    []string // every one in force
 	noFault   bool     // match: faults: [none]: no fault in force at all
-	family    string
-	lock      string // the buggy side's lock, and its library ("" with any-lock)
+	families  []string // the buggy side's family, or the match: line's families
+	lock      string   // the buggy side's lock, and its library ("" with any-lock)
 	library   string
 	fixed     string // the release that fixed it: a run of it or later is not this bug
 	lease     report.LeaseSide
 	shortened *bool  // nil: either
+	stopped   *bool  // nil: either
 	client    string // the buggy side's --client (lib@version), to confirm an emulation's finding with
 }
 
@@ -179,7 +185,7 @@ func ruleOf(name string, b []byte) (rule, error) {
 	if err != nil {
 		return rule{}, err
 	}
-	r.family = k.Family.Name
+	r.families = []string{k.Family.Name}
 	if bug.Lock == "" { // the default lock: any lock of its family (a worker's run names the lock it served)
 		r.lock = ""
 	}
@@ -209,7 +215,10 @@ func ruleOf(name string, b []byte) (rule, error) {
 		}
 	}
 	if m := rp.Match; m != nil {
-		r.kind, r.lease, r.shortened, r.as = report.ViolationKind(m.Kind), report.LeaseSide(m.Lease), m.Shortened, m.As
+		r.kind, r.lease, r.shortened, r.stopped, r.as = report.ViolationKind(m.Kind), report.LeaseSide(m.Lease), m.Shortened, m.Stopped, m.As
+		if len(m.Families) > 0 {
+			r.families = m.Families
+		}
 		r.checkers = append(r.checkers, m.Checkers...)
 		if m.Faults != nil {
 			r.faults = *m.Faults
@@ -339,9 +348,10 @@ func (r rule) meets(s Signature, run history.RunMeta) (int, bool) {
 	found := slices.Contains(r.checkers, s.Checker) || slices.ContainsFunc(s.Also, func(c string) bool { return slices.Contains(r.checkers, c) })
 	ok := cond(len(r.checkers) > 0, found) &&
 		cond(r.kind != "", r.kind == s.Kind) &&
-		cond(r.family != "", r.family == s.Family) &&
+		cond(len(r.families) > 0, slices.Contains(r.families, s.Family)) &&
 		cond(r.lease != "", r.lease == s.Lease) &&
 		cond(r.shortened != nil, r.shortened != nil && *r.shortened == s.Shortened) &&
+		cond(r.stopped != nil, r.stopped != nil && *r.stopped == s.Stopped) &&
 		cond(r.lock != "", r.lock == run.Lock) &&
 		cond(r.library != "", r.library == lib) &&
 		cond(r.fixed != "" && version != "", Older(version, r.fixed)) &&

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockcheck/lockcheck/checker"
 	"github.com/lockcheck/lockcheck/history"
+	"github.com/lockcheck/lockcheck/kinds"
 )
 
 // ViolationKind is what went wrong in a run, as its story tells it: `lockcheck shrink` keeps a smaller
@@ -74,8 +75,12 @@ type Story struct {
 	SetUpBy []string `json:"set_up_by,omitempty"`
 	// Shortened is set where a re-entry of the first owner had replaced its lease with a shorter one
 	// (Redisson's re-entry sets the lease anew) before the second owner entered.
-	Shortened bool   `json:"shortened,omitempty"`
-	Text      string `json:"text"`
+	Shortened bool `json:"shortened,omitempty"`
+	// Stopped is set where the unlock of a re-entry with a lease of its own had stopped the watchdog that
+	// kept the first owner's outer hold (Redisson's read-write lock: kinds.LeasePerHold), so the hold ran
+	// out unrenewed before the second owner entered.
+	Stopped bool   `json:"watchdog_stopped,omitempty"`
+	Text    string `json:"text"`
 	// leaseEnd is, for an overlap, the earliest the first holder's own lease could end (its granting
 	// call plus the lease it asked for; 0: no fixed lease): an intruder before it was let in early.
 	leaseEnd int64
@@ -190,6 +195,10 @@ func (s *Story) overlap(h *history.History, c checker.Result, byName map[string]
 	granted, _, _ := grantBefore(h, o.Holder, o.Key, o.HeldFrom)
 	// Its lease as it stood when the intruder entered: a re-entry inside the section may have replaced it.
 	_, leaseEnd, shortened := grantBefore(h, o.Holder, o.Key, o.Entered)
+	stopped := false
+	if leasesOf(h) == kinds.LeasePerHold {
+		leaseEnd, shortened, stopped = holdsLease(h, o)
+	}
 	intruded, _, _ := grantBefore(h, o.Intruder, o.Key, o.Entered)
 	first := StoryOwner{Name: o.Holder, Granted: granted, Entered: o.HeldFrom, Left: o.HeldTo}
 	second := StoryOwner{Name: o.Intruder, Granted: intruded, Entered: o.Entered,
@@ -202,6 +211,7 @@ func (s *Story) overlap(h *history.History, c checker.Result, byName map[string]
 	case leaseEnd > 0 || byName["porcupine"].Valid == checker.Valid: // the model's lease had ended
 		s.Lease = PastLease
 		s.Shortened = shortened && leaseEnd > 0
+		s.Stopped = stopped && leaseEnd > 0
 	}
 	s.Faults = faultsBetween(ws, min(s.from(), o.HeldFrom), s.At)
 	s.Told = told(h, byName["told-of-loss"], lib, o)
@@ -380,6 +390,9 @@ func agreement(s *Story, invalid func(string) bool) string {
 			return fmt.Sprintf("The library's answers alone have a legal order in the lock's model, yet %s entered %s before %s's own lease could end: the lock let it in early",
 				s.Owners[1].Name, checker.Secs(s.leaseEnd-s.Owners[1].Entered), s.Owners[0].Name)
 		}
+		if s.Stopped {
+			return "The library's answers alone have a legal order: the overlap came after a lease the lock's model says had ended, unrenewed since a re-entry's unlock stopped the watchdog of the hold it joined, so the first holder worked on past its lease"
+		}
 		return "The library's answers alone have a legal order: the overlap came after a lease the lock's model says had ended, so the first holder worked on past its lease"
 	case LockLost:
 		return "No two owners overlapped yet: the lock was lost silently, and any other client could have taken it"
@@ -437,6 +450,97 @@ func grantBefore(h *history.History, owner, key string, t int64) (granted, lease
 		}
 	}
 	return granted, leaseEnd, shortened
+}
+
+// leasesOf is the lease rule of the run's lock family (a history without one: RLock's).
+func leasesOf(h *history.History) kinds.Leases {
+	if h.Run == nil {
+		return kinds.ReentrySetsLease
+	}
+	f, err := kinds.FamilyNamed(h.Run.Checks.Family)
+	if err != nil {
+		return kinds.ReentrySetsLease
+	}
+	return f.Leases
+}
+
+// holdsLease is grantBefore's lease for a family whose holds keep their own leases (kinds.LeasePerHold):
+// the earliest the overlap's first owner's hold could end when the second owner entered, from the owner's
+// grants and unlocks of the key since its section's grant; 0 where only a running watchdog keeps it. A read
+// section lives as long as its longest hold that was not released; a re-entry never shortens it.
+// shortened: a write re-entry's unlock set the lock's TTL to its handle's last lease, sooner than it would
+// have ended. stopped: an unlock answered ok took the thread's watchdog count to 0 (only acquires on the
+// watchdog add to it, every unlock takes one off) while a hold on the watchdog remained: that hold runs
+// out unrenewed, no sooner than that unlock's call.
+func holdsLease(h *history.History, o checker.Overlap) (leaseEnd int64, shortened, stopped bool) {
+	write := false
+	for _, c := range h.Sections {
+		if threadOf(history.Call{Client: c.Client, Thread: c.Thread}) == o.Holder && c.Key == o.Key && c.Enter == o.HeldFrom {
+			write = c.F == "write"
+		}
+	}
+	var (
+		holds     []int64 // each hold's end, 0 on the watchdog
+		watchdog  int     // the thread's watchdog count
+		lastLease int64   // the lease of the handle's last acquire with one (its unlock's PEXPIRE)
+		stoppedAt int64   // when an unlock stopped the watchdog, 0 not
+	)
+	for _, op := range h.Ops {
+		c := op.Invoke
+		if c.Time > o.Entered {
+			break
+		}
+		if c.Key != o.Key || threadOf(c) != o.Holder {
+			continue
+		}
+		l := c.Args["lease_ms"] * int64(time.Millisecond)
+		switch {
+		case c.F == "tryLock" && op.Outcome() == history.Ok && op.Complete.Time <= o.Entered:
+			if c.Args["nested"] == 0 {
+				holds, watchdog, lastLease, stoppedAt, shortened = nil, 0, 0, 0, false
+			}
+			end := int64(0)
+			if l > 0 {
+				end, lastLease = c.Time+l, l
+			} else {
+				watchdog++
+			}
+			holds = append(holds, end)
+		case c.F == "unlock" && c.Args["nested"] == 1 && len(holds) > 1:
+			holds = holds[:len(holds)-1]
+			// Redisson takes the count off once the unlock is answered, whatever it answered; only an unlock
+			// that found the hold (ok) shows the outer hold alive then, its lapse the stopped renewal's.
+			if watchdog > 0 {
+				watchdog--
+			}
+			ok := op.Outcome() == history.Ok && op.Complete.Time <= o.Entered
+			if ok && watchdog == 0 && slices.Contains(holds, 0) {
+				stoppedAt = c.Time
+			}
+			if ok && write && lastLease > 0 { // its PEXPIRE sets the lock's TTL, whatever the holds had left
+				for i, end := range holds {
+					if end != 0 {
+						shortened = shortened || end > c.Time+lastLease
+						holds[i] = c.Time + lastLease
+					}
+				}
+				lastLease = 0 // a successful unlock resets the handle's lease to the watchdog's
+			}
+		}
+	}
+	for _, end := range holds {
+		onWatchdog := end == 0
+		if onWatchdog {
+			if stoppedAt == 0 {
+				continue // a running watchdog keeps it as long as it renews: no end of its own
+			}
+			end = stoppedAt
+		}
+		if end > leaseEnd {
+			leaseEnd, stopped = end, onWatchdog
+		}
+	}
+	return leaseEnd, shortened && !stopped, stopped
 }
 
 // forText is how long an overlap lasted: "0.000s" would read as none, so under a millisecond says so.

@@ -204,3 +204,63 @@ func TestStoryReentryShortensTheLease(t *testing.T) {
 		t.Fatalf("a watchdog's hold re-entered with 100 ms: lease %q, shortened %v", s.Lease, s.Shortened)
 	}
 }
+
+// On Redisson's read-write lock a re-entry never shortens the hold it joins (each read hold keeps its own
+// timeout key), but the unlock of a re-entry with a lease of its own takes the thread's watchdog count to 0
+// and stops the renewal of the watchdog hold it joined (confirmed on Redisson 3.12.0, 3.23.5 and 4.7.0):
+// c2 reads on the watchdog, re-enters with 3 s, releases that at once, and a writer is granted 2 s later,
+// the outer hold run out unrenewed. The story used to take the released re-entry's 3 s as the hold's lease
+// and said the lock let the writer in early: explore called the unbroken lock's finding new.
+func TestStoryRWReentryStopsTheWatchdog(t *testing.T) {
+	ms := sec / 1000
+	hold := grant("c2", 1, "lock-0", 0, 2*ms)
+	hold.Invoke.Args = map[string]int64{"lease_ms": 0}
+	re := grant("c2", 1, "lock-0", 5*ms, 6*ms)
+	re.Invoke.Args = map[string]int64{"lease_ms": 3000, "nested": 1}
+	inner := call("c2", 1, "lock-0", "unlock", 55*ms, history.Ok)
+	inner.Invoke.Args = map[string]int64{"nested": 1}
+	o := checker.Overlap{Key: "lock-0", Holder: "c2/1", Intruder: "c4/1", HeldFrom: 3 * ms, HeldTo: 2080 * ms,
+		Entered: 2003 * ms, IntruderOut: 4 * sec}
+	story := func(mode string, ops ...history.Operation) *Story {
+		h := &history.History{Run: &history.RunMeta{Lock: "rwlock", Checks: history.Checks{Family: "rwlock"}},
+			Ops:      append(ops, grant("c4", 1, "lock-0", 2000*ms, 2003*ms)),
+			Sections: []history.Record{{Type: history.Section, Client: "c2", Thread: 1, Key: "lock-0", F: mode, Enter: o.HeldFrom, Exit: o.HeldTo}}}
+		r := &Results{Valid: checker.Invalid, Checkers: []checker.Result{valid("porcupine"),
+			{Checker: "mutual-exclusion", Valid: checker.Invalid, At: o.Entered, Violation: o.String(), Details: map[string]any{"first": o}}}}
+		return TellStory(h, r, "redisson")
+	}
+	if s := story("read", hold, re, inner); s.Lease != PastLease || !s.Stopped || s.Shortened || !strings.Contains(s.Text, "stopped the watchdog") {
+		t.Fatalf("the watchdog stopped by the re-entry's unlock: lease %q, stopped %v, shortened %v: %s", s.Lease, s.Stopped, s.Shortened, s.Text)
+	}
+	// The re-entry's 3 s still held: the lock let the writer in early (no unlock took it off).
+	if s := story("read", hold, re); s.Lease != WithinLease || s.Stopped || s.Shortened {
+		t.Fatalf("a 3 s re-entry still held: lease %q, stopped %v, shortened %v", s.Lease, s.Stopped, s.Shortened)
+	}
+	// An unlock answered "not held" shows the hold gone before it (a node paused past the lease): the lapse
+	// is not the stopped watchdog's.
+	refused := call("c2", 1, "lock-0", "unlock", 55*ms, history.Fail)
+	refused.Invoke.Args = map[string]int64{"nested": 1}
+	if s := story("read", hold, re, refused); s.Lease != PastLease || s.Stopped || s.Shortened {
+		t.Fatalf("a refused inner unlock: lease %q, stopped %v, shortened %v", s.Lease, s.Stopped, s.Shortened)
+	}
+	// A re-entry on the watchdog adds to its count: its unlock leaves the outer hold renewed.
+	wd := re
+	wd.Invoke.Args = map[string]int64{"lease_ms": 0, "nested": 1}
+	if s := story("read", hold, wd, inner); s.Lease != PastLease || s.Stopped || s.Shortened {
+		t.Fatalf("a watchdog re-entry: lease %q, stopped %v, shortened %v", s.Lease, s.Stopped, s.Shortened)
+	}
+	// A read re-entry with a shorter lease inside a 10 s read hold does not shorten it: the lock let the
+	// writer in early (RLock's re-entry would have replaced the lease).
+	long := hold
+	long.Invoke.Args = map[string]int64{"lease_ms": 10000}
+	short := re
+	short.Invoke.Args = map[string]int64{"lease_ms": 100, "nested": 1}
+	if s := story("read", long, short); s.Lease != WithinLease || s.Shortened {
+		t.Fatalf("a shorter read re-entry: lease %q, shortened %v", s.Lease, s.Shortened)
+	}
+	// A write re-entry's unlock sets the lock's TTL to the re-entry's lease (Redisson's write unlock
+	// PEXPIREs its handle's last lease): the 10 s write hold now ends 100 ms after that unlock.
+	if s := story("write", long, short, inner); s.Lease != PastLease || !s.Shortened || s.Stopped {
+		t.Fatalf("a write re-entry's unlock: lease %q, shortened %v, stopped %v", s.Lease, s.Shortened, s.Stopped)
+	}
+}

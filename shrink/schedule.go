@@ -99,6 +99,10 @@ func AsSchedule(h *history.History, story *report.Story, lock, family string) (*
 	for _, a := range open {
 		steps = append(steps, timedStep{to, schedule.Step{Client: a.client, Thread: threadOf(a.thread), Key: keyOf(a.key), Release: true}})
 	}
+	actors := map[string]bool{}
+	for _, t := range steps {
+		actors[t.step.Client] = true
+	}
 	for _, w := range h.Windows() {
 		end := w.End
 		if end < 0 {
@@ -107,8 +111,12 @@ func AsSchedule(h *history.History, story *report.Story, lock, family string) (*
 		if w.Start > to || end < from || w.Kind == "" {
 			continue
 		}
+		targets := selectorTargets(w.Targets, actors)
+		if len(w.Targets) > 0 && len(targets) == 0 {
+			continue // it hit only clients the schedule does not play
+		}
 		start := max(w.Start, from)
-		steps = append(steps, timedStep{start, schedule.Step{Fault: w.Kind, Targets: selectorTargets(w.Targets),
+		steps = append(steps, timedStep{start, schedule.Step{Fault: w.Kind, Targets: targets,
 			For: max(time.Duration(end-start), schedule.MinFor).Round(time.Millisecond)}}) // a shorter one is refused
 	}
 	sort.SliceStable(steps, func(i, j int) bool { return steps[i].at < steps[j].at })
@@ -130,27 +138,28 @@ type timedStep struct {
 }
 
 // modeOf is an acquire's operation: lock, or for a read-write lock the mode of the critical section its
-// owner entered next on that key (the acquire's record does not say it); a re-entry's is the mode of the
-// section its owner is inside when it calls (it enters none after: a read re-entry was written as a write).
+// owner entered next on that key (the acquire's record does not say it).
 func modeOf(h *history.History, op history.Operation, family string) schedule.Op {
 	if family != "rwlock" {
 		return schedule.Lock
 	}
 	c := op.Invoke
-	mode := func(s history.Record) schedule.Op {
-		if s.F == string(schedule.Read) {
-			return schedule.Read
-		}
-		return schedule.Write
-	}
-	for _, s := range h.Sections {
-		if s.Owner == c.Owner && s.Key == c.Key && c.Args["nested"] > 0 && s.Enter <= c.Time && s.Exit >= c.Time {
-			return mode(s)
+	if c.Args["nested"] == 1 { // a re-entry: the section its actor is inside, where it holds the same half
+		for _, s := range h.Sections {
+			if s.Owner == c.Owner && s.Key == c.Key && s.Enter <= c.Time && c.Time <= s.Exit {
+				if s.F == string(schedule.Read) {
+					return schedule.Read
+				}
+				return schedule.Write
+			}
 		}
 	}
 	for _, s := range h.Sections {
 		if s.Owner == c.Owner && s.Key == c.Key && s.Enter >= c.Time {
-			return mode(s)
+			if s.F == string(schedule.Read) {
+				return schedule.Read
+			}
+			return schedule.Write
 		}
 	}
 	return schedule.Write
@@ -200,15 +209,34 @@ func keyText(k string) string {
 func ms(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
 
 // selectorTargets are a fault window's recorded targets as a schedule step names them: a link (c1->n1) by
-// its two ends, which narrow the fault's draw to that client and node, each named once.
-func selectorTargets(ts []string) []string {
+// its two ends, which narrow the fault's draw to that client and node, each named once. A client the
+// schedule does not play (not among actors), and a link of one, are left out: the schedule's run has no
+// such client, and a step naming one is refused.
+func selectorTargets(ts []string, actors map[string]bool) []string {
 	var out []string
 	for _, t := range ts {
-		for _, end := range strings.Split(t, "->") {
+		ends := strings.Split(t, "->")
+		if slices.ContainsFunc(ends, func(e string) bool { return isClient(e) && !actors[e] }) {
+			continue
+		}
+		for _, end := range ends {
 			if end != "" && !slices.Contains(out, end) {
 				out = append(out, end)
 			}
 		}
 	}
 	return out
+}
+
+// isClient says whether a target names a client (c1..c64), not a node or a size.
+func isClient(t string) bool {
+	if len(t) < 2 || t[0] != 'c' {
+		return false
+	}
+	for _, r := range t[1:] {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }

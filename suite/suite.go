@@ -69,9 +69,13 @@ type Match struct {
 	Faults    *[]string `yaml:"faults"`    // faults in force at the violation, all of them; [] for any; [none] for no fault at all
 	Lease     string    `yaml:"lease"`     // past or within: the side of the first owner's lease it fell on
 	Shortened *bool     `yaml:"shortened"` // a re-entry had (true) or had not (false) shortened the first owner's lease
-	AnyLock   bool      `yaml:"any-lock"`  // a limit of every lock of its family, whatever the library
-	Limit     string    `yaml:"limit"`     // what a design limit is a limit of, in words
-	As        string    `yaml:"as"`        // this entry plays another's bug: its runs are named as that one
+	// Stopped: the unlock of a re-entry with a lease of its own had (true) or had not (false) stopped the
+	// watchdog that kept the first owner's hold.
+	Stopped  *bool    `yaml:"watchdog-stopped"`
+	AnyLock  bool     `yaml:"any-lock"` // a limit of every lock of its family, whatever the library
+	Families []string `yaml:"families"` // the lock families it is found on, where not only the buggy side's
+	Limit    string   `yaml:"limit"`    // what a design limit is a limit of, in words
+	As       string   `yaml:"as"`       // this entry plays another's bug: its runs are named as that one
 }
 
 // FixRelease is the release that fixed the bug when the catalog names one (its fixed: starts with a

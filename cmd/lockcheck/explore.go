@@ -31,7 +31,7 @@ import (
 
 // exploreFlags are run's flags that describe the system under test: explore passes them to every run.
 var exploreFlags = []string{"lock", "lock-spec", "client", "client-cmd", "client-option", "scripts", "topology",
-	"nodes", "server", "server-bin", "backend", "external", "timeout", "watchdog", "persistence"}
+	"nodes", "server", "server-bin", "backend", "external", "timeout", "watchdog", "persistence", "permits"}
 
 // exploreRunTime bounds the dry runs that try each fault.
 const exploreRunTime = "30s"
@@ -50,12 +50,14 @@ func newExploreCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "explore",
 		Short: "Search schedules and faults for violations nobody wrote down, guided by the lock model's coverage",
-		Long: `A loop of short runs, each playing a generated schedule (actors acquiring with leases and waits,
-re-entries, leaves, releases, faults after an event) against the lock under test. A schedule whose run
+		Long: `A loop of short runs, each playing a generated schedule (actors acquiring locks or a semaphore's
+permits with leases and waits, re-entries, leaves, releases, faults after an event) against the lock under
+test (a mutex, a read-write lock or a semaphore). A schedule whose run
 reached a coverage transition no earlier run had is kept in a corpus and mutated (a lease changed, a
 re-entry or an actor added, a fault moved onto an event, two schedules spliced). Every invalid run gets a
 signature; runs of one signature are one finding. When the search ends (--budget, --max-findings, --max-runs)
-each finding is shrunk, confirmed on fresh seeds, matched against the catalog and written as a report.
+each finding is widened (a step that raced a lease moved past it, kept while it fails the same way),
+shrunk, confirmed on fresh seeds, matched against the catalog and written as a report.
 explore.json and index.html list the findings; coverage.json holds the whole map. Ctrl-C keeps what was found.
 --merge DIR... gathers the directories of several explores (shards) into --results.`,
 		Example: `  lockcheck explore --lock-spec examples/locks/rwlock-zset-broken.yaml --budget 2m --seed 1
@@ -209,19 +211,17 @@ var faultMenu = []struct {
 // exploreCaps are what the prepared test's lock can play, and the faults its deployment can have.
 func exploreCaps(cmd *cobra.Command, t *runner.Test, sut []string) (explore.Caps, error) {
 	k := t.Kind
-	c := explore.Caps{Lock: t.Options.Lock, Family: k.Family.Name, Reentrant: k.Reentrant, Watchdog: k.Watchdog}
-	if c.Family != "mutex" && c.Family != "rwlock" || k.Group {
-		return c, fmt.Errorf("explore: lock %s is of the %s family: explore generates schedules of mutexes and read-write locks of single keys", c.Lock, k.Family.Name)
+	c := explore.Caps{Lock: t.Options.Lock, Family: k.Family.Name, Reentrant: k.Reentrant, Watchdog: k.Watchdog,
+		Permits: t.Options.Permits, Timeout: t.Options.Timeout}
+	if !slices.Contains(explore.Families, c.Family) || k.Group {
+		return c, fmt.Errorf("explore: lock %s is of the %s family: explore generates schedules of mutexes, read-write locks and semaphores of single keys", c.Lock, k.Family.Name)
 	}
 	dir, err := os.MkdirTemp("", "lockcheck-explore-")
 	if err != nil {
 		return c, err
 	}
 	defer os.RemoveAll(dir)
-	op := schedule.Lock
-	if c.Family == "rwlock" {
-		op = schedule.Read
-	}
+	op := c.Ops()[0]
 	for _, f := range faultMenu {
 		if f.persistent && t.Options.Persistence == "none" {
 			continue
@@ -332,20 +332,25 @@ func (x *exploration) run(ctx context.Context, budget time.Duration, parallel, m
 // trial runs one genome as a child `lockcheck run --schedule`, a fresh deployment each time.
 func (x *exploration) trial(ctx context.Context, t explore.Trial) explore.Outcome {
 	name := fmt.Sprintf("%05d", t.N)
-	dir := filepath.Join(x.dir, "runs", name)
+	t.Genome.Schedule.About = fmt.Sprintf("explore %s, run %d: %s", x.caps.Lock, t.N, t.Genome.Origin)
+	return x.play(ctx, t.Genome, t.Seed, filepath.Join(x.dir, "runs", name), name)
+}
+
+// play runs a genome on a seed into dir and reads what it showed: its coverage, and an invalid run's
+// signature and catalog entry.
+func (x *exploration) play(ctx context.Context, g *explore.Genome, seed int64, dir, name string) explore.Outcome {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return explore.Outcome{Verdict: "error", Note: err.Error()}
 	}
 	file := filepath.Join(dir, "schedule.yaml")
-	t.Genome.Schedule.About = fmt.Sprintf("explore %s, run %d: %s", x.caps.Lock, t.N, t.Genome.Origin)
-	if err := os.WriteFile(file, t.Genome.Schedule.Marshal(), 0o644); err != nil {
+	if err := os.WriteFile(file, g.Schedule.Marshal(), 0o644); err != nil {
 		return explore.Outcome{Verdict: "error", Note: err.Error()}
 	}
 	// --time only bounds the run (a once-schedule ends with its steps): its steps' longest chain and a margin
-	runTime := (t.Genome.Span() + 3*time.Second).Round(time.Second)
-	args := slices.Concat(x.sut, t.Genome.Args(), []string{"--schedule=" + file, "--quiet=0s", "--time=" + runTime.String()})
-	s := &suite.Suite{Name: name, Cases: []suite.Case{{ID: "run", Entry: name, Args: append(args, "--seed="+strconv.FormatInt(t.Seed, 10)),
-		Seed: t.Seed, Expect: []string{"valid"}}}}
+	runTime := (g.Span(x.caps) + 3*time.Second).Round(time.Second)
+	args := slices.Concat(x.sut, g.Args(), []string{"--schedule=" + file, "--quiet=0s", "--time=" + runTime.String()})
+	s := &suite.Suite{Name: name, Cases: []suite.Case{{ID: "run", Entry: name, Args: append(args, "--seed="+strconv.FormatInt(seed, 10)),
+		Seed: seed, Expect: []string{"valid"}}}}
 	rep, err := suite.Run(ctx, s, "", suite.Config{Exe: x.exe, Dir: dir, Parallel: 1, Repeat: 1, KeepAll: true})
 	if err != nil || len(rep.Outcomes) == 0 {
 		note := "interrupted"
@@ -452,8 +457,10 @@ func (x *exploration) settleFinding(ctx context.Context, f *explore.Finding) {
 		return
 	}
 	defer log.Close()
+	run := x.widen(ctx, f, fdir, log)
+	st.Run = rel(x.dir, run)
 	fmt.Fprintf(os.Stderr, "settling %s (%s): shrinking, confirming on %d fresh seeds ...\n", f.ID, f.Signature, x.confirm)
-	res, sig, start, err := readShrinkRun(f.Dir, "")
+	res, sig, start, err := readShrinkRun(run, "")
 	if err != nil {
 		st.Note = err.Error()
 		return
@@ -465,7 +472,7 @@ func (x *exploration) settleFinding(ctx context.Context, f *explore.Finding) {
 		return
 	}
 	o := shrinkOracle{exe: x.exe, dir: sdir, sig: sig, parallel: 3}
-	err = runShrink(ctx, log, f.Dir, res.Seed, start, sig, o, shrinkPlan{seeds: 2, repeats: x.confirm, budget: x.settle})
+	err = runShrink(ctx, log, run, res.Seed, start, sig, o, shrinkPlan{seeds: 2, repeats: x.confirm, budget: x.settle})
 	st.Shrink = rel(x.dir, sdir)
 	var sr shrink.Result
 	if b, rerr := safefile.Read(filepath.Join(sdir, "shrink.json"), safefile.ResultsMax); rerr == nil && json.Unmarshal(b, &sr) == nil {
@@ -477,10 +484,10 @@ func (x *exploration) settleFinding(ctx context.Context, f *explore.Finding) {
 	if err != nil {
 		st.Note = "shrink: " + oneLine(err)
 	}
-	if h, herr := history.ReadFile(filepath.Join(f.Dir, "history.jsonl")); herr == nil && h.Run != nil {
+	if h, herr := history.ReadFile(filepath.Join(run, "history.jsonl")); herr == nil && h.Run != nil {
 		st.Known, st.About = knownOf(h, res)
 	}
-	in, err := bugreport.Load(f.Dir, sdir)
+	in, err := bugreport.Load(run, sdir)
 	if err == nil {
 		out := filepath.Join(fdir, "report.md")
 		if err = report.WriteAtomic(out, in.Write); err == nil {
@@ -495,6 +502,49 @@ func (x *exploration) settleFinding(ctx context.Context, f *explore.Finding) {
 		known = "known: " + st.Known
 	}
 	fmt.Fprintf(os.Stderr, "  %s: fails again in %d of %d fresh runs; %s; report %s\n", f.ID, st.Caught, st.Of, known, orNone(st.Report))
+}
+
+// widenTries bounds the moves a finding's widening tries (two runs each at most).
+const widenTries = 4
+
+// widen moves the steps of the finding's schedule that race a lease later past it (explore.Widen), each
+// move kept when two runs of the moved schedule, on the finding's seed and the next, still fail with its
+// signature (one run may fail by luck, as the finding's own did); it returns the run to settle: the last
+// kept move's, or the finding's own. Half the settle budget bounds it.
+func (x *exploration) widen(ctx context.Context, f *explore.Finding, fdir string, log io.Writer) string {
+	run := f.Dir
+	if f.Genome() == nil {
+		return run
+	}
+	ctx, cancel := context.WithTimeout(ctx, x.settle/2)
+	defer cancel()
+	n := 0
+	_, kept := explore.Widen(ctx, x.caps, f.Genome(), widenTries, func(ctx context.Context, g *explore.Genome) bool {
+		n++
+		g.Schedule.About = fmt.Sprintf("explore %s, %s widened (%d): %s", x.caps.Lock, f.ID, n, g.Origin)
+		first := ""
+		for k := range int64(2) {
+			name := fmt.Sprintf("w%d-%d", n, k+1)
+			out := x.play(ctx, g, f.Seed+k, filepath.Join(fdir, "widen", name), name)
+			if out.Verdict != "invalid" || out.Signature != f.Signature {
+				fmt.Fprintf(log, "widen %s: %s, not kept: %s\n", name, out.Verdict, orNone(out.Signature))
+				return false
+			}
+			if first == "" {
+				first = out.Dir
+			}
+		}
+		fmt.Fprintf(log, "widen w%d: kept, 2 of 2 runs fail with the same signature\n", n)
+		run = first
+		return true
+	})
+	for _, w := range kept {
+		f.Settled.Widened = append(f.Settled.Widened, w.String())
+	}
+	if len(kept) > 0 {
+		fmt.Fprintf(os.Stderr, "  %s widened: %s\n", f.ID, strings.Join(f.Settled.Widened, "; "))
+	}
+	return run
 }
 
 // ownRun gives back the flags shrink withholds from a run directory (--schedule, --scripts, --lock-spec,
@@ -612,6 +662,9 @@ func printFindings(w io.Writer, dir string, fs []*explore.Finding) {
 		again := "not settled"
 		if s := f.Settled; s != nil {
 			again = fmt.Sprintf("fails again in %d of %d fresh runs", s.Caught, s.Of)
+			if len(s.Widened) > 0 {
+				again += " once widened (" + strings.Join(s.Widened, "; ") + ")"
+			}
 			if s.Known != "" {
 				o.Met, o.Known = true, fmt.Sprintf("known: `%s`, %s", s.Known, s.About)
 			}
