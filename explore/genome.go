@@ -393,7 +393,8 @@ func lostRelease(rng *rand.Rand, c Caps, g *Genome) {
 }
 
 // releaseFault is a fault aimed at one client for a release to go out under: a lost reply (the one a
-// resend follows) half the time where the deployment has it, else any fault aimed at a client.
+// resend follows) where the deployment has it, else any fault aimed at a client (the mutators move and
+// add others).
 func (c Caps) releaseFault(rng *rand.Rand) string {
 	var aimed []string
 	for _, f := range c.Faults {
@@ -401,7 +402,7 @@ func (c Caps) releaseFault(rng *rand.Rand) string {
 			aimed = append(aimed, f.Name)
 		}
 	}
-	if slices.Contains(aimed, "drop-reply") && rng.IntN(2) == 0 {
+	if slices.Contains(aimed, "drop-reply") {
 		return "drop-reply"
 	}
 	if len(aimed) == 0 {

@@ -404,3 +404,40 @@ steps:
 		})
 	}
 }
+
+// A plain semaphore's release has no owner (RSemaphore adds a permit for whoever calls it): a release step
+// of a permit that was refused is not sent, or it would make a permit up and let c3 in beside c1. Explore
+// generated such schedules on the unbroken semaphore and called the over-capacity new.
+func TestSchedulePlainPermitNeverGrantedIsNotReleased(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "stray.yaml")
+	if err := os.WriteFile(file, []byte(`about: "c1 takes the one permit; c2 is refused and releases all the same; c3 asks"
+steps:
+  - {name: one, client: c1, acquire: permit}
+  - {name: refused, after: one, client: c2, acquire: permit, wait: 0s}
+  - {name: stray, after: refused, client: c2, release: true}
+  - {name: third, after: stray, client: c3, acquire: permit, wait: 0s}
+  - {name: third-done, after: third, client: c3, release: true}
+  - {name: one-done, after: third-done, client: c1, release: true}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, dir := run(t, "run", "--schedule", file, "--lock", "semaphore", "--permits", "1", "--quiet", "0s", "--seed", "1")
+	if code != exitValid {
+		t.Fatalf("exit %d; results: %+v", code, readResults(t, dir))
+	}
+	h, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fs []string
+	for _, o := range h.Ops {
+		if f := o.Invoke.F; f != "acquire" && f != "release" {
+			fs = append(fs, o.Invoke.Client+" "+f+" "+string(o.Outcome()))
+		}
+	}
+	want := "c1 setPermits ok, c1 tryAcquire ok, c2 tryAcquire fail, c3 tryAcquire fail, c1 releasePermit ok, c1 available ok"
+	if got := strings.Join(fs, ", "); got != want {
+		t.Errorf("calls %s, want %s", got, want)
+	}
+}

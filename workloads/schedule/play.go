@@ -281,7 +281,7 @@ func (a *actor) acquirePermit(ctx context.Context, key string, wait, lease time.
 	a.holds = append(a.holds, h)
 }
 
-// releasePermit gives back a permit hold (a refused one is released all the same, as for locks).
+// releasePermit gives back a permit hold (a refused expirable one is released all the same, as for locks).
 func (a *actor) releasePermit(ctx context.Context, h hold) {
 	if h.sec != nil {
 		a.c.Gate().Pass()
@@ -387,6 +387,12 @@ func (a *actor) release(ctx context.Context, step string) {
 	h := a.holds[len(a.holds)-1]
 	a.holds = a.holds[:len(a.holds)-1]
 	if h.p != nil {
+		// A plain semaphore's release has no owner: RSemaphore adds a permit for whoever calls it, so a
+		// release of a permit never granted is the application making one up, not the lock's fault (the
+		// random workload never sends one). An expirable permit's release names its id: it is sent.
+		if !h.granted && !a.d.Expirable {
+			return
+		}
 		a.releasePermit(ctx, h)
 		return
 	}
