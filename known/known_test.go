@@ -208,3 +208,19 @@ func TestMatchRWLock(t *testing.T) {
 		t.Errorf("a node pause past the lease on a mutex: %+v %v", e, ok)
 	}
 }
+
+// The unbroken fair lock's fifo overtaking (its queue's deadlines dated from the first waiter) is the design
+// limit on Redisson's scripts, the emulation's or the worker's; the fair-fixed-slot twin's (--scripts) is not.
+func TestMatchFairFifo(t *testing.T) {
+	fifo := Signature{Kind: report.KindOf("fifo"), Checker: "fifo", Family: "mutex"}
+	for _, run := range []history.RunMeta{{Lock: "fair", ScriptSet: "redisson"},
+		{Lock: "fair", Client: &history.Client{Name: "redisson", Library: "redisson", Version: "4.7.0"}}} {
+		if e, ok := Match(fifo, run); !ok || e.Name != "design-fair-queue-anchored" {
+			t.Errorf("fifo on %+v: %+v %v", run, e, ok)
+		}
+	}
+	twin := history.RunMeta{Lock: "fair", ScriptSet: "redisson", Options: history.Options{Scripts: "/twins/fair-fixed-slot"}}
+	if e, ok := Match(fifo, twin); ok {
+		t.Errorf("the fair-fixed-slot twin's fifo matched %s", e.Name)
+	}
+}
