@@ -470,8 +470,10 @@ func leasesOf(h *history.History) kinds.Leases {
 // section lives as long as its longest hold that was not released; a re-entry never shortens it.
 // shortened: a write re-entry's unlock set the lock's TTL to its handle's last lease, sooner than it would
 // have ended. stopped: an unlock answered ok took the thread's watchdog count to 0 (only acquires on the
-// watchdog add to it, every unlock takes one off) while a hold on the watchdog remained: that hold runs
-// out unrenewed, no sooner than that unlock's call.
+// watchdog add to it, every unlock takes one off) while a hold the watchdog kept remained: one on the
+// watchdog, or one with a longer lease of its own that the renewals had cut to the watchdog's (Redisson
+// renews every read hold of the thread, and the write lock's whole TTL, to exactly the watchdog's lease);
+// it runs out unrenewed, no sooner than that unlock's call.
 func holdsLease(h *history.History, o checker.Overlap) (leaseEnd int64, shortened, stopped bool) {
 	write := false
 	for _, c := range h.Sections {
@@ -479,11 +481,15 @@ func holdsLease(h *history.History, o checker.Overlap) (leaseEnd int64, shortene
 			write = c.F == "write"
 		}
 	}
+	type hold struct {
+		end      int64 // the earliest its lease could end; 0 while a running watchdog keeps it
+		renewed  bool  // the watchdog ran while it was held: a renewal sets every hold's TTL to the watchdog's lease
+		stoppedH bool  // its end is the stopped watchdog's
+	}
 	var (
-		holds     []int64 // each hold's end, 0 on the watchdog
-		watchdog  int     // the thread's watchdog count
-		lastLease int64   // the lease of the handle's last acquire with one (its unlock's PEXPIRE)
-		stoppedAt int64   // when an unlock stopped the watchdog, 0 not
+		holds     []hold
+		watchdog  int   // the thread's watchdog count
+		lastLease int64 // the lease of the handle's last acquire with one (its unlock's PEXPIRE)
 	)
 	for _, op := range h.Ops {
 		c := op.Invoke
@@ -497,47 +503,51 @@ func holdsLease(h *history.History, o checker.Overlap) (leaseEnd int64, shortene
 		switch {
 		case c.F == "tryLock" && op.Outcome() == history.Ok && op.Complete.Time <= o.Entered:
 			if c.Args["nested"] == 0 {
-				holds, watchdog, lastLease, stoppedAt, shortened = nil, 0, 0, 0, false
+				holds, watchdog, lastLease, shortened = nil, 0, 0, false
 			}
-			end := int64(0)
+			hd := hold{renewed: watchdog > 0}
 			if l > 0 {
-				end, lastLease = c.Time+l, l
+				hd.end, lastLease = c.Time+l, l
 			} else {
 				watchdog++
+				for i := range holds {
+					holds[i].renewed = true
+				}
 			}
-			holds = append(holds, end)
+			holds = append(holds, hd)
 		case c.F == "unlock" && c.Args["nested"] == 1 && len(holds) > 1:
 			holds = holds[:len(holds)-1]
 			// Redisson takes the count off once the unlock is answered, whatever it answered; only an unlock
-			// that found the hold (ok) shows the outer hold alive then, its lapse the stopped renewal's.
+			// that found the hold (ok) shows the holds left alive then, their lapse the stopped renewal's: no
+			// sooner than that unlock's call, and no later than their own lease where no renewal cut it.
 			if watchdog > 0 {
 				watchdog--
 			}
 			ok := op.Outcome() == history.Ok && op.Complete.Time <= o.Entered
-			if ok && watchdog == 0 && slices.Contains(holds, 0) {
-				stoppedAt = c.Time
+			if ok && watchdog == 0 {
+				for i, hd := range holds {
+					if hd.end == 0 || hd.renewed && hd.end > c.Time {
+						holds[i] = hold{end: c.Time, stoppedH: true}
+					}
+				}
 			}
 			if ok && write && lastLease > 0 { // its PEXPIRE sets the lock's TTL, whatever the holds had left
-				for i, end := range holds {
-					if end != 0 {
-						shortened = shortened || end > c.Time+lastLease
-						holds[i] = c.Time + lastLease
+				for i, hd := range holds {
+					if hd.end != 0 {
+						shortened = shortened || hd.end > c.Time+lastLease
+						holds[i] = hold{end: c.Time + lastLease, renewed: hd.renewed}
 					}
 				}
 				lastLease = 0 // a successful unlock resets the handle's lease to the watchdog's
 			}
 		}
 	}
-	for _, end := range holds {
-		onWatchdog := end == 0
-		if onWatchdog {
-			if stoppedAt == 0 {
-				continue // a running watchdog keeps it as long as it renews: no end of its own
-			}
-			end = stoppedAt
+	for _, hd := range holds {
+		if hd.end == 0 {
+			continue // a running watchdog keeps it as long as it renews: no end of its own
 		}
-		if end > leaseEnd {
-			leaseEnd, stopped = end, onWatchdog
+		if hd.end > leaseEnd {
+			leaseEnd, stopped = hd.end, hd.stoppedH
 		}
 	}
 	return leaseEnd, shortened && !stopped, stopped
