@@ -47,7 +47,8 @@ func TestEveryEntryIsMatchable(t *testing.T) {
 	for _, r := range rs {
 		for _, c := range r.checkers {
 			s := Signature{Kind: report.KindOf(c), Checker: c, Family: r.families[0], Faults: r.faults, Lease: r.lease,
-				Shortened: r.shortened != nil && *r.shortened, Stopped: r.stopped != nil && *r.stopped}
+				Shortened: r.shortened != nil && *r.shortened, Stopped: r.stopped != nil && *r.stopped,
+				Outlived: r.outlived != nil && *r.outlived}
 			if r.kind != "" {
 				s.Kind = r.kind
 			}
@@ -181,6 +182,8 @@ func TestMatchRWLock(t *testing.T) {
 	stopped.Stopped = true
 	shortened := overlap(nil, report.PastLease)
 	shortened.Shortened = true
+	outlived := overlap([]string{"drop-reply"}, report.PastLease) // a refused acquire left a re-entry's 300 ms as the hold's
+	outlived.Outlived = true
 	for _, c := range []struct {
 		s    Signature
 		runs []history.RunMeta
@@ -194,6 +197,7 @@ func TestMatchRWLock(t *testing.T) {
 		{overlap([]string{"client-pause"}, report.PastLease), []history.RunMeta{emulation, {Lock: "rwlock", Spec: "rwlock.yaml"}}, "kleppmann-pause"},
 		{shortened, []history.RunMeta{emulation, worker}, "design-reentry-lease"},
 		{overlap([]string{"delay-pexpire"}, report.PastLease), []history.RunMeta{emulation, worker}, ""},
+		{outlived, []history.RunMeta{emulation, worker, {Lock: "rwlock", Spec: "rwlock.yaml"}}, "design-hold-past-lease"},
 	} {
 		for _, run := range c.runs {
 			e, ok := Match(c.s, run)

@@ -79,8 +79,11 @@ type Story struct {
 	// Stopped is set where the unlock of a re-entry with a lease of its own had stopped the watchdog that
 	// kept the first owner's outer hold (Redisson's read-write lock: kinds.LeasePerHold), so the hold ran
 	// out unrenewed before the second owner entered.
-	Stopped bool   `json:"watchdog_stopped,omitempty"`
-	Text    string `json:"text"`
+	Stopped bool `json:"watchdog_stopped,omitempty"`
+	// Outlived is set where the first owner held on past a fixed lease of its own that nothing had
+	// shortened or stopped: the application's hold outlasted the lease it asked for.
+	Outlived bool   `json:"outlived,omitempty"`
+	Text     string `json:"text"`
 	// leaseEnd is, for an overlap, the earliest the first holder's own lease could end (its granting
 	// call plus the lease it asked for; 0: no fixed lease): an intruder before it was let in early.
 	leaseEnd int64
@@ -212,6 +215,7 @@ func (s *Story) overlap(h *history.History, c checker.Result, byName map[string]
 		s.Lease = PastLease
 		s.Shortened = shortened && leaseEnd > 0
 		s.Stopped = stopped && leaseEnd > 0
+		s.Outlived = leaseEnd > 0 && !shortened && !stopped
 	}
 	s.Faults = faultsBetween(ws, min(s.from(), o.HeldFrom), s.At)
 	s.Told = told(h, byName["told-of-loss"], lib, o)

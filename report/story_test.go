@@ -192,8 +192,8 @@ func TestStoryReentryShortensTheLease(t *testing.T) {
 	hold.Invoke.Args["lease_ms"] = 500 // no re-entry shortened it: past, not shortened
 	re.Invoke.Args["lease_ms"] = 20000
 	h.Ops[0], h.Ops[1] = hold, re
-	if s := TellStory(h, r, "redisson"); s.Lease != PastLease || s.Shortened {
-		t.Fatalf("without a shorter re-entry: lease %q, shortened %v", s.Lease, s.Shortened)
+	if s := TellStory(h, r, "redisson"); s.Lease != PastLease || s.Shortened || !s.Outlived {
+		t.Fatalf("without a shorter re-entry: lease %q, shortened %v, outlived %v", s.Lease, s.Shortened, s.Outlived)
 	}
 	// A hold on the watchdog (no lease) whose re-entry had a lease: the re-entry's PEXPIRE replaced the
 	// watchdog's TTL (explore found it on the unbroken fair lock and called it new), so it is shortened too.
