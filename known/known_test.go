@@ -198,6 +198,7 @@ func TestMatchRWLock(t *testing.T) {
 		{shortened, []history.RunMeta{emulation, worker}, "design-reentry-lease"},
 		{overlap([]string{"delay-pexpire"}, report.PastLease), []history.RunMeta{emulation, worker}, ""},
 		{outlived, []history.RunMeta{emulation, worker, {Lock: "rwlock", Spec: "rwlock.yaml"}}, "design-hold-past-lease"},
+		{overlap([]string{"latency"}, report.PastLease), []history.RunMeta{emulation, worker}, "design-slow-link-watchdog"},
 	} {
 		for _, run := range c.runs {
 			e, ok := Match(c.s, run)

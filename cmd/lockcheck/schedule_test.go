@@ -330,7 +330,8 @@ func TestResentUnlockWithoutLatchIsFlagged(t *testing.T) {
 var knownAs = map[string]string{"reentry-lease": "design-reentry-lease", "naive-stale-release": "design-unconditional-unlock",
 	"client-pause-watchdog": "kleppmann-pause", "server-pause-watchdog": "design-server-pause",
 	"rw-reentry-stops-watchdog": "redisson-rw-reentry-stops-watchdog", "rw-watchdog-reentry-cuts-lease": "redisson-rw-reentry-stops-watchdog",
-	"fair-queue-anchored": "design-fair-queue-anchored", "hold-past-lease": "design-hold-past-lease"}
+	"fair-queue-anchored": "design-fair-queue-anchored", "hold-past-lease": "design-hold-past-lease",
+	"slow-link-watchdog": "design-slow-link-watchdog"}
 
 // scheduleSteps checks that results.json lists every step that made a call with its outcome, and that an
 // invalid run names the catalog entry it is and, where a step set it up, that step.
