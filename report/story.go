@@ -485,17 +485,25 @@ func holdsLease(h *history.History, o checker.Overlap) (leaseEnd int64, shortene
 			write = c.F == "write"
 		}
 	}
+	read := readHolds(h, o)
 	type hold struct {
 		end      int64 // the earliest its lease could end; 0 while a running watchdog keeps it
+		read     bool  // a read hold (else the write half's)
 		renewed  bool  // the watchdog ran while it was held: a renewal sets every hold's TTL to the watchdog's lease
 		stoppedH bool  // its end is the stopped watchdog's
 	}
 	var (
 		holds     []hold
-		watchdog  int   // the thread's watchdog count
-		lastLease int64 // the lease of the handle's last acquire with one (its unlock's PEXPIRE)
+		watchdog  [2]int // the thread's watchdog counts, write and read (Redisson's LockTask and ReadLockTask)
+		lastLease int64  // the lease of the handle's last acquire with one (its unlock's PEXPIRE)
 	)
-	for _, op := range h.Ops {
+	idx := func(r bool) int {
+		if r {
+			return 1
+		}
+		return 0
+	}
+	for i, op := range h.Ops {
 		c := op.Invoke
 		if c.Time > o.Entered {
 			break
@@ -507,39 +515,48 @@ func holdsLease(h *history.History, o checker.Overlap) (leaseEnd int64, shortene
 		switch {
 		case c.F == "tryLock" && op.Outcome() == history.Ok && op.Complete.Time <= o.Entered:
 			if c.Args["nested"] == 0 {
-				holds, watchdog, lastLease, shortened = nil, 0, 0, false
+				holds, watchdog, lastLease, shortened = nil, [2]int{}, 0, false
 			}
-			hd := hold{renewed: watchdog > 0}
+			r, known := read[i]
+			if !known {
+				r = !write
+			}
+			hd := hold{read: r, renewed: watchdog[0]+watchdog[1] > 0}
 			if l > 0 {
 				hd.end, lastLease = c.Time+l, l
 			} else {
-				watchdog++
-				for i := range holds {
-					holds[i].renewed = true
+				watchdog[idx(r)]++
+				for j := range holds {
+					holds[j].renewed = true
 				}
 			}
 			holds = append(holds, hd)
 		case c.F == "unlock" && c.Args["nested"] == 1 && len(holds) > 1:
+			gone := holds[len(holds)-1]
 			holds = holds[:len(holds)-1]
-			// Redisson takes the count off once the unlock is answered, whatever it answered; only an unlock
-			// that found the hold (ok) shows the holds left alive then, their lapse the stopped renewal's: no
-			// sooner than that unlock's call, and no later than their own lease where no renewal cut it.
-			if watchdog > 0 {
-				watchdog--
+			// Redisson takes a count off once the unlock is answered, whatever it answered (a read unlock the
+			// write half's too: RedissonReadLock's cancelExpirationRenewal calls its parent's, 4.7.0); only an
+			// unlock that found the hold (ok) shows the holds left alive then, their lapse the stopped
+			// renewal's: no sooner than that unlock's call, no later than their own lease where no renewal cut it.
+			if watchdog[idx(gone.read)] > 0 {
+				watchdog[idx(gone.read)]--
+			}
+			if gone.read && watchdog[0] > 0 {
+				watchdog[0]--
 			}
 			ok := op.Outcome() == history.Ok && op.Complete.Time <= o.Entered
-			if ok && watchdog == 0 {
-				for i, hd := range holds {
-					if hd.end == 0 || hd.renewed && hd.end > c.Time {
-						holds[i] = hold{end: c.Time, stoppedH: true}
+			if ok {
+				for j, hd := range holds {
+					if hd.end == 0 && watchdog[idx(hd.read)] == 0 || hd.renewed && hd.end > c.Time && watchdog == [2]int{} {
+						holds[j] = hold{end: c.Time, read: hd.read, stoppedH: true}
 					}
 				}
 			}
-			if ok && write && lastLease > 0 { // its PEXPIRE sets the lock's TTL, whatever the holds had left
-				for i, hd := range holds {
+			if ok && write && !gone.read && lastLease > 0 { // its PEXPIRE sets the lock's TTL, whatever the holds had left
+				for j, hd := range holds {
 					if hd.end != 0 {
 						shortened = shortened || hd.end > c.Time+lastLease
-						holds[i] = hold{end: c.Time + lastLease, renewed: hd.renewed}
+						holds[j] = hold{end: c.Time + lastLease, read: hd.read, renewed: hd.renewed}
 					}
 				}
 				lastLease = 0 // a successful unlock resets the handle's lease to the watchdog's
@@ -555,6 +572,31 @@ func holdsLease(h *history.History, o checker.Overlap) (leaseEnd int64, shortene
 		}
 	}
 	return leaseEnd, shortened && !stopped, stopped
+}
+
+// readHolds says, for each of the overlap's first owner's grants on its key (by index in h.Ops), whether it
+// took the read half: the lock command under the tryLock says so (args read), the tryLock does not.
+func readHolds(h *history.History, o checker.Overlap) map[int]bool {
+	out := map[int]bool{}
+	last, lastEnd := -1, int64(0)
+	for i, op := range h.Ops {
+		c := op.Invoke
+		if c.Time > o.Entered {
+			break
+		}
+		if c.Key != o.Key || threadOf(c) != o.Holder {
+			continue
+		}
+		switch {
+		case c.F == "tryLock" && op.Complete != nil:
+			last, lastEnd = i, op.Complete.Time
+		case c.F == "acquire" && last >= 0 && c.Time <= lastEnd:
+			if _, seen := out[last]; !seen {
+				out[last] = c.Args["read"] == 1
+			}
+		}
+	}
+	return out
 }
 
 // forText is how long an overlap lasted: "0.000s" would read as none, so under a millisecond says so.

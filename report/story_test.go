@@ -266,6 +266,17 @@ func TestStoryRWReentryStopsTheWatchdog(t *testing.T) {
 	if s := story("read", long, onWatchdog, inner); s.Lease != PastLease || !s.Stopped {
 		t.Fatalf("a watchdog re-entry inside a 10 s read hold, released: lease %q, stopped %v: %s", s.Lease, s.Stopped, s.Text)
 	}
+	// A writer on the watchdog that reads on the watchdog too: the read unlock takes a count off the write
+	// half's renewal as well (Redisson 4.7.0's RedissonReadLock), so the write hold is no longer renewed.
+	// The lock command under each tryLock says its half.
+	readCmd := call("c2", 1, "lock-0", "acquire", 5*ms, history.Ok)
+	readCmd.Invoke.Args = map[string]int64{"read": 1}
+	if s := story("write", hold, wd, readCmd, inner); s.Lease != PastLease || !s.Stopped {
+		t.Fatalf("a writer's read on the watchdog, released: lease %q, stopped %v", s.Lease, s.Stopped)
+	}
+	if s := story("write", hold, wd, inner); s.Stopped { // a write re-entry on the watchdog: the count holds
+		t.Fatalf("a writer's write re-entry on the watchdog, released: stopped %v", s.Stopped)
+	}
 	// A write re-entry's unlock sets the lock's TTL to the re-entry's lease (Redisson's write unlock
 	// PEXPIREs its handle's last lease): the 10 s write hold now ends 100 ms after that unlock.
 	if s := story("write", long, short, inner); s.Lease != PastLease || !s.Shortened || s.Stopped {
