@@ -184,6 +184,8 @@ func TestMatchRWLock(t *testing.T) {
 	shortened.Shortened = true
 	outlived := overlap([]string{"drop-reply"}, report.PastLease) // a refused acquire left a re-entry's 300 ms as the hold's
 	outlived.Outlived = true
+	outlatency := overlap([]string{"latency"}, report.PastLease)
+	outlatency.Outlived = true
 	for _, c := range []struct {
 		s    Signature
 		runs []history.RunMeta
@@ -199,6 +201,7 @@ func TestMatchRWLock(t *testing.T) {
 		{overlap([]string{"delay-pexpire"}, report.PastLease), []history.RunMeta{emulation, worker}, ""},
 		{outlived, []history.RunMeta{emulation, worker, {Lock: "rwlock", Spec: "rwlock.yaml"}}, "design-hold-past-lease"},
 		{overlap([]string{"latency"}, report.PastLease), []history.RunMeta{emulation, worker}, "design-slow-link-watchdog"},
+		{outlatency, []history.RunMeta{emulation}, "design-hold-past-lease"}, // a fixed lease: no renewal came late
 	} {
 		for _, run := range c.runs {
 			e, ok := Match(c.s, run)
