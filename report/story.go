@@ -503,14 +503,9 @@ func holdsLease(h *history.History, o checker.Overlap) (leaseEnd int64, shortene
 		}
 		return 0
 	}
-	for i, op := range h.Ops {
+	for _, i := range holderOps(h, o) {
+		op := h.Ops[i]
 		c := op.Invoke
-		if c.Time > o.Entered {
-			break
-		}
-		if c.Key != o.Key || threadOf(c) != o.Holder {
-			continue
-		}
 		l := c.Args["lease_ms"] * int64(time.Millisecond)
 		switch {
 		case c.F == "tryLock" && op.Outcome() == history.Ok && op.Complete.Time <= o.Entered:
@@ -574,19 +569,30 @@ func holdsLease(h *history.History, o checker.Overlap) (leaseEnd int64, shortene
 	return leaseEnd, shortened && !stopped, stopped
 }
 
-// readHolds says, for each of the overlap's first owner's grants on its key (by index in h.Ops), whether it
-// took the read half: the lock command under the tryLock says so (args read), the tryLock does not.
-func readHolds(h *history.History, o checker.Overlap) map[int]bool {
-	out := map[int]bool{}
-	last, lastEnd := -1, int64(0)
+// holderOps are the indices in h.Ops of the overlap's first owner's operations on its key, called up to
+// the second owner's entry.
+func holderOps(h *history.History, o checker.Overlap) []int {
+	var out []int
 	for i, op := range h.Ops {
 		c := op.Invoke
 		if c.Time > o.Entered {
 			break
 		}
-		if c.Key != o.Key || threadOf(c) != o.Holder {
-			continue
+		if c.Key == o.Key && threadOf(c) == o.Holder {
+			out = append(out, i)
 		}
+	}
+	return out
+}
+
+// readHolds says, for each of the overlap's first owner's grants on its key (by index in h.Ops), whether it
+// took the read half: the lock command under the tryLock says so (args read), the tryLock does not.
+func readHolds(h *history.History, o checker.Overlap) map[int]bool {
+	out := map[int]bool{}
+	last, lastEnd := -1, int64(0)
+	for _, i := range holderOps(h, o) {
+		op := h.Ops[i]
+		c := op.Invoke
 		switch {
 		case c.F == "tryLock" && op.Complete != nil:
 			last, lastEnd = i, op.Complete.Time
