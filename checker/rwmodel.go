@@ -266,6 +266,14 @@ func rwStep(state, input, output interface{}) []interface{} {
 	for _, c := range cands {
 		if a, ok := rwApply(c, in, out); ok && (out.Outcome != Unsure || a != s) {
 			next = append(next, a)
+			// A read renewal answers 1 when the reader's field is in the hash, but it renews the reader's own
+			// timeout keys only if they are still there: a reader whose lease may have run out before it ran
+			// (a paused node ran it late) may be renewed in name only, its window left as it was.
+			if in.F == "renew" && in.Read && out.Outcome == Applied && a != c {
+				if r := readerOf(c.Readers, in.Owner); r.holds > 0 && r.lo < in.Return {
+					next = append(next, c)
+				}
+			}
 		} else if gone {
 			if _, ok := rwApply(c, in, Reply{Outcome: Refused}); ok {
 				next = append(next, c)

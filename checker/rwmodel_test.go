@@ -115,3 +115,21 @@ func TestRWModelVolatileReadersMayBeGone(t *testing.T) {
 	}
 	checkModel(t, RWModel, porcupine.Ok, ops...)
 }
+
+// A read renewal answers 1 when the reader's field is in the hash, yet renews its timeout keys only if they
+// are still there. Explore's rwlock seed 2: b's 600 ms watchdog hold, a renewal sent just before the node
+// paused and run at its resume (after b's lease had run out), answered 1 and renewed nothing; a, holding for
+// 3 s, then released as the last reader. The model took the late 1 as b's lease renewed and found a's
+// "last" illegal; a renewal that returned while b's lease surely lasted still renews it.
+func TestRWModelLateReadRenewal(t *testing.T) {
+	a := read(c("a", "acquire", 0, 3000, 0, 1, Applied, 0))
+	b := read(c("b", "acquire", 0, 600, 300, 301, Applied, 0))
+	renew := read(c("b", "renew", 0, 600, 400, 401, Applied, 1))
+	aLast := read(c("a", "release", 0, 0, 1206, 1207, Applied, 1))
+	late := read(c("b", "renew", 0, 600, 600, 1005, Applied, 1))
+	next := read(c("b", "renew", 0, 600, 1205, 1206, Applied, 1))
+	checkModel(t, RWModel, porcupine.Ok, a, b, renew, late, next, aLast)
+	inTime := read(c("b", "renew", 0, 600, 600, 605, Applied, 1))
+	next = read(c("b", "renew", 0, 600, 800, 801, Applied, 1))
+	checkModel(t, RWModel, porcupine.Illegal, a, b, renew, inTime, next, aLast)
+}

@@ -39,6 +39,8 @@ type Signature struct {
 	Shortened bool             `json:"shortened,omitempty"`
 	// Stopped is that a re-entry's unlock had stopped the watchdog that kept that lease (report.Story).
 	Stopped bool `json:"watchdog_stopped,omitempty"`
+	// Outlived is that the first owner held on past a fixed lease of its own (report.Story).
+	Outlived bool `json:"outlived,omitempty"`
 	// Also are the other checkers that found the run invalid: a known bug may be what one of them found
 	// (redsync's Extend answering ok on a lost lock is porcupine's, beside the overlap the story leads with).
 	Also []string `json:"also,omitempty"`
@@ -62,6 +64,9 @@ func (s Signature) String() string {
 		if s.Stopped {
 			t += " (its watchdog stopped by a re-entry's unlock)"
 		}
+		if s.Outlived {
+			t += " (held past its own fixed lease)"
+		}
 	case report.WithinLease:
 		t += ", within the first owner's lease"
 	}
@@ -81,7 +86,8 @@ func SignatureOf(h *history.History, r *report.Results) (Signature, bool) {
 	if r.Valid != checker.Invalid || st == nil || st.Kind == report.NoViolation {
 		return Signature{}, false
 	}
-	s := Signature{Kind: st.Kind, Checker: st.Checker, Lease: st.Lease, Shortened: st.Shortened, Stopped: st.Stopped}
+	s := Signature{Kind: st.Kind, Checker: st.Checker, Lease: st.Lease, Shortened: st.Shortened, Stopped: st.Stopped,
+		Outlived: st.Outlived}
 	if r.Breaking != nil { // the transition at the first violation (package coverage)
 		s.Shape = r.Breaking.String()
 	}
@@ -129,6 +135,7 @@ type rule struct {
 	lease     report.LeaseSide
 	shortened *bool  // nil: either
 	stopped   *bool  // nil: either
+	outlived  *bool  // nil: either
 	client    string // the buggy side's --client (lib@version), to confirm an emulation's finding with
 }
 
@@ -215,7 +222,7 @@ func ruleOf(name string, b []byte) (rule, error) {
 		}
 	}
 	if m := rp.Match; m != nil {
-		r.kind, r.lease, r.shortened, r.stopped, r.as = report.ViolationKind(m.Kind), report.LeaseSide(m.Lease), m.Shortened, m.Stopped, m.As
+		r.kind, r.lease, r.shortened, r.stopped, r.outlived, r.as = report.ViolationKind(m.Kind), report.LeaseSide(m.Lease), m.Shortened, m.Stopped, m.Outlived, m.As
 		if len(m.Families) > 0 {
 			r.families = m.Families
 		}
@@ -352,6 +359,7 @@ func (r rule) meets(s Signature, run history.RunMeta) (int, bool) {
 		cond(r.lease != "", r.lease == s.Lease) &&
 		cond(r.shortened != nil, r.shortened != nil && *r.shortened == s.Shortened) &&
 		cond(r.stopped != nil, r.stopped != nil && *r.stopped == s.Stopped) &&
+		cond(r.outlived != nil, r.outlived != nil && *r.outlived == s.Outlived) &&
 		cond(r.lock != "", r.lock == run.Lock) &&
 		cond(r.library != "", r.library == lib) &&
 		cond(r.fixed != "" && version != "", Older(version, r.fixed)) &&

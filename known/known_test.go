@@ -47,7 +47,8 @@ func TestEveryEntryIsMatchable(t *testing.T) {
 	for _, r := range rs {
 		for _, c := range r.checkers {
 			s := Signature{Kind: report.KindOf(c), Checker: c, Family: r.families[0], Faults: r.faults, Lease: r.lease,
-				Shortened: r.shortened != nil && *r.shortened, Stopped: r.stopped != nil && *r.stopped}
+				Shortened: r.shortened != nil && *r.shortened, Stopped: r.stopped != nil && *r.stopped,
+				Outlived: r.outlived != nil && *r.outlived}
 			if r.kind != "" {
 				s.Kind = r.kind
 			}
@@ -181,6 +182,10 @@ func TestMatchRWLock(t *testing.T) {
 	stopped.Stopped = true
 	shortened := overlap(nil, report.PastLease)
 	shortened.Shortened = true
+	outlived := overlap([]string{"drop-reply"}, report.PastLease) // a refused acquire left a re-entry's 300 ms as the hold's
+	outlived.Outlived = true
+	outlatency := overlap([]string{"latency"}, report.PastLease)
+	outlatency.Outlived = true
 	for _, c := range []struct {
 		s    Signature
 		runs []history.RunMeta
@@ -194,6 +199,9 @@ func TestMatchRWLock(t *testing.T) {
 		{overlap([]string{"client-pause"}, report.PastLease), []history.RunMeta{emulation, {Lock: "rwlock", Spec: "rwlock.yaml"}}, "kleppmann-pause"},
 		{shortened, []history.RunMeta{emulation, worker}, "design-reentry-lease"},
 		{overlap([]string{"delay-pexpire"}, report.PastLease), []history.RunMeta{emulation, worker}, ""},
+		{outlived, []history.RunMeta{emulation, worker, {Lock: "rwlock", Spec: "rwlock.yaml"}}, "design-hold-past-lease"},
+		{overlap([]string{"latency"}, report.PastLease), []history.RunMeta{emulation, worker}, "design-slow-link-watchdog"},
+		{outlatency, []history.RunMeta{emulation}, "design-hold-past-lease"}, // a fixed lease: no renewal came late
 	} {
 		for _, run := range c.runs {
 			e, ok := Match(c.s, run)
@@ -206,5 +214,21 @@ func TestMatchRWLock(t *testing.T) {
 	if e, ok := Match(Signature{Kind: report.Overlap, Checker: "mutual-exclusion", Family: "mutex", Faults: []string{"pause"},
 		Lease: report.PastLease}, history.RunMeta{Lock: "reentrant", ScriptSet: "redisson"}); !ok || e.Name != "design-server-pause" {
 		t.Errorf("a node pause past the lease on a mutex: %+v %v", e, ok)
+	}
+}
+
+// The unbroken fair lock's fifo overtaking (its queue's deadlines dated from the first waiter) is the design
+// limit on Redisson's scripts, the emulation's or the worker's; the fair-fixed-slot twin's (--scripts) is not.
+func TestMatchFairFifo(t *testing.T) {
+	fifo := Signature{Kind: report.KindOf("fifo"), Checker: "fifo", Family: "mutex"}
+	for _, run := range []history.RunMeta{{Lock: "fair", ScriptSet: "redisson"},
+		{Lock: "fair", Client: &history.Client{Name: "redisson", Library: "redisson", Version: "4.7.0"}}} {
+		if e, ok := Match(fifo, run); !ok || e.Name != "design-fair-queue-anchored" {
+			t.Errorf("fifo on %+v: %+v %v", run, e, ok)
+		}
+	}
+	twin := history.RunMeta{Lock: "fair", ScriptSet: "redisson", Options: history.Options{Scripts: "/twins/fair-fixed-slot"}}
+	if e, ok := Match(fifo, twin); ok {
+		t.Errorf("the fair-fixed-slot twin's fifo matched %s", e.Name)
 	}
 }

@@ -79,8 +79,11 @@ type Story struct {
 	// Stopped is set where the unlock of a re-entry with a lease of its own had stopped the watchdog that
 	// kept the first owner's outer hold (Redisson's read-write lock: kinds.LeasePerHold), so the hold ran
 	// out unrenewed before the second owner entered.
-	Stopped bool   `json:"watchdog_stopped,omitempty"`
-	Text    string `json:"text"`
+	Stopped bool `json:"watchdog_stopped,omitempty"`
+	// Outlived is set where the first owner held on past a fixed lease of its own that nothing had
+	// shortened or stopped: the application's hold outlasted the lease it asked for.
+	Outlived bool   `json:"outlived,omitempty"`
+	Text     string `json:"text"`
 	// leaseEnd is, for an overlap, the earliest the first holder's own lease could end (its granting
 	// call plus the lease it asked for; 0: no fixed lease): an intruder before it was let in early.
 	leaseEnd int64
@@ -212,6 +215,7 @@ func (s *Story) overlap(h *history.History, c checker.Result, byName map[string]
 		s.Lease = PastLease
 		s.Shortened = shortened && leaseEnd > 0
 		s.Stopped = stopped && leaseEnd > 0
+		s.Outlived = leaseEnd > 0 && !shortened && !stopped
 	}
 	s.Faults = faultsBetween(ws, min(s.from(), o.HeldFrom), s.At)
 	s.Told = told(h, byName["told-of-loss"], lib, o)
@@ -470,8 +474,10 @@ func leasesOf(h *history.History) kinds.Leases {
 // section lives as long as its longest hold that was not released; a re-entry never shortens it.
 // shortened: a write re-entry's unlock set the lock's TTL to its handle's last lease, sooner than it would
 // have ended. stopped: an unlock answered ok took the thread's watchdog count to 0 (only acquires on the
-// watchdog add to it, every unlock takes one off) while a hold on the watchdog remained: that hold runs
-// out unrenewed, no sooner than that unlock's call.
+// watchdog add to it, every unlock takes one off) while a hold the watchdog kept remained: one on the
+// watchdog, or one with a longer lease of its own that the renewals had cut to the watchdog's (Redisson
+// renews every read hold of the thread, and the write lock's whole TTL, to exactly the watchdog's lease);
+// it runs out unrenewed, no sooner than that unlock's call.
 func holdsLease(h *history.History, o checker.Overlap) (leaseEnd int64, shortened, stopped bool) {
 	write := false
 	for _, c := range h.Sections {
@@ -479,68 +485,124 @@ func holdsLease(h *history.History, o checker.Overlap) (leaseEnd int64, shortene
 			write = c.F == "write"
 		}
 	}
+	read := readHolds(h, o)
+	type hold struct {
+		end      int64 // the earliest its lease could end; 0 while a running watchdog keeps it
+		read     bool  // a read hold (else the write half's)
+		renewed  bool  // the watchdog ran while it was held: a renewal sets every hold's TTL to the watchdog's lease
+		stoppedH bool  // its end is the stopped watchdog's
+	}
 	var (
-		holds     []int64 // each hold's end, 0 on the watchdog
-		watchdog  int     // the thread's watchdog count
-		lastLease int64   // the lease of the handle's last acquire with one (its unlock's PEXPIRE)
-		stoppedAt int64   // when an unlock stopped the watchdog, 0 not
+		holds     []hold
+		watchdog  [2]int // the thread's watchdog counts, write and read (Redisson's LockTask and ReadLockTask)
+		lastLease int64  // the lease of the handle's last acquire with one (its unlock's PEXPIRE)
 	)
-	for _, op := range h.Ops {
+	idx := func(r bool) int {
+		if r {
+			return 1
+		}
+		return 0
+	}
+	for _, i := range holderOps(h, o) {
+		op := h.Ops[i]
 		c := op.Invoke
-		if c.Time > o.Entered {
-			break
-		}
-		if c.Key != o.Key || threadOf(c) != o.Holder {
-			continue
-		}
 		l := c.Args["lease_ms"] * int64(time.Millisecond)
 		switch {
 		case c.F == "tryLock" && op.Outcome() == history.Ok && op.Complete.Time <= o.Entered:
 			if c.Args["nested"] == 0 {
-				holds, watchdog, lastLease, stoppedAt, shortened = nil, 0, 0, 0, false
+				holds, watchdog, lastLease, shortened = nil, [2]int{}, 0, false
 			}
-			end := int64(0)
+			r, known := read[i]
+			if !known {
+				r = !write
+			}
+			hd := hold{read: r, renewed: watchdog[0]+watchdog[1] > 0}
 			if l > 0 {
-				end, lastLease = c.Time+l, l
+				hd.end, lastLease = c.Time+l, l
 			} else {
-				watchdog++
+				watchdog[idx(r)]++
+				for j := range holds {
+					holds[j].renewed = true
+				}
 			}
-			holds = append(holds, end)
+			holds = append(holds, hd)
 		case c.F == "unlock" && c.Args["nested"] == 1 && len(holds) > 1:
+			gone := holds[len(holds)-1]
 			holds = holds[:len(holds)-1]
-			// Redisson takes the count off once the unlock is answered, whatever it answered; only an unlock
-			// that found the hold (ok) shows the outer hold alive then, its lapse the stopped renewal's.
-			if watchdog > 0 {
-				watchdog--
+			// Redisson takes a count off once the unlock is answered, whatever it answered (a read unlock the
+			// write half's too: RedissonReadLock's cancelExpirationRenewal calls its parent's, 4.7.0); only an
+			// unlock that found the hold (ok) shows the holds left alive then, their lapse the stopped
+			// renewal's: no sooner than that unlock's call, no later than their own lease where no renewal cut it.
+			if watchdog[idx(gone.read)] > 0 {
+				watchdog[idx(gone.read)]--
+			}
+			if gone.read && watchdog[0] > 0 {
+				watchdog[0]--
 			}
 			ok := op.Outcome() == history.Ok && op.Complete.Time <= o.Entered
-			if ok && watchdog == 0 && slices.Contains(holds, 0) {
-				stoppedAt = c.Time
+			if ok {
+				for j, hd := range holds {
+					if hd.end == 0 && watchdog[idx(hd.read)] == 0 || hd.renewed && hd.end > c.Time && watchdog == [2]int{} {
+						holds[j] = hold{end: c.Time, read: hd.read, stoppedH: true}
+					}
+				}
 			}
-			if ok && write && lastLease > 0 { // its PEXPIRE sets the lock's TTL, whatever the holds had left
-				for i, end := range holds {
-					if end != 0 {
-						shortened = shortened || end > c.Time+lastLease
-						holds[i] = c.Time + lastLease
+			if ok && write && !gone.read && lastLease > 0 { // its PEXPIRE sets the lock's TTL, whatever the holds had left
+				for j, hd := range holds {
+					if hd.end != 0 {
+						shortened = shortened || hd.end > c.Time+lastLease
+						holds[j] = hold{end: c.Time + lastLease, read: hd.read, renewed: hd.renewed}
 					}
 				}
 				lastLease = 0 // a successful unlock resets the handle's lease to the watchdog's
 			}
 		}
 	}
-	for _, end := range holds {
-		onWatchdog := end == 0
-		if onWatchdog {
-			if stoppedAt == 0 {
-				continue // a running watchdog keeps it as long as it renews: no end of its own
-			}
-			end = stoppedAt
+	for _, hd := range holds {
+		if hd.end == 0 {
+			continue // a running watchdog keeps it as long as it renews: no end of its own
 		}
-		if end > leaseEnd {
-			leaseEnd, stopped = end, onWatchdog
+		if hd.end > leaseEnd {
+			leaseEnd, stopped = hd.end, hd.stoppedH
 		}
 	}
 	return leaseEnd, shortened && !stopped, stopped
+}
+
+// holderOps are the indices in h.Ops of the overlap's first owner's operations on its key, called up to
+// the second owner's entry.
+func holderOps(h *history.History, o checker.Overlap) []int {
+	var out []int
+	for i, op := range h.Ops {
+		c := op.Invoke
+		if c.Time > o.Entered {
+			break
+		}
+		if c.Key == o.Key && threadOf(c) == o.Holder {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// readHolds says, for each of the overlap's first owner's grants on its key (by index in h.Ops), whether it
+// took the read half: the lock command under the tryLock says so (args read), the tryLock does not.
+func readHolds(h *history.History, o checker.Overlap) map[int]bool {
+	out := map[int]bool{}
+	last, lastEnd := -1, int64(0)
+	for _, i := range holderOps(h, o) {
+		op := h.Ops[i]
+		c := op.Invoke
+		switch {
+		case c.F == "tryLock" && op.Complete != nil:
+			last, lastEnd = i, op.Complete.Time
+		case c.F == "acquire" && last >= 0 && c.Time <= lastEnd:
+			if _, seen := out[last]; !seen {
+				out[last] = c.Args["read"] == 1
+			}
+		}
+	}
+	return out
 }
 
 // forText is how long an overlap lasted: "0.000s" would read as none, so under a millisecond says so.

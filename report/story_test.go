@@ -192,8 +192,8 @@ func TestStoryReentryShortensTheLease(t *testing.T) {
 	hold.Invoke.Args["lease_ms"] = 500 // no re-entry shortened it: past, not shortened
 	re.Invoke.Args["lease_ms"] = 20000
 	h.Ops[0], h.Ops[1] = hold, re
-	if s := TellStory(h, r, "redisson"); s.Lease != PastLease || s.Shortened {
-		t.Fatalf("without a shorter re-entry: lease %q, shortened %v", s.Lease, s.Shortened)
+	if s := TellStory(h, r, "redisson"); s.Lease != PastLease || s.Shortened || !s.Outlived {
+		t.Fatalf("without a shorter re-entry: lease %q, shortened %v, outlived %v", s.Lease, s.Shortened, s.Outlived)
 	}
 	// A hold on the watchdog (no lease) whose re-entry had a lease: the re-entry's PEXPIRE replaced the
 	// watchdog's TTL (explore found it on the unbroken fair lock and called it new), so it is shortened too.
@@ -257,6 +257,25 @@ func TestStoryRWReentryStopsTheWatchdog(t *testing.T) {
 	short.Invoke.Args = map[string]int64{"lease_ms": 100, "nested": 1}
 	if s := story("read", long, short); s.Lease != WithinLease || s.Shortened {
 		t.Fatalf("a shorter read re-entry: lease %q, shortened %v", s.Lease, s.Shortened)
+	}
+	// A 10 s read hold re-entered on the watchdog: the renewals set every read hold of the thread to the
+	// watchdog's lease, cutting the 10 s, and the re-entry's unlock stops them (explore found it, and
+	// Redisson 4.7.0 does it too): the writer 2 s later came past the lease, not early.
+	onWatchdog := re
+	onWatchdog.Invoke.Args = map[string]int64{"lease_ms": 0, "nested": 1}
+	if s := story("read", long, onWatchdog, inner); s.Lease != PastLease || !s.Stopped {
+		t.Fatalf("a watchdog re-entry inside a 10 s read hold, released: lease %q, stopped %v: %s", s.Lease, s.Stopped, s.Text)
+	}
+	// A writer on the watchdog that reads on the watchdog too: the read unlock takes a count off the write
+	// half's renewal as well (Redisson 4.7.0's RedissonReadLock), so the write hold is no longer renewed.
+	// The lock command under each tryLock says its half.
+	readCmd := call("c2", 1, "lock-0", "acquire", 5*ms, history.Ok)
+	readCmd.Invoke.Args = map[string]int64{"read": 1}
+	if s := story("write", hold, wd, readCmd, inner); s.Lease != PastLease || !s.Stopped {
+		t.Fatalf("a writer's read on the watchdog, released: lease %q, stopped %v", s.Lease, s.Stopped)
+	}
+	if s := story("write", hold, wd, inner); s.Stopped { // a write re-entry on the watchdog: the count holds
+		t.Fatalf("a writer's write re-entry on the watchdog, released: stopped %v", s.Stopped)
 	}
 	// A write re-entry's unlock sets the lock's TTL to the re-entry's lease (Redisson's write unlock
 	// PEXPIREs its handle's last lease): the 10 s write hold now ends 100 ms after that unlock.

@@ -71,7 +71,9 @@ type Match struct {
 	Shortened *bool     `yaml:"shortened"` // a re-entry had (true) or had not (false) shortened the first owner's lease
 	// Stopped: the unlock of a re-entry with a lease of its own had (true) or had not (false) stopped the
 	// watchdog that kept the first owner's hold.
-	Stopped  *bool    `yaml:"watchdog-stopped"`
+	Stopped *bool `yaml:"watchdog-stopped"`
+	// Outlived: the first owner had (true) or had not (false) held on past a fixed lease of its own.
+	Outlived *bool    `yaml:"outlived"`
 	AnyLock  bool     `yaml:"any-lock"` // a limit of every lock of its family, whatever the library
 	Families []string `yaml:"families"` // the lock families it is found on, where not only the buggy side's
 	Limit    string   `yaml:"limit"`    // what a design limit is a limit of, in words
