@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 37's bar, second half: `lockcheck explore` on each broken twin of examples/twins/twins.txt (the
-# lock's flags + the twin's own; twins of a family explore does not generate, such as the semaphore's,
+# lock's flags + the twin's own; twins of a family explore does not generate, such as the latch's,
 # are skipped with a line saying so) for each seed, then on the unbroken locks (-u), J explores side by
 # side at nice 10. A twin's explore stops at its first new finding (--max-findings 1) and settles it
 # (--confirm 5); an unbroken lock's runs the whole budget. One row per explore, from its explore.json:
@@ -92,11 +92,11 @@ if [ "$budget" != 0 ]; then
       line=$(grep "^$n |" "$list")
       field() { printf '%s\n' "$line" | cut -d'|' -f"$1" | sed 's/^ *//; s/ *$//'; }
       flags="$(field 2) $(field 3)"
-      # explore generates mutex and read-write schedules only: ask it, one quick refusal
+      # a family explore does not generate (the latch): ask it, one quick refusal
       # shellcheck disable=SC2086
       if "$bin" explore $flags --budget 1ms --results "$out/.probe-$n" 2>&1 | grep -q 'explore generates schedules of'; then
         mkdir -p "$out/$n/seed-$s"
-        printf '| `%s` | %s | not explorable (explore generates mutex and read-write schedules) | | | | | | |\n' "$n" "$s" >"$out/$n/seed-$s/row"
+        printf '| `%s` | %s | not explorable (explore refuses its family) | | | | | | |\n' "$n" "$s" >"$out/$n/seed-$s/row"
         continue
       fi
       spawn "$n" "$s" "$budget" "$flags" "--max-findings 1" "$(field 2) $(field 4)"
