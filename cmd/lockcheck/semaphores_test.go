@@ -47,16 +47,29 @@ func TestRedisSemaphoreSemaphoresWorkerCheck(t *testing.T) {
 // With a limit of 1 no two majorities fit, and the same run is valid: the overcommit is the limit's, not
 // the worker's.
 func TestRedlockSemaphoreOvercommits(t *testing.T) {
-	// Sequential: fault-free runs whose overlaps need the clients' grants to interleave.
+	// Sequential: fault-free runs whose overlaps need the clients' grants to interleave. Three holders need
+	// three contenders' votes to fall differently on different masters, a race: a loaded machine's run can
+	// see none in 5 s (a sharded make test run did: 104 holds, never 3 at once), so the bug is shown by the
+	// first of seeds 1-5 that catches it, and every one caught must be the overcommit.
 	useWorkerCache(t)
 	args := []string{"run", "--client", "redis-semaphore", "--lock", "expirable-semaphore", "--topology", "redlock", "--time", "5s", "--nemesis", "none"}
-	for _, seed := range chaosSeeds("1", "2", "3", "4", "5") {
+	caught := false
+	for _, seed := range []string{"1", "2", "3", "4", "5"} {
 		code, dir := run(t, append(args, "--seed", seed)...)
 		v := verdicts(t, dir)
+		if code == exitValid {
+			t.Logf("seed %s: valid, the votes never split three ways (%s)", seed, dir)
+			continue
+		}
 		if code != exitInvalid || !strings.HasPrefix(v["mutual-exclusion"], "invalid: 3 holders of ") ||
 			!strings.Contains(v["mutual-exclusion"], " with 2 permits") {
 			t.Fatalf("seed %s: exit %d, want %d with 3 holders of 2 permits: %v (%s)", seed, code, exitInvalid, v, dir)
 		}
+		caught = true
+		break
+	}
+	if !caught {
+		t.Fatalf("no overcommit on seeds 1-5")
 	}
 	code, dir := run(t, append(args, "--permits", "1", "--seed", "1")...)
 	if code != exitValid {
