@@ -34,6 +34,7 @@ type results struct {
 		Checker   string `json:"checker"`
 		Valid     any    `json:"valid"`
 		Violation string `json:"violation"`
+		Summary   string `json:"summary"`
 	} `json:"checkers"`
 	Story struct {
 		Text string `json:"text"`

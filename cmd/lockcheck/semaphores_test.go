@@ -119,15 +119,26 @@ func TestRedisSemaphoreMixedLockTimeouts(t *testing.T) {
 // queue and are sent once the node is back (ioredis #2130), so permits the application was told it did not
 // get are taken later by nobody, never refreshed nor released, until their lockTimeout: every acquire is
 // refused while a permit is free in any order porcupine may take (it bounds an unknown command's effect to
-// a second after its error), and no two holders overlap.
+// a second after its error), and no two holders overlap. Where the late acquires land within that second
+// porcupine finds an order, and what is left is the ghost permits themselves: fewer available at rest than
+// the limit with nobody holding one, which permits-at-rest cannot tell from a late effect (unknown, never
+// valid; a fresh-clone CI run of seed 1 showed this form).
 func TestRedisSemaphoreKillGhostPermits(t *testing.T) {
 	// Sequential: the kill must catch acquires in flight.
 	useWorkerCache(t)
 	code, dir := run(t, "run", "--client", "redis-semaphore", "--lock", "semaphore", "--nemesis", "kill", "--time", "15s", "--seed", "1")
 	v := verdicts(t, dir)
-	if code != exitInvalid || !strings.HasPrefix(v["porcupine"], "invalid: ") || !strings.Contains(v["porcupine"], "refused") ||
-		v["mutual-exclusion"] != "valid" {
-		t.Fatalf("exit %d, want %d with refusals porcupine cannot order and no overlap: %v (%s)", code, exitInvalid, v, dir)
+	refusals := code == exitInvalid && strings.HasPrefix(v["porcupine"], "invalid: ") && strings.Contains(v["porcupine"], "refused")
+	atRest := ""
+	for _, c := range readResults(t, dir).Checkers {
+		if c.Checker == "permits-at-rest" {
+			atRest = c.Summary
+		}
+	}
+	ghosts := (code == exitInvalid || code == exitUnknown) && v["permits-at-rest"] == "unknown" &&
+		strings.Contains(atRest, "available at rest, not 2")
+	if !refusals && !ghosts || v["mutual-exclusion"] != "valid" {
+		t.Fatalf("exit %d, want refusals porcupine cannot order or permits held by nobody at rest, and no overlap: %v (%s)", code, v, dir)
 	}
 }
 
