@@ -47,7 +47,7 @@ func Commands(h *history.History, fs ...string) []porcupine.Operation {
 		if in.Forced { // the model judges a refusal after a forceUnlock as any other: legal only for a non-holder
 			in.Replay, in.Forced = false, false
 		}
-		if in.Split && out.Outcome == Refused {
+		if in.SplitRefusal(out) {
 			// Legal in every state and changing none (Command.Split): the model learns nothing from it, and
 			// each one in flight would multiply the frontier's configurations (16 contenders refused over
 			// 5 s waits: no witness in 60 s).

@@ -89,7 +89,7 @@ func ownerGroups(h *history.History) (map[[2]string][]ownerOp, [][2]string) {
 	groups := map[[2]string][]ownerOp{}
 	var order [][2]string
 	eachCommand(h, newNames(), mutexCommands, func(i int, c Command, out Reply) {
-		if c.Fair || c.Read || c.Split && out.Outcome == Refused { // a split vote's refusal says nothing (MutexOps)
+		if c.Fair || c.Read || c.SplitRefusal(out) { // a split vote's refusal says nothing (MutexOps)
 			return
 		}
 		k := [2]string{c.Key, c.Owner}

@@ -61,6 +61,10 @@ type Command struct {
 	API bool // set by APIOps: the search fills in Now
 }
 
+// SplitRefusal says whether out is a split vote's refusal of in: legal in every state and changing none, so
+// the models, the lost-lock groups and the coverage replay all leave it out.
+func (in Command) SplitRefusal(out Reply) bool { return in.Split && out.Outcome == Refused }
+
 // Outcome of a command for the model.
 type Outcome int
 

@@ -195,7 +195,7 @@ func commandsOf(h *history.History, fam family, who callers) []cmd {
 	seen := map[string]bool{}
 	checker.EachCommand(j, fam.commands, func(i int, in checker.Command, o checker.Reply) {
 		seen[in.Key] = true
-		if in.Split && o.Outcome == checker.Refused { // a Redlock's split vote: legal in every state and
+		if in.SplitRefusal(o) { // a Redlock's split vote: legal in every state and
 			return // changing none (checker.Command.Split), so no transition of the one-lock model
 		}
 		out = append(out, newCmd(&j.Ops[i], in, o, who))
