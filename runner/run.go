@@ -588,8 +588,8 @@ func nemesisText(t *Test) string {
 	if t.Schedule == nil {
 		return t.Options.Nemesis
 	}
-	if f := t.Schedule.Faults(); len(f) > 0 {
-		return strings.Join(f, ",") + " (the schedule's steps)"
+	if len(t.Faults) > 0 { // Prepare's: the faults the steps use
+		return strings.Join(t.Faults, ",") + " (the schedule's steps)"
 	}
 	return "none (the schedule has no fault step)"
 }

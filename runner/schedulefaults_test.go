@@ -18,7 +18,12 @@ func TestScheduleFaultsInStartLineAndHungBound(t *testing.T) {
 	}
 	o := Defaults()
 	o.Nemesis = "none"
-	if got, want := nemesisText(&Test{Options: o, Schedule: s}), "client-pause (the schedule's steps)"; got != want {
+	o.Schedule = filepath.Join("..", "examples", "schedules", "client-pause-watchdog.yaml")
+	test, err := Prepare(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := nemesisText(test), "client-pause (the schedule's steps)"; got != want {
 		t.Errorf("start line's nemesis %q, want %q", got, want)
 	}
 	if got := nemesisText(&Test{Options: o}); got != "none" {
