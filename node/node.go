@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/lockcheck/lockcheck/node/clockshift"
@@ -316,7 +315,9 @@ func (n *Node) waitReady(ctx context.Context, exited <-chan struct{}) error {
 		if err == nil {
 			return n.checkPort(ctx, c)
 		}
-		listened = listened || !errors.Is(err, syscall.ECONNREFUSED)
+		// Only an accepted connection says something listens: on a loaded machine a dial that merely timed
+		// out (not refused) would otherwise count, and a binary that never serves would be retried as a race.
+		listened = listened || accepts(n.Addr())
 		select {
 		case <-exited:
 			return fmt.Errorf("%s exited during start-up (see %s): %s", n.cfg.Name, n.LogPath(), lastLogLine(n.LogPath()))
@@ -331,6 +332,16 @@ func (n *Node) waitReady(ctx context.Context, exited <-chan struct{}) error {
 			return fmt.Errorf("%s not ready after %s: %v", n.cfg.Name, readyWait, err)
 		}
 	}
+}
+
+// accepts says whether a TCP connection to addr is accepted now.
+func accepts(addr string) bool {
+	conn, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
 }
 
 // checkPort makes sure that the server answering is this node: between FreePort and redis-server's bind
