@@ -311,3 +311,30 @@ func TestExploreFindsTheDoubleCountedRelease(t *testing.T) {
 	}
 	t.Logf("found at run %d:\n%s", first, s)
 }
+
+// TestEveryLockGetsASeedOfEachShapeItFits: the search starts from one genome of each shape the lock can
+// play, each passing the lock's check; a shape refused every time (its holds not fitting its leases) would
+// silently never run.
+func TestEveryLockGetsASeedOfEachShapeItFits(t *testing.T) {
+	for _, c := range []Caps{rwCaps, {Lock: "fair", Family: "mutex", Reentrant: true, Watchdog: true},
+		{Lock: "fenced", Family: "mutex"}, semCaps, {Lock: "semaphore", Family: "semaphore", Permits: 2, Faults: semCaps.Faults}} {
+		for seed := range uint64(20) {
+			got := map[string]bool{}
+			for _, g := range Seeds(rand.New(rand.NewPCG(seed, 7)), c) {
+				got[strings.TrimPrefix(g.Origin, "shape ")] = true
+			}
+			for _, sh := range fitting(c) {
+				if !got[sh.Name] {
+					t.Fatalf("%s, seed %d: no seed genome of shape %s", c.Lock, seed, sh.Name)
+				}
+			}
+		}
+	}
+	// queue-outlives-slot on a lock with a watchdog: the holder's lease is the watchdog's, renewed to a
+	// short TTL, and the late client comes after a queue slot of 5 s past that TTL has run out.
+	g := Seeds(rand.New(rand.NewPCG(1, 7)), Caps{Lock: "fair", Family: "mutex", Watchdog: true})
+	q := g[len(g)-1]
+	if q.Origin != "shape queue-outlives-slot" || q.Setting("watchdog") != "600ms" || *q.Schedule.Steps[0].Lease != 0 {
+		t.Fatalf("queue-outlives-slot: %s, watchdog %q\n%s", q.Origin, q.Setting("watchdog"), q.Schedule.Marshal())
+	}
+}

@@ -334,6 +334,43 @@ var Shapes = []Shape{
 		g.Schedule.Steps[g.addActor(rng, c, actor{client: "c2"}, g.Schedule.Steps[0].Name)].Wait = &w
 	}, nil},
 	{"lost-release", lostRelease, nil},
+	{"queue-outlives-slot", queueOutlivesSlot, func(c Caps) bool { return c.Family == "mutex" }},
+}
+
+// The long menus, drawn by queue-outlives-slot alone (the others keep runs to seconds): a hold longer than
+// the internal constants locks time their queues with (Redisson's fair lock gives a waiter 5 s past the
+// lock's TTL in the versions of #2883), and a wait that outlasts it.
+var (
+	longHolds = durs(7*time.Second, 7500*time.Millisecond)
+	longWait  = 8 * time.Second
+)
+
+// queueOutlivesSlot: a holder whose lock lives on past what it had left when a waiter queued (kept by its
+// watchdog's renewals, where the lock has one; else a long lease) holds for longer than a queue's internal
+// slot; a waiter queues at once, willing to outwait it; another client arrives just before the holder lets
+// go. A queue that times out the live waiter as stale lets the late arrival in first (fifo), the shape of
+// Redisson's fair-lock queue bugs (#2883); and a watchdog that gives up leaves the waiter in early.
+func queueOutlivesSlot(rng *rand.Rand, c Caps, g *Genome) {
+	hold := pick(rng, longHolds)
+	lease := c.longLease(rng)
+	if c.Watchdog {
+		lease = new(time.Duration) // the watchdog's: renewed to a short TTL, the lock lives on
+		g.set("watchdog", watchdogs[1])
+	} else if *lease < hold+hold/3+answerSlack {
+		*lease = leases[len(leases)-1]
+	}
+	zero, w := time.Duration(0), longWait
+	a := schedule.Step{Name: g.name(), Client: "c1", Acquire: c.Ops()[0], Lease: lease, Wait: &zero}
+	g.Schedule.Steps = append(g.Schedule.Steps, a,
+		schedule.Step{Name: g.name(), After: a.Name, Delay: hold, Client: "c1", Release: true})
+	g.Schedule.Steps[g.addActor(rng, c, actor{client: "c2"}, a.Name)].Wait = &w
+	late := g.addActor(rng, c, actor{client: "c3"}, a.Name)
+	g.Schedule.Steps[late].Delay = hold - 500*time.Millisecond
+	lw := pick(rng, waits[3:]) // until the holder lets go, half a second later
+	g.Schedule.Steps[late].Wait = &lw
+	if len(c.Faults) > 0 && rng.IntN(2) == 0 { // a fault on the holder's way: a renewal lost
+		g.addFault(rng, c, a.Name)
+	}
 }
 
 // lostRelease: holders that fill the lock (its permits, or the one lock), the first with a re-entry where
