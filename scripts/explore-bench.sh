@@ -7,7 +7,7 @@
 # found or not, time to the first finding, runs, distinct transitions covered, the finding's k of n and
 # known or new; for a twin's new finding, its schedule run on the base (seeds 1-3): valid there means the
 # finding is the twin's flaw.
-# Usage: scripts/explore-bench.sh [-b TWIN_BUDGET] [-u UNBROKEN_BUDGET] [-s "SEEDS"] [-j J] [-S SETTLE] [twin...]
+# Usage: scripts/explore-bench.sh [-b TWIN_BUDGET] [-u UNBROKEN_BUDGET] [-s "SEEDS"] [-j J] [-S SETTLE] [twin or unbroken lock...]
 #   defaults: -b 10m -u 30m -s "1 2 3" -j 2 -S 3m (the issue's figures); -u 0 skips the unbroken locks,
 #   -b 0 the twins. Runs go under results/explore-bench/; LOCKCHECK names the binary (default bin/lockcheck).
 set -u
@@ -21,20 +21,32 @@ list=examples/twins/twins.txt
 out=results/explore-bench
 [ -x "$bin" ] || { echo "explore-bench: no $bin (make build)" >&2; exit 254; }
 command -v jq >/dev/null || { echo "explore-bench: needs jq" >&2; exit 254; }
-names=${*:-$(grep -v '^#' "$list" | cut -d'|' -f1 | tr -d ' ')}
-for n in $names; do
-  grep -q "^$n |" "$list" || { echo "explore-bench: no twin $n in $list" >&2; exit 254; }
-done
 mkdir -p "$out"
 
-# The unbroken locks: the Go emulation's families explore generates, an example spec, one real worker.
+# The unbroken locks: the Go emulation's families explore generates, an example spec, one real worker; an
+# unbroken lock named after the options runs alone (-b 0 -u 30m fair).
 unbroken='reentrant|--lock reentrant
 rwlock|--lock rwlock
 fair|--lock fair
+semaphore|--lock semaphore
+expirable-semaphore|--lock expirable-semaphore
 fenced|--lock fenced
 redlock-spec|--lock redlock-spec
-rwlock-yaml|--lock-spec examples/locks/rwlock.yaml
-redsync|--client redsync'
+redsync|--client redsync
+mutex|--lock mutex
+rwlock-yaml|--lock-spec examples/locks/rwlock.yaml'
+# names given: the twins and unbroken locks named, each known; none: every one
+names=$(grep -v '^#' "$list" | cut -d'|' -f1 | tr -d ' ') unames=$(printf '%s\n' "$unbroken" | cut -d'|' -f1)
+if [ $# -gt 0 ]; then
+  tw="" un=""
+  for n in "$@"; do
+    if grep -q "^$n |" "$list"; then tw="$tw $n"
+    elif printf '%s\n' "$unames" | grep -qx "$n"; then un="$un $n"
+    else echo "explore-bench: no twin or unbroken lock $n" >&2; exit 254
+    fi
+  done
+  names=$tw unames=$un
+fi
 
 # one explore: $1 name, $2 seed, $3 budget, $4 the lock's flags, $5 extra flags (--max-findings 1 for twins),
 # $6 for a twin the lock's flags with the base's own flag instead of the twin's; row in $dir/row
@@ -104,7 +116,9 @@ if [ "$budget" != 0 ]; then
   done
 fi
 if [ "$ubudget" != 0 ]; then
-  printf '%s\n' "$unbroken" | while IFS='|' read -r n flags; do echo "$n|$flags"; done >"$out/.unbroken"
+  printf '%s\n' "$unbroken" | while IFS='|' read -r n flags; do
+    printf '%s\n' $unames | grep -qx "$n" && echo "$n|$flags"
+  done >"$out/.unbroken"
   while IFS='|' read -r n flags; do
     for s in $(echo "$seeds" | cut -d' ' -f1); do spawn "$n" "$s" "$ubudget" "$flags" ""; done
   done <"$out/.unbroken"
