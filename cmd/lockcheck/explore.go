@@ -134,7 +134,7 @@ explore.json and index.html list the findings; coverage.json holds the whole map
 				}
 			}
 			x := &exploration{exe: exe, dir: results, sut: sut, caps: caps, seed: o.Seed, shard: shard,
-				confirm: confirm, settle: settleBudget}
+				confirm: confirm, settle: settleBudget, base: withoutScripts(sut), onBase: map[string]baseRun{}}
 			return x.run(cmd.Context(), budget, parallel, maxFindings, maxRuns, seeds)
 		},
 	}
@@ -188,6 +188,16 @@ func exploreArgs(cmd *cobra.Command) ([]string, error) {
 		out = append(out, "--"+f.Name+"="+v)
 	})
 	return out, err
+}
+
+// withoutScripts is the system under test with the lock's own scripts: sut without --scripts (nil when it
+// has none).
+func withoutScripts(sut []string) []string {
+	base := slices.DeleteFunc(slices.Clone(sut), func(a string) bool { return strings.HasPrefix(a, "--scripts=") })
+	if len(base) == len(sut) {
+		return nil
+	}
+	return base
 }
 
 // faultMenu are the faults a generated step may start, each kept only when a dry run of a schedule with it
@@ -262,7 +272,15 @@ type exploration struct {
 	// covFamily is the coverage family of the runs' lock (coverage.FamilyOf).
 	cov       *coverage.Map
 	covFamily string
+	// base is a --scripts explore's system under test with the lock's own scripts (nil otherwise), and
+	// onBase what a new finding's first run showed there, by signature (see baseKnown).
+	base   []string
+	onBase map[string]baseRun
 }
+
+// baseRun is a new finding's first schedule replayed on the lock's own scripts: the catalog entry that run
+// matched with the same signature ("" if it did not fail so, or matched nothing), and its directory.
+type baseRun struct{ known, about, dir string }
 
 // Explore is explore.json.
 type Explore struct {
@@ -347,19 +365,10 @@ func (x *exploration) play(ctx context.Context, g *explore.Genome, seed int64, d
 		return explore.Outcome{Verdict: "error", Note: err.Error()}
 	}
 	// --time only bounds the run (a once-schedule ends with its steps): its steps' longest chain and a margin
-	runTime := (g.Span(x.caps) + 3*time.Second).Round(time.Second)
-	args := slices.Concat(x.sut, g.Args(), []string{"--schedule=" + file, "--quiet=0s", "--time=" + runTime.String()})
-	s := &suite.Suite{Name: name, Cases: []suite.Case{{ID: "run", Entry: name, Args: append(args, "--seed="+strconv.FormatInt(seed, 10)),
-		Seed: seed, Expect: []string{"valid"}}}}
-	rep, err := suite.Run(ctx, s, "", suite.Config{Exe: x.exe, Dir: dir, Parallel: 1, Repeat: 1, KeepAll: true})
-	if err != nil || len(rep.Outcomes) == 0 {
-		note := "interrupted"
-		if err != nil {
-			note = err.Error()
-		}
-		return explore.Outcome{Verdict: "error", Note: note}
+	o, err := x.runOnce(ctx, x.sut, g, file, seed, dir, name)
+	if err != nil {
+		return explore.Outcome{Verdict: "error", Note: err.Error()}
 	}
-	o := rep.Outcomes[0]
 	out := explore.Outcome{Dir: filepath.Join(dir, o.Dir), Verdict: o.Verdict, Note: o.Story, FirstNs: o.FirstNs,
 		Seconds: o.Seconds, Refused: o.Exit == exitUsage}
 	if o.Verdict == "error" {
@@ -386,8 +395,65 @@ func (x *exploration) play(ctx context.Context, g *explore.Genome, seed int64, d
 				out.Known, _ = knownOf(h, res)
 			}
 		}
+		if out.Known == "" && out.Signature != "" {
+			out.Known = x.baseKnown(ctx, g, file, seed, dir, out.Signature).known
+		}
 	}
 	return out
+}
+
+// runOnce runs a genome's schedule file with the system under test's flags sut as a child `lockcheck run`
+// into dir.
+func (x *exploration) runOnce(ctx context.Context, sut []string, g *explore.Genome, file string, seed int64, dir, name string) (suite.Outcome, error) {
+	// --time only bounds the run (a once-schedule ends with its steps): its steps' longest chain and a margin
+	runTime := (g.Span(x.caps) + 3*time.Second).Round(time.Second)
+	args := slices.Concat(sut, g.Args(), []string{"--schedule=" + file, "--quiet=0s", "--time=" + runTime.String()})
+	s := &suite.Suite{Name: name, Cases: []suite.Case{{ID: "run", Entry: name, Args: append(args, "--seed="+strconv.FormatInt(seed, 10)),
+		Seed: seed, Expect: []string{"valid"}}}}
+	rep, err := suite.Run(ctx, s, "", suite.Config{Exe: x.exe, Dir: dir, Parallel: 1, Repeat: 1, KeepAll: true})
+	if err != nil {
+		return suite.Outcome{}, err
+	}
+	if len(rep.Outcomes) == 0 {
+		return suite.Outcome{}, errors.New("interrupted")
+	}
+	return rep.Outcomes[0], nil
+}
+
+// baseKnown: on a --scripts explore, a run that matched nothing known is replayed once on the lock's own
+// scripts (the same schedule, settings and seed). Failing there with the same signature and a catalog entry
+// makes it that entry's, the lock's known behaviour and not the replaced scripts': a library's entries do
+// not match a --scripts run (nobody's library), so a twin's explore would otherwise stop at its base's
+// design limits as if they were new. Each signature is replayed once.
+func (x *exploration) baseKnown(ctx context.Context, g *explore.Genome, file string, seed int64, dir, sig string) baseRun {
+	if x.base == nil {
+		return baseRun{}
+	}
+	x.mu.Lock()
+	b, done := x.onBase[sig]
+	x.mu.Unlock()
+	if done {
+		return b
+	}
+	bdir := filepath.Join(dir, "base")
+	if o, err := x.runOnce(ctx, x.base, g, file, seed, bdir, "base"); err == nil && o.Verdict == "invalid" {
+		run := filepath.Join(bdir, o.Dir)
+		h, herr := history.ReadFile(filepath.Join(run, "history.jsonl"))
+		res, rerr := report.ReadResults(run)
+		if herr == nil && rerr == nil {
+			if s, ok := signatureOf(h, res); ok && findingKey(s) == sig {
+				b.known, b.about = knownOf(h, res)
+				b.dir = run
+			}
+		}
+	}
+	if ctx.Err() != nil { // cut short: not an answer to keep
+		return baseRun{}
+	}
+	x.mu.Lock()
+	x.onBase[sig] = b
+	x.mu.Unlock()
+	return b
 }
 
 // progress prints the status line now and then, and every run that added to the map or found something.
@@ -486,6 +552,9 @@ func (x *exploration) settleFinding(ctx context.Context, f *explore.Finding) {
 	}
 	if h, herr := history.ReadFile(filepath.Join(run, "history.jsonl")); herr == nil && h.Run != nil {
 		st.Known, st.About = knownOf(h, res)
+	}
+	if b := x.onBase[f.Signature]; st.Known == "" && b.known != "" { // the lock's own scripts fail so too
+		st.Known, st.About = b.known, b.about+" (the lock's own scripts fail the same way on this schedule: "+rel(x.dir, b.dir)+")"
 	}
 	in, err := bugreport.Load(run, sdir)
 	if err == nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -290,5 +291,42 @@ func TestExploreShrinksItsOwnRun(t *testing.T) {
 	if c.Get("schedule") != "/r/runs/00023/schedule.yaml" || c.Get("scripts") != "/w/examples/twins/rw-read-shorter-lease" ||
 		c.Get("lock") != "rwlock" || len(c.Withheld) != 0 {
 		t.Fatalf("explore's own run shrinks as %q (withheld %v)", c.Args(), c.Withheld)
+	}
+}
+
+// TestExploreNamesTheBasesKnownBehaviour: on a --scripts explore (a twin: the lock's script set with some
+// files replaced) a run that fails matching nothing known is replayed on the lock's own scripts; failing
+// there the same way, it is that catalog entry's (the lock's known behaviour), so a twin's explore does not
+// stop at its base's design limits as if they were new. Here the "twin" replaces a script with an
+// unchanged copy, and the run plays Redisson's read re-entry that stops the watchdog (a library entry,
+// which a --scripts run alone does not match).
+func TestExploreNamesTheBasesKnownBehaviour(t *testing.T) {
+	scripts := t.TempDir()
+	b, err := os.ReadFile("../../locks/scripts/redisson/rw_read_release.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(scripts, "rw_read_release.lua"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := schedule.Load("../../examples/schedules/rw-reentry-stops-watchdog.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := explore.FromSchedule(s, []explore.Setting{{Flag: "watchdog", Value: "600ms"}})
+	sut := []string{"--lock=rwlock", "--scripts=" + scripts}
+	caps := explore.Caps{Lock: "rwlock", Family: "rwlock", Reentrant: true, Watchdog: true}
+	for _, replay := range []bool{false, true} {
+		x := &exploration{exe: buildBinary(t), dir: t.TempDir(), sut: sut, caps: caps, onBase: map[string]baseRun{}}
+		if replay {
+			x.base = withoutScripts(sut)
+		}
+		out := x.play(context.Background(), g, 1, filepath.Join(x.dir, "runs", "00001"), "00001")
+		if out.Verdict != "invalid" || out.Signature == "" {
+			t.Fatalf("replay %v: %s (%s), want the overlap", replay, out.Verdict, out.Note)
+		}
+		if want := map[bool]string{false: "", true: "redisson-rw-reentry-stops-watchdog"}[replay]; out.Known != want {
+			t.Errorf("replay on the lock's own scripts %v: known %q, want %q", replay, out.Known, want)
+		}
 	}
 }
