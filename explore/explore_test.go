@@ -48,7 +48,7 @@ func TestGeneratedAndMutatedSchedulesAreValid(t *testing.T) {
 			corpus = append(corpus, m)
 		}
 		for _, mu := range Mutators {
-			usable := !(mu.Name == "op" && c.Family != "rwlock") && !(mu.Name == "reenter" && !c.Reentrant) &&
+			usable := !(mu.Name == "op" && c.Family != "rwlock") && !(mu.Name == "reenter" && !c.Reentrant && !c.semaphore()) &&
 				!(mu.Name == "watchdog" && !c.Watchdog) && !((mu.Name == "fault-on-event" || mu.Name == "move-fault") && len(c.Faults) == 0) &&
 				!(mu.Name == "permits" && !c.semaphore()) && !(mu.Name == "timeout" && c.Timeout == time.Second)
 			if usable && !applied[mu.Name] {
@@ -227,60 +227,75 @@ steps:
 // counts the resend as a second permit given back; a holder beyond the permits is a violation. Its coverage
 // is each acquire's state (permits all, some, none) and outcome, and each release's (under a lost reply or
 // not).
-func doubleRelease(_ context.Context, t Trial) Outcome {
-	out := Outcome{Verdict: "valid", Transitions: map[string]int{}}
-	g := t.Genome
-	permits := g.permits(semCaps)
-	at := map[string]time.Duration{}
-	steps := slices.Clone(g.Schedule.Steps)
-	for _, st := range steps {
-		at[st.Name] = st.At
-		if st.After != "" {
-			at[st.Name] = at[st.After] + st.Delay
-		}
-	}
-	slices.SortStableFunc(steps, func(a, b schedule.Step) int { return cmp.Compare(at[a.Name], at[b.Name]) })
-	lost := func(st schedule.Step) bool { // a drop-reply on the client is on as the release goes out
-		for _, f := range steps {
-			if f.Fault == "drop-reply" && (len(f.Targets) == 0 || slices.Contains(f.Targets, st.Client)) &&
-				at[f.Name] <= at[st.Name] && at[st.Name] < at[f.Name]+f.For {
-				return true
+func doubleRelease(ctx context.Context, t Trial) Outcome { return releaseModel(false)(ctx, t) }
+
+// byOwnerRelease models examples/twins/sem-release-by-owner's flaw: the resent release frees its holder's
+// next permit, so it counts twice only while the holder has a second one.
+func byOwnerRelease(ctx context.Context, t Trial) Outcome { return releaseModel(true)(ctx, t) }
+
+func releaseModel(byOwner bool) Runner {
+	return func(_ context.Context, t Trial) Outcome {
+		out := Outcome{Verdict: "valid", Transitions: map[string]int{}}
+		g := t.Genome
+		permits := g.permits(semCaps)
+		at := map[string]time.Duration{}
+		steps := slices.Clone(g.Schedule.Steps)
+		for _, st := range steps {
+			at[st.Name] = st.At
+			if st.After != "" {
+				at[st.Name] = at[st.After] + st.Delay
 			}
 		}
-		return false
-	}
-	available, holders := permits, int64(0)
-	held := map[string]int{} // actor -> permits granted, not yet released
-	for _, st := range steps {
-		who := st.Actor()
-		switch {
-		case st.Acquire == schedule.Permit:
-			state := "some"
-			switch available {
-			case permits:
-				state = "all"
-			case 0:
-				state = "none"
+		slices.SortStableFunc(steps, func(a, b schedule.Step) int { return cmp.Compare(at[a.Name], at[b.Name]) })
+		lost := func(st schedule.Step) bool { // a drop-reply on the client is on as the release goes out
+			for _, f := range steps {
+				if f.Fault == "drop-reply" && (len(f.Targets) == 0 || slices.Contains(f.Targets, st.Client)) &&
+					at[f.Name] <= at[st.Name] && at[st.Name] < at[f.Name]+f.For {
+					return true
+				}
 			}
-			if available <= 0 {
-				out.Transitions["acquire "+state+" refused"]++
-				continue
-			}
-			available, holders, held[who] = available-1, holders+1, held[who]+1
-			out.Transitions["acquire "+state+" granted"]++
-			if holders > permits {
-				out.Verdict, out.Signature = "invalid", "holders > permits"
-			}
-		case st.Release && held[who] > 0:
-			available, holders, held[who] = available+1, holders-1, held[who]-1
-			how := "release"
-			if lost(st) {
-				available, how = available+1, "release resent"
-			}
-			out.Transitions[how]++
+			return false
 		}
+		available, holders := permits, int64(0)
+		held := map[string]int{}   // actor -> permits granted whose section is still open
+		inLock := map[string]int{} // actor -> permits the semaphore still counts as the actor's
+		for _, st := range steps {
+			who := st.Actor()
+			switch {
+			case st.Acquire == schedule.Permit:
+				state := "some"
+				switch available {
+				case permits:
+					state = "all"
+				case 0:
+					state = "none"
+				}
+				if available <= 0 {
+					out.Transitions["acquire "+state+" refused"]++
+					continue
+				}
+				available, holders, held[who], inLock[who] = available-1, holders+1, held[who]+1, inLock[who]+1
+				out.Transitions["acquire "+state+" granted"]++
+				if holders > permits {
+					out.Verdict, out.Signature = "invalid", "holders > permits"
+				}
+			case st.Release && held[who] > 0:
+				holders, held[who] = holders-1, held[who]-1
+				if inLock[who] > 0 {
+					available, inLock[who] = available+1, inLock[who]-1
+				}
+				how := "release"
+				if lost(st) && (!byOwner || inLock[who] > 0) { // the resend frees one more
+					available, how = available+1, "release resent"
+					if byOwner {
+						inLock[who]--
+					}
+				}
+				out.Transitions[how]++
+			}
+		}
+		return out
 	}
-	return out
 }
 
 // TestExploreFindsTheDoubleCountedRelease: a seeded search of the expirable semaphore on Sentinel against
@@ -310,6 +325,34 @@ func TestExploreFindsTheDoubleCountedRelease(t *testing.T) {
 		t.Errorf("the finding's schedule:\n%s", s)
 	}
 	t.Logf("found at run %d:\n%s", first, s)
+}
+
+// TestExploreFindsTheReleaseByOwner: a release that frees by holder counts twice only when its holder has
+// a second permit; explore gives a semaphore holder a second permit (a hold of its own, its lease fitting
+// its work) and finds it, where before it refused such a schedule and never could.
+func TestExploreFindsTheReleaseByOwner(t *testing.T) {
+	for seed := range int64(3) {
+		e := &Explorer{Caps: semCaps, Seed: seed + 1, Run: byOwnerRelease, MaxRuns: 100, MaxFindings: 1}
+		e.Search(context.Background())
+		if len(e.Findings) != 1 {
+			t.Fatalf("seed %d: %d findings in %d runs, want the release by owner", seed+1, len(e.Findings), e.Status().Runs)
+		}
+		t.Logf("seed %d: found at run %d", seed+1, e.Findings[0].FirstRun)
+	}
+	// a second permit's own lease must fit its hold, up to the actor's next release
+	s, err := schedule.Parse([]byte(`lock: expirable-semaphore
+steps:
+  - {name: a, client: c1, acquire: permit, lease: 10s}
+  - {name: b, after: a, client: c1, acquire: permit, lease: 300ms}
+  - {name: c, after: b, delay: 2s, client: c1, release: true}
+  - {name: d, after: c, client: c1, release: true}
+`), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := timesOf(s, 0).holdsFit(s); err == nil || !strings.Contains(err.Error(), "300ms lease") {
+		t.Fatalf("a second permit held 2 s on a 300 ms lease: %v", err)
+	}
 }
 
 // TestEveryLockGetsASeedOfEachShapeItFits: the search starts from one genome of each shape the lock can

@@ -333,7 +333,8 @@ var Shapes = []Shape{
 		w := pick(rng, waits[2:])
 		g.Schedule.Steps[g.addActor(rng, c, actor{client: "c2"}, g.Schedule.Steps[0].Name)].Wait = &w
 	}, nil},
-	{"lost-release", lostRelease, nil},
+	{"lost-release", lostRelease(false), nil},
+	{"lost-release-own-permits", lostRelease(true), func(c Caps) bool { return c.semaphore() }},
 	{"queue-outlives-slot", queueOutlivesSlot, func(c Caps) bool { return c.Family == "mutex" }},
 }
 
@@ -377,55 +378,76 @@ func queueOutlivesSlot(rng *rand.Rand, c Caps, g *Genome) {
 // the lock has them; a fault aimed at the first's client (a reply dropped or slowed, the client frozen)
 // started just before it releases (its inner hold first), so the release goes out while the fault is on
 // and may be resent; then two more clients ask. A release that counts twice lets them both in beside the
-// holders left (a semaphore's permits overflow); an inner unlock resent deletes the outer hold.
-func lostRelease(rng *rand.Rand, c Caps, g *Genome) {
-	n := int64(1)
-	if c.semaphore() {
-		if rng.IntN(3) == 0 {
-			g.set("permits", pick(rng, permitMenu[:2]))
+// holders left (a semaphore's permits overflow); an inner unlock resent deletes the outer hold. With own, a
+// semaphore's first holder takes two permits itself (a release that frees by holder frees the other too).
+func lostRelease(own bool) func(rng *rand.Rand, c Caps, g *Genome) {
+	return func(rng *rand.Rand, c Caps, g *Genome) {
+		n := int64(1)
+		if c.semaphore() {
+			if rng.IntN(3) == 0 && !own {
+				g.set("permits", pick(rng, permitMenu[:2]))
+			}
+			n = g.permits(c)
+			if own && n < 2 {
+				g.set("permits", "2")
+				n = 2
+			}
+			if own && (c.Timeout == 0 || c.Timeout > time.Second) { // the resend soon: the run stays short
+				g.set("timeout", timeouts[1])
+			}
 		}
-		n = g.permits(c)
-	}
-	first := schedule.Step{Name: g.name(), Client: "c1", Acquire: pick(rng, c.Ops()), Lease: c.longLease(rng), Wait: wait(rng)}
-	g.Schedule.Steps = append(g.Schedule.Steps, first)
-	last, inner := first.Name, ""
-	if c.Reentrant { // with the outer hold's lease: a shorter one would show the re-entry's lease first
-		in := schedule.Step{Name: g.name(), After: first.Name, Delay: pick(rng, gaps), Client: "c1",
-			Acquire: first.Acquire, Lease: first.Lease, Wait: wait(rng)}
-		if in.Lease != nil {
-			l := *in.Lease
-			in.Lease = &l
+		first := schedule.Step{Name: g.name(), Client: "c1", Acquire: pick(rng, c.Ops()), Lease: c.longLease(rng), Wait: wait(rng)}
+		g.Schedule.Steps = append(g.Schedule.Steps, first)
+		last, inner := first.Name, ""
+		// a re-entry, or a semaphore holder's second permit (a release that frees by holder frees either), with
+		// the outer hold's lease: a shorter one would show the re-entry's lease first
+		if second := own && n >= 2; c.Reentrant || second {
+			if second {
+				n-- // the holder's two permits fill two of them
+			}
+			in := schedule.Step{Name: g.name(), After: first.Name, Delay: pick(rng, gaps), Client: "c1",
+				Acquire: first.Acquire, Lease: first.Lease, Wait: wait(rng)}
+			if in.Lease != nil {
+				l := *in.Lease
+				in.Lease = &l
+			}
+			g.Schedule.Steps = append(g.Schedule.Steps, in)
+			last, inner = in.Name, in.Name
 		}
-		g.Schedule.Steps = append(g.Schedule.Steps, in)
-		last, inner = in.Name, in.Name
-	}
-	for k := int64(2); k <= n; k++ { // the other holders keep theirs while the others ask
-		st := schedule.Step{Name: g.name(), After: last, Delay: pick(rng, gaps), Client: "c" + strconv.FormatInt(k, 10),
-			Acquire: pick(rng, c.Ops()), Lease: c.longLease(rng), Wait: wait(rng)}
-		keep := 5 * time.Second
-		if st.Lease != nil {
-			keep = min(keep, fitIn(*st.Lease))
+		for k := int64(2); k <= n; k++ { // the other holders keep theirs while the others ask
+			st := schedule.Step{Name: g.name(), After: last, Delay: pick(rng, gaps), Client: "c" + strconv.FormatInt(k, 10),
+				Acquire: pick(rng, c.Ops()), Lease: c.longLease(rng), Wait: wait(rng)}
+			keep := 5 * time.Second
+			if st.Lease != nil {
+				keep = min(keep, fitIn(*st.Lease))
+			}
+			g.Schedule.Steps = append(g.Schedule.Steps, st,
+				schedule.Step{Name: g.name(), After: st.Name, Delay: keep, Client: st.Client, Release: true})
+			last = st.Name
 		}
-		g.Schedule.Steps = append(g.Schedule.Steps, st,
-			schedule.Step{Name: g.name(), After: st.Name, Delay: keep, Client: st.Client, Release: true})
-		last = st.Name
-	}
-	f := c.releaseFault(rng)
-	if f == "" {
-		return
-	}
-	fault := schedule.Step{Name: g.name(), After: last, Delay: pick(rng, gaps), Fault: f, Targets: []string{"c1"},
-		For: pick(rng, faultFors)}
-	rel := schedule.Step{Name: g.name(), After: fault.Name, Delay: pick(rng, gaps[:3]), Client: "c1", Release: true}
-	g.Schedule.Steps = append(g.Schedule.Steps, fault, rel)
-	if inner != "" { // the outer hold's release, later
-		g.Schedule.Steps = append(g.Schedule.Steps, schedule.Step{Name: g.name(), After: rel.Name,
-			Delay: pick(rng, holds[1:4]), Client: "c1", Release: true})
-	}
-	for k := n + 1; k <= n+2; k++ {
-		w := pick(rng, waits[2:])
-		a := actor{client: "c" + strconv.FormatInt(k, 10)}
-		g.Schedule.Steps[g.addActor(rng, c, a, rel.Name)].Wait = &w
+		f := c.releaseFault(rng)
+		if f == "" {
+			return
+		}
+		fault := schedule.Step{Name: g.name(), After: last, Delay: pick(rng, gaps), Fault: f, Targets: []string{"c1"},
+			For: pick(rng, faultFors[1:])} // longer than the release takes to answer
+		rel := schedule.Step{Name: g.name(), After: fault.Name, Delay: pick(rng, gaps[:2]), Client: "c1", Release: true}
+		g.Schedule.Steps = append(g.Schedule.Steps, fault, rel)
+		if inner != "" { // the outer hold's release, later; a first permit's after the others asked
+			later := holds[1:4]
+			if c.semaphore() {
+				later = holds[3:]
+			}
+			g.Schedule.Steps = append(g.Schedule.Steps, schedule.Step{Name: g.name(), After: rel.Name,
+				Delay: pick(rng, later), Client: "c1", Release: true})
+		}
+		for k := n + 1; k <= n+2; k++ { // each holds a while, so that both are in at once
+			w, cl := pick(rng, waits[2:]), "c"+strconv.FormatInt(k, 10)
+			st := schedule.Step{Name: g.name(), After: rel.Name, Delay: pick(rng, gaps), Client: cl,
+				Acquire: pick(rng, c.Ops()), Lease: c.longLease(rng), Wait: &w}
+			g.Schedule.Steps = append(g.Schedule.Steps, st,
+				schedule.Step{Name: g.name(), After: st.Name, Delay: pick(rng, holds[3:5]), Client: cl, Release: true})
+		}
 	}
 }
 
@@ -594,14 +616,7 @@ func (g *Genome) Check(c Caps) error {
 	if err := s.Check(schedule.Caps{Lock: c.Lock, Family: c.Family, Reentrant: c.Reentrant}); err != nil {
 		return err
 	}
-	for i, st := range s.Steps {
-		// A schedule may give an actor a second permit; explore does not: each permit is a hold of its own,
-		// and one taken inside another would escape the rule that a holder's work fits its lease.
-		if st.Acquire == schedule.Permit && outerHeld(s, i) {
-			return fmt.Errorf("%s: %s takes a second permit while it holds one", s.Label(i), st.Actor())
-		}
-	}
-	tm := timesOf(s, c.Timeout)
+	tm := timesOf(s, g.timeout(c))
 	if tm.end > maxSpan {
 		return fmt.Errorf("spans %s", tm.end)
 	}
@@ -730,7 +745,9 @@ func timesWith(s *schedule.Schedule, held []window) times {
 // lock's own faults (a late release after a leave is the application's right, and stays).
 func (t times) holdsFit(s *schedule.Schedule) error {
 	for i, st := range s.Steps {
-		if st.Acquire == "" || st.Lease == nil || *st.Lease == 0 || outerHeld(s, i) {
+		// A re-entry's lease is free to differ from its hold's; a second permit is a hold of its own, until
+		// the actor's next release (the last permit taken is the first given back).
+		if st.Acquire == "" || st.Lease == nil || *st.Lease == 0 || st.Acquire != schedule.Permit && outerHeld(s, i) {
 			continue
 		}
 		end, endAt := t.end, -1
@@ -801,4 +818,12 @@ func outerHeld(s *schedule.Schedule, i int) bool {
 }
 
 // Span is how long the genome's steps can take at most, for the run's --time.
-func (g *Genome) Span(c Caps) time.Duration { return timesOf(g.Schedule, c.Timeout).end }
+func (g *Genome) Span(c Caps) time.Duration { return timesOf(g.Schedule, g.timeout(c)).end }
+
+// timeout is the --timeout the genome's run gets: its own setting, else the run's.
+func (g *Genome) timeout(c Caps) time.Duration {
+	if d, err := time.ParseDuration(g.Setting("timeout")); err == nil && d > 0 {
+		return d
+	}
+	return c.Timeout
+}

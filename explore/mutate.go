@@ -48,12 +48,13 @@ var Mutators = []Mutator{
 		st.Acquire = map[schedule.Op]schedule.Op{schedule.Read: schedule.Write, schedule.Write: schedule.Read}[st.Acquire]
 		return true
 	}},
-	{"reenter", func(rng *rand.Rand, c Caps, g, _ *Genome) bool {
+	{"reenter", func(rng *rand.Rand, c Caps, g, _ *Genome) bool { // on a semaphore: a second permit
 		i, ok := g.pickStep(rng, isAcquire)
-		if ok && c.Reentrant {
+		ok = ok && (c.Reentrant || c.semaphore())
+		if ok {
 			g.addReentry(rng, c, i)
 		}
-		return ok && c.Reentrant
+		return ok
 	}},
 	{"add-actor", func(rng *rand.Rand, c Caps, g, _ *Genome) bool {
 		a := actor{client: "c" + strconv.Itoa(len(g.clients())+1)}
