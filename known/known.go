@@ -127,6 +127,7 @@ type rule struct {
 	checkers  []string
 	kind      report.ViolationKind
 	faults    []string // every one in force
+	anyFault  []string // one of them at least in force
 	noFault   bool     // match: faults: [none]: no fault in force at all
 	families  []string // the buggy side's family, or the match: line's families
 	lock      string   // the buggy side's lock, and its library ("" with any-lock)
@@ -233,6 +234,7 @@ func ruleOf(name string, b []byte) (rule, error) {
 				r.faults, r.noFault = nil, true
 			}
 		}
+		r.anyFault = m.AnyFault
 		if m.AnyLock {
 			r.lock, r.library = "", ""
 		}
@@ -363,7 +365,8 @@ func (r rule) meets(s Signature, run history.RunMeta) (int, bool) {
 		cond(r.lock != "", r.lock == run.Lock) &&
 		cond(r.library != "", r.library == lib) &&
 		cond(r.fixed != "" && version != "", Older(version, r.fixed)) &&
-		cond(r.noFault, len(s.Faults) == 0)
+		cond(r.noFault, len(s.Faults) == 0) &&
+		cond(len(r.anyFault) > 0, slices.ContainsFunc(r.anyFault, func(f string) bool { return slices.Contains(s.Faults, f) }))
 	for _, f := range r.faults {
 		ok = ok && cond(true, slices.Contains(s.Faults, f))
 	}

@@ -1,6 +1,7 @@
 package known
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -46,7 +47,7 @@ func TestEveryEntryIsMatchable(t *testing.T) {
 	}
 	for _, r := range rs {
 		for _, c := range r.checkers {
-			s := Signature{Kind: report.KindOf(c), Checker: c, Family: r.families[0], Faults: r.faults, Lease: r.lease,
+			s := Signature{Kind: report.KindOf(c), Checker: c, Family: r.families[0], Faults: append(slices.Clone(r.faults), r.anyFault[:min(1, len(r.anyFault))]...), Lease: r.lease,
 				Shortened: r.shortened != nil && *r.shortened, Stopped: r.stopped != nil && *r.stopped,
 				Outlived: r.outlived != nil && *r.outlived}
 			if r.kind != "" {
@@ -87,6 +88,17 @@ func TestMatch(t *testing.T) {
 	if e, ok := Match(naive, history.RunMeta{Lock: "naive"}); !ok || e.Name != "design-failover-single-node" ||
 		Text(e) != "known: `design-failover-single-node`, a design limit of every lock that trusts one primary's reply; mitigation: WAIT after the grant" {
 		t.Errorf("the naive lock under a failover: %q %v", Text(e), ok)
+	}
+	// a client-stall freezes the holder whole, its watchdog too: the same design limit (explore found it on
+	// the fair lock); a fault that freezes nobody is not
+	stall := pause
+	stall.Faults = []string{"client-stall"}
+	if e, ok := Match(stall, emulation); !ok || e.Name != "kleppmann-pause" {
+		t.Errorf("a stall past the lease: %+v %v", e, ok)
+	}
+	stall.Faults = []string{"latency"}
+	if e, ok := Match(stall, emulation); ok && e.Name == "kleppmann-pause" {
+		t.Errorf("an overlap past the lease under latency alone matched kleppmann-pause")
 	}
 	early := pause
 	early.Lease = report.WithinLease

@@ -67,6 +67,7 @@ type Match struct {
 	Kind      string    `yaml:"kind"`      // the story's kind of violation (overlap, lost-lock, ...)
 	Checkers  []string  `yaml:"checkers"`  // other checkers whose finding is this bug too, beside checker:
 	Faults    *[]string `yaml:"faults"`    // faults in force at the violation, all of them; [] for any; [none] for no fault at all
+	AnyFault  []string  `yaml:"any-fault"` // one of these faults at least in force at the violation
 	Lease     string    `yaml:"lease"`     // past or within: the side of the first owner's lease it fell on
 	Shortened *bool     `yaml:"shortened"` // a re-entry had (true) or had not (false) shortened the first owner's lease
 	// Stopped: the unlock of a re-entry with a lease of its own had (true) or had not (false) stopped the
