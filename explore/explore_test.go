@@ -377,7 +377,7 @@ func TestEveryLockGetsASeedOfEachShapeItFits(t *testing.T) {
 	// short TTL, and the late client comes after a queue slot of 5 s past that TTL has run out.
 	g := Seeds(rand.New(rand.NewPCG(1, 7)), Caps{Lock: "fair", Family: "mutex", Watchdog: true})
 	q := g[len(g)-1]
-	if q.Origin != "shape queue-outlives-slot" || q.Setting("watchdog") != "600ms" || *q.Schedule.Steps[0].Lease != 0 {
+	if q.Origin != "shape queue-outlives-slot" || q.Setting("watchdog") != "1500ms" || *q.Schedule.Steps[0].Lease != 0 {
 		t.Fatalf("queue-outlives-slot: %s, watchdog %q\n%s", q.Origin, q.Setting("watchdog"), q.Schedule.Marshal())
 	}
 }
