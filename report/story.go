@@ -495,7 +495,7 @@ func holdsLease(h *history.History, o checker.Overlap) (leaseEnd int64, shortene
 	var (
 		holds     []hold
 		watchdog  [2]int // the thread's watchdog counts, write and read (Redisson's LockTask and ReadLockTask)
-		lastLease int64  // the lease of the handle's last acquire with one (its unlock's PEXPIRE)
+		lastLease int64  // the lease of the write handle's last acquire with one (its unlock's PEXPIRE)
 	)
 	idx := func(r bool) int {
 		if r {
@@ -518,7 +518,10 @@ func holdsLease(h *history.History, o checker.Overlap) (leaseEnd int64, shortene
 			}
 			hd := hold{read: r, renewed: watchdog[0]+watchdog[1] > 0}
 			if l > 0 {
-				hd.end, lastLease = c.Time+l, l
+				hd.end = c.Time + l
+				if !r { // the read handle's lease is its own object's: the write unlock never uses it
+					lastLease = l
+				}
 			} else {
 				watchdog[idx(r)]++
 				for j := range holds {

@@ -282,4 +282,15 @@ func TestStoryRWReentryStopsTheWatchdog(t *testing.T) {
 	if s := story("write", long, short, inner); s.Lease != PastLease || !s.Shortened || s.Stopped {
 		t.Fatalf("a write re-entry's unlock: lease %q, shortened %v, stopped %v", s.Lease, s.Shortened, s.Stopped)
 	}
+	// A read between them with a 10 s lease of its own is the read handle's: the write unlock still sets
+	// the TTL to the write handle's 100 ms (explore found it on the unbroken read-write lock, called early).
+	readRe := grant("c2", 1, "lock-0", 10*ms, 11*ms)
+	readRe.Invoke.Args = map[string]int64{"lease_ms": 10000, "nested": 1}
+	readAcq := call("c2", 1, "lock-0", "acquire", 10*ms, history.Ok)
+	readAcq.Invoke.Args = map[string]int64{"read": 1}
+	readDone := call("c2", 1, "lock-0", "unlock", 20*ms, history.Ok)
+	readDone.Invoke.Args = map[string]int64{"nested": 1}
+	if s := story("write", long, short, readRe, readAcq, readDone, inner); s.Lease != PastLease || !s.Shortened {
+		t.Fatalf("a write re-entry's unlock after a longer read: lease %q, shortened %v: %s", s.Lease, s.Shortened, s.Text)
+	}
 }
