@@ -89,10 +89,13 @@ type Settled struct {
 	Schedule string   `json:"schedule_file,omitempty"`
 	Caught   int      `json:"caught"` // k of n fresh seeds that failed the same way
 	Of       int      `json:"of"`
-	Known    string   `json:"known,omitempty"` // the catalog entry it matches; "" for new
-	About    string   `json:"about,omitempty"` // the entry's summary
-	Report   string   `json:"report,omitempty"`
-	Note     string   `json:"note,omitempty"` // what went wrong settling it
+	// ScheduleCaught of ScheduleOf: the shrunk run written as a schedule, on fresh seeds
+	ScheduleCaught int    `json:"schedule_caught,omitempty"`
+	ScheduleOf     int    `json:"schedule_of,omitempty"`
+	Known          string `json:"known,omitempty"` // the catalog entry it matches; "" for new
+	About          string `json:"about,omitempty"` // the entry's summary
+	Report         string `json:"report,omitempty"`
+	Note           string `json:"note,omitempty"` // what went wrong settling it
 }
 
 // Status is the progress line's figures.

@@ -538,13 +538,14 @@ func (x *exploration) settleFinding(ctx context.Context, f *explore.Finding) {
 		return
 	}
 	o := shrinkOracle{exe: x.exe, dir: sdir, sig: sig, parallel: 3}
-	err = runShrink(ctx, log, run, res.Seed, start, sig, o, shrinkPlan{seeds: 2, repeats: x.confirm, budget: x.settle})
+	err = runShrink(ctx, log, run, res.Seed, start, sig, o, shrinkPlan{seeds: 2, repeats: x.confirm, budget: x.settle, scheduleRuns: x.confirm})
 	st.Shrink = rel(x.dir, sdir)
 	var sr shrink.Result
 	if b, rerr := safefile.Read(filepath.Join(sdir, "shrink.json"), safefile.ResultsMax); rerr == nil && json.Unmarshal(b, &sr) == nil {
 		st.Minimal, st.Caught, st.Of = sr.Minimal, sr.Caught, sr.Repeats
 		if sr.Schedule != nil && sr.Schedule.File != "" {
 			st.Schedule = rel(x.dir, sr.Schedule.File)
+			st.ScheduleCaught, st.ScheduleOf = sr.Schedule.Caught, sr.Schedule.Runs
 		}
 	}
 	if err != nil {
@@ -570,7 +571,7 @@ func (x *exploration) settleFinding(ctx context.Context, f *explore.Finding) {
 	if st.Known != "" {
 		known = "known: " + st.Known
 	}
-	fmt.Fprintf(os.Stderr, "  %s: fails again in %d of %d fresh runs; %s; report %s\n", f.ID, st.Caught, st.Of, known, orNone(st.Report))
+	fmt.Fprintf(os.Stderr, "  %s: %s; %s; report %s\n", f.ID, again(st), known, orNone(st.Report))
 }
 
 // widenTries bounds the moves a finding's widening tries (two runs each at most).
@@ -720,6 +721,16 @@ func (x *exploration) summary(w io.Writer) {
 	fmt.Fprintf(w, "map: %s; findings: %s\n", filepath.Join(x.dir, "coverage.json"), filepath.Join(x.dir, "index.html"))
 }
 
+// again is how often a settled finding failed again: its smallest command, and its shrunk schedule where
+// one was written.
+func again(s *explore.Settled) string {
+	t := fmt.Sprintf("fails again in %d of %d fresh runs", s.Caught, s.Of)
+	if s.ScheduleOf > 0 {
+		t += fmt.Sprintf(" (its shrunk schedule %d of %d)", s.ScheduleCaught, s.ScheduleOf)
+	}
+	return t
+}
+
 // printFindings prints each finding as a suite prints a run (suite.PrintOutcome: "FAIL f1 invalid (want
 // valid or known) 4.0s", its story and its known-or-new line under it), so that the Action reads an
 // explore's log as it reads a suite's: a new finding misses the expectation, a known one meets it. Then
@@ -728,18 +739,18 @@ func printFindings(w io.Writer, dir string, fs []*explore.Finding) {
 	for _, f := range fs {
 		o := suite.Outcome{Case: suite.Case{ID: f.ID, Expect: []string{"valid", "known"}}, Verdict: "invalid",
 			Story: f.Story, Seconds: f.FoundS, Known: "new: " + f.Signature}
-		again := "not settled"
+		settled := "not settled"
 		if s := f.Settled; s != nil {
-			again = fmt.Sprintf("fails again in %d of %d fresh runs", s.Caught, s.Of)
+			settled = again(s)
 			if len(s.Widened) > 0 {
-				again += " once widened (" + strings.Join(s.Widened, "; ") + ")"
+				settled += " once widened (" + strings.Join(s.Widened, "; ") + ")"
 			}
 			if s.Known != "" {
 				o.Met, o.Known = true, fmt.Sprintf("known: `%s`, %s", s.Known, s.About)
 			}
 		}
 		suite.PrintOutcome(w, o)
-		fmt.Fprintf(w, "  %s; first at run %d, %d run(s); schedule %s", again, f.FirstRun, len(f.Runs), filepath.Join(dir, f.File))
+		fmt.Fprintf(w, "  %s; first at run %d, %d run(s); schedule %s", settled, f.FirstRun, len(f.Runs), filepath.Join(dir, f.File))
 		if f.Settled != nil && f.Settled.Report != "" {
 			fmt.Fprintf(w, "; report %s", filepath.Join(dir, f.Settled.Report))
 		}

@@ -51,6 +51,9 @@ func (ex *Explore) page(w io.Writer) error {
 			KofN: "not settled", Known: "?", Schedule: link(f.File), Run: link(f.Dir), First: f.FirstRun, Runs: len(f.Runs)}
 		if s := f.Settled; s != nil {
 			r.KofN, r.Known, r.Class = fmt.Sprintf("%d of %d", s.Caught, s.Of), "new", "new"
+			if s.ScheduleOf > 0 {
+				r.KofN += fmt.Sprintf(" (shrunk schedule %d of %d)", s.ScheduleCaught, s.ScheduleOf)
+			}
 			if len(s.Widened) > 0 {
 				r.KofN += " once widened: " + strings.Join(s.Widened, "; ")
 			}

@@ -57,6 +57,10 @@ func TestExploreFindsTheZsetTwin(t *testing.T) {
 	if s == nil || s.Of != 2 || s.Caught < 1 || s.Known != "" || s.Report == "" {
 		t.Fatalf("settled %+v: want it caught again, new, reported", s)
 	}
+	// the shrunk schedule is confirmed as often as the command (the bar's k of n is the schedule's)
+	if s.Schedule != "" && s.ScheduleOf != 2 {
+		t.Errorf("the shrunk schedule ran %d times, want 2 (--confirm)", s.ScheduleOf)
+	}
 	// the shrink plays the finding's schedule on the spec's lock, not the random workload on --lock rwlock
 	if !strings.Contains(s.Minimal, "--schedule=") || !strings.Contains(s.Minimal, "--lock-spec=") {
 		t.Errorf("the smallest command lost the schedule or the spec: %s", s.Minimal)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -97,7 +98,7 @@ run played (its sha256).`,
 				return err
 			}
 			o := shrinkOracle{exe: exe, dir: results, sig: sig, parallel: parallel}
-			return runShrink(cmd.Context(), os.Stdout, dir, res.Seed, start, sig, o, shrinkPlan{seeds, repeats, budget})
+			return runShrink(cmd.Context(), os.Stdout, dir, res.Seed, start, sig, o, shrinkPlan{seeds: seeds, repeats: repeats, budget: budget})
 		},
 	}
 	f := cmd.Flags()
@@ -253,6 +254,9 @@ func readShrinkRun(dir, checkerName string) (*report.Results, shrink.Signature, 
 type shrinkPlan struct {
 	seeds, repeats int
 	budget         time.Duration
+	// scheduleRuns: how many runs check the caught run written as a schedule (0: seeds); explore's
+	// settle confirms the schedule as often as the command
+	scheduleRuns int
 }
 
 // runShrink searches from start, measures the smallest command found, writes shrink.json and steps.txt,
@@ -285,7 +289,7 @@ func runShrink(ctx context.Context, w io.Writer, dir string, seed int64, start s
 			}
 			if len(t.Caught) > 0 {
 				minimal = t.Caught[0]
-				r.Schedule = o.asSchedule(parent, t.CaughtDirs[0], s.Best, s.NextSeeds(p.seeds))
+				r.Schedule = o.asSchedule(parent, t.CaughtDirs[0], s.Best, s.NextSeeds(cmp.Or(p.scheduleRuns, p.seeds)))
 			}
 		} else {
 			r.Stopped = "interrupted" // Ctrl-C during the measurement, or its budget ran out
