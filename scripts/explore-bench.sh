@@ -88,7 +88,7 @@ one() {
     (if ($f | length) == 0 then "none" else ($f[0].signature | split(", at ")[0]) end) + " | " +
     (if ($f | length) == 0 then "" else "\($f[0].found_after_s | floor) s" end) +
     " | \(.runs) | \(.coverage) | " +
-    (if ($f | length) == 0 then "" elif $f[0].settled then "\($f[0].settled.caught) of \($f[0].settled.of)" + (if ($f[0].settled.schedule_of // 0) > 0 then " (schedule \($f[0].settled.schedule_caught) of \($f[0].settled.schedule_of))" else "" end) else "unsettled" end) +
+    (if ($f | length) == 0 then "" elif $f[0].settled then "\($f[0].settled.caught) of \($f[0].settled.of)" + (if ($f[0].settled.schedule_of // 0) > 0 then " (schedule \($f[0].settled.schedule_caught // 0) of \($f[0].settled.schedule_of))" else "" end) else "unsettled" end) +
     " | " + ($f | map(if (.settled.known // .known_at_find // "") != "" then "known: " + (.settled.known // .known_at_find) else "new" end) | join(", ")) +
     " | \($b) | exit \($c) |"' "$j" >"$dir/row"
 }

@@ -37,6 +37,15 @@ func AsSchedule(h *history.History, story *report.Story, lock, family string) (*
 			from = o.Entered
 		}
 	}
+	// An acquire in flight then and granted later (or never answered) queued when it was called: a waiter's
+	// place in the queue is part of the story (fifo's first waiter), so the schedule begins before it.
+	for _, op := range h.OnlySrc("").Ops {
+		c := op.Invoke
+		if c.F == "tryLock" && c.Time < from && (op.Complete == nil || op.Complete.Time >= from && op.Complete.Type != history.Fail) &&
+			(story.Key == "" || c.Key == story.Key) {
+			from = c.Time
+		}
+	}
 	from = max(0, from-int64(lead))
 	// To the end of the violation: the owners' releases are what make their holds last as long as they did
 	// (a schedule played once ends when its last step is done).
@@ -44,6 +53,15 @@ func AsSchedule(h *history.History, story *report.Story, lock, family string) (*
 	for _, o := range story.Owners {
 		to = max(to, o.Left)
 	}
+	// and to the grants of the acquires in flight then (fifo's violation is an arrival granted later)
+	end := to
+	for _, op := range h.OnlySrc("").Ops {
+		c := op.Invoke
+		if c.F == "tryLock" && c.Time <= to && op.Complete != nil && op.Complete.Type == history.Ok && (story.Key == "" || c.Key == story.Key) {
+			end = max(end, op.Complete.Time)
+		}
+	}
+	to = end
 	own := h.OnlySrc("")
 	type held struct {
 		client string
@@ -51,10 +69,32 @@ func AsSchedule(h *history.History, story *report.Story, lock, family string) (*
 		key    string
 	}
 	depth := map[held]int{}
-	var steps []timedStep
-	for _, op := range own.Ops {
+	// Holds granted before the schedule begins and still held then keep the lock busy through it: their
+	// acquires come first, at its start (the holder of a fifo story, whose waiters queued behind it).
+	before := map[held][]int{}
+	for i, op := range own.Ops {
 		c := op.Invoke
-		if c.Time > to || op.Complete != nil && op.Complete.Time < from || c.Time < from && c.F != "tryLock" {
+		if c.Time >= from || story.Key != "" && c.Key != story.Key {
+			continue
+		}
+		a := held{c.Client, c.Thread, c.Key}
+		switch {
+		case c.F == "tryLock" && op.Complete != nil && op.Complete.Type == history.Ok && op.Complete.Time < from:
+			before[a] = append(before[a], i)
+		case c.F == "unlock" && len(before[a]) > 0:
+			before[a] = before[a][:len(before[a])-1]
+		}
+	}
+	openAtFrom := map[int]bool{}
+	for _, is := range before {
+		for _, i := range is {
+			openAtFrom[i] = true
+		}
+	}
+	var steps []timedStep
+	for i, op := range own.Ops {
+		c := op.Invoke
+		if c.Time > to || op.Complete != nil && op.Complete.Time < from && !openAtFrom[i] || c.Time < from && c.F != "tryLock" {
 			continue
 		}
 		if story.Key != "" && c.Key != story.Key {

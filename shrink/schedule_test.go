@@ -170,3 +170,41 @@ func TestAsScheduleOfAReadReentry(t *testing.T) {
 		t.Fatalf("c2's acquires %v, want its read and its read re-entry:\n%s", got, s.Marshal())
 	}
 }
+
+// TestAsScheduleOfAQueuedWaiter: a fifo violation (recorded on examples/twins/fair-fixed-slot, explore's
+// queue-outlives-slot shape): c1 holds on the watchdog for 7 s, c2 queues at once, c3 arrives 6.5 s in and
+// is granted first. The schedule must keep the holder and c2's place in the queue at their times, and the
+// holder's release where it came: begun at the violation, it played c2 queuing 6.5 s late and no holder,
+// and failed 0 of 5 runs where the run failed 5 of 5.
+func TestAsScheduleOfAQueuedWaiter(t *testing.T) {
+	h, err := history.ReadFile("testdata/fair-fifo-queued/history.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := report.ReadResults("testdata/fair-fifo-queued")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := AsSchedule(h, res.Story, h.Run.Lock, h.Run.Checks.Family)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := map[string]time.Duration{}
+	for _, st := range s.Steps {
+		what := "release"
+		if st.Acquire != "" {
+			what = "acquire"
+		}
+		if _, seen := at[st.Client+" "+what]; !seen {
+			at[st.Client+" "+what] = st.At
+		}
+	}
+	near := func(k string, want time.Duration) bool {
+		d, ok := at[k]
+		return ok && d > want-300*time.Millisecond && d < want+300*time.Millisecond
+	}
+	if !near("c1 acquire", 0) || !near("c2 acquire", 100*time.Millisecond) || !near("c3 acquire", 6500*time.Millisecond) ||
+		!near("c1 release", 7*time.Second) {
+		t.Fatalf("the steps' times %v, want c1 holding from 0 to 7 s, c2 queued at 0.1 s, c3 at 6.5 s:\n%s", at, s.Marshal())
+	}
+}
