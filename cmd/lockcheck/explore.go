@@ -273,14 +273,17 @@ type exploration struct {
 	cov       *coverage.Map
 	covFamily string
 	// base is a --scripts explore's system under test with the lock's own scripts (nil otherwise), and
-	// onBase what a new finding's first run showed there, by signature (see baseKnown).
+	// onBase what each finding's first schedule showed there, by signature (see baseOf).
 	base   []string
 	onBase map[string]baseRun
 }
 
-// baseRun is a new finding's first schedule replayed on the lock's own scripts: the catalog entry that run
-// matched with the same signature ("" if it did not fail so, or matched nothing), and its directory.
-type baseRun struct{ known, about, dir string }
+// baseRun is a finding's first schedule replayed on the lock's own scripts: whether it failed there with the
+// same signature, the catalog entry that run matched ("" for none), and its directory.
+type baseRun struct {
+	same              bool
+	known, about, dir string
+}
 
 // Explore is explore.json.
 type Explore struct {
@@ -395,8 +398,11 @@ func (x *exploration) play(ctx context.Context, g *explore.Genome, seed int64, d
 				out.Known, _ = knownOf(h, res)
 			}
 		}
-		if out.Known == "" && out.Signature != "" {
-			out.Known = x.baseKnown(ctx, g, file, seed, dir, out.Signature).known
+		if x.base != nil && out.Signature != "" {
+			x.baseOf(ctx, g, file, seed, dir, out.Signature)
+			x.mu.Lock()
+			out.Known, _ = x.onBaseKnown(out.Signature, out.Known, "")
+			x.mu.Unlock()
 		}
 	}
 	return out
@@ -420,31 +426,36 @@ func (x *exploration) runOnce(ctx context.Context, sut []string, g *explore.Geno
 	return rep.Outcomes[0], nil
 }
 
-// baseKnown: on a --scripts explore, a run that matched nothing known is replayed once on the lock's own
-// scripts (the same schedule, settings and seed). Failing there with the same signature and a catalog entry
-// makes it that entry's, the lock's known behaviour and not the replaced scripts': a library's entries do
-// not match a --scripts run (nobody's library), so a twin's explore would otherwise stop at its base's
-// design limits as if they were new. Each signature is replayed once.
-func (x *exploration) baseKnown(ctx context.Context, g *explore.Genome, file string, seed int64, dir, sig string) baseRun {
-	if x.base == nil {
-		return baseRun{}
-	}
+// baseOf: on a --scripts explore (a lock's script set with some files replaced: a twin, or a user's change),
+// what decides known or new is whether the lock's own scripts fail the same way: each invalid run's
+// signature is replayed, once per signature, on the lock's own scripts (the same schedule and settings,
+// the run's seed and the next, until one fails with that signature). Failing so, the finding is the lock's
+// own behaviour, known by that run's catalog entry (a library's entries do not match a --scripts run,
+// nobody's library) or by its own; staying valid, it is the replaced scripts' own, new whatever design
+// limit its signature resembles (a twin whose re-entry replaces the lease looks like RLock's design).
+func (x *exploration) baseOf(ctx context.Context, g *explore.Genome, file string, seed int64, dir, sig string) baseRun {
 	x.mu.Lock()
 	b, done := x.onBase[sig]
 	x.mu.Unlock()
 	if done {
 		return b
 	}
-	bdir := filepath.Join(dir, "base")
-	if o, err := x.runOnce(ctx, x.base, g, file, seed, bdir, "base"); err == nil && o.Verdict == "invalid" {
+	for i := range int64(2) {
+		bdir := filepath.Join(dir, "base", strconv.FormatInt(i+1, 10))
+		o, err := x.runOnce(ctx, x.base, g, file, seed+i, bdir, "base")
+		if err != nil || o.Verdict != "invalid" {
+			continue
+		}
 		run := filepath.Join(bdir, o.Dir)
 		h, herr := history.ReadFile(filepath.Join(run, "history.jsonl"))
 		res, rerr := report.ReadResults(run)
-		if herr == nil && rerr == nil {
-			if s, ok := signatureOf(h, res); ok && findingKey(s) == sig {
-				b.known, b.about = knownOf(h, res)
-				b.dir = run
-			}
+		if herr != nil || rerr != nil {
+			continue
+		}
+		if s, ok := signatureOf(h, res); ok && findingKey(s) == sig {
+			b.same, b.dir = true, run
+			b.known, b.about = knownOf(h, res)
+			break
 		}
 	}
 	if ctx.Err() != nil { // cut short: not an answer to keep
@@ -454,6 +465,19 @@ func (x *exploration) baseKnown(ctx context.Context, g *explore.Genome, file str
 	x.onBase[sig] = b
 	x.mu.Unlock()
 	return b
+}
+
+// onBaseKnown is a --scripts explore's known-or-new for a finding its own run matched as known (known,
+// about): the base's entry where the lock's own scripts fail the same way, else new.
+func (x *exploration) onBaseKnown(sig, known, about string) (string, string) {
+	b := x.onBase[sig]
+	switch {
+	case !b.same:
+		return "", ""
+	case b.known != "":
+		return b.known, b.about + " (the lock's own scripts fail the same way on this schedule: " + rel(x.dir, b.dir) + ")"
+	}
+	return known, about
 }
 
 // progress prints the status line now and then, and every run that added to the map or found something.
@@ -554,8 +578,8 @@ func (x *exploration) settleFinding(ctx context.Context, f *explore.Finding) {
 	if h, herr := history.ReadFile(filepath.Join(run, "history.jsonl")); herr == nil && h.Run != nil {
 		st.Known, st.About = knownOf(h, res)
 	}
-	if b := x.onBase[f.Signature]; st.Known == "" && b.known != "" { // the lock's own scripts fail so too
-		st.Known, st.About = b.known, b.about+" (the lock's own scripts fail the same way on this schedule: "+rel(x.dir, b.dir)+")"
+	if x.base != nil {
+		st.Known, st.About = x.onBaseKnown(f.Signature, st.Known, st.About)
 	}
 	in, err := bugreport.Load(run, sdir)
 	if err == nil {

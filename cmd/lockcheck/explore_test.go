@@ -334,3 +334,25 @@ func TestExploreNamesTheBasesKnownBehaviour(t *testing.T) {
 		}
 	}
 }
+
+// TestOnBaseKnown: on a --scripts explore the lock's own scripts decide known or new: failing the same way
+// there, the base's entry (or the finding's own match); staying valid, new even where the finding's
+// signature matched a design limit (a twin whose re-entry replaces the lease looks like RLock's design).
+func TestOnBaseKnown(t *testing.T) {
+	x := &exploration{dir: "/r", onBase: map[string]baseRun{
+		"shared":   {same: true, known: "redisson-rw-reentry-stops-watchdog", about: "a", dir: "/r/runs/00001/base/1/run"},
+		"shared2":  {same: true},
+		"twins":    {},
+		"replayed": {same: false, known: ""},
+	}}
+	for _, c := range []struct{ sig, known, want string }{
+		{"shared", "", "redisson-rw-reentry-stops-watchdog"},
+		{"shared2", "design-reentry-lease", "design-reentry-lease"},
+		{"twins", "design-reentry-lease", ""},
+		{"replayed", "", ""},
+	} {
+		if got, _ := x.onBaseKnown(c.sig, c.known, ""); got != c.want {
+			t.Errorf("%s (its own match %q): %q, want %q", c.sig, c.known, got, c.want)
+		}
+	}
+}
