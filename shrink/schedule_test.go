@@ -17,18 +17,7 @@ import (
 // threads) becomes a schedule of its owners' acquires and releases: the holder's grant, the waiter granted
 // when the lease ran out, and a release for each hold the violation ends inside. It reads back.
 func TestAsScheduleOfARecordedOverlap(t *testing.T) {
-	h, err := history.ReadFile("testdata/naive-overlap/history.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := report.ReadResults("testdata/naive-overlap")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := AsSchedule(h, res.Story, h.Run.Lock, h.Run.Checks.Family)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := recordedSchedule(t, "testdata/naive-overlap")
 	back, err := schedule.Parse(s.Marshal(), "schedule.yaml")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, s.Marshal())
@@ -145,18 +134,7 @@ func TestScheduleResultThatDidNotReproduce(t *testing.T) {
 // re-entry is written as the read it was (it was written as a write, an upgrade Redisson refuses), and the
 // fault names no client the schedule does not play (c3: the run of the schedule refused the step).
 func TestAsScheduleOfAReadReentry(t *testing.T) {
-	h, err := history.ReadFile("testdata/rw-reentry-pause/history.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := report.ReadResults("testdata/rw-reentry-pause")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := AsSchedule(h, res.Story, h.Run.Lock, h.Run.Checks.Family)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := recordedSchedule(t, "testdata/rw-reentry-pause")
 	modes := map[string][]schedule.Op{}
 	for _, st := range s.Steps {
 		if st.Acquire != "" {
@@ -177,18 +155,7 @@ func TestAsScheduleOfAReadReentry(t *testing.T) {
 // holder's release where it came: begun at the violation, it played c2 queuing 6.5 s late and no holder,
 // and failed 0 of 5 runs where the run failed 5 of 5.
 func TestAsScheduleOfAQueuedWaiter(t *testing.T) {
-	h, err := history.ReadFile("testdata/fair-fifo-queued/history.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := report.ReadResults("testdata/fair-fifo-queued")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := AsSchedule(h, res.Story, h.Run.Lock, h.Run.Checks.Family)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := recordedSchedule(t, "testdata/fair-fifo-queued")
 	at := map[string]time.Duration{}
 	for _, st := range s.Steps {
 		what := "release"
@@ -207,4 +174,22 @@ func TestAsScheduleOfAQueuedWaiter(t *testing.T) {
 		!near("c1 release", 7*time.Second) {
 		t.Fatalf("the steps' times %v, want c1 holding from 0 to 7 s, c2 queued at 0.1 s, c3 at 6.5 s:\n%s", at, s.Marshal())
 	}
+}
+
+// recordedSchedule reads a recorded run (its history and results) and writes its violation as a schedule.
+func recordedSchedule(t *testing.T, dir string) *schedule.Schedule {
+	t.Helper()
+	h, err := history.ReadFile(dir + "/history.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := report.ReadResults(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := AsSchedule(h, res.Story, h.Run.Lock, h.Run.Checks.Family)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
