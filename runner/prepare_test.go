@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"github.com/spf13/pflag"
 	"io"
@@ -301,5 +302,22 @@ func TestShortFailoverWindowIsSaid(t *testing.T) {
 		if said != c.warned {
 			t.Errorf("%s %s: notes %q, want a warning: %v", c.nemesis, c.d, test.Notes, c.warned)
 		}
+	}
+}
+
+// TestPrepareRefusesAWatchdogShorterThanItsRenewals: a lock spec whose watchdog renews every second cannot
+// keep a 600 ms lease (every hold runs out between renewals): refused in one line, before any node starts.
+func TestPrepareRefusesAWatchdogShorterThanItsRenewals(t *testing.T) {
+	o := quickOptions(t)
+	o.LockSpec = "../examples/twins/watchdog-gives-up/base.yaml"
+	o.Watchdog = 600 * time.Millisecond
+	_, err := Prepare(o)
+	var ue UsageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "renews every 1s") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("--watchdog 600ms on a spec renewing every 1s: %v", err)
+	}
+	o.Watchdog = 3 * time.Second
+	if _, err := Prepare(o); err != nil {
+		t.Fatalf("--watchdog 3s: %v", err)
 	}
 }
