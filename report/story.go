@@ -536,10 +536,11 @@ func holdsLease(h *history.History, o checker.Overlap) (leaseEnd int64, shortene
 			// write half's too: RedissonReadLock's cancelExpirationRenewal calls its parent's, 4.7.0); only an
 			// unlock that found the hold (ok) shows the holds left alive then, their lapse the stopped
 			// renewal's: no sooner than that unlock's call, no later than their own lease where no renewal cut it.
-			if watchdog[idx(gone.read)] > 0 {
+			answered := op.Complete != nil && op.Complete.Time < o.Entered // an answer as or after it entered counts after
+			if answered && watchdog[idx(gone.read)] > 0 {
 				watchdog[idx(gone.read)]--
 			}
-			if gone.read && watchdog[0] > 0 {
+			if answered && gone.read && watchdog[0] > 0 {
 				watchdog[0]--
 			}
 			ok := op.Outcome() == history.Ok && op.Complete.Time <= o.Entered
@@ -562,8 +563,11 @@ func holdsLease(h *history.History, o checker.Overlap) (leaseEnd int64, shortene
 		}
 	}
 	for _, hd := range holds {
-		if hd.end == 0 {
-			continue // a running watchdog keeps it as long as it renews: no end of its own
+		if hd.end == 0 || !hd.read && hd.renewed {
+			// a running watchdog keeps it as long as it renews; a write hold it renewed has no end of its own
+			// either (the renewals set the write lock's whole TTL to the watchdog's lease, whatever lease the
+			// hold had, and where they stopped landing is porcupine's to say)
+			continue
 		}
 		if hd.end > leaseEnd {
 			leaseEnd, stopped = hd.end, hd.stoppedH

@@ -282,6 +282,12 @@ func TestStoryRWReentryStopsTheWatchdog(t *testing.T) {
 	if s := story("write", long, short, inner); s.Lease != PastLease || !s.Shortened || s.Stopped {
 		t.Fatalf("a write re-entry's unlock: lease %q, shortened %v, stopped %v", s.Lease, s.Shortened, s.Stopped)
 	}
+	// A 10 s write hold re-entered on the watchdog: the renewals set the write lock's whole TTL to the
+	// watchdog's lease; a node paused past it and the re-entry's unlock answered "not held": past the lease
+	// (a server pause), not "let in early" against the 10 s (explore found it on the unbroken lock).
+	if s := story("write", long, wd, refused); s.Lease != PastLease {
+		t.Fatalf("a renewed 10 s write hold, its re-entry's unlock refused: lease %q: %s", s.Lease, s.Text)
+	}
 	// A read between them with a 10 s lease of its own is the read handle's: the write unlock still sets
 	// the TTL to the write handle's 100 ms (explore found it on the unbroken read-write lock, called early).
 	readRe := grant("c2", 1, "lock-0", 10*ms, 11*ms)
