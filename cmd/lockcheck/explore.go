@@ -20,6 +20,7 @@ import (
 	"github.com/lockcheck/lockcheck/explore"
 	"github.com/lockcheck/lockcheck/history"
 	"github.com/lockcheck/lockcheck/internal/safefile"
+	"github.com/lockcheck/lockcheck/known"
 	"github.com/lockcheck/lockcheck/report"
 	"github.com/lockcheck/lockcheck/runner"
 	"github.com/lockcheck/lockcheck/shrink"
@@ -392,14 +393,16 @@ func (x *exploration) play(ctx context.Context, g *explore.Genome, seed int64, d
 	x.cov.Add(m)
 	x.mu.Unlock()
 	if o.Verdict == "invalid" {
+		var sig known.Signature
 		if res, err := report.ReadResults(out.Dir); err == nil {
-			if sig, ok := signatureOf(h, res); ok {
+			var ok bool
+			if sig, ok = signatureOf(h, res); ok {
 				out.Signature = findingKey(sig)
 				out.Known, _ = knownOf(h, res)
 			}
 		}
 		if x.base != nil && out.Signature != "" {
-			x.baseOf(ctx, g, file, seed, dir, out.Signature)
+			x.baseOf(ctx, g, file, seed, dir, out.Signature, sig)
 			x.mu.Lock()
 			out.Known, _ = x.onBaseKnown(out.Signature, out.Known, "")
 			x.mu.Unlock()
@@ -429,13 +432,13 @@ func (x *exploration) runOnce(ctx context.Context, sut []string, g *explore.Geno
 // baseOf: on a --scripts explore (a lock's script set with some files replaced: a twin, or a user's change),
 // what decides known or new is whether the lock's own scripts fail the same way: each invalid run's
 // signature is replayed, once per signature, on the lock's own scripts (the same schedule and settings,
-// the run's seed and the next, until one fails with that signature). Failing so, the finding is the lock's
+// the run's seed and the next, until one fails with the same violation by the same checker). Failing so, the finding is the lock's
 // own behaviour, known by that run's catalog entry (a library's entries do not match a --scripts run,
 // nobody's library) or by its own; staying valid, it is the replaced scripts' own, new whatever design
 // limit its signature resembles (a twin whose re-entry replaces the lease looks like RLock's design).
-func (x *exploration) baseOf(ctx context.Context, g *explore.Genome, file string, seed int64, dir, sig string) baseRun {
+func (x *exploration) baseOf(ctx context.Context, g *explore.Genome, file string, seed int64, dir, key string, sig known.Signature) baseRun {
 	x.mu.Lock()
-	b, done := x.onBase[sig]
+	b, done := x.onBase[key]
 	x.mu.Unlock()
 	if done {
 		return b
@@ -452,7 +455,9 @@ func (x *exploration) baseOf(ctx context.Context, g *explore.Genome, file string
 		if herr != nil || rerr != nil {
 			continue
 		}
-		if s, ok := signatureOf(h, res); ok && findingKey(s) == sig {
+		// the same violation by the same checker: which faults were in force at it, or which side of a
+		// lease it fell on, may differ from run to run of one schedule
+		if s, ok := signatureOf(h, res); ok && s.Kind == sig.Kind && s.Checker == sig.Checker && s.Family == sig.Family {
 			b.same, b.dir = true, run
 			b.known, b.about = knownOf(h, res)
 			break
@@ -462,7 +467,7 @@ func (x *exploration) baseOf(ctx context.Context, g *explore.Genome, file string
 		return baseRun{}
 	}
 	x.mu.Lock()
-	x.onBase[sig] = b
+	x.onBase[key] = b
 	x.mu.Unlock()
 	return b
 }
