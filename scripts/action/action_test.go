@@ -755,9 +755,21 @@ func TestActionSteps(t *testing.T) {
 
 	// explore: the search's findings are the log's runs, so a new one fails the job as a suite's missed run
 	// does, named in the outputs and the summary.
+	// On the read-write zset spec's broken twin, whose flaw no catalog entry names (a negative control such
+	// as naive is a design limit the catalog knows, which passes the job): seed 3 finds it at once.
 	t.Run("explore", func(t *testing.T) {
-		c := newComposite(t, a, work, temp, map[string]string{"explore": "2m", "lock": "naive",
-			"flags": "seed: 2\nmax-findings: 1\nsettle-budget: 10s\nconfirm: 1", "results": "out/explore"})
+		b, err := os.ReadFile(filepath.Join(repo, "examples", "locks", "rwlock-zset-broken.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(work, "ci"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(work, "ci", "rwlock-zset-broken.yaml"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c := newComposite(t, a, work, temp, map[string]string{"explore": "2m", "lock-spec": "ci/rwlock-zset-broken.yaml",
+			"flags": "seed: 3\nmax-findings: 1\nsettle-budget: 10s\nconfirm: 1", "results": "out/explore"})
 		c.run(reuse)
 		o := c.actionOutputs()
 		if c.codes["run"] != 1 || o["expectations"] != "missed" || o["missed"] != "f1" || o["verdict"] != "invalid" {
