@@ -55,10 +55,7 @@ func TestCheckOrder(t *testing.T) {
 }
 
 func vol(op porcupine.Operation) porcupine.Operation {
-	in := op.Input.(Command)
-	in.Volatile = true
-	op.Input = in
-	return op
+	return with(op, func(c *Command) { c.Volatile = true })
 }
 
 // unsureUntil is an unknown outcome whose effect is bounded (lockcheck's own topologies): ret in ms.

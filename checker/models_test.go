@@ -21,11 +21,25 @@ func c(owner, f string, n, leaseMs, call, ret int64, out Outcome, value int64) p
 		Call: in.Call, Return: in.Return}
 }
 
-func read(op porcupine.Operation) porcupine.Operation {
+// with is op with its command changed by set: the flags a test turns on (read, vol, fair, splitVote, replay).
+func with(op porcupine.Operation, set func(*Command)) porcupine.Operation {
 	in := op.Input.(Command)
-	in.Read = true
+	set(&in)
 	op.Input = in
 	return op
+}
+
+func read(op porcupine.Operation) porcupine.Operation {
+	return with(op, func(c *Command) { c.Read = true })
+}
+
+func fair(op porcupine.Operation) porcupine.Operation {
+	return with(op, func(c *Command) { c.Fair = true })
+}
+
+// splitVote: a Redlock split vote's refusal (split is the proof's).
+func splitVote(op porcupine.Operation) porcupine.Operation {
+	return with(op, func(c *Command) { c.Split = true })
 }
 
 func checkModel(t *testing.T, m porcupine.NondeterministicModel, want porcupine.CheckResult, ops ...porcupine.Operation) {
@@ -169,12 +183,6 @@ func TestLatchModel(t *testing.T) {
 }
 
 func TestMutexModelFairAndExpire(t *testing.T) {
-	fair := func(op porcupine.Operation) porcupine.Operation {
-		in := op.Input.(Command)
-		in.Fair = true
-		op.Input = in
-		return op
-	}
 	// A fair lock may refuse a free lock (someone else heads the queue) and answers 1 to unlocking a gone lock.
 	check(t, porcupine.Ok, fair(cmd("a", "acquire", 100, 0, 1, Refused, 0)),
 		fair(cmd("b", "acquire", 100, 2, 3, Applied, 0)), fair(cmd("b", "release", 100, 500, 501, Applied, 1)))
@@ -196,12 +204,6 @@ func TestVolatileUnknownAcquire(t *testing.T) {
 	// a's grant is known (a refused b meanwhile), so only volatility explains b's later grant
 	held := cmd("b", "acquire", 30000, 50, 51, Refused, 29000)
 	check(t, porcupine.Illegal, ghost, held, next)
-	vol := func(op porcupine.Operation) porcupine.Operation {
-		in := op.Input.(Command)
-		in.Volatile = true
-		op.Input = in
-		return op
-	}
 	check(t, porcupine.Ok, vol(ghost), vol(held), vol(next))
 }
 
@@ -211,20 +213,14 @@ func TestVolatileUnknownAcquire(t *testing.T) {
 // redlock, seed 1): c2's acquire cut by a partition ended unknown, every contender was refused for seconds,
 // and c3's later grant had no legal order, since only c2's unknown grant explained the refusals.
 func TestSplitVoteRefusal(t *testing.T) {
-	split := func(op porcupine.Operation) porcupine.Operation {
-		in := op.Input.(Command)
-		in.Split = true
-		op.Input = in
-		return op
-	}
 	ghost := cmd("a", "acquire", 30000, 0, -1, Unsure, 0)
 	refused := cmd("b", "acquire", 30000, 50, 51, Refused, 0)
 	next := cmd("c", "acquire", 30000, 100, 101, Applied, 0)
 	check(t, porcupine.Illegal, ghost, refused, next) // one lock: the refusal says a holds it
-	check(t, porcupine.Ok, split(ghost), split(refused), split(next))
+	check(t, porcupine.Ok, splitVote(ghost), splitVote(refused), splitVote(next))
 	// A split refusal of a free lock is legal; it excuses no second holder.
-	check(t, porcupine.Ok, split(cmd("b", "acquire", 30000, 0, 1, Refused, 0)))
-	check(t, porcupine.Illegal, split(cmd("a", "acquire", 30000, 0, 1, Applied, 0)), split(refused), split(next))
+	check(t, porcupine.Ok, splitVote(cmd("b", "acquire", 30000, 0, 1, Refused, 0)))
+	check(t, porcupine.Illegal, splitVote(cmd("a", "acquire", 30000, 0, 1, Applied, 0)), splitVote(refused), splitVote(next))
 }
 
 // Split is set where the history says a Redlock library was judged as one lock: a worker's acquire records

@@ -93,10 +93,7 @@ func TestMutexModelLegal(t *testing.T) {
 }
 
 func replay(op porcupine.Operation) porcupine.Operation {
-	in := op.Input.(Command)
-	in.Replay = true
-	op.Input = in
-	return op
+	return with(op, func(c *Command) { c.Replay = true })
 }
 
 func TestMutexModelIllegal(t *testing.T) {

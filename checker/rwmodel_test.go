@@ -100,18 +100,12 @@ func TestRWModelKeepsEachReadersLease(t *testing.T) {
 // reader had its own window (a sentinel failover run of the Go rwlock, seed 13, was found invalid without
 // this: a reader the model still counted, the server long without it).
 func TestRWModelVolatileReadersMayBeGone(t *testing.T) {
-	volatile := func(op porcupine.Operation) porcupine.Operation {
-		in := op.Input.(Command)
-		in.Volatile = true
-		op.Input = in
-		return op
-	}
 	ops := []porcupine.Operation{
 		read(c("a", "acquire", 0, 30000, 0, 1, Applied, 0)), read(c("b", "acquire", 0, 30000, 2, 3, Applied, 0)),
 		read(c("b", "release", 0, 0, 100, 101, Applied, 1)), c("w", "acquire", 0, 2000, 200, 201, Applied, 0)}
 	checkModel(t, RWModel, porcupine.Illegal, ops...)
 	for i := range ops {
-		ops[i] = volatile(ops[i])
+		ops[i] = vol(ops[i])
 	}
 	checkModel(t, RWModel, porcupine.Ok, ops...)
 }
