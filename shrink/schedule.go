@@ -28,6 +28,8 @@ func AsSchedule(h *history.History, story *report.Story, lock, family string) (*
 	if story == nil || story.At <= 0 {
 		return nil, fmt.Errorf("the run's story has no violation time")
 	}
+	own := h.OnlySrc("")
+	onKey := func(c history.Call) bool { return story.Key == "" || c.Key == story.Key }
 	from := story.At
 	for _, o := range story.Owners {
 		if o.Granted >= 0 && o.Granted < from {
@@ -39,10 +41,9 @@ func AsSchedule(h *history.History, story *report.Story, lock, family string) (*
 	}
 	// An acquire in flight then and granted later (or never answered) queued when it was called: a waiter's
 	// place in the queue is part of the story (fifo's first waiter), so the schedule begins before it.
-	for _, op := range h.OnlySrc("").Ops {
+	for _, op := range own.Ops {
 		c := op.Invoke
-		if c.F == "tryLock" && c.Time < from && (op.Complete == nil || op.Complete.Time >= from && op.Complete.Type != history.Fail) &&
-			(story.Key == "" || c.Key == story.Key) {
+		if c.F == "tryLock" && c.Time < from && (op.Complete == nil || op.Complete.Time >= from && op.Complete.Type != history.Fail) && onKey(c) {
 			from = c.Time
 		}
 	}
@@ -55,14 +56,13 @@ func AsSchedule(h *history.History, story *report.Story, lock, family string) (*
 	}
 	// and to the grants of the acquires in flight then (fifo's violation is an arrival granted later)
 	end := to
-	for _, op := range h.OnlySrc("").Ops {
+	for _, op := range own.Ops {
 		c := op.Invoke
-		if c.F == "tryLock" && c.Time <= to && op.Complete != nil && op.Complete.Type == history.Ok && (story.Key == "" || c.Key == story.Key) {
+		if c.F == "tryLock" && c.Time <= to && op.Complete != nil && op.Complete.Type == history.Ok && onKey(c) {
 			end = max(end, op.Complete.Time)
 		}
 	}
 	to = end
-	own := h.OnlySrc("")
 	type held struct {
 		client string
 		thread int64
@@ -74,7 +74,7 @@ func AsSchedule(h *history.History, story *report.Story, lock, family string) (*
 	before := map[held][]int{}
 	for i, op := range own.Ops {
 		c := op.Invoke
-		if c.Time >= from || story.Key != "" && c.Key != story.Key {
+		if c.Time >= from || !onKey(c) {
 			continue
 		}
 		a := held{c.Client, c.Thread, c.Key}
@@ -94,10 +94,7 @@ func AsSchedule(h *history.History, story *report.Story, lock, family string) (*
 	var steps []timedStep
 	for i, op := range own.Ops {
 		c := op.Invoke
-		if c.Time > to || op.Complete != nil && op.Complete.Time < from && !openAtFrom[i] || c.Time < from && c.F != "tryLock" {
-			continue
-		}
-		if story.Key != "" && c.Key != story.Key {
+		if c.Time > to || op.Complete != nil && op.Complete.Time < from && !openAtFrom[i] || c.Time < from && c.F != "tryLock" || !onKey(c) {
 			continue
 		}
 		a := held{c.Client, c.Thread, c.Key}
