@@ -280,7 +280,7 @@ type exploration struct {
 }
 
 // baseRun is a finding's first schedule replayed on the lock's own scripts: whether it failed there with the
-// same signature, the catalog entry that run matched ("" for none), and its directory.
+// same violation, the catalog entry that run matched ("" for none), and its directory (in the explore's).
 type baseRun struct {
 	same              bool
 	known, about, dir string
@@ -368,7 +368,6 @@ func (x *exploration) play(ctx context.Context, g *explore.Genome, seed int64, d
 	if err := os.WriteFile(file, g.Schedule.Marshal(), 0o644); err != nil {
 		return explore.Outcome{Verdict: "error", Note: err.Error()}
 	}
-	// --time only bounds the run (a once-schedule ends with its steps): its steps' longest chain and a margin
 	o, err := x.runOnce(ctx, x.sut, g, file, seed, dir, name)
 	if err != nil {
 		return explore.Outcome{Verdict: "error", Note: err.Error()}
@@ -402,10 +401,7 @@ func (x *exploration) play(ctx context.Context, g *explore.Genome, seed int64, d
 			}
 		}
 		if x.base != nil && out.Signature != "" {
-			x.baseOf(ctx, g, file, seed, dir, out.Signature, sig)
-			x.mu.Lock()
-			out.Known, _ = x.onBaseKnown(out.Signature, out.Known, "")
-			x.mu.Unlock()
+			out.Known, _ = x.baseOf(ctx, g, file, seed, dir, out.Signature, sig).decide(out.Known, "")
 		}
 	}
 	return out
@@ -458,7 +454,7 @@ func (x *exploration) baseOf(ctx context.Context, g *explore.Genome, file string
 		// the same violation by the same checker: which faults were in force at it, or which side of a
 		// lease it fell on, may differ from run to run of one schedule
 		if s, ok := signatureOf(h, res); ok && s.Kind == sig.Kind && s.Checker == sig.Checker && s.Family == sig.Family {
-			b.same, b.dir = true, run
+			b.same, b.dir = true, rel(x.dir, run)
 			b.known, b.about = knownOf(h, res)
 			break
 		}
@@ -472,15 +468,14 @@ func (x *exploration) baseOf(ctx context.Context, g *explore.Genome, file string
 	return b
 }
 
-// onBaseKnown is a --scripts explore's known-or-new for a finding its own run matched as known (known,
-// about): the base's entry where the lock's own scripts fail the same way, else new.
-func (x *exploration) onBaseKnown(sig, known, about string) (string, string) {
-	b := x.onBase[sig]
+// decide is a --scripts explore's known-or-new for a finding its own run matched as known (known, about):
+// the base's entry where the lock's own scripts fail the same way, else new.
+func (b baseRun) decide(known, about string) (string, string) {
 	switch {
 	case !b.same:
 		return "", ""
 	case b.known != "":
-		return b.known, b.about + " (the lock's own scripts fail the same way on this schedule: " + rel(x.dir, b.dir) + ")"
+		return b.known, b.about + " (the lock's own scripts fail the same way on this schedule: " + b.dir + ")"
 	}
 	return known, about
 }
@@ -584,7 +579,7 @@ func (x *exploration) settleFinding(ctx context.Context, f *explore.Finding) {
 		st.Known, st.About = knownOf(h, res)
 	}
 	if x.base != nil {
-		st.Known, st.About = x.onBaseKnown(f.Signature, st.Known, st.About)
+		st.Known, st.About = x.onBase[f.Signature].decide(st.Known, st.About)
 	}
 	in, err := bugreport.Load(run, sdir)
 	if err == nil {

@@ -347,20 +347,18 @@ func TestExploreNamesTheBasesKnownBehaviour(t *testing.T) {
 // there, the base's entry (or the finding's own match); staying valid, new even where the finding's
 // signature matched a design limit (a twin whose re-entry replaces the lease looks like RLock's design).
 func TestOnBaseKnown(t *testing.T) {
-	x := &exploration{dir: "/r", onBase: map[string]baseRun{
-		"shared":   {same: true, known: "redisson-rw-reentry-stops-watchdog", about: "a", dir: "/r/runs/00001/base/1/run"},
-		"shared2":  {same: true},
-		"twins":    {},
-		"replayed": {same: false, known: ""},
-	}}
-	for _, c := range []struct{ sig, known, want string }{
-		{"shared", "", "redisson-rw-reentry-stops-watchdog"},
-		{"shared2", "design-reentry-lease", "design-reentry-lease"},
-		{"twins", "design-reentry-lease", ""},
-		{"replayed", "", ""},
+	for _, c := range []struct {
+		name        string
+		base        baseRun
+		known, want string
+	}{
+		{"shared", baseRun{same: true, known: "redisson-rw-reentry-stops-watchdog", about: "a", dir: "runs/00001/base/1/run"}, "", "redisson-rw-reentry-stops-watchdog"},
+		{"shared2", baseRun{same: true}, "design-reentry-lease", "design-reentry-lease"},
+		{"twins", baseRun{}, "design-reentry-lease", ""},
+		{"replayed", baseRun{same: false, known: ""}, "", ""},
 	} {
-		if got, _ := x.onBaseKnown(c.sig, c.known, ""); got != c.want {
-			t.Errorf("%s (its own match %q): %q, want %q", c.sig, c.known, got, c.want)
+		if got, _ := c.base.decide(c.known, ""); got != c.want {
+			t.Errorf("%s (its own match %q): %q, want %q", c.name, c.known, got, c.want)
 		}
 	}
 }
