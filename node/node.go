@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/lockcheck/lockcheck/node/clockshift"
@@ -317,7 +318,8 @@ func (n *Node) waitReady(ctx context.Context, exited <-chan struct{}) error {
 		}
 		// Only an accepted connection says something listens: on a loaded machine a dial that merely timed
 		// out (not refused) would otherwise count, and a binary that never serves would be retried as a race.
-		listened = listened || accepts(n.Addr())
+		// A refused one says nothing listens: no second dial.
+		listened = listened || !errors.Is(err, syscall.ECONNREFUSED) && accepts(n.Addr())
 		select {
 		case <-exited:
 			return fmt.Errorf("%s exited during start-up (see %s): %s", n.cfg.Name, n.LogPath(), lastLogLine(n.LogPath()))
