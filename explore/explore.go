@@ -82,7 +82,9 @@ func (f *Finding) Genome() *Genome { return f.genome }
 type Settled struct {
 	// Widened are the moves of steps that raced a lease (Widen) kept before shrinking; Run is the run that
 	// was shrunk (the last widened one's, or the finding's first).
-	Widened  []string `json:"widened,omitempty"`
+	Widened []string `json:"widened,omitempty"`
+	// Trimmed are the cuts of steps the failure does without (Trim), kept after widening.
+	Trimmed  []string `json:"trimmed,omitempty"`
 	Run      string   `json:"run,omitempty"`
 	Shrink   string   `json:"shrink,omitempty"`  // the shrink's directory
 	Minimal  string   `json:"minimal,omitempty"` // the smallest command, with a seed it failed on
@@ -96,6 +98,19 @@ type Settled struct {
 	About          string `json:"about,omitempty"` // the entry's summary
 	Report         string `json:"report,omitempty"`
 	Note           string `json:"note,omitempty"` // what went wrong settling it
+}
+
+// Changes says how the finding's schedule was changed before it was confirmed ("" for not at all):
+// "widened: ...; trimmed: ...".
+func (s *Settled) Changes() string {
+	var out []string
+	if len(s.Widened) > 0 {
+		out = append(out, "widened: "+strings.Join(s.Widened, ", "))
+	}
+	if len(s.Trimmed) > 0 {
+		out = append(out, "trimmed: "+strings.Join(s.Trimmed, ", "))
+	}
+	return strings.Join(out, "; ")
 }
 
 // Status is the progress line's figures.

@@ -360,6 +360,7 @@ steps:
 // silently never run.
 func TestEveryLockGetsASeedOfEachShapeItFits(t *testing.T) {
 	for _, c := range []Caps{rwCaps, {Lock: "fair", Family: "mutex", Reentrant: true, Watchdog: true},
+		{Lock: "reentrant", Family: "mutex", Reentrant: true, Watchdog: true, Timeout: time.Second, Faults: semCaps.Faults},
 		{Lock: "fenced", Family: "mutex"}, semCaps, {Lock: "semaphore", Family: "semaphore", Permits: 2, Faults: semCaps.Faults}} {
 		for seed := range uint64(20) {
 			got := map[string]bool{}

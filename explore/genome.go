@@ -336,6 +336,8 @@ var Shapes = []Shape{
 	{"lost-release", lostRelease(false), nil},
 	{"lost-release-own-permits", lostRelease(true), func(c Caps) bool { return c.semaphore() }},
 	{"queue-outlives-slot", queueOutlivesSlot, func(c Caps) bool { return c.Family == "mutex" }},
+	{"reentry-outlives-watchdog", reentryOutlivesWatchdog, func(c Caps) bool { return c.Family == "mutex" && c.Reentrant && c.Watchdog }},
+	{"renewal-lost", renewalLost, func(c Caps) bool { return c.Family == "mutex" && c.Watchdog && len(c.aimed()) > 0 }},
 }
 
 // The long menus, drawn by queue-outlives-slot alone (the others keep runs to seconds): a hold longer than
@@ -375,6 +377,41 @@ func queueOutlivesSlot(rng *rand.Rand, c Caps, g *Genome) {
 	if len(c.Faults) > 0 && rng.IntN(2) == 0 { // a fault on the holder's way: a renewal lost
 		g.addFault(rng, c, a.Name)
 	}
+}
+
+// reentryOutlivesWatchdog: a holder on its watchdog re-enters at once, also on the watchdog, and stays
+// re-entered for several of the watchdog's leases while a waiter would outwait the whole hold. A watchdog
+// that renews only a lock held once (Redisson #6144's symptom, 3.44-3.45) lets the waiter in beside the
+// holder; one that renews the lock as it stands keeps it out. Drawn rarely otherwise: the generator's
+// re-entries take a lease of their own, and its waits end in 4 s.
+func reentryOutlivesWatchdog(rng *rand.Rand, c Caps, g *Genome) {
+	g.set("watchdog", watchdogs[2])
+	zero, w := time.Duration(0), longWait
+	hold := pick(rng, longHolds)
+	a := schedule.Step{Name: g.name(), Client: "c1", Acquire: c.Ops()[0], Lease: &zero, Wait: &zero}
+	in := schedule.Step{Name: g.name(), After: a.Name, Delay: pick(rng, gaps), Client: "c1", Acquire: a.Acquire,
+		Lease: new(time.Duration), Wait: &zero}
+	out := schedule.Step{Name: g.name(), After: in.Name, Delay: hold - time.Second, Client: "c1", Release: true}
+	g.Schedule.Steps = append(g.Schedule.Steps, a, in, out,
+		schedule.Step{Name: g.name(), After: out.Name, Delay: pick(rng, holds[1:4]), Client: "c1", Release: true})
+	g.Schedule.Steps[g.addActor(rng, c, actor{client: "c2"}, in.Name)].Wait = &w
+}
+
+// renewalLost: a holder on its watchdog holds for several of the watchdog's leases, and a fault aimed at
+// its client (a lost reply where the deployment has it) takes the renewals of a second or two, while a
+// waiter would outwait the hold. A watchdog that gives up at its first renewal with no answer (Redisson
+// before 3.44, #3194) lets the lease run out and the waiter in beside the holder; one that renews again at
+// its next period keeps it out. Drawn rarely otherwise: a fault lands on the holder, long enough, during
+// a hold on the watchdog, with a waiter still asking, in one genome of dozens.
+func renewalLost(rng *rand.Rand, c Caps, g *Genome) {
+	g.set("watchdog", watchdogs[2])
+	zero, w := time.Duration(0), longWait
+	a := schedule.Step{Name: g.name(), Client: "c1", Acquire: c.Ops()[0], Lease: &zero, Wait: &zero}
+	g.Schedule.Steps = append(g.Schedule.Steps, a,
+		schedule.Step{Name: g.name(), After: a.Name, Delay: pick(rng, longHolds), Client: "c1", Release: true},
+		schedule.Step{Name: g.name(), After: a.Name, Delay: gaps[len(gaps)-1], Fault: c.releaseFault(rng),
+			Targets: []string{"c1"}, For: pick(rng, faultFors[2:])})
+	g.Schedule.Steps[g.addActor(rng, c, actor{client: "c2"}, a.Name)].Wait = &w
 }
 
 // lostRelease: holders that fill the lock (its permits, or the one lock), the first with a re-entry where
@@ -458,12 +495,7 @@ func lostRelease(own bool) func(rng *rand.Rand, c Caps, g *Genome) {
 // resend follows) where the deployment has it, else any fault aimed at a client (the mutators move and
 // add others).
 func (c Caps) releaseFault(rng *rand.Rand) string {
-	var aimed []string
-	for _, f := range c.Faults {
-		if f.Client {
-			aimed = append(aimed, f.Name)
-		}
-	}
+	aimed := c.aimed()
 	if slices.Contains(aimed, "drop-reply") {
 		return "drop-reply"
 	}
@@ -471,6 +503,17 @@ func (c Caps) releaseFault(rng *rand.Rand) string {
 		return ""
 	}
 	return pick(rng, aimed)
+}
+
+// aimed are the faults the deployment can aim at one client.
+func (c Caps) aimed() []string {
+	var out []string
+	for _, f := range c.Faults {
+		if f.Client {
+			out = append(out, f.Name)
+		}
+	}
+	return out
 }
 
 // fitting are the shapes the lock can play.

@@ -125,25 +125,37 @@ func leftBefore(s *schedule.Schedule, j, i int) bool {
 // keeps a move when still says the moved schedule still fails the same way. It returns the genome kept
 // (g itself when no move was) and the moves kept.
 func Widen(ctx context.Context, c Caps, g *Genome, tries int, still func(context.Context, *Genome) bool) (*Genome, []Widening) {
-	var kept []Widening
-	tried := map[[2]string]bool{}
-	for n := 0; n < tries && ctx.Err() == nil; {
-		var next *Widening
-		for _, w := range Widenings(c, g) {
-			if !tried[[2]string{w.Step, w.Lease}] {
-				next = &w
-				break
-			}
-		}
-		if next == nil {
+	return reduce(ctx, g, tries, " widened", func(g *Genome) []Widening { return Widenings(c, g) }, still)
+}
+
+func (w Widening) key() string        { return w.Step + " " + w.Lease }
+func (w Widening) candidate() *Genome { return w.genome }
+
+// change is a candidate for reduce: a changed copy of a genome, and what names the change across rounds.
+type change interface {
+	key() string
+	candidate() *Genome
+}
+
+// reduce tries the changes of the genome kept so far one after another, the first not yet tried each
+// round (at most tries of them), and keeps a change when still says its schedule still fails the same way.
+func reduce[C change](ctx context.Context, g *Genome, tries int, suffix string, changes func(*Genome) []C,
+	still func(context.Context, *Genome) bool) (*Genome, []C) {
+	var kept []C
+	tried := map[string]bool{}
+	for n := 0; n < tries && ctx.Err() == nil; n++ {
+		cs := changes(g)
+		i := slices.IndexFunc(cs, func(c C) bool { return !tried[c.key()] })
+		if i < 0 {
 			break
 		}
-		tried[[2]string{next.Step, next.Lease}] = true
-		n++
-		next.genome.Origin = g.Origin + " widened"
-		if still(ctx, next.genome) {
-			g = next.genome
-			kept = append(kept, *next)
+		next := cs[i]
+		tried[next.key()] = true
+		m := next.candidate()
+		m.Origin = g.Origin + suffix
+		if still(ctx, m) {
+			g = m
+			kept = append(kept, next)
 		}
 	}
 	return g, kept

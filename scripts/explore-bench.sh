@@ -23,8 +23,9 @@ out=results/explore-bench
 command -v jq >/dev/null || { echo "explore-bench: needs jq" >&2; exit 254; }
 mkdir -p "$out"
 
-# The unbroken locks: the Go emulation's families explore generates, an example spec, one real worker; an
-# unbroken lock named after the options runs alone (-b 0 -u 30m fair).
+# The unbroken locks: the Go emulation's families explore generates, an example spec, each shipped worker
+# at its latest release (named where the worker's DEFAULT_VERSION is older); an unbroken lock named after
+# the options runs alone (-b 0 -u 30m fair).
 unbroken='reentrant|--lock reentrant
 rwlock|--lock rwlock
 fair|--lock fair
@@ -34,7 +35,16 @@ fenced|--lock fenced
 redlock-spec|--lock redlock-spec
 redsync|--client redsync
 mutex|--lock mutex
-rwlock-yaml|--lock-spec examples/locks/rwlock.yaml'
+rwlock-yaml|--lock-spec examples/locks/rwlock.yaml
+redisson|--client redisson
+redis-py|--client redis-py@8.2.0
+node-redlock|--client node-redlock
+redislock|--client redislock
+pottery|--client pottery
+spring-integration|--client spring-integration@7.2.0
+python-redis-lock|--client python-redis-lock
+aioredlock|--client aioredlock
+redis-semaphore|--client redis-semaphore'
 # names given: the twins and unbroken locks named, each known; none: every one
 names=$(grep -v '^#' "$list" | cut -d'|' -f1 | tr -d ' ') unames=$(printf '%s\n' "$unbroken" | cut -d'|' -f1)
 if [ $# -gt 0 ]; then

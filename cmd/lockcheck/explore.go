@@ -355,12 +355,13 @@ func (x *exploration) run(ctx context.Context, budget time.Duration, parallel, m
 func (x *exploration) trial(ctx context.Context, t explore.Trial) explore.Outcome {
 	name := fmt.Sprintf("%05d", t.N)
 	t.Genome.Schedule.About = fmt.Sprintf("explore %s, run %d: %s", x.caps.Lock, t.N, t.Genome.Origin)
-	return x.play(ctx, t.Genome, t.Seed, filepath.Join(x.dir, "runs", name), name)
+	return x.play(ctx, t.Genome, t.Seed, filepath.Join(x.dir, "runs", name), name, true)
 }
 
 // play runs a genome on a seed into dir and reads what it showed: its coverage, and an invalid run's
-// signature and catalog entry.
-func (x *exploration) play(ctx context.Context, g *explore.Genome, seed int64, dir, name string) explore.Outcome {
+// signature and catalog entry. A search's run adds its transitions to the map; a finding's settling runs
+// (search false) do not: the map is what the search reached, as explore.json counts it.
+func (x *exploration) play(ctx context.Context, g *explore.Genome, seed int64, dir, name string, search bool) explore.Outcome {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return explore.Outcome{Verdict: "error", Note: err.Error()}
 	}
@@ -385,12 +386,14 @@ func (x *exploration) play(ctx context.Context, g *explore.Genome, seed int64, d
 	}
 	var m *coverage.Map
 	out.Transitions, m = coverageOf(h)
-	x.mu.Lock()
-	if x.cov == nil {
-		x.cov, x.covFamily = coverage.NewMap(), coverage.FamilyOf(h)
+	if search {
+		x.mu.Lock()
+		if x.cov == nil {
+			x.cov, x.covFamily = coverage.NewMap(), coverage.FamilyOf(h)
+		}
+		x.cov.Add(m)
+		x.mu.Unlock()
 	}
-	x.cov.Add(m)
-	x.mu.Unlock()
 	if o.Verdict == "invalid" {
 		var sig known.Signature
 		if res, err := report.ReadResults(out.Dir); err == nil {
@@ -547,7 +550,7 @@ func (x *exploration) settleFinding(ctx context.Context, f *explore.Finding) {
 		return
 	}
 	defer log.Close()
-	run := x.widen(ctx, f, fdir, log)
+	run := x.settleSchedule(ctx, f, fdir, log)
 	st.Run = rel(x.dir, run)
 	fmt.Fprintf(os.Stderr, "settling %s (%s): shrinking, confirming on %d fresh seeds ...\n", f.ID, f.Signature, x.confirm)
 	res, sig, start, err := readShrinkRun(run, "")
@@ -598,45 +601,63 @@ func (x *exploration) settleFinding(ctx context.Context, f *explore.Finding) {
 	fmt.Fprintf(os.Stderr, "  %s: %s; %s; report %s\n", f.ID, again(st), known, orNone(st.Report))
 }
 
-// widenTries bounds the moves a finding's widening tries (two runs each at most).
-const widenTries = 4
+// widenTries and trimTries bound the moves a finding's widening tries and the cuts its trimming tries
+// (two runs each at most).
+const (
+	widenTries = 4
+	trimTries  = 8
+)
 
-// widen moves the steps of the finding's schedule that race a lease later past it (explore.Widen), each
-// move kept when two runs of the moved schedule, on the finding's seed and the next, still fail with its
-// signature (one run may fail by luck, as the finding's own did); it returns the run to settle: the last
-// kept move's, or the finding's own. Half the settle budget bounds it.
-func (x *exploration) widen(ctx context.Context, f *explore.Finding, fdir string, log io.Writer) string {
+// settleSchedule moves the steps of the finding's schedule that race a lease later past it (explore.Widen), then
+// cuts the steps it does without (explore.Trim); each move or cut is kept when two runs of the changed
+// schedule, on the finding's seed and the next, still fail with its signature (one run may fail by luck,
+// as the finding's own did). It returns the run to settle: the last kept change's, or the finding's own.
+// Half the settle budget bounds each.
+func (x *exploration) settleSchedule(ctx context.Context, f *explore.Finding, fdir string, log io.Writer) string {
 	run := f.Dir
-	if f.Genome() == nil {
+	g := f.Genome()
+	if g == nil {
 		return run
 	}
-	ctx, cancel := context.WithTimeout(ctx, x.settle/2)
-	defer cancel()
 	n := 0
-	_, kept := explore.Widen(ctx, x.caps, f.Genome(), widenTries, func(ctx context.Context, g *explore.Genome) bool {
-		n++
-		g.Schedule.About = fmt.Sprintf("explore %s, %s widened (%d): %s", x.caps.Lock, f.ID, n, g.Origin)
-		first := ""
-		for k := range int64(2) {
-			name := fmt.Sprintf("w%d-%d", n, k+1)
-			out := x.play(ctx, g, f.Seed+k, filepath.Join(fdir, "widen", name), name)
-			if out.Verdict != "invalid" || out.Signature != f.Signature {
-				fmt.Fprintf(log, "widen %s: %s, not kept: %s\n", name, out.Verdict, orNone(out.Signature))
-				return false
+	still := func(what string) func(context.Context, *explore.Genome) bool {
+		return func(ctx context.Context, g *explore.Genome) bool {
+			n++
+			g.Schedule.About = fmt.Sprintf("explore %s, %s %s (%d): %s", x.caps.Lock, f.ID, what, n, g.Origin)
+			first := ""
+			for k := range int64(2) {
+				name := fmt.Sprintf("w%d-%d", n, k+1)
+				out := x.play(ctx, g, f.Seed+k, filepath.Join(fdir, "widen", name), name, false)
+				if out.Verdict != "invalid" || out.Signature != f.Signature {
+					fmt.Fprintf(log, "%s %s: %s, not kept: %s\n", what, name, out.Verdict, orNone(out.Signature))
+					return false
+				}
+				if first == "" {
+					first = out.Dir
+				}
 			}
-			if first == "" {
-				first = out.Dir
-			}
+			fmt.Fprintf(log, "%s w%d: kept, 2 of 2 runs fail with the same signature\n", what, n)
+			run = first
+			return true
 		}
-		fmt.Fprintf(log, "widen w%d: kept, 2 of 2 runs fail with the same signature\n", n)
-		run = first
-		return true
-	})
-	for _, w := range kept {
+	}
+	wctx, cancel := context.WithTimeout(ctx, x.settle/2)
+	g, widened := explore.Widen(wctx, x.caps, g, widenTries, still("widened"))
+	cancel()
+	tctx, cancel := context.WithTimeout(ctx, x.settle/2)
+	_, trimmed := explore.Trim(tctx, x.caps, g, trimTries, still("trimmed"))
+	cancel()
+	for _, w := range widened {
 		f.Settled.Widened = append(f.Settled.Widened, w.String())
 	}
-	if len(kept) > 0 {
+	for _, t := range trimmed {
+		f.Settled.Trimmed = append(f.Settled.Trimmed, t.String())
+	}
+	if len(widened) > 0 {
 		fmt.Fprintf(os.Stderr, "  %s widened: %s\n", f.ID, strings.Join(f.Settled.Widened, "; "))
+	}
+	if len(trimmed) > 0 {
+		fmt.Fprintf(os.Stderr, "  %s trimmed: %s\n", f.ID, strings.Join(f.Settled.Trimmed, "; "))
 	}
 	return run
 }
@@ -745,12 +766,12 @@ func (x *exploration) summary(w io.Writer) {
 	fmt.Fprintf(w, "map: %s; findings: %s\n", filepath.Join(x.dir, "coverage.json"), filepath.Join(x.dir, "index.html"))
 }
 
-// again is how often a settled finding failed again: its smallest command, and its shrunk schedule where
-// one was written.
+// again is how often a settled finding failed again: its smallest command (the shrunk schedule, chained by
+// events), and the caught run's timeline written as timed steps where one was written.
 func again(s *explore.Settled) string {
 	t := fmt.Sprintf("fails again in %d of %d fresh runs", s.Caught, s.Of)
 	if s.ScheduleOf > 0 {
-		t += fmt.Sprintf(" (its shrunk schedule %d of %d)", s.ScheduleCaught, s.ScheduleOf)
+		t += fmt.Sprintf(" (its timed steps %d of %d)", s.ScheduleCaught, s.ScheduleOf)
 	}
 	return t
 }
@@ -766,8 +787,8 @@ func printFindings(w io.Writer, dir string, fs []*explore.Finding) {
 		settled := "not settled"
 		if s := f.Settled; s != nil {
 			settled = again(s)
-			if len(s.Widened) > 0 {
-				settled += " once widened (" + strings.Join(s.Widened, "; ") + ")"
+			if c := s.Changes(); c != "" {
+				settled += " once " + c
 			}
 			if s.Known != "" {
 				o.Met, o.Known = true, fmt.Sprintf("known: `%s`, %s", s.Known, s.About)

@@ -20,7 +20,7 @@ Flags of every run: <code>{{.ArgsText}}</code>. Faults it could start: {{.Faults
 <h2>Findings ({{len .Findings}})</h2>
 {{if .Findings}}<table><tr><th>finding</th><th>signature</th><th>first</th><th>runs</th><th>fails again</th><th>catalog</th><th>files</th></tr>
 {{range .Rows}}<tr class="{{.Class}}"><td>{{.ID}}</td><td>{{.Signature}}<br><small>{{.Story}}</small></td><td>run {{.First}}, {{.Found}}</td><td>{{.Runs}}</td><td>{{.KofN}}</td><td>{{.Known}}</td>
-<td><a href="{{.Schedule}}">schedule</a>{{if .Run}} · <a href="{{.Run}}">run</a>{{end}}{{if .Shrunk}} · <a href="{{.Shrunk}}">shrunk schedule</a>{{end}}{{if .Report}} · <a href="{{.Report}}">report</a>{{end}}</td></tr>
+<td><a href="{{.Schedule}}">schedule</a>{{if .Run}} · <a href="{{.Run}}">run</a>{{end}}{{if .Shrunk}} · <a href="{{.Shrunk}}">timed steps</a>{{end}}{{if .Report}} · <a href="{{.Report}}">report</a>{{end}}</td></tr>
 {{end}}</table>{{else}}<p>None.</p>{{end}}
 <h2>Corpus ({{len .Corpus}})</h2>
 <table><tr><th>entry</th><th>run</th><th>how it was made</th><th>transitions it reached first</th></tr>
@@ -52,10 +52,10 @@ func (ex *Explore) page(w io.Writer) error {
 		if s := f.Settled; s != nil {
 			r.KofN, r.Known, r.Class = fmt.Sprintf("%d of %d", s.Caught, s.Of), "new", "new"
 			if s.ScheduleOf > 0 {
-				r.KofN += fmt.Sprintf(" (shrunk schedule %d of %d)", s.ScheduleCaught, s.ScheduleOf)
+				r.KofN += fmt.Sprintf(" (timed steps %d of %d)", s.ScheduleCaught, s.ScheduleOf)
 			}
-			if len(s.Widened) > 0 {
-				r.KofN += " once widened: " + strings.Join(s.Widened, "; ")
+			if c := s.Changes(); c != "" {
+				r.KofN += " once " + c
 			}
 			if s.Known != "" {
 				r.Known, r.Class = "known: "+s.Known, "known"

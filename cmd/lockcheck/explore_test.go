@@ -333,7 +333,7 @@ func TestExploreNamesTheBasesKnownBehaviour(t *testing.T) {
 		if replay {
 			x.base = withoutScripts(sut)
 		}
-		out := x.play(context.Background(), g, 1, filepath.Join(x.dir, "runs", "00001"), "00001")
+		out := x.play(context.Background(), g, 1, filepath.Join(x.dir, "runs", "00001"), "00001", true)
 		if out.Verdict != "invalid" || out.Signature == "" {
 			t.Fatalf("replay %v: %s (%s), want the overlap", replay, out.Verdict, out.Note)
 		}
