@@ -181,6 +181,20 @@ func modeOf(h *history.History, op history.Operation, family string) schedule.Op
 		return schedule.Lock
 	}
 	c := op.Invoke
+	if c.Args["nested"] == 1 && op.Complete != nil {
+		// A re-entry: the lock command under it says which half where it was recorded (a writer's read
+		// has an owner of its own, and no section: it joins the write's).
+		for _, w := range h.Ops {
+			wc := w.Invoke
+			if wc.F == "acquire" && wc.Client == c.Client && wc.Thread == c.Thread && wc.Key == c.Key &&
+				c.Time <= wc.Time && wc.Time <= op.Complete.Time {
+				if wc.Args["read"] == 1 {
+					return schedule.Read
+				}
+				break
+			}
+		}
+	}
 	if c.Args["nested"] == 1 { // a re-entry: the section its actor is inside, where it holds the same half
 		for _, s := range h.Sections {
 			if s.Owner == c.Owner && s.Key == c.Key && s.Enter <= c.Time && c.Time <= s.Exit {

@@ -193,3 +193,20 @@ func recordedSchedule(t *testing.T, dir string) *schedule.Schedule {
 	}
 	return s
 }
+
+// TestAsScheduleOfAWritersRead: rw-read-unlock-drops-write's finding, recorded: c1 writes, reads inside its
+// write and lets the read go, and the twin's read unlock deleted the write, so c3's write got in. The
+// writer's read has an owner of its own and no section (it joins the write's), so the timed steps took it
+// for a second write and never failed again (0 of 5); the lock command under it says read.
+func TestAsScheduleOfAWritersRead(t *testing.T) {
+	s := recordedSchedule(t, "testdata/rw-writer-reads")
+	var c1 []schedule.Op
+	for _, st := range s.Steps {
+		if st.Client == "c1" && st.Acquire != "" {
+			c1 = append(c1, st.Acquire)
+		}
+	}
+	if want := []schedule.Op{schedule.Write, schedule.Read}; !slices.Equal(c1, want) {
+		t.Fatalf("c1's acquires %v, want %v:\n%s", c1, want, s.Marshal())
+	}
+}
