@@ -41,6 +41,8 @@ type Signature struct {
 	Stopped bool `json:"watchdog_stopped,omitempty"`
 	// Outlived is that the first owner held on past a fixed lease of its own (report.Story).
 	Outlived bool `json:"outlived,omitempty"`
+	// GaveUp is that the first owner's watchdog renewed no more after a renewal got no answer (report.Story).
+	GaveUp bool `json:"watchdog_gave_up,omitempty"`
 	// Also are the other checkers that found the run invalid: a known bug may be what one of them found
 	// (redsync's Extend answering ok on a lost lock is porcupine's, beside the overlap the story leads with).
 	Also []string `json:"also,omitempty"`
@@ -67,6 +69,9 @@ func (s Signature) String() string {
 		if s.Outlived {
 			t += " (held past its own fixed lease)"
 		}
+		if s.GaveUp {
+			t += " (its watchdog gave up after a renewal got no answer)"
+		}
 	case report.WithinLease:
 		t += ", within the first owner's lease"
 	}
@@ -87,7 +92,7 @@ func SignatureOf(h *history.History, r *report.Results) (Signature, bool) {
 		return Signature{}, false
 	}
 	s := Signature{Kind: st.Kind, Checker: st.Checker, Lease: st.Lease, Shortened: st.Shortened, Stopped: st.Stopped,
-		Outlived: st.Outlived}
+		Outlived: st.Outlived, GaveUp: st.GaveUp}
 	if r.Breaking != nil { // the transition at the first violation (package coverage)
 		s.Shape = r.Breaking.String()
 	}
@@ -137,6 +142,7 @@ type rule struct {
 	shortened *bool  // nil: either
 	stopped   *bool  // nil: either
 	outlived  *bool  // nil: either
+	gaveUp    *bool  // nil: either
 	client    string // the buggy side's --client (lib@version), to confirm an emulation's finding with
 }
 
@@ -224,6 +230,7 @@ func ruleOf(name string, b []byte) (rule, error) {
 	}
 	if m := rp.Match; m != nil {
 		r.kind, r.lease, r.shortened, r.stopped, r.outlived, r.as = report.ViolationKind(m.Kind), report.LeaseSide(m.Lease), m.Shortened, m.Stopped, m.Outlived, m.As
+		r.gaveUp = m.GaveUp
 		if len(m.Families) > 0 {
 			r.families = m.Families
 		}
@@ -366,6 +373,7 @@ func (r rule) meets(s Signature, run history.RunMeta) (int, bool) {
 		cond(r.shortened != nil, r.shortened != nil && *r.shortened == s.Shortened) &&
 		cond(r.stopped != nil, r.stopped != nil && *r.stopped == s.Stopped) &&
 		cond(r.outlived != nil, r.outlived != nil && *r.outlived == s.Outlived) &&
+		cond(r.gaveUp != nil, r.gaveUp != nil && *r.gaveUp == s.GaveUp) &&
 		cond(r.lock != "", r.lock == run.Lock) &&
 		cond(r.library != "", r.library == lib) &&
 		// A bug a release fixed is the runs' of a version before it: lockcheck's Go emulation (no version) plays

@@ -149,6 +149,13 @@ func TestMatch(t *testing.T) {
 	if e, ok := Match(starved, emulation); !ok || e.Name != "design-slow-link-watchdog" {
 		t.Errorf("the emulation's starved watchdog under drop-reply: %+v %v", e, ok)
 	}
+	// A watchdog that renewed no more after a renewal got no answer is no slow link's doing: explore's
+	// watchdog-gives-up twin (a lock spec) was named the starved watchdog's design limit.
+	gaveUp := starved
+	gaveUp.GaveUp = true
+	if e, ok := Match(gaveUp, history.RunMeta{Lock: "setnx-watchdog-gives-up"}); ok && e.Name == "design-slow-link-watchdog" {
+		t.Errorf("a watchdog that gave up under drop-reply matched %s", e.Name)
+	}
 	v3120 := history.RunMeta{Lock: "reentrant", Client: &history.Client{Name: "redisson", Library: "redisson", Version: "3.12.0"}}
 	if e, ok := Match(starved, v3120); !ok || e.Name != "redisson-2515-renewal-after-failed-unlock" {
 		t.Errorf("Redisson 3.12.0's hold past its lease under drop-reply: %+v %v", e, ok)

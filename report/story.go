@@ -82,8 +82,12 @@ type Story struct {
 	Stopped bool `json:"watchdog_stopped,omitempty"`
 	// Outlived is set where the first owner held on past a fixed lease of its own that nothing had
 	// shortened or stopped: the application's hold outlasted the lease it asked for.
-	Outlived bool   `json:"outlived,omitempty"`
-	Text     string `json:"text"`
+	Outlived bool `json:"outlived,omitempty"`
+	// GaveUp is set where the first owner's watchdog renewed no more after a renewal that got no answer,
+	// though it had renewed every period before and the hold went on: the watchdog gave up (Redisson
+	// before 3.44, #3194), where a slow link's renewals are still in flight or answered.
+	GaveUp bool   `json:"watchdog_gave_up,omitempty"`
+	Text   string `json:"text"`
 	// leaseEnd is, for an overlap, the earliest the first holder's own lease could end (its granting
 	// call plus the lease it asked for; 0: no fixed lease): an intruder before it was let in early.
 	leaseEnd int64
@@ -216,6 +220,7 @@ func (s *Story) overlap(h *history.History, c checker.Result, byName map[string]
 		s.Shortened = shortened && leaseEnd > 0
 		s.Stopped = stopped && leaseEnd > 0
 		s.Outlived = leaseEnd > 0 && !shortened && !stopped
+		s.GaveUp = gaveUp(h, o, granted)
 	}
 	s.Faults = faultsBetween(ws, min(s.from(), o.HeldFrom), s.At)
 	s.Told = told(h, byName["told-of-loss"], lib, o)
@@ -396,6 +401,9 @@ func agreement(s *Story, invalid func(string) bool) string {
 		}
 		if s.Stopped {
 			return "The library's answers alone have a legal order: the overlap came after a lease the lock's model says had ended, unrenewed since a re-entry's unlock stopped the watchdog of the hold it joined, so the first holder worked on past its lease"
+		}
+		if s.GaveUp {
+			return "The library's answers alone have a legal order: the overlap came after a lease the lock's model says had ended, unrenewed since its watchdog gave up at a renewal that got no answer, so the first holder worked on past its lease"
 		}
 		return "The library's answers alone have a legal order: the overlap came after a lease the lock's model says had ended, so the first holder worked on past its lease"
 	case LockLost:
@@ -621,6 +629,32 @@ func forText(ns int64) string {
 }
 
 // threadOf names a call's thread as the sections do: client/thread, or the client alone.
+// gaveUp says whether the overlap's first owner's renewals stopped at one that got no answer: its last
+// renewal of the key before the intruder entered ended without an ok (a lost reply, a timeout) before
+// then, and the intruder entered more than a renewal period after that renewal was sent (the shortest gap
+// between the hold's renewals, or from its grant to the first). A watchdog that renews again next period
+// sends another inside that time; a slow link's renewal is still in flight or answered.
+func gaveUp(h *history.History, o checker.Overlap, granted int64) bool {
+	var calls []int64
+	var last *history.Operation
+	for i := range h.Ops {
+		op := &h.Ops[i]
+		c := op.Invoke
+		if c.F != "renew" || c.Key != o.Key || threadOf(c) != o.Holder || c.Time < granted || c.Time > o.Entered {
+			continue
+		}
+		calls, last = append(calls, c.Time), op
+	}
+	if last == nil || last.Complete == nil || last.Complete.Type == history.Ok || last.Complete.Time > o.Entered {
+		return false
+	}
+	period := calls[0] - granted
+	for i := 1; i < len(calls); i++ {
+		period = min(period, calls[i]-calls[i-1])
+	}
+	return period > 0 && o.Entered-last.Invoke.Time > period
+}
+
 func threadOf(c history.Call) string {
 	if c.Thread == 0 {
 		return c.Client

@@ -300,3 +300,39 @@ func TestStoryRWReentryStopsTheWatchdog(t *testing.T) {
 		t.Fatalf("a write re-entry's unlock after a longer read: lease %q, shortened %v: %s", s.Lease, s.Shortened, s.Text)
 	}
 }
+
+// TestStoryWatchdogGaveUp: a holder on its watchdog renewed at 1 s, that renewal got no answer, and it
+// renewed no more though its hold went on: the intruder at 2.5 s came more than a renewal period (1 s,
+// from the grant to the first renewal) after it. A renewal still in flight then (a slow link's), one
+// answered, or one more renewal after the lost one is not a watchdog that gave up.
+func TestStoryWatchdogGaveUp(t *testing.T) {
+	ms := sec / 1000
+	hold := grant("c1", 1, "lock-0", 0, ms)
+	hold.Invoke.Args = map[string]int64{"lease_ms": 0}
+	renew := func(at, ret int64, outcome history.Type) history.Operation {
+		op := call("c1", 1, "lock-0", "renew", at, outcome)
+		op.Complete.Time = ret
+		return op
+	}
+	o := checker.Overlap{Key: "lock-0", Holder: "c1/1", Intruder: "c2/1", HeldFrom: ms, HeldTo: 7 * sec,
+		Entered: 2507 * ms, IntruderOut: 2508 * ms}
+	story := func(ops ...history.Operation) *Story {
+		h := &history.History{Run: &history.RunMeta{Lock: "setnx-watchdog-gives-up", Checks: history.Checks{Family: "mutex"}},
+			Ops: append(append([]history.Operation{hold}, ops...), grant("c2", 1, "lock-0", 20*ms, 2507*ms))}
+		r := &Results{Valid: checker.Invalid, Checkers: []checker.Result{valid("porcupine"),
+			{Checker: "mutual-exclusion", Valid: checker.Invalid, At: o.Entered, Violation: o.String(), Details: map[string]any{"first": o}}}}
+		return TellStory(h, r, "")
+	}
+	if s := story(renew(1001*ms, 1302*ms, history.Unknown)); s.Lease != PastLease || !s.GaveUp || !strings.Contains(s.Text, "gave up") {
+		t.Fatalf("a watchdog that renewed no more after a lost reply: lease %q, gave up %v: %s", s.Lease, s.GaveUp, s.Text)
+	}
+	for name, ops := range map[string][]history.Operation{
+		"in flight":     {renew(1001*ms, 4001*ms, history.Unknown)},
+		"answered":      {renew(1001*ms, 1002*ms, history.Ok)},
+		"renewed again": {renew(1001*ms, 1302*ms, history.Unknown), renew(2001*ms, 2600*ms, history.Unknown)},
+	} {
+		if s := story(ops...); s.GaveUp {
+			t.Errorf("%s: gave up: %s", name, s.Text)
+		}
+	}
+}

@@ -74,7 +74,10 @@ type Match struct {
 	// watchdog that kept the first owner's hold.
 	Stopped *bool `yaml:"watchdog-stopped"`
 	// Outlived: the first owner had (true) or had not (false) held on past a fixed lease of its own.
-	Outlived *bool    `yaml:"outlived"`
+	Outlived *bool `yaml:"outlived"`
+	// GaveUp: the first owner's watchdog had (true) or had not (false) renewed no more after a renewal
+	// that got no answer.
+	GaveUp   *bool    `yaml:"watchdog-gave-up"`
 	AnyLock  bool     `yaml:"any-lock"` // a limit of every lock of its family, whatever the library
 	Families []string `yaml:"families"` // the lock families it is found on, where not only the buggy side's
 	Limit    string   `yaml:"limit"`    // what a design limit is a limit of, in words
