@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/lockcheck/lockcheck/internal/safefile"
@@ -58,6 +59,15 @@ type Call struct {
 	Src    string           `json:"src,omitempty"`
 	F      string           `json:"f,omitempty"`
 	Args   map[string]int64 `json:"args,omitempty"`
+}
+
+// ThreadName names the call's client thread as stories and checkers name owners: "c1", or "c1/2" where the
+// record has a thread.
+func (c Call) ThreadName() string {
+	if c.Thread == 0 {
+		return c.Client
+	}
+	return c.Client + "/" + strconv.FormatInt(c.Thread, 10)
 }
 
 // Result is an operation's completion record: what its invoke does not already say.

@@ -32,7 +32,7 @@ func StepsOf(h *history.History) []StepOutcome {
 		if step == "" || c.Src != "" {
 			continue
 		}
-		s := StepOutcome{Step: step, Client: threadOf(c), Op: c.F, At: c.Time, Done: -1, LeaseMs: c.Args["lease_ms"]}
+		s := StepOutcome{Step: step, Client: c.ThreadName(), Op: c.F, At: c.Time, Done: -1, LeaseMs: c.Args["lease_ms"]}
 		if o.Complete != nil {
 			s.Done = o.Complete.Time
 		}

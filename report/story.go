@@ -255,10 +255,10 @@ func setUpBy(h *history.History, ws []history.Window, o checker.Overlap, granted
 	for _, op := range h.Ops {
 		c, step := op.Invoke, h.StepOf(op)
 		if step == "" || c.Key != o.Key || c.Time <= granted || c.Time > o.Entered ||
-			threadOf(c) == o.Intruder && c.F == "tryLock" {
+			c.ThreadName() == o.Intruder && c.F == "tryLock" {
 			continue
 		}
-		st := StepOutcome{Step: step, Client: threadOf(c), At: c.Time, Done: -1, LeaseMs: c.Args["lease_ms"]}
+		st := StepOutcome{Step: step, Client: c.ThreadName(), At: c.Time, Done: -1, LeaseMs: c.Args["lease_ms"]}
 		if op.Complete != nil {
 			st.Done = op.Complete.Time
 		}
@@ -439,7 +439,7 @@ func grantBefore(h *history.History, owner, key string, t int64) (granted, lease
 		if o.Invoke.Time > t {
 			break
 		}
-		if o.Invoke.F != "tryLock" || o.Invoke.Key != key || threadOf(o.Invoke) != owner || o.Outcome() != history.Ok ||
+		if o.Invoke.F != "tryLock" || o.Invoke.Key != key || o.Invoke.ThreadName() != owner || o.Outcome() != history.Ok ||
 			o.Complete.Time > t {
 			continue
 		}
@@ -489,7 +489,7 @@ func leasesOf(h *history.History) kinds.Leases {
 func holdsLease(h *history.History, o checker.Overlap) (leaseEnd int64, shortened, stopped bool) {
 	write := false
 	for _, c := range h.Sections {
-		if threadOf(history.Call{Client: c.Client, Thread: c.Thread}) == o.Holder && c.Key == o.Key && c.Enter == o.HeldFrom {
+		if (history.Call{Client: c.Client, Thread: c.Thread}).ThreadName() == o.Holder && c.Key == o.Key && c.Enter == o.HeldFrom {
 			write = c.F == "write"
 		}
 	}
@@ -593,7 +593,7 @@ func holderOps(h *history.History, o checker.Overlap) []int {
 		if c.Time > o.Entered {
 			break
 		}
-		if c.Key == o.Key && threadOf(c) == o.Holder {
+		if c.Key == o.Key && c.ThreadName() == o.Holder {
 			out = append(out, i)
 		}
 	}
@@ -628,7 +628,6 @@ func forText(ns int64) string {
 	return checker.Secs(ns)
 }
 
-// threadOf names a call's thread as the sections do: client/thread, or the client alone.
 // gaveUp says whether the overlap's first owner's renewals stopped at one that got no answer: its last
 // renewal of the key before the intruder entered ended without an ok (a lost reply, a timeout) before
 // then, and the intruder entered more than a renewal period after that renewal was sent (the shortest gap
@@ -640,7 +639,7 @@ func gaveUp(h *history.History, o checker.Overlap, granted int64) bool {
 	for i := range h.Ops {
 		op := &h.Ops[i]
 		c := op.Invoke
-		if c.F != "renew" || c.Key != o.Key || threadOf(c) != o.Holder || c.Time < granted || c.Time > o.Entered {
+		if c.F != "renew" || c.Key != o.Key || c.ThreadName() != o.Holder || c.Time < granted || c.Time > o.Entered {
 			continue
 		}
 		calls, last = append(calls, c.Time), op
@@ -653,13 +652,6 @@ func gaveUp(h *history.History, o checker.Overlap, granted int64) bool {
 		period = min(period, calls[i]-calls[i-1])
 	}
 	return period > 0 && o.Entered-last.Invoke.Time > period
-}
-
-func threadOf(c history.Call) string {
-	if c.Thread == 0 {
-		return c.Client
-	}
-	return fmt.Sprintf("%s/%d", c.Client, c.Thread)
 }
 
 // grantText says when an owner was granted (or entered, where its grant is not recorded), and where that
@@ -707,7 +699,7 @@ func told(h *history.History, toldOfLoss checker.Result, lib string, o checker.O
 		}
 	}
 	for _, op := range h.Ops {
-		if op.Invoke.Time < o.Entered || op.Invoke.Key != o.Key || threadOf(op.Invoke) != o.Holder || op.Invoke.F == "tryLock" {
+		if op.Invoke.Time < o.Entered || op.Invoke.Key != o.Key || op.Invoke.ThreadName() != o.Holder || op.Invoke.F == "tryLock" {
 			continue
 		}
 		switch op.Outcome() {

@@ -38,6 +38,13 @@ func AsSchedule(h *history.History, story *report.Story, lock, family string) (*
 		if o.Entered > 0 && o.Entered < from {
 			from = o.Entered
 		}
+		// An owner whose grant the story does not place (an answer that fits no legal order): the hold it
+		// was inside then, re-entries and all, is the story.
+		if o.Granted < 0 && o.Entered <= 0 {
+			if t := holdStart(own, o.Name, story.Key, story.At); t >= 0 && t < from {
+				from = t
+			}
+		}
 	}
 	// An acquire in flight then and granted later (or never answered) queued when it was called: a waiter's
 	// place in the queue is part of the story (fifo's first waiter), so the schedule begins before it.
@@ -234,6 +241,32 @@ func Span(s *schedule.Schedule) time.Duration {
 		end = max(end, st.At+st.For)
 	}
 	return end + time.Second
+}
+
+// holdStart is when the hold that owner (client/thread, as a story names it) was inside at time at on key
+// began: its outermost granted acquire not unlocked by then (an unlock still unanswered, the refusal that
+// is the violation, leaves it held); -1 when it held nothing.
+func holdStart(h *history.History, owner, key string, at int64) int64 {
+	start, depth := int64(-1), 0
+	for _, op := range h.Ops {
+		c := op.Invoke
+		if c.Time >= at || c.Key != key || c.ThreadName() != owner {
+			continue
+		}
+		switch {
+		case c.F == "tryLock" && op.Complete != nil && op.Complete.Type == history.Ok:
+			if depth == 0 {
+				start = c.Time
+			}
+			depth++
+		case c.F == "unlock" && depth > 0 && op.Complete != nil && op.Complete.Time < at: // answered by then
+			depth--
+		}
+	}
+	if depth == 0 {
+		return -1
+	}
+	return start
 }
 
 func threadOf(t int64) int64 {

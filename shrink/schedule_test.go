@@ -210,3 +210,25 @@ func TestAsScheduleOfAWritersRead(t *testing.T) {
 		t.Fatalf("c1's acquires %v, want %v:\n%s", c1, want, s.Marshal())
 	}
 }
+
+// TestAsScheduleOfAnUnplacedOwner: rw-read-reentry-timeout-key's finding, recorded: c1 reads, re-enters
+// with a 1 s lease and lets the re-entry go, and at 2 s its outer release is refused (the twin's re-entry
+// wrote the outer hold's timeout key). The story cannot place the owner's grant (an answer that fits no
+// legal order), so the timed steps began half a second before the refusal and kept only it: 0 of 5. They
+// now begin at the hold the owner was inside then, with its re-entry.
+func TestAsScheduleOfAnUnplacedOwner(t *testing.T) {
+	s := recordedSchedule(t, "testdata/rw-unplaced-owner")
+	var c1 []string
+	for _, st := range s.Steps {
+		if st.Client == "c1" {
+			what := "release"
+			if st.Acquire != "" {
+				what = string(st.Acquire)
+			}
+			c1 = append(c1, what)
+		}
+	}
+	if want := []string{"read", "read", "release", "release"}; !slices.Equal(c1, want) {
+		t.Fatalf("c1's steps %v, want %v:\n%s", c1, want, s.Marshal())
+	}
+}
