@@ -135,7 +135,9 @@ type Explorer struct {
 	Run      Runner
 	Parallel int
 	// MaxRuns and MaxFindings stop the search early (0: no bound); the budget is the ctx's deadline.
-	// MaxFindings counts new findings only (Outcome.Known empty).
+	// MaxFindings counts new findings only (Outcome.Known empty) that failed again: a new finding's genome
+	// runs again at once on the next seeds (up to Recheck times), and one that never fails the same way
+	// again (a machine's hiccup lined it up) is kept, unconfirmed, but does not end the search.
 	MaxRuns, MaxFindings int
 	// Progress is told the status after every run (outside the explorer's lock); NewFinding and NewEntry
 	// as they happen (under it: keep them short, and call neither Status nor View).
@@ -154,14 +156,22 @@ type Explorer struct {
 	Growth   []Point
 	Stopped  string // budget, interrupted, max-findings, max-runs
 	refused  int
-	seeds    []*Genome // the shapes' genomes, run first (Seeds)
+	seeds    []*Genome  // the shapes' genomes, run first (Seeds)
+	rechecks []*Finding // new findings, whose genomes run again before anything else
 }
 
-// newFindings counts the findings no catalog entry names.
+// Recheck is how many times a new finding's genome runs again, at once, before a MaxFindings bound counts
+// it or not.
+const Recheck = 2
+
+// Again says whether the finding failed in more than one run.
+func (f *Finding) Again() bool { return len(f.Runs) > 1 }
+
+// newFindings counts the findings no catalog entry names that failed again.
 func (e *Explorer) newFindings() int {
 	n := 0
 	for _, f := range e.Findings {
-		if f.Known == "" {
+		if f.Known == "" && f.Again() {
 			n++
 		}
 	}
@@ -189,6 +199,11 @@ func (e *Explorer) SeedCorpus(gs []*Genome) {
 func (e *Explorer) next() Trial {
 	e.runs++
 	t := Trial{N: e.runs, Seed: e.Seed*1_000_003 + int64(e.runs)}
+	if len(e.rechecks) > 0 { // a new finding's genome again (a copy: a run writes its schedule's about)
+		t.Genome, e.rechecks = e.rechecks[0].genome.clone(), e.rechecks[1:]
+		t.Genome.Origin += ", again"
+		return t
+	}
 	if len(e.seeds) > 0 { // the shapes first
 		t.Genome, e.seeds = e.seeds[0], e.seeds[1:]
 		return t
@@ -339,8 +354,16 @@ func (e *Explorer) record(t Trial, out Outcome) {
 			if e.NewFinding != nil {
 				e.NewFinding(f)
 			}
+			if f.Known == "" && e.MaxFindings > 0 {
+				for range Recheck {
+					e.rechecks = append(e.rechecks, f)
+				}
+			}
 		}
 		f.Runs = append(f.Runs, t.N)
+		if f.Again() { // no more rechecks of it
+			e.rechecks = slices.DeleteFunc(e.rechecks, func(g *Finding) bool { return g == f })
+		}
 	}
 	s.Coverage, s.Corpus, s.Findings = len(e.Coverage), len(e.Corpus), len(e.Findings)
 }

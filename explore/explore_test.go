@@ -194,6 +194,36 @@ func TestMaxFindingsCountsNewOnes(t *testing.T) {
 	}
 }
 
+// TestMaxFindingsWaitsForAFailureAgain: a new finding that its genome never shows again (the machine lined
+// it up once: rw-read-shorter-lease's explore stopped at such a one, 0 of 5 once settled) is kept, but the
+// search goes on to one that fails again on the next seed, runs it again at once, and stops there.
+func TestMaxFindingsWaitsForAFailureAgain(t *testing.T) {
+	var again []int
+	fluke := func(ctx context.Context, tr Trial) Outcome {
+		if strings.HasSuffix(tr.Genome.Origin, ", again") {
+			again = append(again, tr.N)
+		}
+		if tr.N == 1 {
+			return Outcome{Verdict: "invalid", Signature: "once", Transitions: map[string]int{"once": 1}}
+		}
+		return zsetTwin(ctx, tr)
+	}
+	e := &Explorer{Caps: rwCaps, Seed: 3, Run: fluke, MaxFindings: 1, MaxRuns: 1000}
+	e.Search(context.Background())
+	if e.Stopped != "max-findings" || len(e.Findings) != 2 {
+		t.Fatalf("stopped %q with %d findings: want the fluke kept and the search ended at the twin's", e.Stopped, len(e.Findings))
+	}
+	fl, tw := e.Findings[0], e.Findings[1]
+	if fl.Signature != "once" || fl.Again() || !tw.Again() {
+		t.Fatalf("the fluke %s again %v; the twin's %s again %v", fl.Signature, fl.Again(), tw.Signature, tw.Again())
+	}
+	// the fluke's genome ran twice more right after it; the twin's failed again within its rechecks, and
+	// the search stopped there
+	if len(again) < 2 || again[0] != 2 || again[1] != 3 || tw.Runs[1]-tw.FirstRun > Recheck+1 || e.Status().Runs != tw.Runs[1] {
+		t.Errorf("rechecks at runs %v; the twin's runs %v; %d runs", again, tw.Runs, e.Status().Runs)
+	}
+}
+
 // TestHoldFitsWithItsClientsPause: a holder whose release follows its grant (counted from the grant) and
 // whose client may be paused in between holds for the pause too. Explore generated this schedule and found
 // "new" on the unbroken rwlock.yaml: c3's 3 s read frozen 2 s by a client-pause that a node pause had pushed
