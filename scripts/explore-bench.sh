@@ -23,9 +23,9 @@ out=results/explore-bench
 command -v jq >/dev/null || { echo "explore-bench: needs jq" >&2; exit 254; }
 mkdir -p "$out"
 
-# The unbroken locks: the Go emulation's families explore generates, an example spec, each shipped worker
-# at its latest release (named where the worker's DEFAULT_VERSION is older); an unbroken lock named after
-# the options runs alone (-b 0 -u 30m fair).
+# The unbroken locks: the Go emulation's locks explore generates (not multi or latch: it refuses their
+# families), an example spec, each shipped worker at its latest release (named where the worker's
+# DEFAULT_VERSION is older); an unbroken lock named after the options runs alone (-b 0 -u 30m fair).
 unbroken='reentrant|--lock reentrant
 rwlock|--lock rwlock
 fair|--lock fair
@@ -34,7 +34,7 @@ expirable-semaphore|--lock expirable-semaphore
 fenced|--lock fenced
 redlock-spec|--lock redlock-spec
 redsync|--client redsync
-mutex|--lock mutex
+redlock|--lock redlock
 rwlock-yaml|--lock-spec examples/locks/rwlock.yaml
 redisson|--client redisson
 redis-py|--client redis-py@8.2.0
