@@ -49,6 +49,8 @@ class _Master(redis.Redis):
     def execute_command(self, *args, **options):
         try:
             return redis.Redis.execute_command(self, *args, **options)
+        except redis.exceptions.NoScriptError:
+            raise  # the script cache missed: redis-py loads the script and calls it again
         except redis.exceptions.RedisError as e:
             self.errors.append(e)
             raise
@@ -82,10 +84,17 @@ class Pottery(lcp.Backend):
             self.lib_kw["num_extensions"] = int(lib["num_extensions"])
         if "raise_on_redis_errors" in lib:
             self.lib_kw["raise_on_redis_errors"] = lib["raise_on_redis_errors"].lower() in ("1", "true", "yes")
-        unknown = sorted(set(lib) - {"num_extensions", "raise_on_redis_errors"})
+        # redis_retries: how often redis-py resends a command that timed out (its Retry; 3 by default from
+        # redis-py 6, none before): 0 turns the resends off.
+        client_kw = {}
+        if "redis_retries" in lib:
+            from redis.backoff import NoBackoff
+            from redis.retry import Retry
+            client_kw["retry"] = Retry(NoBackoff(), int(lib["redis_retries"]))
+        unknown = sorted(set(lib) - {"num_extensions", "raise_on_redis_errors", "redis_retries"})
         if unknown:
             raise lcp.Error(lcp.NOT_SUPPORTED, "library options %s: the pottery worker takes num_extensions, "
-                            "raise_on_redis_errors" % ", ".join(unknown))
+                            "raise_on_redis_errors, redis_retries" % ", ".join(unknown))
         self.default_lease_ms = int(opts.get("lease_ms") or opts.get("watchdog_ms") or 30000)
         timeout = (opts.get("timeout_ms") or 3000) / 1000.0
         nodes = topo.get("nodes") or []
@@ -100,7 +109,7 @@ class Pottery(lcp.Backend):
         for n in nodes:
             host, _, port = n["addr"].rpartition(":")
             self.masters.append(redis.Redis(host=host, port=int(port), password=msg.get("password") or None,
-                                            socket_timeout=timeout, socket_connect_timeout=timeout))
+                                            socket_timeout=timeout, socket_connect_timeout=timeout, **client_kw))
         # A bad address or password fails the start in one line; a majority answering is enough, as for pottery.
         errors = []
         for m in self.masters:
@@ -128,6 +137,13 @@ class Pottery(lcp.Backend):
             granted = lk.acquire(blocking=False)
         if granted:
             self.locks[(thread, keys[0])] = (lk, masters)
+        elif any(m.errors for m in masters):
+            # pottery's False after a master's error is no refusal: the SET may have run there with its reply
+            # lost (a key under a UUID pottery has dropped), as for release and extend (_call).
+            errs = [err for m in masters for err in m.errors]
+            text = "not acquired, redis errors: %s" % ", ".join("%s: %s" % (type(x).__name__, x) for x in errs)
+            timeout = any(isinstance(x, redis.exceptions.TimeoutError) for x in errs)
+            raise lcp.Error(lcp.TIMEOUT if timeout else lcp.CRASH, text)
         return {"granted": bool(granted)}
 
     def _held(self, thread, key):
