@@ -36,15 +36,20 @@ function init(m) {
   if (lk.family && lk.family !== 'mutex') throw new ProtoError(NOT_SUPPORTED, `lock family ${lk.family}: redlock is a mutex`);
   if (lk.kind && !KINDS.includes(lk.kind)) throw new ProtoError(NOT_SUPPORTED, `lock kind ${lk.kind}: this worker drives ${KINDS.join(', ')}`);
   const settings = {};
-  let using = false;
+  let using = false, resend = true;
   for (const [k, v] of Object.entries(m.library_options || {})) {
+    if (k === 'resend') { // ioredis's autoResendUnfulfilledCommands: resend what was in flight when a link dropped
+      if (!['true', 'false'].includes(String(v))) throw new ProtoError(MALFORMED, `library option resend=${v}: true or false`);
+      resend = String(v) === 'true';
+      continue;
+    }
     if (k === 'using') {
       if (!['true', 'false'].includes(String(v))) throw new ProtoError(MALFORMED, `library option using=${v}: true or false`);
       using = String(v) === 'true';
       if (using && !V5) throw new ProtoError(NOT_SUPPORTED, `library option using: redlock ${VERSION} has no using() (5.x has)`);
       continue;
     }
-    if (!NUMERIC.includes(k)) throw new ProtoError(MALFORMED, `unknown library option ${k} (redlock ${VERSION} takes ${NUMERIC.join(', ')}${V5 ? ', using' : ''})`);
+    if (!NUMERIC.includes(k)) throw new ProtoError(MALFORMED, `unknown library option ${k} (redlock ${VERSION} takes ${NUMERIC.join(', ')}${V5 ? ', using' : ''}, resend)`);
     const n = Number(v);
     if (String(v).trim() === '' || !Number.isFinite(n)) throw new ProtoError(MALFORMED, `library option ${k}=${v} is not a number`);
     settings[k] = n;
@@ -52,6 +57,7 @@ function init(m) {
   const timeout = o.timeout_ms > 0 ? o.timeout_ms : 3000;
   // ioredis as the redlock READMEs set it up (one client per master on redlock), with lockcheck's timeout.
   const clients = lcp.clientsFor(Redis, m, timeout, ['single', 'redlock', 'sentinel', 'cluster']);
+  for (const c of clients) c.options.autoResendUnfulfilledCommands = resend;
   const retryDelay = settings.retryDelay ?? 200;
   cfg = {
     clients, settings, using, timeout,
