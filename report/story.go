@@ -136,7 +136,7 @@ func TellStory(h *history.History, r *Results, lib string) *Story {
 		s.Text = validText(r)
 		return s
 	case lead.Checker == "mutual-exclusion":
-		s.overlap(own, lead, byName, lib, r.Faults)
+		s.overlap(own, h, lead, byName, lib, r.Faults)
 	case lead.Checker == "lost-lock":
 		s.lost(lead)
 	case lead.Checker == "told-of-loss":
@@ -186,7 +186,8 @@ func (s *Story) from() int64 {
 }
 
 // overlap tells two owners inside at once (or more than the permits).
-func (s *Story) overlap(h *history.History, c checker.Result, byName map[string]checker.Result, lib string, ws []history.Window) {
+// h is the clients' own records; all has the wire's too (what an inner unlock's command set the TTL to).
+func (s *Story) overlap(h, all *history.History, c checker.Result, byName map[string]checker.Result, lib string, ws []history.Window) {
 	s.Checker, s.At = c.Checker, c.At
 	d, _ := c.Details.(map[string]any)
 	o, ok := d["first"].(checker.Overlap)
@@ -201,7 +202,7 @@ func (s *Story) overlap(h *history.History, c checker.Result, byName map[string]
 	s.Kind, s.Key, s.For = Overlap, o.Key, min(o.HeldTo, o.IntruderOut)-o.Entered
 	granted, _, _ := grantBefore(h, o.Holder, o.Key, o.HeldFrom)
 	// Its lease as it stood when the intruder entered: a re-entry inside the section may have replaced it.
-	_, leaseEnd, shortened := grantBefore(h, o.Holder, o.Key, o.Entered)
+	_, leaseEnd, shortened := grantBefore(all, o.Holder, o.Key, o.Entered)
 	stopped := false
 	if leasesOf(h) == kinds.LeasePerHold {
 		leaseEnd, shortened, stopped = holdsLease(h, o)
@@ -439,6 +440,15 @@ func grantBefore(h *history.History, owner, key string, t int64) (granted, lease
 		if o.Invoke.Time > t {
 			break
 		}
+		if o.Invoke.F == "unlock" && o.Invoke.Args["nested"] == 1 && leaseEnd > 0 && o.Invoke.Key == key &&
+			o.Invoke.ThreadName() == owner && o.Outcome() == history.Ok && o.Complete.Time <= t {
+			// An inner unlock that leaves the hold sets its TTL too (RLock's partial unlock PEXPIREs the lock to
+			// its internalLockLeaseTime, the watchdog's timeout on a fresh lock object), which may be shorter.
+			if at, l := unlockPexpire(h, o); l > 0 && at+l < leaseEnd {
+				leaseEnd, shortened = at+l, true
+			}
+			continue
+		}
 		if o.Invoke.F != "tryLock" || o.Invoke.Key != key || o.Invoke.ThreadName() != owner || o.Outcome() != history.Ok ||
 			o.Complete.Time > t {
 			continue
@@ -454,14 +464,49 @@ func grantBefore(h *history.History, owner, key string, t int64) (granted, lease
 			shortened = shortened || o.Invoke.Time+l < leaseEnd
 			leaseEnd = min(leaseEnd, o.Invoke.Time+l)
 		case l > 0 && granted >= 0: // a re-entry with a lease inside a watchdog's hold: its PEXPIRE replaced the
-			// watchdog's TTL until the next renewal (Redisson's re-entry), so the hold's lease is now the re-entry's
+			// watchdog's TTL until the next renewal (Redisson's re-entry), so the hold's lease is now the re-entry's;
+			// and a renewal right after it sets the watchdog's own lease, which may be shorter (real Redisson
+			// renews a re-entered hold to its watchdog lease, and the re-entry's unlock then stops the watchdog)
 			leaseEnd, shortened = o.Invoke.Time+l, true
+			if w := watchdogOf(h); w > 0 {
+				leaseEnd = min(leaseEnd, o.Invoke.Time+w)
+			}
 		}
 		if o.Invoke.Args["nested"] == 0 {
 			shortened = false
 		}
 	}
 	return granted, leaseEnd, shortened
+}
+
+// unlockPexpire is the TTL an inner unlock's lock command set and when it was sent: the release under it
+// that was answered, from the wire where it was recorded (what was sent), else the client's own record; 0
+// where neither says a lease.
+func unlockPexpire(h *history.History, u history.Operation) (at, lease int64) {
+	for _, wire := range []bool{true, false} {
+		for _, o := range h.Ops {
+			c := o.Invoke
+			if c.F != "release" || (c.Src == history.WireSrc) != wire || c.Client != u.Invoke.Client || c.Key != u.Invoke.Key ||
+				c.Time < u.Invoke.Time || c.Time > u.Complete.Time || o.Outcome() != history.Ok {
+				continue
+			}
+			if c.Src != history.WireSrc && c.Thread != u.Invoke.Thread {
+				continue
+			}
+			if l := c.Args["lease_ms"]; l > 0 {
+				return c.Time, l * int64(time.Millisecond)
+			}
+		}
+	}
+	return 0, 0
+}
+
+// watchdogOf is the run's watchdog lease (0 where the history does not say it).
+func watchdogOf(h *history.History) int64 {
+	if h.Run == nil {
+		return 0
+	}
+	return int64(h.Run.Options.Watchdog)
 }
 
 // leasesOf is the lease rule of the run's lock family (a history without one: RLock's).

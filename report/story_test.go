@@ -336,3 +336,36 @@ func TestStoryWatchdogGaveUp(t *testing.T) {
 		}
 	}
 }
+
+// TestStoryInnerUnlockSetsTheTTL: real Redisson's partial unlock PEXPIREs the lock to its watchdog timeout
+// (600 ms here, on the wire), not to the outer hold's 3 s lease: c1 holds with 3 s, re-enters with 1 s,
+// lets the re-entry go at 0.25 s, and c3 enters at 0.9 s, past the 0.29 + 0.6 s the unlock's command set.
+// Explore's 30-minute run on the real library called this "let in early" (the re-entry's 1 s); the wire
+// record of the unlock's command says otherwise. Without it (no wire), the re-entry's lease stands.
+func TestStoryInnerUnlockSetsTheTTL(t *testing.T) {
+	ms := sec / 1000
+	hold := grant("c1", 1, "lock-0", 0, 36*ms)
+	hold.Invoke.Args = map[string]int64{"lease_ms": 3000}
+	re := grant("c1", 1, "lock-0", 36*ms, 53*ms)
+	re.Invoke.Args = map[string]int64{"lease_ms": 1000, "nested": 1}
+	inner := call("c1", 1, "lock-0", "unlock", 253*ms, history.Ok)
+	inner.Invoke.Args = map[string]int64{"nested": 1}
+	inner.Complete.Time = 314 * ms
+	wire := call("c1", 61, "lock-0", "release", 292*ms, history.Ok)
+	wire.Invoke.Src, wire.Invoke.Args = history.WireSrc, map[string]int64{"lease_ms": 600}
+	o := checker.Overlap{Key: "lock-0", Holder: "c1/1", Intruder: "c3/1", HeldFrom: 36 * ms, HeldTo: 1314 * ms,
+		Entered: 904 * ms, IntruderOut: 1315 * ms}
+	story := func(ops ...history.Operation) *Story {
+		h := &history.History{Run: &history.RunMeta{Lock: "reentrant", Checks: history.Checks{Family: "mutex"}},
+			Ops: append(ops, grant("c3", 1, "lock-0", 553*ms, 904*ms))}
+		r := &Results{Valid: checker.Invalid, Checkers: []checker.Result{valid("porcupine"),
+			{Checker: "mutual-exclusion", Valid: checker.Invalid, At: o.Entered, Violation: o.String(), Details: map[string]any{"first": o}}}}
+		return TellStory(h, r, "redisson")
+	}
+	if s := story(hold, re, inner, wire); s.Lease != PastLease || !s.Shortened {
+		t.Fatalf("the inner unlock's 600 ms: lease %q, shortened %v: %s", s.Lease, s.Shortened, s.Text)
+	}
+	if s := story(hold, re, inner); s.Lease != WithinLease {
+		t.Fatalf("no record of the unlock's command: lease %q, want within the re-entry's 1 s: %s", s.Lease, s.Text)
+	}
+}
