@@ -1,9 +1,12 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lockcheck/lockcheck/history"
 )
 
 // redis-semaphore's semaphores pass worker-check on its latest version and on 5.0.0: Semaphore in family
@@ -163,5 +166,36 @@ func TestSpringIntegrationSentinelFailover(t *testing.T) {
 	code, dir := run(t, append(args, "--nemesis", "none", "--seed", "1")...)
 	if code != exitValid {
 		t.Fatalf("fault-free: exit %d, want %d: %v (%s)", code, exitValid, verdicts(t, dir), dir)
+	}
+}
+
+// A schedule's release after a refused acquire is no stray release to a worker whose library is not
+// thread-bound (redis-semaphore's release() answers nothing either way): explore's 30 minutes on the worker
+// sent such releases and porcupine and told-of-loss judged the caller's mistake as the library's, 29 times.
+// c2's acquire is refused while c1 holds; its release is not sent, and the run is valid.
+func TestScheduleSendsNoStrayReleaseToAWorkerNotThreadBound(t *testing.T) {
+	useWorkerCache(t)
+	sched := filepath.Join(t.TempDir(), "stray.yaml")
+	if err := os.WriteFile(sched, []byte(`lock: mutex
+steps:
+  - {name: a, client: c1, acquire: lock, lease: 5s, wait: 0s}
+  - {name: b, after: a, delay: 100ms, client: c2, acquire: lock, lease: 5s, wait: 0s}
+  - {name: c, after: b, client: c2, release: true}
+  - {name: d, after: c, delay: 300ms, client: c1, release: true}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, dir := run(t, "run", "--client", "redis-semaphore", "--schedule", sched, "--quiet", "0s", "--time", "3s", "--seed", "1")
+	if code != exitValid {
+		t.Fatalf("exit %d, want %d: %v (%s)", code, exitValid, verdicts(t, dir), dir)
+	}
+	h, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range h.Ops {
+		if o.Invoke.Client == "c2" && o.Invoke.F == "unlock" {
+			t.Fatalf("c2's release after its refused acquire was sent (%s)", dir)
+		}
 	}
 }
