@@ -362,3 +362,14 @@ func TestOnBaseKnown(t *testing.T) {
 		}
 	}
 }
+
+// TestViolationOf: a trim's cut is judged by the violation, checker and lock family alone; the faults in
+// force, the lease side and the shape may change with what was cut.
+func TestViolationOf(t *testing.T) {
+	a := "overlap by mutual-exclusion on a rwlock, under pause, past the first owner's lease, at rwlock writer write-acquire granted"
+	b := "overlap by mutual-exclusion on a rwlock, with no fault in force, within the first owner's lease"
+	c := "no-legal-order by porcupine on a rwlock, under pause"
+	if violationOf(a) != violationOf(b) || violationOf(a) == violationOf(c) || violationOf(a) != "overlap by mutual-exclusion on a rwlock" {
+		t.Fatalf("%q %q %q", violationOf(a), violationOf(b), violationOf(c))
+	}
+}
