@@ -197,6 +197,12 @@ func (e *Explorer) SeedCorpus(gs []*Genome) {
 // and now and then, otherwise a mutation of a corpus entry (the less picked and the more it reached, the
 // likelier).
 func (e *Explorer) next() Trial {
+	t := e.draw()
+	t.Genome = t.Genome.forCaps(e.Caps)
+	return t
+}
+
+func (e *Explorer) draw() Trial {
 	e.runs++
 	t := Trial{N: e.runs, Seed: e.Seed*1_000_003 + int64(e.runs)}
 	if len(e.rechecks) > 0 { // a new finding's genome again (a copy: a run writes its schedule's about)

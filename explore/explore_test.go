@@ -3,6 +3,7 @@ package explore
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -410,5 +411,31 @@ func TestEveryLockGetsASeedOfEachShapeItFits(t *testing.T) {
 	q := g[len(g)-1]
 	if q.Origin != "shape queue-outlives-slot" || q.Setting("watchdog") != "1500ms" || *q.Schedule.Steps[0].Lease != 0 {
 		t.Fatalf("queue-outlives-slot: %s, watchdog %q\n%s", q.Origin, q.Setting("watchdog"), q.Schedule.Marshal())
+	}
+}
+
+// TestOneLeaseStepsCarryNone: a library with one lease for every lock (Spring's RedisLockRegistry) refuses
+// an acquire with a lease of its own, so every run explore made of it refused every acquire and reached
+// nothing (30 minutes, 238 runs, no transition). Its trials carry no lease, and the lease shapes are left out.
+func TestOneLeaseStepsCarryNone(t *testing.T) {
+	c := Caps{Lock: "mutex", Family: "mutex", Reentrant: true, OneLease: true, Faults: semCaps.Faults}
+	for _, sh := range fitting(c) {
+		if sh.Name == "short-joins-long" || sh.Name == "late-release" {
+			t.Errorf("shape %s fits a lock with one lease", sh.Name)
+		}
+	}
+	var runs int
+	e := &Explorer{Caps: c, Seed: 1, MaxRuns: 40, Run: func(_ context.Context, tr Trial) Outcome {
+		runs++
+		for _, st := range tr.Genome.Schedule.Steps {
+			if st.Lease != nil {
+				t.Fatalf("run %d: step %s has a lease of its own", tr.N, st.Name)
+			}
+		}
+		return Outcome{Verdict: "valid", Transitions: map[string]int{fmt.Sprint(tr.N % 7): 1}}
+	}}
+	e.Search(context.Background())
+	if runs != 40 {
+		t.Fatalf("%d runs", runs)
 	}
 }

@@ -30,6 +30,9 @@ type Caps struct {
 	Timeout time.Duration
 	// Faults are those a schedule step may start on this deployment, each with the targets it takes.
 	Faults []Fault
+	// OneLease: the library takes one lease for every lock it hands out (Spring's RedisLockRegistry has
+	// one expireAfter), so steps carry none and the run's lease holds: the lease shapes are left out.
+	OneLease bool
 }
 
 // Fault is a fault a step may start: its name, and how it is aimed.
@@ -266,8 +269,20 @@ type Shape struct {
 	Fits func(c Caps) bool
 }
 
-// leased: the lock's holds have leases (a plain semaphore's permits have none).
-func leased(c Caps) bool { return c.Family != "semaphore" }
+// leased: the lock's holds have leases of their own (a plain semaphore's permits have none; a library with
+// one lease for every lock gives each the run's).
+func leased(c Caps) bool { return c.Family != "semaphore" && !c.OneLease }
+
+// forCaps drops the steps' leases where the library takes none per lock (Caps.OneLease): the run's lease
+// holds for every acquire. It returns g.
+func (g *Genome) forCaps(c Caps) *Genome {
+	if c.OneLease {
+		for i := range g.Schedule.Steps {
+			g.Schedule.Steps[i].Lease = nil
+		}
+	}
+	return g
+}
 
 // Shapes are the skeletons: a joiner with a shorter lease beside a long holder while a waiter asks (a
 // re-entry or second reader whose lease shrinks the whole lock's); a release that comes late, after the

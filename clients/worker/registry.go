@@ -46,6 +46,9 @@ type Spec struct {
 	Flags  []string
 	// Releases is the registry's own list of the library's versions (lockcheck bisect walks it).
 	Releases Releases
+	// OneLease: the library takes one lease for every lock it hands out, not one per acquire (an acquire
+	// with another lease is refused): explore's steps carry none.
+	OneLease bool
 }
 
 var specs = map[string]Spec{}
@@ -323,7 +326,7 @@ func init() {
 	Register(Spec{Name: "redisson", Folder: "redisson", Language: "java", ClientClock: true, Lock: "reentrant",
 		Emulated: "Redisson 4.7", Releases: MavenCentral("org.redisson", "redisson"),
 		About: "Redisson (Java): the real library, built with Maven per version"})
-	Register(Spec{Name: "spring-integration", Folder: "spring-integration", Language: "java", ClientClock: true, Lock: "mutex",
+	Register(Spec{Name: "spring-integration", Folder: "spring-integration", Language: "java", ClientClock: true, Lock: "mutex", OneLease: true,
 		Releases: MavenCentral("org.springframework.integration", "spring-integration-redis"),
 		About:    "Spring Integration's RedisLockRegistry (Java): obtain(key).tryLock(wait)/unlock(), renewLock, SPIN_LOCK or PUB_SUB_LOCK; single and sentinel"})
 	Register(Spec{Name: "redis-py", Folder: "redis-py", Language: "python", ClientClock: true, Lock: "mutex", Releases: PyPI("redis"),

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/lockcheck/lockcheck/clients/worker"
 	"io"
 	"maps"
 	"os"
@@ -224,6 +225,11 @@ func exploreCaps(cmd *cobra.Command, t *runner.Test, sut []string) (explore.Caps
 	k := t.Kind
 	c := explore.Caps{Lock: t.Options.Lock, Family: k.Family.Name, Reentrant: k.Reentrant, Watchdog: k.Watchdog,
 		Permits: t.Options.Permits, Timeout: t.Options.Timeout}
+	if name, _, _ := strings.Cut(t.Options.Worker.Client, "@"); name != "" {
+		if s, ok := worker.Get(name); ok {
+			c.OneLease = s.OneLease
+		}
+	}
 	if !slices.Contains(explore.Families, c.Family) || k.Group {
 		return c, fmt.Errorf("explore: lock %s is of the %s family: explore generates schedules of mutexes, read-write locks and semaphores of single keys", c.Lock, k.Family.Name)
 	}
