@@ -26,6 +26,18 @@ func call(client string, thread int64, key, f string, at int64, outcome history.
 	return history.OperationOf(inv, &c)
 }
 
+// reentered is client/1's grant of lock-0 at 0 (answered at held) with a lease of outer ms, its re-entry
+// called at reAt and answered at reRet with a lease of inner ms, and that re-entry's unlock at unlockAt.
+func reentered(client string, held, outer, reAt, reRet, inner, unlockAt int64) (hold, re, un history.Operation) {
+	hold = grant(client, 1, "lock-0", 0, held)
+	hold.Invoke.Args = map[string]int64{"lease_ms": outer}
+	re = grant(client, 1, "lock-0", reAt, reRet)
+	re.Invoke.Args = map[string]int64{"lease_ms": inner, "nested": 1}
+	un = call(client, 1, "lock-0", "unlock", unlockAt, history.Ok)
+	un.Invoke.Args = map[string]int64{"nested": 1}
+	return hold, re, un
+}
+
 func failover(from, to int64) []history.Window {
 	return []history.Window{{Kind: "failover", Targets: []string{"shard:0"}, Start: from, End: to, Healed: true}}
 }
@@ -213,12 +225,7 @@ func TestStoryReentryShortensTheLease(t *testing.T) {
 // and said the lock let the writer in early: explore called the unbroken lock's finding new.
 func TestStoryRWReentryStopsTheWatchdog(t *testing.T) {
 	ms := sec / 1000
-	hold := grant("c2", 1, "lock-0", 0, 2*ms)
-	hold.Invoke.Args = map[string]int64{"lease_ms": 0}
-	re := grant("c2", 1, "lock-0", 5*ms, 6*ms)
-	re.Invoke.Args = map[string]int64{"lease_ms": 3000, "nested": 1}
-	inner := call("c2", 1, "lock-0", "unlock", 55*ms, history.Ok)
-	inner.Invoke.Args = map[string]int64{"nested": 1}
+	hold, re, inner := reentered("c2", 2*ms, 0, 5*ms, 6*ms, 3000, 55*ms)
 	o := checker.Overlap{Key: "lock-0", Holder: "c2/1", Intruder: "c4/1", HeldFrom: 3 * ms, HeldTo: 2080 * ms,
 		Entered: 2003 * ms, IntruderOut: 4 * sec}
 	story := func(mode string, ops ...history.Operation) *Story {
@@ -344,12 +351,7 @@ func TestStoryWatchdogGaveUp(t *testing.T) {
 // record of the unlock's command says otherwise. Without it (no wire), the re-entry's lease stands.
 func TestStoryInnerUnlockSetsTheTTL(t *testing.T) {
 	ms := sec / 1000
-	hold := grant("c1", 1, "lock-0", 0, 36*ms)
-	hold.Invoke.Args = map[string]int64{"lease_ms": 3000}
-	re := grant("c1", 1, "lock-0", 36*ms, 53*ms)
-	re.Invoke.Args = map[string]int64{"lease_ms": 1000, "nested": 1}
-	inner := call("c1", 1, "lock-0", "unlock", 253*ms, history.Ok)
-	inner.Invoke.Args = map[string]int64{"nested": 1}
+	hold, re, inner := reentered("c1", 36*ms, 3000, 36*ms, 53*ms, 1000, 253*ms)
 	inner.Complete.Time = 314 * ms
 	wire := call("c1", 61, "lock-0", "release", 292*ms, history.Ok)
 	wire.Invoke.Src, wire.Invoke.Args = history.WireSrc, map[string]int64{"lease_ms": 600}
