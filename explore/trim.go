@@ -11,8 +11,9 @@ import (
 // A finding's schedule carries what the search piled up on the way: actors, faults and re-entries that
 // reached a transition once and play no part in the violation. Before a finding is confirmed, Trim cuts
 // them one at a time, as a test-case reducer does, and keeps a cut when the schedule still fails the same
-// way (the caller says what counts: the same violation by the same checker, whatever faults were in force). The shrunk schedule then says the bug's steps and no others, and it is still chained by events (a
-// step after another's grant or release), which replays a lining-up far more reliably than the caught
+// way (the caller says what counts: the same violation by the same checker, whatever faults were in
+// force). The shrunk schedule then says the bug's steps and no others, and it is still chained by events
+// (a step after another's grant or release), which replays a lining-up far more reliably than the caught
 // run's timeline written with times.
 
 // Trimming is one cut: a copy of the genome without some of its steps.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/lockcheck/lockcheck/clients/worker"
 	"io"
 	"maps"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/lockcheck/lockcheck/bugreport"
+	"github.com/lockcheck/lockcheck/clients/worker"
 	"github.com/lockcheck/lockcheck/coverage"
 	"github.com/lockcheck/lockcheck/explore"
 	"github.com/lockcheck/lockcheck/history"
@@ -225,8 +225,8 @@ func exploreCaps(cmd *cobra.Command, t *runner.Test, sut []string) (explore.Caps
 	k := t.Kind
 	c := explore.Caps{Lock: t.Options.Lock, Family: k.Family.Name, Reentrant: k.Reentrant, Watchdog: k.Watchdog,
 		Permits: t.Options.Permits, Timeout: t.Options.Timeout}
-	if name, _, _ := strings.Cut(t.Options.Worker.Client, "@"); name != "" {
-		if s, ok := worker.Get(name); ok {
+	if name, _, err := runner.SplitClient(t.Options.Worker.Client); err == nil && name != "" { // NAME[@VERSION][,go]
+		if s, _, err := worker.Lookup(name); err == nil {
 			c.OneLease = s.OneLease
 		}
 	}
@@ -437,10 +437,11 @@ func (x *exploration) runOnce(ctx context.Context, sut []string, g *explore.Geno
 // baseOf: on a --scripts explore (a lock's script set with some files replaced: a twin, or a user's change),
 // what decides known or new is whether the lock's own scripts fail the same way: each invalid run's
 // signature is replayed, once per signature, on the lock's own scripts (the same schedule and settings,
-// the run's seed and the next, until one fails with the same violation by the same checker). Failing so, the finding is the lock's
-// own behaviour, known by that run's catalog entry (a library's entries do not match a --scripts run,
-// nobody's library) or by its own; staying valid, it is the replaced scripts' own, new whatever design
-// limit its signature resembles (a twin whose re-entry replaces the lease looks like RLock's design).
+// the run's seed and the next, until one fails with the same violation by the same checker). Failing so,
+// the finding is the lock's own behaviour, known by that run's catalog entry (a library's entries do not
+// match a --scripts run, nobody's library) or by its own; staying valid, it is the replaced scripts' own,
+// new whatever design limit its signature resembles (a twin whose re-entry replaces the lease looks like
+// RLock's design).
 func (x *exploration) baseOf(ctx context.Context, g *explore.Genome, file string, seed int64, dir, key string, sig known.Signature) baseRun {
 	x.mu.Lock()
 	b, done := x.onBase[key]
@@ -614,11 +615,11 @@ const (
 	trimTries  = 8
 )
 
-// settleSchedule moves the steps of the finding's schedule that race a lease later past it (explore.Widen), then
-// cuts the steps it does without (explore.Trim); each move or cut is kept when two runs of the changed
-// schedule, on the finding's seed and the next, still fail with its signature (one run may fail by luck,
-// as the finding's own did). It returns the run to settle: the last kept change's, or the finding's own.
-// Half the settle budget bounds each.
+// settleSchedule moves the steps of the finding's schedule that race a lease later past it
+// (explore.Widen), then cuts the steps it does without (explore.Trim); each move or cut is kept when two
+// runs of the changed schedule, on the finding's seed and the next, still fail with its signature (one
+// run may fail by luck, as the finding's own did). It returns the run to settle: the last kept change's,
+// or the finding's own. Half the settle budget bounds each.
 func (x *exploration) settleSchedule(ctx context.Context, f *explore.Finding, fdir string, log io.Writer) string {
 	run := f.Dir
 	g := f.Genome()

@@ -27,6 +27,12 @@ const KINDS = ['node-redlock', 'mutex'];
 const NUMERIC = ['driftFactor', 'retryCount', 'retryDelay', 'retryJitter'];
 if (V5) NUMERIC.push('automaticExtensionThreshold');
 
+// boolOption reads a true/false library option.
+function boolOption(k, v) {
+  if (!['true', 'false'].includes(String(v))) throw new ProtoError(MALFORMED, `library option ${k}=${v}: true or false`);
+  return String(v) === 'true';
+}
+
 let cfg = null; // set by init
 const held = new Map(); // `${thread}\n${key}` -> {lock} or {using: {...}}
 
@@ -39,13 +45,11 @@ function init(m) {
   let using = false, resend = true;
   for (const [k, v] of Object.entries(m.library_options || {})) {
     if (k === 'resend') { // ioredis's autoResendUnfulfilledCommands: resend what was in flight when a link dropped
-      if (!['true', 'false'].includes(String(v))) throw new ProtoError(MALFORMED, `library option resend=${v}: true or false`);
-      resend = String(v) === 'true';
+      resend = boolOption(k, v);
       continue;
     }
     if (k === 'using') {
-      if (!['true', 'false'].includes(String(v))) throw new ProtoError(MALFORMED, `library option using=${v}: true or false`);
-      using = String(v) === 'true';
+      using = boolOption(k, v);
       if (using && !V5) throw new ProtoError(NOT_SUPPORTED, `library option using: redlock ${VERSION} has no using() (5.x has)`);
       continue;
     }

@@ -56,6 +56,14 @@ class _Master(redis.Redis):
             raise
 
 
+def _indefinite(text, errs):
+    """The answer to a call that some masters failed: the command may have run there with its reply lost, so
+    0 if a timeout was among the errors, else 13."""
+    text += " (redis errors: %s)" % ", ".join("%s: %s" % (type(x).__name__, x) for x in errs)
+    timeout = any(isinstance(x, redis.exceptions.TimeoutError) for x in errs)
+    return lcp.Error(lcp.TIMEOUT if timeout else lcp.CRASH, text)
+
+
 def _seconds(ms):
     return int(ms) if _MS else ms / 1000.0
 
@@ -140,10 +148,7 @@ class Pottery(lcp.Backend):
         elif any(m.errors for m in masters):
             # pottery's False after a master's error is no refusal: the SET may have run there with its reply
             # lost (a key under a UUID pottery has dropped), as for release and extend (_call).
-            errs = [err for m in masters for err in m.errors]
-            text = "not acquired, redis errors: %s" % ", ".join("%s: %s" % (type(x).__name__, x) for x in errs)
-            timeout = any(isinstance(x, redis.exceptions.TimeoutError) for x in errs)
-            raise lcp.Error(lcp.TIMEOUT if timeout else lcp.CRASH, text)
+            raise _indefinite("not acquired", [err for m in masters for err in m.errors])
         return {"granted": bool(granted)}
 
     def _held(self, thread, key):
@@ -163,10 +168,7 @@ class Pottery(lcp.Backend):
             text = "%s: %s" % (type(e).__name__, _key(e))
             if not errs:
                 raise lcp.Error(lcp.NOT_HELD, text + ": no quorum of the masters held this owner's UUID")
-            # Some masters failed: the command may have run there with its reply lost.
-            text += " (redis errors: %s)" % ", ".join("%s: %s" % (type(x).__name__, x) for x in errs)
-            timeout = any(isinstance(x, redis.exceptions.TimeoutError) for x in errs)
-            raise lcp.Error(lcp.TIMEOUT if timeout else lcp.CRASH, text)
+            raise _indefinite(text, errs)
 
     def release(self, thread, keys):
         lk, masters = self._held(thread, keys[0])

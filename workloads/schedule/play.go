@@ -378,8 +378,8 @@ func (a *actor) acquire(ctx context.Context, step, key string, op Op, wait, leas
 }
 
 // release unlocks the actor's latest acquire, as the library answers it (an acquire that was refused
-// is released all the same: the report's steps say so; but not to a worker that is not thread-bound). The last hold of a key leaves its section first,
-// unless a leave step did.
+// is released all the same: the report's steps say so; but not to a worker that is not thread-bound).
+// The last hold of a key leaves its section first, unless a leave step did.
 func (a *actor) release(ctx context.Context, step string) {
 	if len(a.holds) == 0 {
 		return
