@@ -414,13 +414,42 @@ func TestEveryLockGetsASeedOfEachShapeItFits(t *testing.T) {
 	}
 }
 
+// TestWriteReentryOutlivesItsShortLease: rw-write-reentry-lease (a write re-entry whose lease replaces the
+// lock's) went unfound on one seed in 10 minutes, twice: short-joins-long lets its joiner go within the
+// joiner's lease, and a write re-entry's unlock sets the lock's TTL afresh. The shape write-reenters-shorter
+// keeps the re-entry past its short lease while another client would outwait it.
+func TestWriteReentryOutlivesItsShortLease(t *testing.T) {
+	for seed := range uint64(20) {
+		var g *Genome
+		for _, s := range Seeds(rand.New(rand.NewPCG(seed, 7)), rwCaps) {
+			if s.Origin == "shape write-reenters-shorter" {
+				g = s
+			}
+		}
+		if g == nil {
+			t.Fatalf("seed %d: no write-reenters-shorter genome", seed)
+		}
+		st := g.Schedule.Steps
+		hold, in, other, inRel := st[0], st[1], st[2], st[3]
+		if hold.Acquire != schedule.Write || in.Acquire != schedule.Write || in.Client != hold.Client || *in.Lease >= *hold.Lease {
+			t.Fatalf("seed %d: not a write re-entry with a shorter lease\n%s", seed, g.Schedule.Marshal())
+		}
+		if other.Client == hold.Client || other.After != in.Name || *other.Wait <= *in.Lease {
+			t.Fatalf("seed %d: no other client outwaiting the re-entry's lease\n%s", seed, g.Schedule.Marshal())
+		}
+		if !inRel.Release || inRel.After != in.Name || inRel.Delay <= *in.Lease {
+			t.Fatalf("seed %d: the re-entry is let go within its lease\n%s", seed, g.Schedule.Marshal())
+		}
+	}
+}
+
 // TestOneLeaseStepsCarryNone: a library with one lease for every lock (Spring's RedisLockRegistry) refuses
 // an acquire with a lease of its own, so every run explore made of it refused every acquire and reached
 // nothing (30 minutes, 238 runs, no transition). Its trials carry no lease, and the lease shapes are left out.
 func TestOneLeaseStepsCarryNone(t *testing.T) {
 	c := Caps{Lock: "mutex", Family: "mutex", Reentrant: true, OneLease: true, Faults: semCaps.Faults}
 	for _, sh := range fitting(c) {
-		if sh.Name == "short-joins-long" || sh.Name == "late-release" {
+		if sh.Name == "short-joins-long" || sh.Name == "late-release" || sh.Name == "write-reenters-shorter" {
 			t.Errorf("shape %s fits a lock with one lease", sh.Name)
 		}
 	}

@@ -353,6 +353,7 @@ var Shapes = []Shape{
 	{"queue-outlives-slot", queueOutlivesSlot, func(c Caps) bool { return c.Family == "mutex" }},
 	{"reentry-outlives-watchdog", reentryOutlivesWatchdog, func(c Caps) bool { return c.Family == "mutex" && c.Reentrant && c.Watchdog }},
 	{"renewal-lost", renewalLost, func(c Caps) bool { return c.Family == "mutex" && c.Watchdog && len(c.aimed()) > 0 }},
+	{"write-reenters-shorter", writeReentersShorter, func(c Caps) bool { return c.Family == "rwlock" && c.Reentrant && leased(c) }},
 }
 
 // The long menus, drawn by queue-outlives-slot alone (the others keep runs to seconds): a hold longer than
@@ -429,6 +430,26 @@ func renewalLost(rng *rand.Rand, c Caps, g *Genome) {
 		schedule.Step{Name: g.name(), After: a.Name, Delay: gaps[len(gaps)-1], Fault: c.releaseFault(rng),
 			Targets: []string{"c1"}, For: min(pick(rng, faultFors[2:]), time.Second)})
 	g.Schedule.Steps[g.addActor(rng, c, actor{client: "c2"}, a.Name)].Wait = &w
+}
+
+// writeReentersShorter: a writer with a long lease re-enters to write with a short one and stays re-entered
+// past it, while a waiter that would outwait the short lease asks; then the re-entry and the hold let go. A
+// write re-entry whose lease replaces what the lock had left (Redisson adds it: pttl + lease) lets the
+// waiter in beside the writer when the short lease runs out. Drawn rarely otherwise: short-joins-long lets
+// its joiner go within the joiner's lease, and a write re-entry's unlock sets the lock's TTL afresh.
+func writeReentersShorter(rng *rand.Rand, c Caps, g *Genome) {
+	long, short := leases[len(leases)-1], pick(rng, leases[:3])
+	zero := time.Duration(0)
+	a := schedule.Step{Name: g.name(), Client: "c1", Acquire: schedule.Write, Lease: &long, Wait: wait(rng)}
+	in := schedule.Step{Name: g.name(), After: a.Name, Delay: pick(rng, gaps), Client: "c1", Acquire: schedule.Write,
+		Lease: &short, Wait: &zero}
+	w := pick(rng, waits[3:]) // past the short lease
+	cw := schedule.Step{Name: g.name(), After: in.Name, Delay: pick(rng, gaps), Client: "c2", Acquire: pick(rng, c.Ops()),
+		Lease: c.lease(rng), Wait: &w}
+	inRel := schedule.Step{Name: g.name(), After: in.Name, Delay: short + pick(rng, holds[2:5]), Client: "c1", Release: true}
+	g.Schedule.Steps = append(g.Schedule.Steps, a, in, cw, inRel,
+		schedule.Step{Name: g.name(), After: cw.Name, Delay: pick(rng, holds[:3]), Client: "c2", Release: true},
+		schedule.Step{Name: g.name(), After: inRel.Name, Delay: pick(rng, holds[1:4]), Client: "c1", Release: true})
 }
 
 // lostRelease: holders that fill the lock (its permits, or the one lock), the first with a re-entry where
