@@ -165,7 +165,21 @@ func rwApply(s RWState, in Command, out Reply) (RWState, bool) {
 		return s, false
 	case in.F == "release" && in.Read:
 		if out.Outcome == Refused {
-			return s, mine == 0
+			if mine == 0 {
+				return s, true
+			}
+			// A reader whose own lease may have ended while others keep the lock: a readers set drops its
+			// entry when any script runs past its score (examples/locks/rwlock.yaml), so its unlock may find
+			// it gone; Redisson's hash keeps the field, and the unlock that finds it is legal too.
+			r := readerOf(s.Readers, o)
+			if r.lo > in.Return {
+				return s, false
+			}
+			r.holds = 0
+			if s.Readers = withReader(s.Readers, r); s.free() {
+				return RWState{}, true
+			}
+			return s, true
 		}
 		if mine == 0 {
 			return s, false
