@@ -136,6 +136,17 @@ func (LostLock) Check(_ context.Context, h *history.History) Result {
 				continue
 			}
 			g := ops[grant].c
+			// The lease is set afresh by the grant, and by the holder's own release that leaves it held
+			// with a lease (Redisson's inner unlock PEXPIREs the lock to internalLockLeaseTime, which a
+			// re-entry with a shorter lease set: explore's fenced lock, 30 minutes); renews and re-entries
+			// sent after the latest of these answered extend it.
+			set := grant
+			for i := grant + 1; i < j; i++ {
+				if x := ops[i]; x.c.F == "release" && x.out.Outcome == Applied && x.out.Value != 1 && x.c.Lease > 0 && x.c.Return < r.c.Call {
+					set = i
+				}
+			}
+			s := ops[set].c
 			sure, proof := int64(0), true
 			for i, x := range ops {
 				if i == j || i == grant {
@@ -145,12 +156,13 @@ func (LostLock) Check(_ context.Context, h *history.History) Result {
 					proof = false // it may have let go after the grant, or the loss was already seen
 					break
 				}
-				if x.c.Call >= g.Call && x.c.Return < r.c.Call && x.out.Outcome == Applied && (x.c.F == "renew" || x.c.F == "acquire") && x.c.Lease > 0 {
+				after := x.c.Call >= g.Call && (set == grant || x.c.Call > s.Return)
+				if after && x.c.Return < r.c.Call && x.out.Outcome == Applied && (x.c.F == "renew" || x.c.F == "acquire") && x.c.Lease > 0 {
 					sure = max(sure, x.c.Call+x.c.Lease-Epsilon(x.c.Lease))
 				}
 			}
-			if g.Lease > 0 {
-				sure = max(sure, g.Call+g.Lease-Epsilon(g.Lease))
+			if s.Lease > 0 {
+				sure = max(sure, s.Call+s.Lease-Epsilon(s.Lease))
 			}
 			if proof && r.c.Return < sure {
 				l := Loss{Key: r.c.Key, Client: r.c.Client, Owner: r.c.Owner, Acquired: g.Call,

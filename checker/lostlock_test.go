@@ -66,6 +66,19 @@ func TestLostLock(t *testing.T) {
 			{"c1", "release", 31000, 31001, fail, -1, nil}}, Valid},
 		{"a renewal extends the lease", []step{{"c1", "acquire", 0, 1, ok, 0, nil}, {"c1", "renew", 20000, 20001, ok, 1, nil},
 			{"c1", "release", 40000, 40001, fail, -1, nil}}, Invalid},
+		// Explore's fenced lock (30 minutes): a watchdog hold re-entered with 100 ms; the inner unlock set
+		// the lock's TTL to that (Redisson's internalLockLeaseTime), and the outer release after it was
+		// refused. A renewal in flight beside the re-entry no longer counts as extending past it.
+		{"an inner unlock sets a shorter lease", []step{{"c1", "acquire", 0, 1, ok, 0, map[string]int64{"lease_ms": 1500}},
+			{"c1", "renew", 400, 900, ok, 1, map[string]int64{"lease_ms": 1500}},
+			{"c1", "acquire", 300, 900, ok, 0, map[string]int64{"lease_ms": 100}},
+			{"c1", "release", 1050, 1051, ok, 0, map[string]int64{"lease_ms": 100}},
+			{"c1", "release", 1250, 1251, fail, -1, nil}}, Valid},
+		{"renewed after the inner unlock", []step{{"c1", "acquire", 0, 1, ok, 0, map[string]int64{"lease_ms": 1500}},
+			{"c1", "acquire", 300, 900, ok, 0, map[string]int64{"lease_ms": 100}},
+			{"c1", "release", 1050, 1051, ok, 0, map[string]int64{"lease_ms": 100}},
+			{"c1", "renew", 1100, 1101, ok, 1, map[string]int64{"lease_ms": 1500}},
+			{"c1", "release", 1250, 1251, fail, -1, nil}}, Invalid},
 		{"an unknown release in between proves nothing", []step{{"c1", "acquire", 0, 1, ok, 0, nil},
 			{"c1", "release", 100, 3100, unknown, 0, nil}, {"c1", "release", 4000, 4001, fail, -1, nil}}, Valid},
 		{"an unacknowledged grant may vanish", []step{{"c1", "acquire", 0, 1, ok, 0, map[string]int64{"nosync": 1}},
