@@ -106,6 +106,42 @@ func ownerGroups(h *history.History) (map[[2]string][]ownerOp, [][2]string) {
 	return groups, order
 }
 
+// surelyUntil is when the owner's hold surely lasted until, as far as its own commands before the refusal r
+// say. Each of them that sets a lease sets it afresh, counted from its call: the grant, a renewal, a
+// re-entry, an inner unlock that leaves the lock held (Redisson PEXPIREs each: a renewal at the watchdog's
+// 600 ms cuts a 10 s re-entry's lease, an inner unlock sets internalLockLeaseTime, which a re-entry with a
+// shorter lease set; explore's reentrant and fenced locks, 30 minutes each, were called lost by the longest
+// of them). The lock lasts at least as long as the shortest lease among those no later one surely followed
+// (a library whose renewal only extends is judged as leniently). 0: no lease known.
+func surelyUntil(ops []ownerOp, grant int, r ownerOp) int64 {
+	g := ops[grant].c
+	var set []Command
+	for i, x := range ops {
+		sets := x.out.Outcome == Applied && x.c.Lease > 0 && (x.c.F == "acquire" || x.c.F == "renew" ||
+			x.c.F == "release" && x.out.Value != 1)
+		if i == grant || sets && x.c.Return < r.c.Call && x.c.Return > g.Call {
+			set = append(set, x.c)
+		}
+	}
+	sure := int64(math.MaxInt64)
+	for _, x := range set {
+		last := true
+		for _, y := range set {
+			if y.Call > x.Return {
+				last = false // y surely ran after x
+				break
+			}
+		}
+		if last {
+			if x.Lease <= 0 {
+				return 0
+			}
+			sure = min(sure, x.Call+x.Lease-Epsilon(x.Lease))
+		}
+	}
+	return sure
+}
+
 // Check looks at each refusal an owner got and, before it, that owner's latest sure grant.
 func (LostLock) Check(_ context.Context, h *history.History) Result {
 	groups, order := ownerGroups(h)
@@ -136,34 +172,14 @@ func (LostLock) Check(_ context.Context, h *history.History) Result {
 				continue
 			}
 			g := ops[grant].c
-			// The lease is set afresh by the grant, and by the holder's own release that leaves it held
-			// with a lease (Redisson's inner unlock PEXPIREs the lock to internalLockLeaseTime, which a
-			// re-entry with a shorter lease set: explore's fenced lock, 30 minutes); renews and re-entries
-			// sent after the latest of these answered extend it.
-			set := grant
-			for i := grant + 1; i < j; i++ {
-				if x := ops[i]; x.c.F == "release" && x.out.Outcome == Applied && x.out.Value != 1 && x.c.Lease > 0 && x.c.Return < r.c.Call {
-					set = i
-				}
-			}
-			s := ops[set].c
-			sure, proof := int64(0), true
+			proof := true
 			for i, x := range ops {
-				if i == j || i == grant {
-					continue
-				}
-				if x.c.Call < r.c.Return && x.c.Return > g.Call && (letsGo(x) || x.out.Outcome == Refused && i < j) {
+				if i != j && i != grant && x.c.Call < r.c.Return && x.c.Return > g.Call && (letsGo(x) || x.out.Outcome == Refused && i < j) {
 					proof = false // it may have let go after the grant, or the loss was already seen
 					break
 				}
-				after := x.c.Call >= g.Call && (set == grant || x.c.Call > s.Return)
-				if after && x.c.Return < r.c.Call && x.out.Outcome == Applied && (x.c.F == "renew" || x.c.F == "acquire") && x.c.Lease > 0 {
-					sure = max(sure, x.c.Call+x.c.Lease-Epsilon(x.c.Lease))
-				}
 			}
-			if s.Lease > 0 {
-				sure = max(sure, s.Call+s.Lease-Epsilon(s.Lease))
-			}
+			sure := surelyUntil(ops, grant, r)
 			if proof && r.c.Return < sure {
 				l := Loss{Key: r.c.Key, Client: r.c.Client, Owner: r.c.Owner, Acquired: g.Call,
 					LeaseFrom: sure, F: r.c.F, Call: r.c.Call, Return: r.c.Return}

@@ -79,6 +79,20 @@ func TestLostLock(t *testing.T) {
 			{"c1", "release", 1050, 1051, ok, 0, map[string]int64{"lease_ms": 100}},
 			{"c1", "renew", 1100, 1101, ok, 1, map[string]int64{"lease_ms": 1500}},
 			{"c1", "release", 1250, 1251, fail, -1, nil}}, Invalid},
+		// Explore's reentrant lock (30 minutes): a watchdog hold re-entered with 10 s and let go; the
+		// watchdog's renewals (600 ms) set the TTL afresh each time, then the client stalled for 1 s and its
+		// next renewal was refused. The 10 s had been cut by the renewals.
+		{"renewals cut a re-entry's longer lease", []step{{"c1", "acquire", 0, 1, ok, 0, map[string]int64{"lease_ms": 600}},
+			{"c1", "acquire", 102, 103, ok, 0, map[string]int64{"lease_ms": 10000}},
+			{"c1", "renew", 201, 202, ok, 1, map[string]int64{"lease_ms": 600}},
+			{"c1", "release", 302, 303, ok, 0, map[string]int64{"lease_ms": 10000}},
+			{"c1", "renew", 402, 403, ok, 1, map[string]int64{"lease_ms": 600}},
+			{"c1", "renew", 2611, 2612, ok, 1, map[string]int64{"lease_ms": 600}},
+			{"c1", "renew", 3626, 3627, fail, 0, map[string]int64{"lease_ms": 600}}}, Valid},
+		{"a renewal refused inside the renewed lease", []step{{"c1", "acquire", 0, 1, ok, 0, map[string]int64{"lease_ms": 600}},
+			{"c1", "acquire", 102, 103, ok, 0, map[string]int64{"lease_ms": 10000}},
+			{"c1", "renew", 2611, 2612, ok, 1, map[string]int64{"lease_ms": 600}},
+			{"c1", "renew", 2811, 2812, fail, 0, map[string]int64{"lease_ms": 600}}}, Invalid},
 		{"an unknown release in between proves nothing", []step{{"c1", "acquire", 0, 1, ok, 0, nil},
 			{"c1", "release", 100, 3100, unknown, 0, nil}, {"c1", "release", 4000, 4001, fail, -1, nil}}, Valid},
 		{"an unacknowledged grant may vanish", []step{{"c1", "acquire", 0, 1, ok, 0, map[string]int64{"nosync": 1}},
