@@ -115,29 +115,27 @@ func ownerGroups(h *history.History) (map[[2]string][]ownerOp, [][2]string) {
 // (a library whose renewal only extends is judged as leniently). 0: no lease known.
 func surelyUntil(ops []ownerOp, grant int, r ownerOp) int64 {
 	g := ops[grant].c
-	var set []Command
-	for i, x := range ops {
-		sets := x.out.Outcome == Applied && x.c.Lease > 0 && (x.c.F == "acquire" || x.c.F == "renew" ||
-			x.c.F == "release" && x.out.Value != 1)
-		if i == grant || sets && x.c.Return < r.c.Call && x.c.Return > g.Call {
-			set = append(set, x.c)
+	sets := func(i int) bool {
+		x := ops[i]
+		return i == grant || x.out.Outcome == Applied && x.c.Lease > 0 && x.c.Return < r.c.Call && x.c.Return > g.Call &&
+			(x.c.F == "acquire" || x.c.F == "renew" || x.c.F == "release" && x.out.Value != 1)
+	}
+	// One that returned before the latest of them was called surely ran before it.
+	latest := int64(math.MinInt64)
+	for i := range ops {
+		if sets(i) {
+			latest = max(latest, ops[i].c.Call)
 		}
 	}
 	sure := int64(math.MaxInt64)
-	for _, x := range set {
-		last := true
-		for _, y := range set {
-			if y.Call > x.Return {
-				last = false // y surely ran after x
-				break
-			}
+	for i, x := range ops {
+		if !sets(i) || x.c.Return < latest {
+			continue
 		}
-		if last {
-			if x.Lease <= 0 {
-				return 0
-			}
-			sure = min(sure, x.Call+x.Lease-Epsilon(x.Lease))
+		if x.c.Lease <= 0 {
+			return 0
 		}
+		sure = min(sure, x.c.Call+x.c.Lease-Epsilon(x.c.Lease))
 	}
 	return sure
 }
@@ -179,8 +177,10 @@ func (LostLock) Check(_ context.Context, h *history.History) Result {
 					break
 				}
 			}
-			sure := surelyUntil(ops, grant, r)
-			if proof && r.c.Return < sure {
+			if !proof {
+				continue
+			}
+			if sure := surelyUntil(ops, grant, r); r.c.Return < sure {
 				l := Loss{Key: r.c.Key, Client: r.c.Client, Owner: r.c.Owner, Acquired: g.Call,
 					LeaseFrom: sure, F: r.c.F, Call: r.c.Call, Return: r.c.Return}
 				l.KeptBy, l.KeptAt = keptAfter(groups, order, ops[grant], r)

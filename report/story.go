@@ -436,15 +436,19 @@ func agreement(s *Story, invalid func(string) bool) string {
 // shortened is set when a re-entry made that end sooner.
 func grantBefore(h *history.History, owner, key string, t int64) (granted, leaseEnd int64, shortened bool) {
 	granted = -1
+	var rels []history.Operation // the owner's client's answered releases of key, gathered at its first inner unlock
 	for _, o := range h.Ops {
 		if o.Invoke.Time > t {
 			break
 		}
 		if o.Invoke.F == "unlock" && o.Invoke.Args["nested"] == 1 && leaseEnd > 0 && o.Invoke.Key == key &&
 			o.Invoke.ThreadName() == owner && o.Outcome() == history.Ok && o.Complete.Time <= t {
+			if rels == nil {
+				rels = releasesOf(h, o.Invoke.Client, key)
+			}
 			// An inner unlock that leaves the hold sets its TTL too (RLock's partial unlock PEXPIREs the lock to
 			// its internalLockLeaseTime, the watchdog's timeout on a fresh lock object), which may be shorter.
-			if at, l := unlockPexpire(h, o); l > 0 && at+l < leaseEnd {
+			if at, l := unlockPexpire(rels, o); l > 0 && at+l < leaseEnd {
 				leaseEnd, shortened = at+l, true
 			}
 			continue
@@ -479,15 +483,26 @@ func grantBefore(h *history.History, owner, key string, t int64) (granted, lease
 	return granted, leaseEnd, shortened
 }
 
+// releasesOf are client's answered releases of key, wire records and its own, in the history's order: one
+// pass over the history, not one per inner unlock.
+func releasesOf(h *history.History, client, key string) []history.Operation {
+	out := []history.Operation{}
+	for _, o := range h.Ops {
+		if c := o.Invoke; c.F == "release" && c.Client == client && c.Key == key && o.Outcome() == history.Ok {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
 // unlockPexpire is the TTL an inner unlock's lock command set and when it was sent: the release under it
-// that was answered, from the wire where it was recorded (what was sent), else the client's own record; 0
-// where neither says a lease.
-func unlockPexpire(h *history.History, u history.Operation) (at, lease int64) {
+// (of rels, its client's answered releases of its key) from the wire where it was recorded (what was
+// sent), else the client's own record; 0 where neither says a lease.
+func unlockPexpire(rels []history.Operation, u history.Operation) (at, lease int64) {
 	for _, wire := range []bool{true, false} {
-		for _, o := range h.Ops {
+		for _, o := range rels {
 			c := o.Invoke
-			if c.F != "release" || (c.Src == history.WireSrc) != wire || c.Client != u.Invoke.Client || c.Key != u.Invoke.Key ||
-				c.Time < u.Invoke.Time || c.Time > u.Complete.Time || o.Outcome() != history.Ok {
+			if (c.Src == history.WireSrc) != wire || c.Time < u.Invoke.Time || c.Time > u.Complete.Time {
 				continue
 			}
 			if c.Src != history.WireSrc && c.Thread != u.Invoke.Thread {
