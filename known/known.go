@@ -43,6 +43,8 @@ type Signature struct {
 	Outlived bool `json:"outlived,omitempty"`
 	// GaveUp is that the first owner's watchdog renewed no more after a renewal got no answer (report.Story).
 	GaveUp bool `json:"watchdog_gave_up,omitempty"`
+	// Late is that the first owner's grant came back after its fixed lease could have ended (report.Story).
+	Late bool `json:"late_grant,omitempty"`
 	// Also are the other checkers that found the run invalid: a known bug may be what one of them found
 	// (redsync's Extend answering ok on a lost lock is porcupine's, beside the overlap the story leads with).
 	Also []string `json:"also,omitempty"`
@@ -66,7 +68,10 @@ func (s Signature) String() string {
 		if s.Stopped {
 			t += " (its watchdog stopped by a re-entry's unlock)"
 		}
-		if s.Outlived {
+		switch {
+		case s.Late:
+			t += " (its grant came back after its own fixed lease could end)"
+		case s.Outlived:
 			t += " (held past its own fixed lease)"
 		}
 		if s.GaveUp {
@@ -92,7 +97,7 @@ func SignatureOf(h *history.History, r *report.Results) (Signature, bool) {
 		return Signature{}, false
 	}
 	s := Signature{Kind: st.Kind, Checker: st.Checker, Lease: st.Lease, Shortened: st.Shortened, Stopped: st.Stopped,
-		Outlived: st.Outlived, GaveUp: st.GaveUp}
+		Outlived: st.Outlived, GaveUp: st.GaveUp, Late: st.Late}
 	if r.Breaking != nil { // the transition at the first violation (package coverage)
 		s.Shape = r.Breaking.String()
 	}
@@ -143,6 +148,7 @@ type rule struct {
 	stopped   *bool  // nil: either
 	outlived  *bool  // nil: either
 	gaveUp    *bool  // nil: either
+	late      *bool  // nil: either
 	client    string // the buggy side's --client (lib@version), to confirm an emulation's finding with
 }
 
@@ -230,7 +236,7 @@ func ruleOf(name string, b []byte) (rule, error) {
 	}
 	if m := rp.Match; m != nil {
 		r.kind, r.lease, r.shortened, r.stopped, r.outlived, r.as = report.ViolationKind(m.Kind), report.LeaseSide(m.Lease), m.Shortened, m.Stopped, m.Outlived, m.As
-		r.gaveUp = m.GaveUp
+		r.gaveUp, r.late = m.GaveUp, m.Late
 		if len(m.Families) > 0 {
 			r.families = m.Families
 		}
@@ -374,6 +380,7 @@ func (r rule) meets(s Signature, run history.RunMeta) (int, bool) {
 		cond(r.stopped != nil, r.stopped != nil && *r.stopped == s.Stopped) &&
 		cond(r.outlived != nil, r.outlived != nil && *r.outlived == s.Outlived) &&
 		cond(r.gaveUp != nil, r.gaveUp != nil && *r.gaveUp == s.GaveUp) &&
+		cond(r.late != nil, r.late != nil && *r.late == s.Late) &&
 		cond(r.lock != "", r.lock == run.Lock) &&
 		cond(r.library != "", r.library == lib) &&
 		// A bug a release fixed is the runs' of a version before it: lockcheck's Go emulation (no version) plays

@@ -49,7 +49,7 @@ func TestEveryEntryIsMatchable(t *testing.T) {
 		for _, c := range r.checkers {
 			s := Signature{Kind: report.KindOf(c), Checker: c, Family: r.families[0], Faults: append(slices.Clone(r.faults), r.anyFault[:min(1, len(r.anyFault))]...), Lease: r.lease,
 				Shortened: r.shortened != nil && *r.shortened, Stopped: r.stopped != nil && *r.stopped,
-				Outlived: r.outlived != nil && *r.outlived}
+				Outlived: r.outlived != nil && *r.outlived, GaveUp: r.gaveUp != nil && *r.gaveUp, Late: r.late != nil && *r.late}
 			if r.kind != "" {
 				s.Kind = r.kind
 			}
@@ -217,6 +217,11 @@ func TestMatchRWLock(t *testing.T) {
 	outlived.Outlived = true
 	outlatency := overlap([]string{"latency"}, report.PastLease)
 	outlatency.Outlived = true
+	late := func(faults ...string) Signature { // the first owner's grant came back after its own lease could end
+		s := overlap(faults, report.PastLease)
+		s.Outlived, s.Late = true, true
+		return s
+	}
 	for _, c := range []struct {
 		s    Signature
 		runs []history.RunMeta
@@ -233,6 +238,9 @@ func TestMatchRWLock(t *testing.T) {
 		{outlived, []history.RunMeta{emulation, worker, {Lock: "rwlock", Spec: "rwlock.yaml"}}, "design-hold-past-lease"},
 		{overlap([]string{"latency"}, report.PastLease), []history.RunMeta{emulation, worker}, "design-slow-link-watchdog"},
 		{outlatency, []history.RunMeta{emulation}, "design-hold-past-lease"}, // a fixed lease: no renewal came late
+		{late("latency"), []history.RunMeta{emulation, worker}, "design-late-grant"},
+		{late("client-pause"), []history.RunMeta{emulation}, "design-late-grant"}, // not kleppmann-pause: no hold was frozen
+		{late(), []history.RunMeta{emulation, {Lock: "rwlock", Spec: "rwlock.yaml"}}, "design-late-grant"},
 	} {
 		for _, run := range c.runs {
 			e, ok := Match(c.s, run)

@@ -128,9 +128,15 @@ func oneClientLinks(rng *rand.Rand, env *Env) []Target {
 	return clientLinks(pickClients(rng, env, "one"), linkNodes(env))
 }
 
-// everyClientLinks: every client's links to every node.
+// everyClientLinks: every client's links to every node, or the named clients' (a schedule's step aims
+// hold-replies at the one client whose grant must come back late).
 func everyClientLinks(_ *rand.Rand, env *Env) []Target {
-	return clientLinks(env.Clients, linkNodes(env))
+	clients := env.Clients
+	if len(env.Targets.Clients) > 0 {
+		env.uses(useClients)
+		clients = env.Targets.Clients
+	}
+	return clientLinks(clients, linkNodes(env))
 }
 
 func clientLinks(clients, nodes []string) []Target {

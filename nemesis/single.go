@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"time"
 )
 
 // Single faults: one fault started and healed by a caller rather than by a Plan (a schedule's fault steps,
@@ -30,16 +31,19 @@ func Aim(name string, sel Selector, rng *rand.Rand, env *Env) ([]Target, error) 
 	return f.Targets(rng, &probe), nil
 }
 
-// Apply starts fault name now on targets (the primary is named as it starts), records the start, and
-// returns what heals it and records the stop, to be called once; a fault that fails to start is recorded
-// as an error (whatever part of it applied undone) and its heal does nothing.
-func Apply(ctx context.Context, env *Env, rec Recorder, name string, targets []Target) (heal func()) {
+// Apply starts fault name now on targets (the primary is named as it starts) for d, records the start, and
+// returns what heals it and records the stop, to be called once (d later); a fault that fails to start is
+// recorded as an error (whatever part of it applied undone) and its heal does nothing. The fault sees d as
+// its duration (what a plan's step gets from --nemesis-duration): a held reply is heard d late.
+func Apply(ctx context.Context, env *Env, rec Recorder, name string, targets []Target, d time.Duration) (heal func()) {
 	f := registry[name]
 	if f == nil {
 		record(rec, name, "error", targets, "start: unknown fault")
 		return func() {}
 	}
-	if stop, ok := startFault(ctx, env, rec, name, f, targets, nil); ok {
+	e := *env
+	e.Params.Duration = d
+	if stop, ok := startFault(ctx, &e, rec, name, f, targets, nil); ok {
 		return stop
 	}
 	return func() {}

@@ -86,8 +86,14 @@ type Story struct {
 	// GaveUp is set where the first owner's watchdog renewed no more after a renewal that got no answer,
 	// though it had renewed every period before and the hold went on: the watchdog gave up (Redisson
 	// before 3.44, #3194), where a slow link's renewals are still in flight or answered.
-	GaveUp bool   `json:"watchdog_gave_up,omitempty"`
-	Text   string `json:"text"`
+	GaveUp bool `json:"watchdog_gave_up,omitempty"`
+	// Late is set where the first owner's grant came back after the fixed lease it asked for could have
+	// ended (a reply held back by a slow link, a stalled client): the lock may have granted it before the
+	// second owner, whose grant came back first, and let the second in when that lease ran out. The first
+	// owner entered past its own lease (Outlived too); a lock that subtracts the time a grant took from its
+	// lease, as Redlock's validity time does, would have told it so.
+	Late bool   `json:"late_grant,omitempty"`
+	Text string `json:"text"`
 	// leaseEnd is, for an overlap, the earliest the first holder's own lease could end (its granting
 	// call plus the lease it asked for; 0: no fixed lease): an intruder before it was let in early.
 	leaseEnd int64
@@ -211,9 +217,17 @@ func (s *Story) overlap(h, all *history.History, c checker.Result, byName map[st
 	first := StoryOwner{Name: o.Holder, Granted: granted, Entered: o.HeldFrom, Left: o.HeldTo}
 	second := StoryOwner{Name: o.Intruder, Granted: intruded, Entered: o.Entered,
 		Left: o.IntruderOut}
+	lateCall, lateLease, late := lateGrant(all, o, granted)
+	late = late && byName["porcupine"].Valid != checker.Invalid
+	if late { // the lock may have granted the intruder first: it is the first owner, past its own lease
+		first, second = second, first
+		leaseEnd, shortened, stopped = lateCall+lateLease, false, false
+	}
 	s.Owners = []StoryOwner{first, second}
 	s.leaseEnd = leaseEnd
 	switch {
+	case late:
+		s.Lease, s.Outlived, s.Late = PastLease, true, true
 	case leaseEnd > o.Entered:
 		s.Lease = WithinLease
 	case leaseEnd > 0 || byName["porcupine"].Valid == checker.Valid: // the model's lease had ended
@@ -224,7 +238,7 @@ func (s *Story) overlap(h, all *history.History, c checker.Result, byName map[st
 		s.GaveUp = gaveUp(h, o, granted)
 	}
 	s.Faults = faultsBetween(ws, min(s.from(), o.HeldFrom), s.At)
-	s.Told = told(h, byName["told-of-loss"], lib, o)
+	s.Told = told(h, byName["told-of-loss"], lib, o.Key, first.Name, o.Entered)
 	g1, r1 := s.grantText(first)
 	g2, r2 := s.grantText(second)
 	if r1 == r2 { // both against the same fault the same way: say it once
@@ -240,6 +254,10 @@ func (s *Story) overlap(h, all *history.History, c checker.Result, byName map[st
 	if len(s.Faults) == 0 {
 		s.Text += s.faultText(ws)
 	}
+	if late {
+		s.Text += fmt.Sprintf("; %s asked at %s for a %s lease and was told of its grant at %s, after that lease could have ended: the lock may have granted it first and %s after its lease ran out",
+			first.Name, checker.Secs(lateCall), forText(lateLease), checker.Secs(first.Granted), second.Name)
+	}
 	if s.Told != "" {
 		s.Text += "; " + s.Told
 	}
@@ -247,6 +265,46 @@ func (s *Story) overlap(h, all *history.History, c checker.Result, byName map[st
 	if len(s.SetUpBy) > 0 {
 		s.Text += "; set up by the step " + strings.Join(s.SetUpBy, ", and the step ")
 	}
+}
+
+// lateGrant is, for an overlap, the call of the command that granted the intruder its section and the
+// fixed lease it asked for, where that lease could have ended before the holder's grant came back (at
+// holderGranted): then an order exists in which the lock granted the intruder first and the holder only
+// after the intruder's lease ran out, the intruder learning of its grant later still. The granting command
+// is the last answered acquire of the intruder's thread (or, on the wire, its client) inside its tryLock;
+// a tryLock without one is its own only when it made one attempt (no wait). A re-entry or a watchdog's
+// hold (no lease) is never late.
+func lateGrant(h *history.History, o checker.Overlap, holderGranted int64) (call, lease int64, ok bool) {
+	var try *history.Operation
+	for i := range h.Ops {
+		op := &h.Ops[i]
+		c := op.Invoke
+		if c.Time > o.Entered {
+			break
+		}
+		if c.Src == "" && c.F == "tryLock" && c.Key == o.Key && c.ThreadName() == o.Intruder && op.Outcome() == history.Ok &&
+			op.Complete.Time <= o.Entered {
+			try = op
+		}
+	}
+	if try == nil || try.Invoke.Args["nested"] != 0 || try.Invoke.Args["lease_ms"] <= 0 {
+		return 0, 0, false
+	}
+	lease, call = try.Invoke.Args["lease_ms"]*int64(time.Millisecond), -1
+	if try.Invoke.Args["wait_ms"] == 0 {
+		call = try.Invoke.Time
+	}
+	for _, op := range h.Ops {
+		c := op.Invoke
+		if c.F != "acquire" || c.Key != o.Key || c.Time < try.Invoke.Time || op.Outcome() != history.Ok ||
+			op.Complete.Time > try.Complete.Time {
+			continue
+		}
+		if c.Src == "" && c.ThreadName() == o.Intruder || c.Src == history.WireSrc && c.Client == try.Invoke.Client {
+			call = max(call, c.Time)
+		}
+	}
+	return call, lease, call >= 0 && call+lease <= holderGranted
 }
 
 // setUpBy are the lines of the schedule steps that touched the overlap's key (or started a fault) after
@@ -749,28 +807,29 @@ func (f StoryFault) name() string {
 	return f.Fault + " of " + strings.Join(on, " ")
 }
 
-// told says what the library told the first holder of an overlap after the second was let in.
-func told(h *history.History, toldOfLoss checker.Result, lib string, o checker.Overlap) string {
+// told says what the library told the first holder of an overlap (holder, on key) after the second was
+// let in (at entered).
+func told(h *history.History, toldOfLoss checker.Result, lib, key, holder string, entered int64) string {
 	if ss, ok := toldOfLoss.Details.([]checker.Silence); ok {
 		for _, x := range ss {
-			if x.Holder == o.Holder {
+			if x.Holder == holder {
 				return fmt.Sprintf("%s answered %s's %s ok at %s: it was not told", lib, x.Holder, x.F, checker.Secs(x.Return))
 			}
 		}
 	}
 	for _, op := range h.Ops {
-		if op.Invoke.Time < o.Entered || op.Invoke.Key != o.Key || op.Invoke.ThreadName() != o.Holder || op.Invoke.F == "tryLock" {
+		if op.Invoke.Time < entered || op.Invoke.Key != key || op.Invoke.ThreadName() != holder || op.Invoke.F == "tryLock" {
 			continue
 		}
 		switch op.Outcome() {
 		case history.Fail:
-			return fmt.Sprintf("%s learned it at %s, when its %s was refused", o.Holder, checker.Secs(op.Complete.Time), op.Invoke.F)
+			return fmt.Sprintf("%s learned it at %s, when its %s was refused", holder, checker.Secs(op.Complete.Time), op.Invoke.F)
 		case history.Ok:
-			return fmt.Sprintf("%s answered %s's %s ok at %s: it was not told", lib, o.Holder, op.Invoke.F, checker.Secs(op.Complete.Time))
+			return fmt.Sprintf("%s answered %s's %s ok at %s: it was not told", lib, holder, op.Invoke.F, checker.Secs(op.Complete.Time))
 		}
-		return fmt.Sprintf("%s's %s at %s got no answer", o.Holder, op.Invoke.F, checker.Secs(op.Invoke.Time))
+		return fmt.Sprintf("%s's %s at %s got no answer", holder, op.Invoke.F, checker.Secs(op.Invoke.Time))
 	}
-	return fmt.Sprintf("%s told %s nothing", lib, o.Holder)
+	return fmt.Sprintf("%s told %s nothing", lib, holder)
 }
 
 // validText tells what a run without a violation exercised: its faults that touched a holder, the grants

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
@@ -369,5 +370,64 @@ func TestStoryInnerUnlockSetsTheTTL(t *testing.T) {
 	}
 	if s := story(hold, re, inner); s.Lease != WithinLease {
 		t.Fatalf("no record of the unlock's command: lease %q, want within the re-entry's 1 s: %s", s.Lease, s.Text)
+	}
+}
+
+// explore's f25 on --lock reentrant: c4 asked with a 100 ms lease and its link turned slow as the server
+// granted it; c2 was granted once that lease had run out, and c4 heard of its grant 0.2 s after its call.
+// The sections put c2 first, but an order exists in which the lock granted c4 first and c2 when c4's lease
+// ended: the story takes c4 as the first owner, past its own lease, its grant late; not "let in early".
+func TestStoryLateGrant(t *testing.T) {
+	ms := sec / 1000
+	holder := grant("c2", 1, "lock-0", 400*ms, 1460*ms) // on the watchdog: no lease of its own
+	holder.Invoke.Args = map[string]int64{"lease_ms": 0, "wait_ms": 8000}
+	re := grant("c2", 1, "lock-0", 1560*ms, 1561*ms) // a re-entry with 3 s: the holder's lease runs on
+	re.Invoke.Args = map[string]int64{"lease_ms": 3000, "nested": 1}
+	try := grant("c4", 1, "lock-0", 1339*ms, 1565*ms)
+	try.Invoke.Args = map[string]int64{"lease_ms": 100, "wait_ms": 2000}
+	refused := call("c4", 1, "lock-0", "acquire", 1345*ms, history.Fail)
+	granting := call("c4", 1, "lock-0", "acquire", 1358*ms, history.Ok)
+	granting.Complete.Time = 1564 * ms
+	o := checker.Overlap{Key: "lock-0", Holder: "c2/1", Intruder: "c4/1", HeldFrom: 1460 * ms, HeldTo: 2865 * ms,
+		Entered: 1565 * ms, IntruderOut: 1566 * ms}
+	h := &history.History{}
+	ops := func() []history.Operation { // in call order, as a history has them
+		out := []history.Operation{holder, try, refused, granting, re}
+		slices.SortFunc(out, func(a, b history.Operation) int { return int(a.Invoke.Time - b.Invoke.Time) })
+		return out
+	}
+	h.Ops = ops()
+	r := &Results{Valid: checker.Invalid, Faults: []history.Window{{Kind: "latency", Targets: []string{"c4->n1"}, Start: 1359 * ms, End: 1859 * ms}},
+		Checkers: []checker.Result{valid("porcupine"),
+			{Checker: "mutual-exclusion", Valid: checker.Invalid, At: o.Entered, Violation: o.String(), Details: map[string]any{"first": o}}}}
+	s := TellStory(h, r, "redisson")
+	if !s.Late || !s.Outlived || s.Lease != PastLease || len(s.Owners) != 2 || s.Owners[0].Name != "c4/1" || s.Owners[1].Name != "c2/1" {
+		t.Fatalf("late %v, outlived %v, lease %q, owners %+v: %s", s.Late, s.Outlived, s.Lease, s.Owners, s.Text)
+	}
+	if !strings.Contains(s.Text, "c4/1 asked at 1.358s for a 0.100s lease and was told of its grant at 1.565s") {
+		t.Fatalf("the story does not place c4's late grant: %s", s.Text)
+	}
+	// The granting command called 5 ms later: its lease could still run when c2's grant came back, so the
+	// lock let c4 in early, within c2's 3 s re-entry lease.
+	granting.Invoke.Time = 1365 * ms
+	h.Ops = ops()
+	if s := TellStory(h, r, "redisson"); s.Late || s.Lease != WithinLease || s.Owners[0].Name != "c2/1" {
+		t.Fatalf("a grant whose lease could outlast c2's grant: late %v, lease %q, owners %+v", s.Late, s.Lease, s.Owners)
+	}
+	// Without the command records, a tryLock that could wait is no evidence of when it was granted (its
+	// call, 1.339 s, was long before).
+	h.Ops = slices.DeleteFunc(slices.Clone(h.Ops), func(op history.Operation) bool { return op.Invoke.F == "acquire" })
+	if s := TellStory(h, r, "redisson"); s.Late {
+		t.Fatalf("late from a waiting tryLock's call alone: %s", s.Text)
+	}
+	// Porcupine finding the answers illegal: the story does not excuse the overlap as a late grant.
+	granting.Invoke.Time = 1358 * ms
+	h.Ops = ops()
+	if s := TellStory(h, r, "redisson"); !s.Late {
+		t.Fatalf("not late again: %s", s.Text)
+	}
+	r.Checkers[0].Valid = checker.Invalid
+	if s := TellStory(h, r, "redisson"); s.Late {
+		t.Fatalf("late beside an illegal order: %s", s.Text)
 	}
 }

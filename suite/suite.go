@@ -77,7 +77,10 @@ type Match struct {
 	Outlived *bool `yaml:"outlived"`
 	// GaveUp: the first owner's watchdog had (true) or had not (false) renewed no more after a renewal
 	// that got no answer.
-	GaveUp   *bool    `yaml:"watchdog-gave-up"`
+	GaveUp *bool `yaml:"watchdog-gave-up"`
+	// Late: the first owner's grant had (true) or had not (false) come back after the fixed lease it asked
+	// for could have ended.
+	Late     *bool    `yaml:"late-grant"`
 	AnyLock  bool     `yaml:"any-lock"` // a limit of every lock of its family, whatever the library
 	Families []string `yaml:"families"` // the lock families it is found on, where not only the buggy side's
 	Limit    string   `yaml:"limit"`    // what a design limit is a limit of, in words

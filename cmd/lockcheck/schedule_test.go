@@ -331,7 +331,7 @@ var knownAs = map[string]string{"reentry-lease": "design-reentry-lease", "naive-
 	"client-pause-watchdog": "kleppmann-pause", "server-pause-watchdog": "design-server-pause",
 	"rw-reentry-stops-watchdog": "redisson-rw-reentry-stops-watchdog", "rw-watchdog-reentry-cuts-lease": "redisson-rw-reentry-stops-watchdog",
 	"fair-queue-anchored": "design-fair-queue-anchored", "hold-past-lease": "design-hold-past-lease",
-	"slow-link-watchdog": "design-slow-link-watchdog"}
+	"slow-link-watchdog": "design-slow-link-watchdog", "late-grant": "design-late-grant"}
 
 // scheduleSteps checks that results.json lists every step that made a call with its outcome, and that an
 // invalid run names the catalog entry it is and, where a step set it up, that step.
@@ -352,7 +352,8 @@ func scheduleSteps(t *testing.T, dir, name string, invalid bool) {
 	if want := knownAs[name]; want != "" && (r.Known == nil || r.Known.Entry == nil || r.Known.Entry.Name != want) {
 		t.Errorf("known: %+v, want %s", r.Known, want)
 	}
-	setUp := map[string]string{"reentry-lease": "set up by the step reenter", "naive-stale-release": "set up by the step stale-release"}
+	setUp := map[string]string{"reentry-lease": "set up by the step reenter", "naive-stale-release": "set up by the step stale-release",
+		"late-grant": "c1/1 asked at "} // the late holder is the first owner, its call placed
 	if want := setUp[name]; want != "" && !strings.Contains(r.Story.Text, want) {
 		t.Errorf("story %q: want %q", r.Story.Text, want)
 	}

@@ -178,7 +178,7 @@ func (s *Schedule) cycle(ctx context.Context, clients map[string]locks.Client, r
 				close(done[i])
 				return
 			}
-			heal := nemesis.Apply(ctx, env, stepFaults{rec, st.Name}, st.Fault, s.aimed[i])
+			heal := nemesis.Apply(ctx, env, stepFaults{rec, st.Name}, st.Fault, s.aimed[i], st.For)
 			close(done[i])
 			workloads.Sleep(ctx, st.For)
 			heal()

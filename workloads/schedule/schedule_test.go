@@ -194,6 +194,20 @@ func TestAimFaults(t *testing.T) {
 	if s.Aimed(2) != nil {
 		t.Error("an acquire has targets")
 	}
+	// hold-replies holds every client's replies unless a step names the one whose grant must come late.
+	held, err := Parse([]byte("steps:\n  - {fault: hold-replies, targets: [c2], for: 1s}\n  - {fault: hold-replies, for: 1s}"), "f.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := held.Aim(7, env); err != nil {
+		t.Fatal(err)
+	}
+	if got := nemesis.TargetStrings(held.Aimed(0)); !reflect.DeepEqual(got, []string{"c2->n1"}) {
+		t.Errorf("hold-replies aimed at c2: %v", got)
+	}
+	if got := nemesis.TargetStrings(held.Aimed(1)); len(got) != 3 {
+		t.Errorf("hold-replies unaimed: %v, want every client's link", got)
+	}
 	for text, want := range map[string]string{
 		"steps:\n  - {name: k, fault: kill, targets: [c1], for: 1s}": "step 1 (k): fault kill: targets c1: fault kill hits nodes",
 		"steps:\n  - {name: k, fault: kill, targets: [n9], for: 1s}": `"n9" is no size`,
