@@ -338,14 +338,8 @@ func (x *exploration) run(ctx context.Context, budget time.Duration, parallel, m
 		fmt.Printf("interrupted: %d finding(s) kept unsettled in %s\n", len(x.e.Findings), filepath.Join(x.dir, "explore.json"))
 		return exitError{exitInterrupted}
 	}
-	for _, f := range x.e.Findings {
-		if ctx.Err() != nil {
-			break
-		}
-		x.settleFinding(ctx, f)
-		if err := x.write(); err != nil {
-			return err
-		}
+	if err := settleEach(ctx, x.e.Findings, x.base == nil, func(f *explore.Finding) { x.settleFinding(ctx, f) }, x.write); err != nil {
+		return err
 	}
 	x.summary(os.Stdout)
 	if ctx.Err() != nil {
@@ -353,6 +347,33 @@ func (x *exploration) run(ctx context.Context, budget time.Duration, parallel, m
 	}
 	if newFindings(x.e.Findings) > 0 { // as a suite whose run missed its expectation: CI fails on it
 		return exitError{exitInvalid}
+	}
+	return nil
+}
+
+// settleEach settles each finding in turn (settle), then calls done (explore.json written as it grows).
+// A finding whose first run matched a catalog entry that an earlier finding was settled as is that entry
+// again: it is recorded as settled as that finding, not shrunk, since each shrink costs a settle budget and
+// an unbroken lock's 30 minutes find the same design limits tens of times. Only where the first run's
+// entry is the settled word (byEntry: not a --scripts explore, whose base decides each finding).
+func settleEach(ctx context.Context, fs []*explore.Finding, byEntry bool, settle func(*explore.Finding), done func() error) error {
+	settledAs := map[string]*explore.Finding{} // a catalog entry, and the finding settled as it
+	for _, f := range fs {
+		if ctx.Err() != nil {
+			break
+		}
+		if by := settledAs[f.Known]; by != nil && byEntry {
+			f.Settled = &explore.Settled{As: by.ID, Known: by.Settled.Known, About: by.Settled.About}
+			fmt.Fprintf(os.Stderr, "  %s: known: %s, as %s, settled before it; not shrunk again\n", f.ID, f.Known, by.ID)
+		} else {
+			settle(f)
+			if s := f.Settled; s != nil && f.Known != "" && s.Known == f.Known && s.Note == "" {
+				settledAs[f.Known] = f
+			}
+		}
+		if err := done(); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -790,6 +811,9 @@ func (x *exploration) summary(w io.Writer) {
 // again is how often a settled finding failed again: its smallest command (the shrunk schedule, chained by
 // events), and the caught run's timeline written as timed steps where one was written.
 func again(s *explore.Settled) string {
+	if s.As != "" {
+		return "settled as " + s.As + " (its catalog entry's), not shrunk again"
+	}
 	t := fmt.Sprintf("fails again in %d of %d fresh runs", s.Caught, s.Of)
 	if s.ScheduleOf > 0 {
 		t += fmt.Sprintf(" (its timed steps %d of %d)", s.ScheduleCaught, s.ScheduleOf)

@@ -373,3 +373,43 @@ func TestViolationOf(t *testing.T) {
 		t.Fatalf("%q %q %q", violationOf(a), violationOf(b), violationOf(c))
 	}
 }
+
+// A finding whose first run matched an entry an earlier finding was settled as is not shrunk again: it is
+// recorded as that finding's; a new one, one of another entry, one whose settling named another entry or
+// went wrong, and every finding of a --scripts explore are settled each.
+func TestSettleEachOncePerEntry(t *testing.T) {
+	fs := []*explore.Finding{{ID: "f1", Known: "design-a"}, {ID: "f2", Known: "design-a"}, {ID: "f3"}, {ID: "f4"},
+		{ID: "f5", Known: "design-b"}, {ID: "f6", Known: "design-b"}, {ID: "f7", Known: "design-c"}, {ID: "f8", Known: "design-c"}}
+	settled := func(byEntry bool) []string {
+		var shrunk []string
+		for _, f := range fs {
+			f.Settled = nil
+		}
+		err := settleEach(context.Background(), fs, byEntry, func(f *explore.Finding) {
+			shrunk = append(shrunk, f.ID)
+			f.Settled = &explore.Settled{Known: f.Known, About: "about " + f.Known}
+			switch f.ID {
+			case "f5":
+				f.Settled.Known = "" // its shrunk run was new after all
+			case "f7":
+				f.Settled.Note = "shrink: interrupted"
+			}
+		}, func() error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return shrunk
+	}
+	if got := settled(true); !slices.Equal(got, []string{"f1", "f3", "f4", "f5", "f6", "f7", "f8"}) {
+		t.Fatalf("shrunk %v", got)
+	}
+	if s := fs[1].Settled; s == nil || s.As != "f1" || s.Known != "design-a" || s.About != "about design-a" || s.Again() != "" {
+		t.Fatalf("f2 settled %+v", s)
+	}
+	if !strings.Contains(again(fs[1].Settled), "settled as f1") {
+		t.Errorf("again: %s", again(fs[1].Settled))
+	}
+	if got := settled(false); len(got) != len(fs) {
+		t.Fatalf("a --scripts explore shrunk %v", got)
+	}
+}
