@@ -46,6 +46,9 @@ func (in *Input) expected(kind report.ViolationKind) (string, bool) {
 		if st.Shortened {
 			t += " (a re-entry had replaced it with a shorter one)"
 		}
+		if st.Late {
+			t += fmt.Sprintf(" (%s heard of its grant only after that lease could have ended)", first)
+		}
 		return leaseExpected + t + ", so the lock kept its promise and the holder worked on outside it: what an application gets from a lease lock without fencing tokens.", true
 	}
 	return e, ok

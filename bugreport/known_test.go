@@ -36,7 +36,13 @@ func TestReportKnownAndLease(t *testing.T) {
 	if !strings.Contains(exp, "within the lease") || !strings.Contains(exp, "This run fell past the lease: c2/1 was let in after c1/1's lease had ended") {
 		t.Errorf("expected:\n%s", exp)
 	}
-	st.Lease = report.WithinLease
+	st.Late = true // the first owner's grant came back late: said beside the lease it had
+	b.Reset()
+	_ = in.Write(&b)
+	if !strings.Contains(b.String(), "c1/1's lease had ended (c1/1 heard of its grant only after that lease could have ended)") {
+		t.Errorf("late:\n%s", b.String())
+	}
+	st.Late, st.Lease = false, report.WithinLease
 	b.Reset()
 	_ = in.Write(&b)
 	if !strings.Contains(b.String(), "This run fell within the lease") {
