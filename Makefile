@@ -77,7 +77,7 @@ shrink-campaign: deps build
 # $(SHARDS) processes of one test binary beside go test of every other package: inside each process the
 # sequential tests stay sequential (they swap os.Stderr, set the environment, share registries) and -parallel 4
 # overlaps the rest; the processes share one worker cache and one built lockcheck.
-SHARDS ?= 4
+SHARDS ?= 5
 test: deps
 	$(GO) vet ./...
 	$(GO) run ./scripts/shards -shards $(SHARDS) -timeout 40m -parallel 4
