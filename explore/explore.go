@@ -103,19 +103,6 @@ type Settled struct {
 	As string `json:"settled_as,omitempty"`
 }
 
-// Again says how often a settled finding failed again ("" for one settled as an earlier finding): its
-// smallest command, and the timeline written as timed steps where one was written.
-func (s *Settled) Again() string {
-	if s.As != "" {
-		return ""
-	}
-	t := fmt.Sprintf("%d of %d", s.Caught, s.Of)
-	if s.ScheduleOf > 0 {
-		t += fmt.Sprintf(" (timed steps %d of %d)", s.ScheduleCaught, s.ScheduleOf)
-	}
-	return t
-}
-
 // Changes says how the finding's schedule was changed before it was confirmed ("" for not at all):
 // "widened: ...; trimmed: ...".
 func (s *Settled) Changes() string {

@@ -221,7 +221,7 @@ func (s *Story) overlap(h, all *history.History, c checker.Result, byName map[st
 	late = late && byName["porcupine"].Valid != checker.Invalid
 	if late { // the lock may have granted the intruder first: it is the first owner, past its own lease
 		first, second = second, first
-		leaseEnd, shortened, stopped = lateCall+lateLease, false, false
+		leaseEnd = lateCall + lateLease // shortened and stopped are the holder's, read only when not late
 	}
 	s.Owners = []StoryOwner{first, second}
 	s.leaseEnd = leaseEnd

@@ -50,9 +50,12 @@ func (ex *Explore) page(w io.Writer) error {
 		r := exploreRow{ID: f.ID, Signature: f.Signature, Story: f.Story, Found: fmt.Sprintf("%.0f s", f.FoundS),
 			KofN: "not settled", Known: "?", Schedule: link(f.File), Run: link(f.Dir), First: f.FirstRun, Runs: len(f.Runs)}
 		if s := f.Settled; s != nil {
-			r.KofN, r.Known, r.Class = s.Again(), "new", "new"
-			if s.As != "" {
+			r.KofN, r.Known, r.Class = fmt.Sprintf("%d of %d", s.Caught, s.Of), "new", "new"
+			switch {
+			case s.As != "":
 				r.KofN = "as " + s.As
+			case s.ScheduleOf > 0:
+				r.KofN += fmt.Sprintf(" (timed steps %d of %d)", s.ScheduleCaught, s.ScheduleOf)
 			}
 			if c := s.Changes(); c != "" {
 				r.KofN += " once " + c

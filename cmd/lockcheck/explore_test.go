@@ -403,7 +403,7 @@ func TestSettleEachOncePerEntry(t *testing.T) {
 	if got := settled(true); !slices.Equal(got, []string{"f1", "f3", "f4", "f5", "f6", "f7", "f8"}) {
 		t.Fatalf("shrunk %v", got)
 	}
-	if s := fs[1].Settled; s == nil || s.As != "f1" || s.Known != "design-a" || s.About != "about design-a" || s.Again() != "" {
+	if s := fs[1].Settled; s == nil || s.As != "f1" || s.Known != "design-a" || s.About != "about design-a" || s.Of != 0 {
 		t.Fatalf("f2 settled %+v", s)
 	}
 	if !strings.Contains(again(fs[1].Settled), "settled as f1") {
